@@ -1,0 +1,32 @@
+# spectui: `make demo` runs the main job, `make test` runs the tests; each sets everything up first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: venv setup demo test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# llama-server built from pinned source, SmolLM2 and its Q2_K draft, all in the per-user cache
+setup: $(STAMP)
+	$(PY) -m spectui setup
+
+demo: setup
+	$(PY) -m spectui demo
+
+test: setup
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) bench/parse_throughput.py
+	$(PY) bench/tui_keepup.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,203 @@
+"""spectui's command line: `spectui` opens the TUI; subcommands run headless."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from spectui import __version__
+from spectui.engine.errors import InputError, ServerError, SpectuiError
+
+EXIT_OK, EXIT_SERVER, EXIT_USAGE, EXIT_DIFFERS = 0, 1, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        self.exit(EXIT_USAGE, f"spectui: error: {message} (see spectui {self.prog.split()[-1]} --help)\n")
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-tokens", type=int, default=128, metavar="N", help="tokens to generate (default 128)")
+    p.add_argument("--temperature", type=float, default=0.0, metavar="T", help="0 is greedy (default)")
+    p.add_argument("--seed", type=int, default=42, metavar="S")
+    p.add_argument("--order", choices=("sequential", "concurrent"), default="sequential",
+                   help="sequential (default: the sides do not distort each other's timing) or concurrent")
+    p.add_argument("--cache-prompt", choices=("off", "on", "server"), default="off",
+                   help="prompt cache per request: off (default, both sides cold), on, or the server's default")
+    p.add_argument("--ready-timeout", type=float, default=120.0, metavar="SEC",
+                   help="how long to wait for a loading server (default 120)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="spectui", description="Is the candidate server faster than the baseline, and are the bytes the same?")
+    parser.add_argument("--version", action="version", version=f"spectui {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    p = sub.add_parser("compare", help="stream the same prompts to both servers and compare, headless")
+    p.add_argument("--baseline", required=True, metavar="URL")
+    p.add_argument("--candidate", required=True, metavar="URL")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--prompt", metavar="TEXT", help="one user message")
+    g.add_argument("--prompts", metavar="SET|FILE", help="a bundled prompt set by name, or a prompts file")
+    p.add_argument("--raw", action="store_true", help="send --prompt unchanged, without the chat template")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    _add_run_options(p)
+
+    p = sub.add_parser("doctor", help="what spectui found: llama-server, models, GPUs, host")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("setup", help="build llama-server and fetch SmolLM2 and its draft into the cache")
+
+    p = sub.add_parser("tui", help="open the two-pane TUI on two running servers")
+    p.add_argument("--baseline", metavar="URL")
+    p.add_argument("--candidate", metavar="URL")
+    p.add_argument("--prompts", metavar="SET|FILE", default="default")
+    _add_run_options(p)
+
+    p = sub.add_parser("demo", help="launch the bundled pair of llama-servers and open the TUI on them")
+    p.add_argument("--headless", action="store_true", help="run the comparison without the TUI and print it")
+    p.add_argument("--candidate", choices=("draft", "ngram", "kvq4"), default="draft",
+                   help="which speed-up the candidate uses (default: draft-model speculation)")
+
+    p = sub.add_parser("theory", help="speed-up as a function of acceptance rate, draft length and draft cost")
+    p.add_argument("--alpha", type=float, required=True, metavar="A", help="acceptance rate, 0 <= A < 1")
+    p.add_argument("--gamma", type=int, required=True, metavar="G", help="drafted tokens per step, >= 1")
+    p.add_argument("--cost", type=float, required=True, metavar="C", help="draft step cost / target step cost, >= 0")
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command = args.command or "tui"
+    if args.command is None:
+        args = parser.parse_args(["tui", *(argv if argv is not None else sys.argv[1:])])
+    try:
+        if command == "compare":
+            return asyncio.run(_compare(args))
+        if command == "doctor":
+            return _doctor(args)
+        if command == "setup":
+            return _setup()
+        if command == "theory":
+            return _theory(args)
+        if command == "tui":
+            return _tui(args)
+        if command == "demo":
+            return _demo(args)
+    except KeyboardInterrupt:
+        print("spectui: interrupted", file=sys.stderr)
+        return 130
+    except InputError as exc:
+        print(f"spectui: error: {exc.one_line()}", file=sys.stderr)
+        return EXIT_USAGE
+    except SpectuiError as exc:
+        print(f"spectui: error: {exc.one_line()}", file=sys.stderr)
+        return EXIT_SERVER
+    parser.print_help()
+    return EXIT_USAGE
+
+
+def _params(args):
+    from spectui.engine.llamacpp import GenerationParams
+
+    if args.max_tokens < 1:
+        raise InputError(f"--max-tokens must be at least 1, not {args.max_tokens}")
+    if args.temperature < 0:
+        raise InputError(f"--temperature must be >= 0, not {args.temperature}")
+    cache = {"off": False, "on": True, "server": None}[args.cache_prompt]
+    return GenerationParams(max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed, cache_prompt=cache)
+
+
+def _prompts(args):
+    from spectui.engine import prompts
+
+    if getattr(args, "prompt", None) is not None:
+        return [prompts.single(args.prompt, raw=args.raw)]
+    return prompts.load_set(args.prompts)[1]
+
+
+async def _compare(args) -> int:
+    import httpx
+
+    from spectui.engine.llamacpp import LlamaCppBackend
+    from spectui.engine.report import json_report, text_report
+    from spectui.engine.runner import compare_prompt, connect
+
+    params = _params(args)
+    prompt_list = _prompts(args)
+    async with httpx.AsyncClient() as client:
+        backends = {"baseline": LlamaCppBackend(args.baseline, client), "candidate": LlamaCppBackend(args.candidate, client)}
+        infos = {}
+        for name, b in backends.items():
+            waited = []
+
+            def on_wait(state, left, name=name, waited=waited):
+                if not waited:
+                    print(f"spectui: {name} {b.url} is loading; waiting up to {left:.0f} s", file=sys.stderr)
+                    waited.append(1)
+
+            try:
+                infos[name] = await connect(b, args.ready_timeout, on_wait)
+            except ServerError as exc:
+                raise type(exc)(f"{name}: {exc}", exc.hint) if not hasattr(exc, "status") else exc
+        results = []
+        for prompt in prompt_list:
+            if not args.json:
+                print(f"spectui: {prompt.id} …", file=sys.stderr)
+            results.append(await compare_prompt(backends["baseline"], backends["candidate"], prompt, params, args.order))
+    if args.json:
+        print(json.dumps(json_report(infos, results, params, args.order), indent=2))
+    else:
+        print(text_report(infos, results, params, args.order))
+    if any(r.failed for r in results):
+        for r in results:
+            for rec in (r.baseline, r.candidate):
+                if rec.failed is not None:
+                    print(f"spectui: error: {rec.name} failed on {r.prompt.id}: {rec.failed.message}", file=sys.stderr)
+        return EXIT_SERVER
+    return EXIT_OK if all(r.identical for r in results) else EXIT_DIFFERS
+
+
+def _doctor(args) -> int:
+    from spectui.engine.doctor import doctor_report, doctor_text
+
+    report = doctor_report()
+    print(json.dumps(report, indent=2) if args.json else doctor_text(report))
+    return EXIT_OK
+
+
+def _setup() -> int:
+    from spectui.engine.assets import ensure_all, server_build
+
+    assets = ensure_all(progress=lambda m: print(f"spectui setup: {m}", file=sys.stderr))
+    print(f"llama-server  {assets.llama_server} ({server_build(assets.llama_server) or 'build unknown'})")
+    print(f"model         {assets.model}")
+    print(f"draft model   {assets.draft_model}")
+    return EXIT_OK
+
+
+def _theory(args) -> int:
+    from spectui.engine import theory
+
+    t = theory.analyse(args.alpha, args.gamma, args.cost)
+    if args.json:
+        print(json.dumps(t, indent=2))
+    else:
+        print(theory.text(t))
+    return EXIT_OK
+
+
+def _tui(args) -> int:
+    from spectui.tui.app import run_tui
+
+    return run_tui(args)
+
+
+def _demo(args) -> int:
+    from spectui.demo import run_demo
+
+    return run_demo(args)

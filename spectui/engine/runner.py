@@ -1,0 +1,147 @@
+"""Run one prompt on the baseline and the candidate, and put the two results side by side."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from spectui.engine import metrics as M
+from spectui.engine.compare import Divergence, compare_tokens
+from spectui.engine.events import StreamEvent, StreamFailed
+from spectui.engine.figures import SideRecorder
+from spectui.engine.llamacpp import GenerationParams, LlamaCppBackend, ServerInfo
+from spectui.engine.prompts import Prompt
+
+EventSink = Callable[[str, StreamEvent], None]
+
+
+@dataclass
+class PromptResult:
+    prompt: Prompt
+    baseline: SideRecorder
+    candidate: SideRecorder
+    divergence: Divergence | None = None
+    rendered: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.baseline.failed is not None or self.candidate.failed is not None
+
+    @property
+    def identical(self) -> bool | None:
+        if self.failed:
+            return None
+        return self.divergence is None
+
+    @property
+    def speedup(self) -> float | None:
+        """Candidate decode tokens/s over the baseline's, both measured by spectui."""
+        b, c = self.baseline.figures.decode_tps, self.candidate.figures.decode_tps
+        if b and c:
+            return c / b
+        return None
+
+
+async def run_side(
+    name: str,
+    backend: LlamaCppBackend,
+    prompt_text: str,
+    params: GenerationParams,
+    sink: EventSink | None = None,
+) -> SideRecorder:
+    """Stream one completion, with /metrics scraped before and after to cross-check the counts."""
+    rec = SideRecorder(name)
+    before = await _try_metrics(backend)
+    async for ev in backend.stream(prompt_text, params):
+        rec.feed(ev)
+        if sink is not None:
+            sink(name, ev)
+    if rec.failed is None:
+        after = await _try_metrics(backend)
+        cross_check(rec, before, after)
+    return rec
+
+
+async def _try_metrics(backend: LlamaCppBackend) -> dict[str, float] | None:
+    try:
+        return await backend.metrics()
+    except Exception:
+        return None
+
+
+def cross_check(rec: SideRecorder, before: dict | None, after: dict | None) -> None:
+    """Compare spectui's drafted/accepted/steps with the server's own /metrics deltas."""
+    f = rec.figures
+    if before is None or after is None:
+        f.metrics_check = "unavailable: server runs without --metrics"
+        return
+    f.metrics_drafted = M.delta(before, after, M.SPEC_DRAFTED)
+    f.metrics_accepted = M.delta(before, after, M.SPEC_ACCEPTED)
+    f.metrics_steps = M.delta(before, after, M.SPEC_STEPS)
+    f.accepted_per_position = M.per_position(before, after, "llamacpp:spec_decode_num_accepted_tokens_per_pos_total")
+    if f.metrics_drafted is None or f.metrics_accepted is None:
+        f.metrics_check = "unavailable: no spec_decode counters in /metrics"
+        return
+    problems = []
+    if int(f.metrics_drafted) != f.drafted:
+        problems.append(f"drafted {f.drafted} vs server {int(f.metrics_drafted)}")
+    if int(f.metrics_accepted) != f.accepted:
+        problems.append(f"accepted {f.accepted} vs server {int(f.metrics_accepted)}")
+    f.metrics_check = "ok" if not problems else "mismatch: " + ", ".join(problems)
+
+
+async def render_prompt(backend: LlamaCppBackend, prompt: Prompt) -> str:
+    if prompt.raw is not None:
+        return prompt.raw
+    return await backend.render_chat(prompt.messages)
+
+
+async def compare_prompt(
+    baseline: LlamaCppBackend,
+    candidate: LlamaCppBackend,
+    prompt: Prompt,
+    params: GenerationParams,
+    order: str = "sequential",
+    sink: EventSink | None = None,
+) -> PromptResult:
+    """Sequential by default, so two servers sharing one machine do not distort each other's timing."""
+    rendered: dict[str, str] = {}
+    recs: dict[str, SideRecorder] = {}
+
+    async def side(name: str, backend: LlamaCppBackend) -> None:
+        try:
+            text = await render_prompt(backend, prompt)
+        except Exception as exc:  # one side failing never stops the other
+            rec = SideRecorder(name)
+            ev = StreamFailed(0, _one_line(exc))
+            rec.feed(ev)
+            if sink is not None:
+                sink(name, ev)
+            recs[name] = rec
+            return
+        rendered[name] = text
+        recs[name] = await run_side(name, backend, text, params, sink)
+
+    if order == "concurrent":
+        await asyncio.gather(side("baseline", baseline), side("candidate", candidate))
+    else:
+        await side("baseline", baseline)
+        await side("candidate", candidate)
+    result = PromptResult(prompt, recs["baseline"], recs["candidate"], rendered=rendered)
+    if not result.failed:
+        result.divergence = compare_tokens(result.baseline.token_bytes(), result.candidate.token_bytes())
+    return result
+
+
+def _one_line(exc: Exception) -> str:
+    from spectui.engine.errors import SpectuiError
+
+    if isinstance(exc, SpectuiError):
+        return exc.one_line()
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def connect(backend: LlamaCppBackend, ready_timeout: float, on_wait=None) -> ServerInfo:
+    await backend.wait_ready(ready_timeout, on_wait)
+    return await backend.identify()

@@ -194,7 +194,9 @@ def ensure_llama_server(progress: Progress = print) -> tuple[Path, Path]:
         with open(log, "w") as fh:
             for argv in (
                 ["cmake", "-S", str(src), "-B", str(out), "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF",
-                 "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_CURL=OFF"],
+                 "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_CURL=OFF",
+                 # no git in an unpacked sdist: stamp the build tag ourselves so servers report it
+                 f"-DLLAMA_BUILD_NUMBER={LLAMA_CPP_BUILD}", "-DLLAMA_BUILD_COMMIT=pypi"],
                 ["cmake", "--build", str(out), "--target", "llama-server", "llama-quantize", "-j", jobs],
             ):
                 if subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT).returncode != 0:

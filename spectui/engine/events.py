@@ -53,6 +53,7 @@ class StreamFinished:
     timings: dict = field(default_factory=dict)
     tokens_evaluated: int | None = None
     tail: bytes = b""  # bytes released only by the final event
+    settings: dict = field(default_factory=dict)  # the server's speculative.* generation settings
 
 
 @dataclass(frozen=True, slots=True)

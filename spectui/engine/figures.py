@@ -33,8 +33,10 @@ class SideFigures:
 
     @property
     def mean_accepted_length(self) -> float | None:
-        # as servers report it: tokens per verification step, 1 + accepted/steps
-        return 1 + self.accepted / self.steps if self.steps else None
+        # as servers report it: 1 + accepted/steps; the server's step count is exact where the stream
+        # merged two steps (see labeller), so prefer it
+        steps = int(self.metrics_steps) if self.metrics_steps else self.steps
+        return 1 + self.accepted / steps if steps else None
 
     def to_json(self) -> dict:
         d = asdict(self)

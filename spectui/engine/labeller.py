@@ -3,10 +3,17 @@
 llama-server's cumulative `timings.draft_n` / `timings.draft_n_accepted` counters rise before it emits
 a verification step's tokens back to back: when accepted rose by a and drafted by d, the next a+1
 tokens are a accepted drafts followed by one token of the target's own (a correction or a bonus), and
-d−a drafts were rejected at that point. A stop condition can cut a step short.
+d−a drafts were rejected at that point. A stop condition can cut the last step short.
+
+Steps are queued, not replaced: when a token's bytes are withheld (incomplete UTF-8), the next step's
+counters can arrive before the previous step's tokens, and those tokens still belong to the earlier
+step. Two steps whose counter updates fall between the same two events cannot be told apart; they
+are labelled as one (drafted and accepted stay exact; the step count is cross-checked with /metrics).
 """
 
 from __future__ import annotations
+
+from collections import deque
 
 from spectui.engine.events import StepEvent, StreamEvent, StreamFinished, TokenEvent
 
@@ -21,21 +28,21 @@ class LlamaCppLabeller:
         self.accepted = 0
         self._draft_n = 0
         self._draft_acc = 0
-        self._step_left = 0  # tokens still to come in the current step (accepted drafts + the target)
-        self._step_accepted_left = 0
-        self._step_rejected = 0
+        # pending steps: [step number, accepted tokens still to come, drafts rejected]; the target follows
+        self._steps: deque[list[int]] = deque()
         self._tokens_predicted = 0
         self.finished: StreamFinished | None = None
 
     def _next_label(self) -> tuple[str, int | None, int]:
         if self.index == 0:
             return "first", None, 0
-        if self._step_left > 0:
-            self._step_left -= 1
-            if self._step_accepted_left > 0:
-                self._step_accepted_left -= 1
-                return "accepted", self.step, 0
-            return "target", self.step, self._step_rejected
+        if self._steps:
+            head = self._steps[0]
+            if head[1] > 0:
+                head[1] -= 1
+                return "accepted", head[0], 0
+            self._steps.popleft()
+            return "target", head[0], head[2]
         return "target", None, 0
 
     def feed(self, obj: dict, t_ns: int) -> list[StreamEvent]:
@@ -47,13 +54,10 @@ class LlamaCppLabeller:
             d = int(draft_n) - self._draft_n
             a = int(draft_acc) - self._draft_acc
             if d > 0 or a > 0:
-                # a new verification step; whatever remained of the last one was cut short
                 self.step += 1
                 self.drafted += d
                 self.accepted += a
-                self._step_left = a + 1
-                self._step_accepted_left = a
-                self._step_rejected = d - a
+                self._steps.append([self.step, a, d - a])
                 self._draft_n, self._draft_acc = int(draft_n), int(draft_acc)
                 out.append(StepEvent(self.step, d, a, t_ns))
 
@@ -80,6 +84,7 @@ class LlamaCppLabeller:
                 timings=dict(timings),
                 tokens_evaluated=obj.get("tokens_evaluated"),
                 tail=data if not n_new else b"",
+                settings={k: v for k, v in (obj.get("generation_settings") or {}).items() if k.startswith("speculative")},
             )
             out.append(self.finished)
             return out

@@ -52,7 +52,7 @@ class ServerInfo:
         spec = self.speculative
         stype = spec.get("type")
         if stype and stype != "none":
-            s = f"spec {stype}"
+            s = "speculation on (type reported after the first request)" if stype == "on" else f"spec {stype}"
             if spec.get("draft_model"):
                 s += f" draft={spec['draft_model']}"
             if spec.get("n_max") is not None:
@@ -192,7 +192,10 @@ class LlamaCppBackend:
         s0 = slots[0]
         spec = s0.get("speculative")
         if isinstance(spec, bool):
-            info.speculative.setdefault("enabled", spec)
+            info.speculative["enabled"] = spec
+            if spec and info.speculative.get("type") in (None, "none"):
+                # /props shows the request default ("none"); the slot says a drafter is loaded
+                info.speculative["type"] = "on"
         p = s0.get("params") or {}
         if isinstance(p.get("speculative"), dict) and not info.speculative.get("n_max"):
             info.speculative.update(_speculative_from(p["speculative"], p))
@@ -249,6 +252,8 @@ class LlamaCppBackend:
                         yield StreamFailed(t, f"server error after {labeller.index} tokens: {msg}")
                         return
                     for ev in labeller.feed(obj, t):
+                        if isinstance(ev, StreamFinished) and ev.settings and self.info is not None:
+                            self._learn_settings(ev.settings)
                         yield ev
                     if labeller.finished is not None:
                         return
@@ -259,6 +264,16 @@ class LlamaCppBackend:
             yield StreamFailed(clock(), f"cannot connect to {self.url} ({_why(exc)})")
         except httpx.HTTPError as exc:
             yield StreamFailed(clock(), f"connection to {self.url} lost after {labeller.index} tokens ({_why(exc)})")
+
+    def _learn_settings(self, settings: dict) -> None:
+        """The final event names the speculation types the request really used (e.g. 'none,draft-simple')."""
+        types = settings.get("speculative.types") or settings.get("speculative.type")
+        if types and self.info is not None:
+            used = [t for t in str(types).split(",") if t and t != "none"]
+            self.info.speculative["type"] = ",".join(used) if used else "none"
+        for key in ("speculative.n_max", "speculative.n_min"):
+            if key in settings and self.info is not None:
+                self.info.speculative[key.split(".", 1)[1]] = settings[key]
 
     # -- probes --------------------------------------------------------------------------------
     async def metrics(self) -> dict[str, float] | None:

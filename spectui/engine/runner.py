@@ -89,6 +89,9 @@ def cross_check(rec: SideRecorder, before: dict | None, after: dict | None) -> N
     if int(f.metrics_accepted) != f.accepted:
         problems.append(f"accepted {f.accepted} vs server {int(f.metrics_accepted)}")
     f.metrics_check = "ok" if not problems else "mismatch: " + ", ".join(problems)
+    if not problems and f.metrics_steps is not None and int(f.metrics_steps) != f.steps:
+        # not a mismatch: steps whose bytes were withheld together show as one in the stream
+        f.metrics_check = f"ok (steps {f.steps} in stream, {int(f.metrics_steps)} by server)"
 
 
 async def render_prompt(backend: LlamaCppBackend, prompt: Prompt) -> str:

@@ -1,0 +1,50 @@
+"""Fixtures that start real llama-server processes (SmolLM2, 1 thread each) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import pytest
+
+from spectui.engine import assets
+from spectui.engine.launcher import Launcher, ServerProcess, llama_server_argv
+
+# FACTS: draft-simple with --spec-draft-n-max 8, ngram-simple 3/8, and a q4_0 KV cache that diverges
+CANDIDATES = {
+    "baseline": [],
+    "draft": ["--spec-type", "draft-simple", "--spec-draft-n-max", "8"],
+    "ngram": ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3", "--spec-ngram-simple-size-m", "8"],
+    "kvq4": ["-ctk", "q4_0", "-ctv", "q4_0", "-fa", "on"],
+}
+
+
+def _need_assets() -> assets.Assets:
+    found = assets.find_all()
+    if not (found.llama_server and found.model and found.draft_model):
+        pytest.fail("llama-server, SmolLM2 or its draft missing: run `make test` (it runs `spectui setup`)")
+    return found
+
+
+def server_spec(name: str, found: assets.Assets, extra=()) -> ServerProcess:
+    args = list(CANDIDATES[name])
+    if name == "draft":
+        args = ["-md", str(found.draft_model), *args]
+    return ServerProcess(name, llama_server_argv(found.llama_server, found.model, 0, extra=[*args, *extra]))
+
+
+@pytest.fixture(scope="session")
+def llama_servers():
+    """The four servers, started once for the whole run and stopped at its end."""
+    found = _need_assets()
+    launcher = Launcher()
+    servers = {name: launcher.add(server_spec(name, found)) for name in CANDIDATES}
+    for s in servers.values():
+        s.argv[s.argv.index("--port") + 1] = str(s.port)
+    launcher.start_all(timeout=120)
+    yield {name: s.url for name, s in servers.items()} | {"_procs": servers}
+    launcher.stop_all()
+    for s in servers.values():
+        assert s.exited() is not None, f"{s.name} still running"
+
+
+@pytest.fixture
+def assets_found():
+    return _need_assets()

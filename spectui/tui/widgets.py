@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
-from textual.widgets import Sparkline, Static
+from textual.widgets import Label, Sparkline, Static
 
 from spectui.engine.compare import Divergence
 from spectui.engine.events import TokenEvent
@@ -215,7 +215,7 @@ class Banner(Static):
         t = Text(f"≠ DIVERGED at byte {d.byte} (token {bt} baseline / {ct} candidate)", style="bold")
         if cached[0] != cached[1]:
             t.append(f" · cache reuse differs: {cached[0]} vs {cached[1]}")
-        t.append("  — press d for the diff view")
+        t.append("  — press ctrl+d for the diff view")
         self.update(t)
 
 
@@ -231,7 +231,9 @@ class LivePanel(Vertical):
 
     DEFAULT_CSS = """
     LivePanel { height: auto; max-height: 12; border: round $secondary; padding: 0 1; }
-    LivePanel Sparkline { height: 1; }
+    LivePanel Sparkline { height: 1; width: 40; }
+    LivePanel .spark-row { height: 1; }
+    LivePanel .spark-row Label { width: 24; color: $text-muted; }
     LivePanel Static { height: auto; }
     """
 
@@ -242,8 +244,12 @@ class LivePanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("sampling…", id="live-text")
-        yield Sparkline([], id="spark-host")
-        yield Sparkline([], id="spark-gpu")
+        with Horizontal(classes="spark-row"):
+            yield Label("host RAM, last 60 s", id="spark-host-label")
+            yield Sparkline([], id="spark-host")
+        with Horizontal(classes="spark-row", id="gpu-spark-row"):
+            yield Label("GPU0 memory, last 60 s")
+            yield Sparkline([], id="spark-gpu")
 
     def show(self, gpus: list[GPUSample], host: HostSample | None, procs: dict[str, ProcessSample],
              kv: dict[str, tuple[int, int] | None], gpu_note: str | None) -> None:
@@ -273,6 +279,7 @@ class LivePanel(Vertical):
         self.query_one("#live-text", Static).update(t)
         if host:
             self._push("host", host.memory_used / max(host.memory_total, 1) * 100, "#spark-host")
+        self.query_one("#gpu-spark-row").display = bool(gpus)
         if gpus and gpus[0].memory_total:
             self._push("gpu", (gpus[0].memory_used or 0) / gpus[0].memory_total * 100, "#spark-gpu")
 

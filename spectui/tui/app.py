@@ -1,0 +1,514 @@
+"""The two-pane Textual app: watch the baseline and the candidate answer the same prompt."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Horizontal
+from textual.message import Message
+from textual.theme import Theme
+from textual.widgets import Footer, Header, Input, Label, Select
+
+from spectui.engine import prompts as prompt_sets
+from spectui.engine.compare import LiveComparer
+from spectui.engine.events import StepEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
+from spectui.engine.figures import SideRecorder
+from spectui.engine.llamacpp import GenerationParams, LlamaCppBackend
+from spectui.engine.probes import GPUProbe, ProcessProbe, host_sample
+from spectui.engine.report import speedup_text
+from spectui.engine.runner import PromptResult, cross_check, render_prompt
+from spectui.engine.themes import load_themes
+from spectui.tui.diff import DiffScreen
+from spectui.tui.widgets import Banner, LivePanel, SidePane
+
+SIDES = ("baseline", "candidate")
+FLUSH_S = 0.03  # batch token updates every ~30 ms instead of one message per token
+
+
+@dataclass
+class AppConfig:
+    """Everything from outside the app, injected in one place (CLI, tests, replay and bench alike)."""
+
+    baseline_url: str
+    candidate_url: str
+    prompt_set: str = "default"
+    params: GenerationParams = field(default_factory=GenerationParams)
+    order: str = "sequential"
+    backend_factory: Callable[[str, httpx.AsyncClient], LlamaCppBackend] | None = None
+    gpu_probe: GPUProbe | None = None
+    pids: dict[str, int] = field(default_factory=dict)  # local server processes, by side
+    ready_timeout: float = 120.0
+    probe_interval: float = 1.0
+    initial_prompt: str | None = None
+    autorun: bool = False
+
+
+class ProbeSampled(Message):
+    """A live-panel sample; a newer one replaces an older one still in the queue."""
+
+    def __init__(self, gpus, host, procs, gpu_note) -> None:
+        super().__init__()
+        self.gpus, self.host, self.procs, self.gpu_note = gpus, host, procs, gpu_note
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ProbeSampled)
+
+
+class SpectuiApp(App):
+    TITLE = "spectui"
+    SUB_TITLE = "is the candidate faster, and are the bytes the same?"
+    CSS = """
+    #prompt-row { height: 3; }
+    #prompt { width: 1fr; }
+    #prompt-set { width: 40; }
+    #settings { height: 1; padding: 0 1; color: $text-muted; }
+    #settings Input { width: 10; height: 1; border: none; padding: 0; }
+    #settings Label { padding: 0 1 0 2; }
+    #panes { height: 1fr; layout: horizontal; }
+    #panes.-narrow { layout: vertical; }
+    #legend { height: 1; padding: 0 1; }
+    """
+
+    BINDINGS = [
+        Binding("enter", "run", "Run", id="run", show=True, priority=False),
+        Binding("escape", "cancel", "Cancel", id="cancel"),
+        # priority: these must work while the prompt input has focus
+        Binding("ctrl+r", "rerun", "Rerun", id="rerun", priority=True),
+        Binding("ctrl+g", "run_all", "Run set", id="run_all", priority=True),
+        Binding("ctrl+o", "toggle_order", "Order", id="toggle_order", priority=True),
+        Binding("ctrl+t", "toggle_boundaries", "Tokens", id="toggle_boundaries", priority=True),
+        Binding("ctrl+d", "diff", "Diff", id="diff", priority=True),
+        Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+    ]
+
+    def __init__(self, config: AppConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.params = config.params
+        self.order = config.order
+        self.history: list[str] = []
+        self._history_pos = 0
+        self.recorders: dict[str, SideRecorder] = {s: SideRecorder(s) for s in SIDES}
+        self.comparer = LiveComparer()
+        self.results: list[PromptResult] = []
+        self.last_prompt: prompt_sets.Prompt | None = None
+        self.running = False
+        self._pending: dict[str, list] = {s: [] for s in SIDES}
+        self._client: httpx.AsyncClient | None = None
+        self.backends: dict[str, LlamaCppBackend] = {}
+        self.kv: dict[str, tuple[int, int] | None] = {}
+        self.gpu_probe = config.gpu_probe or GPUProbe()
+        self.proc_probe = ProcessProbe()
+        self.prompt_set_name, self.prompt_list = prompt_sets.load_set(config.prompt_set)
+        self.theme_marks: dict[str, dict[str, str]] = {}
+        self.run_done = asyncio.Event()
+
+    # -- layout ------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="prompt-row"):
+            yield Input(placeholder="type a prompt and press Enter (↑/↓ history)", id="prompt")
+            yield Select([(f"{p.id} · {p.category}", p.id) for p in self.prompt_list],
+                         prompt=f"prompt set: {self.prompt_set_name}", id="prompt-set")
+        with Horizontal(id="settings"):
+            yield Label("max tokens")
+            yield Input(str(self.params.max_tokens), id="max-tokens", type="integer")
+            yield Label("temperature")
+            yield Input(str(self.params.temperature), id="temperature", type="number")
+            yield Label("seed")
+            yield Input(str(self.params.seed), id="seed", type="integer")
+            yield Label(f"order: {self.order}", id="order")
+        yield Label(self._legend(), id="legend")
+        with Container(id="panes"):
+            yield SidePane("baseline", self.config.baseline_url)
+            yield SidePane("candidate", self.config.candidate_url)
+        yield Banner("waiting for a prompt", id="banner")
+        yield LivePanel()
+        yield Footer()
+
+    def _legend(self) -> str:
+        m = self.marks
+        return (f"candidate marks: [{m['accepted']} underline]accepted draft[/] · [{m['target']}]target's own[/] · "
+                f"[bold {m['rejected']}]✗n[/] drafts rejected · [bold reverse {m['diverge']}]first difference[/]")
+
+    @property
+    def marks(self) -> dict[str, str]:
+        from spectui.tui.widgets import DEFAULT_MARKS
+
+        return {**DEFAULT_MARKS, **self.theme_marks.get(self.theme, {})}
+
+    def on_mount(self) -> None:
+        self._register_themes()
+        self._client = httpx.AsyncClient()
+        factory = self.config.backend_factory or (lambda url, client: LlamaCppBackend(url, client))
+        self.backends = {s: factory(getattr(self.config, f"{s}_url"), self._client) for s in SIDES}
+        for side in SIDES:
+            self.connect_side(side)
+        self.set_interval(FLUSH_S, self._flush)
+        self.probe_loop()
+        self.set_interval(self.config.probe_interval, self._poll_kv)
+        self._apply_width(self.size.width)
+        if self.config.initial_prompt:
+            self.query_one("#prompt", Input).value = self.config.initial_prompt
+        self.query_one("#prompt", Input).focus()
+
+    def _register_themes(self) -> None:
+        loaded = load_themes()
+        for spec in loaded.themes:
+            self.register_theme(Theme(name=spec.name, dark=spec.dark, **spec.colors))
+            self.theme_marks[spec.name] = spec.marks
+        for problem in loaded.problems:
+            self.notify(problem, severity="warning", timeout=8)
+        if "spectui-dark" in self.available_themes:
+            self.theme = "spectui-dark"
+
+    def watch_theme(self, theme: str) -> None:
+        for side in SIDES:
+            try:
+                pane = self.pane(side)
+            except Exception:
+                return
+            pane.view.marks = self.marks
+            pane.view.rebuild()
+        try:
+            self.query_one("#legend", Label).update(self._legend())
+        except Exception:
+            pass
+
+    def on_resize(self, event) -> None:
+        self._apply_width(event.size.width)
+
+    def _apply_width(self, width: int) -> None:
+        self.query_one("#panes").set_class(width < 100, "-narrow")
+
+    async def on_unmount(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+        self.gpu_probe.close()
+
+    def pane(self, side: str) -> SidePane:
+        return self.query_one(f"#pane-{side}", SidePane)
+
+    # -- connecting ---------------------------------------------------------------------------------
+    @work(group="connect", exit_on_error=False)
+    async def connect_side(self, side: str) -> None:
+        pane = self.pane(side)
+        backend = self.backends[side]
+        pane.set_state("connecting")
+        try:
+            await backend.wait_ready(self.config.ready_timeout, lambda state, left: pane.set_state(state))
+            info = await backend.identify()
+        except Exception as exc:  # one server failing never stops the other pane
+            pane.set_state("failed", _one_line(exc))
+            return
+        pane.set_info(info)
+        pane.set_state("ready")
+        if self.config.autorun and all(self.pane(s).state == "ready" for s in SIDES) and not self.running:
+            self.action_run()
+
+    # -- running ------------------------------------------------------------------------------------
+    def _read_params(self) -> GenerationParams | None:
+        try:
+            mt = int(self.query_one("#max-tokens", Input).value)
+            temp = float(self.query_one("#temperature", Input).value)
+            seed = int(self.query_one("#seed", Input).value)
+        except ValueError:
+            self.notify("max tokens, temperature and seed must be numbers", severity="error")
+            return None
+        if mt < 1 or temp < 0:
+            self.notify("max tokens must be ≥ 1 and temperature ≥ 0", severity="error")
+            return None
+        return GenerationParams(max_tokens=mt, temperature=temp, seed=seed, cache_prompt=self.params.cache_prompt)
+
+    @on(Input.Submitted, "#prompt")
+    def _prompt_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_run()
+
+    @on(Input.Submitted, "#max-tokens, #temperature, #seed")
+    def _setting_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_run()
+
+    @on(Select.Changed, "#prompt-set")
+    def _prompt_picked(self, event: Select.Changed) -> None:
+        chosen = next((p for p in self.prompt_list if p.id == event.value), None)
+        if chosen is None:
+            return
+        self.last_prompt = chosen
+        self.query_one("#prompt", Input).value = chosen.messages[-1]["content"] if chosen.messages else (chosen.raw or "")
+        self._picked = chosen
+
+    def on_key(self, event) -> None:
+        focused = self.focused
+        if isinstance(focused, Input) and focused.id == "prompt" and event.key in ("up", "down") and self.history:
+            step = -1 if event.key == "up" else 1
+            self._history_pos = max(0, min(len(self.history), self._history_pos + step))
+            focused.value = self.history[self._history_pos] if self._history_pos < len(self.history) else ""
+            focused.cursor_position = len(focused.value)
+            event.stop()
+
+    def action_run(self) -> None:
+        text = self.query_one("#prompt", Input).value
+        picked = getattr(self, "_picked", None)
+        if picked is not None and (picked.messages and picked.messages[-1]["content"] == text or picked.raw == text):
+            prompt = picked
+        else:
+            if not text.strip():
+                self.notify("type a prompt first, or pick one from the set", severity="warning")
+                return
+            prompt = prompt_sets.single(text)
+        if not self.history or self.history[-1] != text:
+            self.history.append(text)
+        self._history_pos = len(self.history)
+        self.start_prompts([prompt])
+
+    def action_rerun(self) -> None:
+        if self.last_prompt is None:
+            self.notify("nothing to rerun yet", severity="warning")
+            return
+        self.start_prompts([self.last_prompt])
+
+    def action_run_all(self) -> None:
+        self.start_prompts(list(self.prompt_list))
+
+    def action_cancel(self) -> None:
+        if not self.running:
+            return
+        self.workers.cancel_group(self, "run")
+
+    def action_toggle_order(self) -> None:
+        self.order = "concurrent" if self.order == "sequential" else "sequential"
+        self.query_one("#order", Label).update(f"order: {self.order}")
+
+    def action_toggle_boundaries(self) -> None:
+        for side in SIDES:
+            v = self.pane(side).view
+            v.boundaries = not v.boundaries
+            v.rebuild()
+
+    def action_diff(self) -> None:
+        self.push_screen(DiffScreen(self.recorders["baseline"].output(), self.recorders["candidate"].output(),
+                                    self.comparer.divergence))
+
+    def start_prompts(self, prompts: list[prompt_sets.Prompt]) -> None:
+        params = self._read_params()
+        if params is None:
+            return
+        if any(self.pane(s).state in ("connecting", "loading") for s in SIDES):
+            self.notify("the servers are not ready yet", severity="warning")
+            return
+        self.params = params
+        self.workers.cancel_group(self, "run")
+        self.run_done.clear()
+        self.run_prompts(prompts, params, self.order)
+
+    def _reset(self) -> None:
+        self._flush()
+        self.recorders = {s: SideRecorder(s) for s in SIDES}
+        self.comparer = LiveComparer()
+        for s in SIDES:
+            self._pending[s].clear()
+            pane = self.pane(s)
+            pane.view.reset()
+            pane.set_class(False, "-diverged")
+            pane.show_figures(self.recorders[s])
+        self.query_one(Banner).show_running()
+
+    @work(group="run", exclusive=True, exit_on_error=False)
+    async def run_prompts(self, prompts: list[prompt_sets.Prompt], params: GenerationParams, order: str) -> None:
+        self.running = True
+        try:
+            for prompt in prompts:
+                self.last_prompt = prompt
+                self._reset()
+                self.sub_title = f"{prompt.id}: {prompt.preview}"
+                if order == "concurrent":
+                    await asyncio.gather(*(self._run_side(s, prompt, params) for s in SIDES))
+                else:
+                    for s in SIDES:
+                        await self._run_side(s, prompt, params)
+                self._flush()
+                self._finish_prompt(prompt)
+        except asyncio.CancelledError:
+            self._flush()
+            for s in SIDES:
+                if not self.recorders[s].done and self.pane(s).state != "failed":
+                    self.pane(s).set_state("cancelled")
+            self.query_one(Banner).show_running("cancelled")
+            raise
+        finally:
+            self.running = False
+            self.run_done.set()
+
+    async def _run_side(self, side: str, prompt: prompt_sets.Prompt, params: GenerationParams) -> None:
+        pane = self.pane(side)
+        backend = self.backends[side]
+        if pane.state == "failed" and pane.info is None:
+            return
+        other = "candidate" if side == "baseline" else "baseline"
+        if self.order == "sequential" and side == "baseline":
+            self.pane(other).set_state("waiting")
+        pane.set_state("streaming")
+        try:
+            text = await render_prompt(backend, prompt)
+            before = await _try(backend.metrics())
+            async for ev in backend.stream(text, params):
+                self._pending[side].append(ev)
+            self._flush()
+            if self.recorders[side].failed is None:
+                after = await _try(backend.metrics())
+                cross_check(self.recorders[side], before, after)
+                if backend.info is not None:
+                    pane.set_info(backend.info)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._pending[side].append(StreamFailed(time.perf_counter_ns(), _one_line(exc)))
+            self._flush()
+
+    def _flush(self) -> None:
+        """Drain the events that arrived since the last frame into the panes; never drops one."""
+        for side in SIDES:
+            pending = self._pending[side]
+            if not pending:
+                continue
+            batch = pending[:]
+            pending.clear()
+            rec = self.recorders[side]
+            pane = self.pane(side)
+            tokens: list[TokenEvent] = []
+            for ev in batch:
+                rec.feed(ev)
+                if isinstance(ev, TokenEvent):
+                    tokens.append(ev)
+                    self.comparer.add(side, ev.data)
+                elif isinstance(ev, StreamFinished):
+                    if tokens:
+                        pane.view.add(tokens)
+                        tokens = []
+                    pane.view.add_tail(ev.tail)
+                    self.comparer.add_tail(side, ev.tail)
+                    self.comparer.finish(side)
+                    pane.set_state("done")
+                elif isinstance(ev, StreamFailed):
+                    self.comparer.finish(side)
+                    pane.set_state("failed", f"{ev.message}")
+                elif isinstance(ev, (StepEvent, StreamStarted)):
+                    pass
+            if tokens:
+                pane.view.add(tokens)
+            self._show_figures()
+            scroll = self.query_one(f"#scroll-{side}")
+            if scroll.max_scroll_y - scroll.scroll_y < 3:
+                scroll.scroll_end(animate=False, immediate=False)
+        self._check_divergence()
+
+    def _show_figures(self) -> None:
+        b, c = self.recorders["baseline"], self.recorders["candidate"]
+        self.pane("baseline").show_figures(b)
+        line = None
+        if b.figures.decode_tps and c.figures.decode_tps and c.done:
+            r = PromptResult(self.last_prompt, b, c)  # type: ignore[arg-type]
+            builds = f"{_build(self.pane('baseline'))} → {_build(self.pane('candidate'))}"
+            line = f"speed-up {speedup_text(r)} · builds {builds}"
+        self.pane("candidate").show_figures(c, line)
+
+    def _check_divergence(self) -> None:
+        d = self.comparer.divergence
+        banner = self.query_one(Banner)
+        cached = (self.recorders["baseline"].figures.prompt_cached, self.recorders["candidate"].figures.prompt_cached)
+        if d is not None:
+            if not banner.has_class("-diverged"):
+                banner.show_diverged(d, cached)
+                for side, tok in (("baseline", d.baseline_token), ("candidate", d.candidate_token)):
+                    self.pane(side).view.mark_divergence(tok)
+                    self.pane(side).set_class(True, "-diverged")
+            return
+        if self.comparer.identical and not banner.has_class("-identical"):
+            if all(self.recorders[s].finished is not None for s in SIDES):
+                banner.show_identical(len(self.comparer.data["baseline"]), cached)
+
+    def _finish_prompt(self, prompt: prompt_sets.Prompt) -> None:
+        b, c = self.recorders["baseline"], self.recorders["candidate"]
+        result = PromptResult(prompt, b, c, divergence=self.comparer.divergence)
+        self.results.append(result)
+        self._show_figures()
+        if result.failed:
+            self.query_one(Banner).show_running("not compared: a side failed (see its pane)")
+
+    # -- live panel ---------------------------------------------------------------------------------
+    @work(thread=True, group="probe", exit_on_error=False)
+    def probe_loop(self) -> None:
+        """Blocking NVML and psutil calls, in a thread; posts one sample a second."""
+        worker = self.workers._workers  # noqa: SLF001 - only to learn when the app is closing
+        from textual.worker import get_current_worker
+
+        me = get_current_worker()
+        host_sample()  # prime psutil's CPU percent
+        while not me.is_cancelled:
+            gpus = self.gpu_probe.sample()
+            host = host_sample()
+            procs = {side: self.proc_probe.sample(pid) for side, pid in self.config.pids.items()}
+            self.post_message(ProbeSampled(gpus, host, procs, self.gpu_probe.error))
+            for _ in range(int(self.config.probe_interval * 10)):
+                if me.is_cancelled:
+                    return
+                time.sleep(0.1)
+        del worker
+
+    def on_probe_sampled(self, msg: ProbeSampled) -> None:
+        self.query_one(LivePanel).show(msg.gpus, msg.host, msg.procs, self.kv, msg.gpu_note)
+
+    async def _poll_kv(self) -> None:
+        for side, backend in self.backends.items():
+            if self.pane(side).info is None:
+                continue
+            try:
+                self.kv[side] = await asyncio.wait_for(backend.kv_usage(), timeout=0.8)
+            except Exception:
+                self.kv[side] = None
+
+
+async def _try(coro):
+    try:
+        return await coro
+    except Exception:
+        return None
+
+
+def _build(pane: SidePane) -> str:
+    return (pane.info.build if pane.info and pane.info.build else "?")
+
+
+def _one_line(exc: BaseException) -> str:
+    from spectui.engine.errors import SpectuiError
+
+    if isinstance(exc, SpectuiError):
+        return exc.one_line()
+    return f"{type(exc).__name__}: {exc}"
+
+
+def make_app(config: AppConfig) -> SpectuiApp:
+    return SpectuiApp(config)
+
+
+def run_tui(args) -> int:
+    from spectui.cli import _params
+
+    if not args.baseline or not args.candidate:
+        from spectui.engine.errors import InputError
+
+        raise InputError("spectui tui needs --baseline URL and --candidate URL",
+                          hint="or run `spectui demo` to launch a bundled pair")
+    config = AppConfig(args.baseline, args.candidate, prompt_set=args.prompts, params=_params(args),
+                       order=args.order, ready_timeout=args.ready_timeout)
+    make_app(config).run()
+    return 0

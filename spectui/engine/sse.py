@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import orjson  # 3-5x faster than json on the per-token hot path (bench/parse_throughput.py)
 from collections.abc import Iterable, Iterator
 
 from spectui.engine.errors import StreamBroken
@@ -55,9 +55,9 @@ def parse_payload(payload: str) -> dict | object:
     if payload == "[DONE]":
         return DONE
     try:
-        obj = json.loads(payload)
-    except json.JSONDecodeError as exc:
-        raise StreamBroken(f"malformed JSON in stream: {payload[:80]!r} ({exc.msg})") from None
+        obj = orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise StreamBroken(f"malformed JSON in stream: {payload[:80]!r} ({exc})") from None
     if not isinstance(obj, dict):
         raise StreamBroken(f"unexpected JSON in stream: {payload[:80]!r}")
     return obj

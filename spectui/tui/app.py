@@ -12,6 +12,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.theme import Theme
 from textual.widgets import Footer, Header, Input, Label, Select
@@ -46,6 +47,7 @@ class AppConfig:
     pids: dict[str, int] = field(default_factory=dict)  # local server processes, by side
     ready_timeout: float = 120.0
     probe_interval: float = 1.0
+    host_probe: Callable[[], object] = host_sample
     initial_prompt: str | None = None
     autorun: bool = False
 
@@ -109,6 +111,7 @@ class SpectuiApp(App):
         self.prompt_set_name, self.prompt_list = prompt_sets.load_set(config.prompt_set)
         self.theme_marks: dict[str, dict[str, str]] = {}
         self.run_done = asyncio.Event()
+        self.frames = 0  # flushes that drew new tokens (the keep-up benchmark reads it)
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -156,8 +159,8 @@ class SpectuiApp(App):
         self.set_interval(self.config.probe_interval, self._poll_kv)
         self._apply_width(self.size.width)
         if self.config.initial_prompt:
-            self.query_one("#prompt", Input).value = self.config.initial_prompt
-        self.query_one("#prompt", Input).focus()
+            self.q("#prompt", Input).value = self.config.initial_prompt
+        self.q("#prompt", Input).focus()
 
     def _register_themes(self) -> None:
         loaded = load_themes()
@@ -178,7 +181,7 @@ class SpectuiApp(App):
             pane.view.marks = self.marks
             pane.view.rebuild()
         try:
-            self.query_one("#legend", Label).update(self._legend())
+            self.q("#legend", Label).update(self._legend())
         except Exception:
             pass
 
@@ -186,7 +189,7 @@ class SpectuiApp(App):
         self._apply_width(event.size.width)
 
     def _apply_width(self, width: int) -> None:
-        self.query_one("#panes").set_class(width < 100, "-narrow")
+        self.q("#panes").set_class(width < 100, "-narrow")
 
     async def on_unmount(self) -> None:
         if self._client is not None:
@@ -194,7 +197,15 @@ class SpectuiApp(App):
         self.gpu_probe.close()
 
     def pane(self, side: str) -> SidePane:
-        return self.query_one(f"#pane-{side}", SidePane)
+        # the main screen's widgets, also while a modal (the diff view) is on top
+        return self.main_screen.query_one(f"#pane-{side}", SidePane)
+
+    @property
+    def main_screen(self):
+        return self.screen_stack[0]
+
+    def q(self, selector, kind=None):
+        return self.main_screen.query_one(selector, kind) if kind else self.main_screen.query_one(selector)
 
     # -- connecting ---------------------------------------------------------------------------------
     @work(group="connect", exit_on_error=False)
@@ -216,9 +227,9 @@ class SpectuiApp(App):
     # -- running ------------------------------------------------------------------------------------
     def _read_params(self) -> GenerationParams | None:
         try:
-            mt = int(self.query_one("#max-tokens", Input).value)
-            temp = float(self.query_one("#temperature", Input).value)
-            seed = int(self.query_one("#seed", Input).value)
+            mt = int(self.q("#max-tokens", Input).value)
+            temp = float(self.q("#temperature", Input).value)
+            seed = int(self.q("#seed", Input).value)
         except ValueError:
             self.notify("max tokens, temperature and seed must be numbers", severity="error")
             return None
@@ -243,7 +254,7 @@ class SpectuiApp(App):
         if chosen is None:
             return
         self.last_prompt = chosen
-        self.query_one("#prompt", Input).value = chosen.messages[-1]["content"] if chosen.messages else (chosen.raw or "")
+        self.q("#prompt", Input).value = chosen.messages[-1]["content"] if chosen.messages else (chosen.raw or "")
         self._picked = chosen
 
     def on_key(self, event) -> None:
@@ -256,7 +267,7 @@ class SpectuiApp(App):
             event.stop()
 
     def action_run(self) -> None:
-        text = self.query_one("#prompt", Input).value
+        text = self.q("#prompt", Input).value
         picked = getattr(self, "_picked", None)
         if picked is not None and (picked.messages and picked.messages[-1]["content"] == text or picked.raw == text):
             prompt = picked
@@ -286,7 +297,7 @@ class SpectuiApp(App):
 
     def action_toggle_order(self) -> None:
         self.order = "concurrent" if self.order == "sequential" else "sequential"
-        self.query_one("#order", Label).update(f"order: {self.order}")
+        self.q("#order", Label).update(f"order: {self.order}")
 
     def action_toggle_boundaries(self) -> None:
         for side in SIDES:
@@ -320,7 +331,7 @@ class SpectuiApp(App):
             pane.view.reset()
             pane.set_class(False, "-diverged")
             pane.show_figures(self.recorders[s])
-        self.query_one(Banner).show_running()
+        self.q(Banner).show_running()
 
     @work(group="run", exclusive=True, exit_on_error=False)
     async def run_prompts(self, prompts: list[prompt_sets.Prompt], params: GenerationParams, order: str) -> None:
@@ -342,7 +353,7 @@ class SpectuiApp(App):
             for s in SIDES:
                 if not self.recorders[s].done and self.pane(s).state != "failed":
                     self.pane(s).set_state("cancelled")
-            self.query_one(Banner).show_running("cancelled")
+            self.q(Banner).show_running("cancelled")
             raise
         finally:
             self.running = False
@@ -376,6 +387,12 @@ class SpectuiApp(App):
 
     def _flush(self) -> None:
         """Drain the events that arrived since the last frame into the panes; never drops one."""
+        try:
+            self._drain()
+        except NoMatches:  # the app is closing and its widgets are gone
+            return
+
+    def _drain(self) -> None:
         for side in SIDES:
             pending = self._pending[side]
             if not pending:
@@ -405,8 +422,9 @@ class SpectuiApp(App):
                     pass
             if tokens:
                 pane.view.add(tokens)
+                self.frames += 1
             self._show_figures()
-            scroll = self.query_one(f"#scroll-{side}")
+            scroll = self.q(f"#scroll-{side}")
             if scroll.max_scroll_y - scroll.scroll_y < 3:
                 scroll.scroll_end(animate=False, immediate=False)
         self._check_divergence()
@@ -423,7 +441,7 @@ class SpectuiApp(App):
 
     def _check_divergence(self) -> None:
         d = self.comparer.divergence
-        banner = self.query_one(Banner)
+        banner = self.q(Banner)
         cached = (self.recorders["baseline"].figures.prompt_cached, self.recorders["candidate"].figures.prompt_cached)
         if d is not None:
             if not banner.has_class("-diverged"):
@@ -442,35 +460,39 @@ class SpectuiApp(App):
         self.results.append(result)
         self._show_figures()
         if result.failed:
-            self.query_one(Banner).show_running("not compared: a side failed (see its pane)")
+            self.q(Banner).show_running("not compared: a side failed (see its pane)")
 
     # -- live panel ---------------------------------------------------------------------------------
     @work(thread=True, group="probe", exit_on_error=False)
     def probe_loop(self) -> None:
         """Blocking NVML and psutil calls, in a thread; posts one sample a second."""
-        worker = self.workers._workers  # noqa: SLF001 - only to learn when the app is closing
         from textual.worker import get_current_worker
 
         me = get_current_worker()
-        host_sample()  # prime psutil's CPU percent
+        self.config.host_probe()  # prime psutil's CPU percent
         while not me.is_cancelled:
             gpus = self.gpu_probe.sample()
-            host = host_sample()
+            host = self.config.host_probe()
             procs = {side: self.proc_probe.sample(pid) for side, pid in self.config.pids.items()}
             self.post_message(ProbeSampled(gpus, host, procs, self.gpu_probe.error))
             for _ in range(int(self.config.probe_interval * 10)):
                 if me.is_cancelled:
                     return
                 time.sleep(0.1)
-        del worker
 
     def on_probe_sampled(self, msg: ProbeSampled) -> None:
-        self.query_one(LivePanel).show(msg.gpus, msg.host, msg.procs, self.kv, msg.gpu_note)
+        try:
+            self.q(LivePanel).show(msg.gpus, msg.host, msg.procs, self.kv, msg.gpu_note)
+        except NoMatches:  # closing
+            pass
 
     async def _poll_kv(self) -> None:
         for side, backend in self.backends.items():
-            if self.pane(side).info is None:
-                continue
+            try:
+                if self.pane(side).info is None:
+                    continue
+            except NoMatches:
+                return
             try:
                 self.kv[side] = await asyncio.wait_for(backend.kv_usage(), timeout=0.8)
             except Exception:

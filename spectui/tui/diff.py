@@ -38,9 +38,9 @@ class DiffScreen(ModalScreen):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static(self._render(), id="diff-body")
+            yield Static(self._body(), id="diff-body")
 
-    def _render(self) -> Text:
+    def _body(self) -> Text:
         t = Text()
         at = self.divergence.byte if self.divergence else first_difference(self.a, self.b)
         if at is None:

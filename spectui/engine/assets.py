@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -111,7 +112,10 @@ def server_build(binary: Path) -> str | None:
         return None
     for line in (r.stdout + "\n" + r.stderr).splitlines():
         if line.startswith("version:"):
-            return line.split(":", 1)[1].strip()
+            text = line.split(":", 1)[1].strip()
+            # "0.6.0-dev (build 11434, commit pypi)" → "b11434-pypi", the tag /props reports as build_info
+            m = re.search(r"build (\d+), commit (\S+?)\)", text)
+            return f"b{m.group(1)}-{m.group(2)}" if m else text
     return None
 
 

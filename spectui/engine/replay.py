@@ -57,12 +57,15 @@ class ReplayBackend:
     kind = "replay"
 
     def __init__(self, url: str, payloads: list[dict], info: ServerInfo | None = None,
-                 tokens_per_s: float | None = None, fail_after: int | None = None) -> None:
+                 tokens_per_s: float | None = None, fail_after: int | None = None,
+                 virtual_ms_per_event: float | None = None) -> None:
         self.url = url
         self.payloads = payloads
         self.info = info or ServerInfo(url=url, backend="replay", build="b11434-pypi", model="SmolLM2-135M-Instruct.Q4_1.gguf")
         self.tokens_per_s = tokens_per_s
         self.fail_after = fail_after
+        # a virtual clock: events stamped start + k·interval, so figures are the same every run (snapshots)
+        self.virtual_ms_per_event = virtual_ms_per_event
 
     async def wait_ready(self, timeout: float = 0, on_wait=None) -> None:
         return None
@@ -82,6 +85,10 @@ class ReplayBackend:
     async def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]:
         lab = LlamaCppLabeller()
         clock = time.perf_counter_ns
+        if self.virtual_ms_per_event is not None:
+            ticks = iter(range(10**9))
+            step = int(self.virtual_ms_per_event * 1e6)
+            clock = lambda: next(ticks) * step  # noqa: E731
         start = clock()
         yield StreamStarted(start, prompt)
         interval = 1e9 / self.tokens_per_s if self.tokens_per_s else 0

@@ -416,7 +416,7 @@ class SpectuiApp(App):
                     self.comparer.finish(side)
                     pane.set_state("done")
                 elif isinstance(ev, StreamFailed):
-                    self.comparer.finish(side)
+                    # not finish(): a cut-off output is not a divergence; bytes that already differ still are
                     pane.set_state("failed", f"{ev.message}")
                 elif isinstance(ev, (StepEvent, StreamStarted)):
                     pass
@@ -459,8 +459,11 @@ class SpectuiApp(App):
         result = PromptResult(prompt, b, c, divergence=self.comparer.divergence)
         self.results.append(result)
         self._show_figures()
-        if result.failed:
-            self.q(Banner).show_running("not compared: a side failed (see its pane)")
+        if result.failed and result.divergence is None:
+            failed = [s for s in SIDES if self.recorders[s].failed is not None]
+            agreed = min(len(self.comparer.data["baseline"]), len(self.comparer.data["candidate"]))
+            self.q(Banner).show_running(f"not compared: {' and '.join(failed)} failed (see its pane); "
+                                        f"the outputs agreed for the first {agreed} bytes")
 
     # -- live panel ---------------------------------------------------------------------------------
     @work(thread=True, group="probe", exit_on_error=False)

@@ -43,7 +43,21 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--prompts", metavar="SET|FILE", help="a bundled prompt set by name, or a prompts file")
     p.add_argument("--raw", action="store_true", help="send --prompt unchanged, without the chat template")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--save", metavar="PATH", help="save the session (every event, replayable) to PATH")
+    p.add_argument("--notebook", nargs="?", const="", metavar="PATH",
+                   help="append each result to the lab notebook (PATH, else $SPECTUI_NOTEBOOK, else the default)")
+    p.add_argument("--profile", metavar="NAME", help="hardware profile name recorded in the notebook")
     _add_run_options(p)
+
+    p = sub.add_parser("replay", help="replay a saved session without any server")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--no-tui", action="store_true", help="print the same report as `compare`")
+    p.add_argument("--json", action="store_true", help="with --no-tui: the same JSON as `compare --json`")
+    p.add_argument("--speed", default="1", metavar="X", help="1 (recorded speed), 2, 10, … or max")
+
+    p = sub.add_parser("notebook", help="the lab notebook: show it or print its path")
+    p.add_argument("action", choices=("show", "path"))
+    p.add_argument("--notebook", metavar="PATH")
 
     p = sub.add_parser("doctor", help="what spectui found: llama-server, models, GPUs, host")
     p.add_argument("--json", action="store_true")
@@ -88,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
             return _tui(args)
         if command == "demo":
             return _demo(args)
+        if command == "replay":
+            return _replay(args)
+        if command == "notebook":
+            return _notebook(args)
     except KeyboardInterrupt:
         print("spectui: interrupted", file=sys.stderr)
         return 130
@@ -144,11 +162,35 @@ async def _compare(args) -> int:
                 infos[name] = await connect(b, args.ready_timeout, on_wait)
             except ServerError as exc:
                 raise type(exc)(f"{name}: {exc}", exc.hint) if not hasattr(exc, "status") else exc
+        writer = None
+        if args.save:
+            from spectui.engine.session import SessionWriter
+
+            writer = SessionWriter(args.save)
+            writer.servers(infos)
         results = []
-        for prompt in prompt_list:
-            if not args.json:
-                print(f"spectui: {prompt.id} …", file=sys.stderr)
-            results.append(await compare_prompt(backends["baseline"], backends["candidate"], prompt, params, args.order))
+        try:
+            for prompt in prompt_list:
+                if not args.json:
+                    print(f"spectui: {prompt.id} …", file=sys.stderr)
+                if writer:
+                    writer.prompt(prompt, params, args.order)
+                r = await compare_prompt(backends["baseline"], backends["candidate"], prompt, params, args.order,
+                                         sink=writer.event if writer else None)
+                if writer:
+                    writer.servers(infos)  # identities learnt during the run (speculation type used)
+                    writer.result(r.baseline, r.candidate, r.divergence, r.speedup)
+                results.append(r)
+        finally:
+            if writer:
+                writer.close()
+        if args.notebook is not None:
+            from spectui.engine import notebook
+
+            path = notebook.notebook_path(args.notebook or None)
+            where, warning = notebook.append(path, [notebook.measurement(r, infos, args.profile) for r in results])
+            print(f"spectui: {'warning: ' + warning if warning else f'appended {len(results)} measurements to {where}'}",
+                  file=sys.stderr)
     if args.json:
         print(json.dumps(json_report(infos, results, params, args.order), indent=2))
     else:
@@ -160,6 +202,44 @@ async def _compare(args) -> int:
                     print(f"spectui: error: {rec.name} failed on {r.prompt.id}: {rec.failed.message}", file=sys.stderr)
         return EXIT_SERVER
     return EXIT_OK if all(r.identical for r in results) else EXIT_DIFFERS
+
+
+def _replay(args) -> int:
+    from spectui.engine.session import load_session, recorders_for
+
+    session = load_session(args.file)
+    for w in session.warnings:
+        print(f"spectui: warning: {w}", file=sys.stderr)
+    if not session.prompts:
+        raise InputError(f"{session.path} holds no prompts to replay")
+    if args.no_tui:
+        from spectui.engine.report import json_report, text_report
+        from spectui.engine.runner import PromptResult
+
+        results = []
+        for sp in session.prompts:
+            b, c, div = recorders_for(sp)
+            results.append(PromptResult(sp.prompt, b, c, divergence=div))
+        params, order = session.prompts[0].params, session.prompts[0].order
+        if args.json:
+            print(json.dumps(json_report(session.infos, results, params, order), indent=2))
+        else:
+            print(f"replay of {session.path} (recorded {session.created})")
+            print(text_report(session.infos, results, params, order))
+        if any(r.failed for r in results):
+            return EXIT_SERVER
+        return EXIT_OK if all(r.identical for r in results) else EXIT_DIFFERS
+    from spectui.tui.app import run_replay
+
+    return run_replay(session, args.speed)
+
+
+def _notebook(args) -> int:
+    from spectui.engine import notebook
+
+    path = notebook.notebook_path(args.notebook)
+    print(path if args.action == "path" else notebook.show_text(path))
+    return EXIT_OK
 
 
 def _doctor(args) -> int:

@@ -50,6 +50,10 @@ class AppConfig:
     host_probe: Callable[[], object] = host_sample
     initial_prompt: str | None = None
     autorun: bool = False
+    prompts: list | None = None  # a fixed prompt list (replay) instead of a prompt set
+    autorun_all: bool = False
+    title: str | None = None
+    backends: dict | None = None  # ready-made backends by side (replay), instead of backend_factory
 
 
 class ProbeSampled(Message):
@@ -108,7 +112,12 @@ class SpectuiApp(App):
         self.kv: dict[str, tuple[int, int] | None] = {}
         self.gpu_probe = config.gpu_probe or GPUProbe()
         self.proc_probe = ProcessProbe()
-        self.prompt_set_name, self.prompt_list = prompt_sets.load_set(config.prompt_set)
+        if config.prompts is not None:
+            self.prompt_set_name, self.prompt_list = "session", list(config.prompts)
+        else:
+            self.prompt_set_name, self.prompt_list = prompt_sets.load_set(config.prompt_set)
+        if config.title:
+            self.TITLE = config.title
         self.theme_marks: dict[str, dict[str, str]] = {}
         self.run_done = asyncio.Event()
         self.frames = 0  # flushes that drew new tokens (the keep-up benchmark reads it)
@@ -151,7 +160,10 @@ class SpectuiApp(App):
         self._register_themes()
         self._client = httpx.AsyncClient()
         factory = self.config.backend_factory or (lambda url, client: LlamaCppBackend(url, client))
-        self.backends = {s: factory(getattr(self.config, f"{s}_url"), self._client) for s in SIDES}
+        if self.config.backends:
+            self.backends = dict(self.config.backends)
+        else:
+            self.backends = {s: factory(getattr(self.config, f"{s}_url"), self._client) for s in SIDES}
         for side in SIDES:
             self.connect_side(side)
         self.set_interval(FLUSH_S, self._flush)
@@ -221,8 +233,11 @@ class SpectuiApp(App):
             return
         pane.set_info(info)
         pane.set_state("ready")
-        if self.config.autorun and all(self.pane(s).state == "ready" for s in SIDES) and not self.running:
-            self.action_run()
+        if all(self.pane(s).state == "ready" for s in SIDES) and not self.running:
+            if self.config.autorun_all:
+                self.action_run_all()
+            elif self.config.autorun:
+                self.action_run()
 
     # -- running ------------------------------------------------------------------------------------
     def _read_params(self) -> GenerationParams | None:
@@ -375,8 +390,14 @@ class SpectuiApp(App):
                 self._pending[side].append(ev)
             self._flush()
             if self.recorders[side].failed is None:
-                after = await _try(backend.metrics())
-                cross_check(self.recorders[side], before, after)
+                saved = getattr(backend, "saved_figures", None)
+                if saved is not None:  # a replayed session: the cross-check made when it was recorded
+                    for key in ("metrics_drafted", "metrics_accepted", "metrics_steps", "metrics_check"):
+                        if key in saved():
+                            setattr(self.recorders[side].figures, key, saved()[key])
+                else:
+                    after = await _try(backend.metrics())
+                    cross_check(self.recorders[side], before, after)
                 if backend.info is not None:
                     pane.set_info(backend.info)
         except asyncio.CancelledError:
@@ -523,6 +544,25 @@ def _one_line(exc: BaseException) -> str:
 
 def make_app(config: AppConfig) -> SpectuiApp:
     return SpectuiApp(config)
+
+
+def run_replay(session, speed: str) -> int:
+    from spectui.engine.errors import InputError
+    from spectui.engine.session import SessionBackend
+
+    try:
+        rate = None if speed == "max" else float(speed.rstrip("x"))
+    except ValueError:
+        raise InputError(f"--speed must be a number (1, 2, 10, …) or max, not {speed!r}") from None
+    if rate is not None and rate <= 0:
+        raise InputError("--speed must be positive")
+    first = session.prompts[0]
+    config = AppConfig(session.infos["baseline"].url, session.infos["candidate"].url,
+                       params=first.params, order="sequential", prompts=[sp.prompt for sp in session.prompts],
+                       backends={s: SessionBackend(s, session, rate) for s in SIDES},
+                       autorun_all=True, title=f"spectui replay · {session.path.name}")
+    make_app(config).run()
+    return 0
 
 
 def run_tui(args) -> int:

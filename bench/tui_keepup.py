@@ -48,7 +48,7 @@ async def main(rate: float, tokens: int) -> int:
 
     config = AppConfig("replay://baseline", "replay://candidate", order="concurrent",
                        params=GenerationParams(max_tokens=tokens), backend_factory=factory,
-                       gpu_probe=GPUProbe(NoNVML()), host_probe=lambda: HostSample(2, 0.0, 1, 2),
+                       gpu_probe=GPUProbe(NoNVML()), host_probe=lambda: HostSample(2, 0.0, 1, 2), autosave=False,
                        initial_prompt="keep up")
     app = make_app(config)
     async with app.run_test(size=(160, 50)) as pilot:

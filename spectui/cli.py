@@ -55,6 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="with --no-tui: the same JSON as `compare --json`")
     p.add_argument("--speed", default="1", metavar="X", help="1 (recorded speed), 2, 10, … or max")
 
+    p = sub.add_parser("report", help="export a saved session as Markdown or JSON")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("-o", "--output", metavar="PATH", help="write here (atomically) instead of printing")
+
+    p = sub.add_parser("sessions", help="list saved sessions (the autosave folder by default)")
+    p.add_argument("folder", nargs="?", metavar="FOLDER")
+
     p = sub.add_parser("notebook", help="the lab notebook: show it or print its path")
     p.add_argument("action", choices=("show", "path"))
     p.add_argument("--notebook", metavar="PATH")
@@ -106,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
             return _replay(args)
         if command == "notebook":
             return _notebook(args)
+        if command == "report":
+            return _report(args)
+        if command == "sessions":
+            return _sessions(args)
     except KeyboardInterrupt:
         print("spectui: interrupted", file=sys.stderr)
         return 130
@@ -232,6 +244,51 @@ def _replay(args) -> int:
     from spectui.tui.app import run_replay
 
     return run_replay(session, args.speed)
+
+
+def _report(args) -> int:
+    from spectui.engine.report import json_report, markdown_report
+    from spectui.engine.runner import PromptResult
+    from spectui.engine.session import load_session, recorders_for
+
+    session = load_session(args.file)
+    for w in session.warnings:
+        print(f"spectui: warning: {w}", file=sys.stderr)
+    results = []
+    for sp in session.prompts:
+        b, c, div = recorders_for(sp)
+        results.append(PromptResult(sp.prompt, b, c, divergence=div))
+    if not results:
+        raise InputError(f"{session.path} holds no prompts")
+    params, order = session.prompts[0].params, session.prompts[0].order
+    if args.format == "md":
+        text = markdown_report(session.infos, results, params, order, str(session.path))
+    else:
+        text = json.dumps(json_report(session.infos, results, params, order), indent=2) + "\n"
+    if args.output:
+        from spectui.engine.notebook import _atomic_write
+        from pathlib import Path
+
+        _atomic_write(Path(args.output).expanduser(), text)
+        print(f"spectui: wrote {args.output}", file=sys.stderr)
+    else:
+        print(text, end="")
+    return EXIT_OK
+
+
+def _sessions(args) -> int:
+    from pathlib import Path
+
+    from spectui.engine.session import default_session_dir, list_sessions
+
+    folder = Path(args.folder).expanduser() if args.folder else default_session_dir()
+    rows = list_sessions(folder)
+    if not rows:
+        print(f"{folder}: no sessions")
+        return EXIT_OK
+    for r in rows:
+        print(r.line())
+    return EXIT_OK
 
 
 def _notebook(args) -> int:

@@ -44,7 +44,7 @@ def make(candidate="draft", fail_after=None, size_note=""):
     cfg = AppConfig("replay://baseline", "replay://candidate", params=GenerationParams(max_tokens=64),
                     backend_factory=factory, gpu_probe=GPUProbe(FakeNVML()),
                     host_probe=lambda: HostSample(2, 12.0, 3 * 1024**3, 24 * 1024**3, "x86_64", "Linux"),
-                    probe_interval=3600, initial_prompt="Write a Python function fizzbuzz(n).")
+                    probe_interval=3600, autosave=False, initial_prompt="Write a Python function fizzbuzz(n).")
     return make_app(cfg)
 
 

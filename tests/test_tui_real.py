@@ -33,7 +33,7 @@ async def until(pilot, predicate, timeout=60.0, what="condition"):
 
 def app_for(baseline, candidate, **kw):
     cfg = AppConfig(baseline, candidate, params=GenerationParams(max_tokens=kw.pop("max_tokens", 64), cache_prompt=False),
-                    gpu_probe=GPUProbe(NoNVML()), **kw)
+                    gpu_probe=GPUProbe(NoNVML()), autosave=False, **kw)
     return make_app(cfg)
 
 

@@ -108,3 +108,40 @@ def json_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
         "prompts": prompts,
         "all_identical": all(r.identical for r in results) if results else None,
     }
+
+
+def markdown_report(infos: dict[str, ServerInfo], results: list[PromptResult], params: GenerationParams, order: str,
+                    source: str | None = None) -> str:
+    """A readable report: the acceptance rate beside every speed-up, and the build tags."""
+    b, c = infos["baseline"], infos["candidate"]
+    out = ["# spectui comparison", ""]
+    if source:
+        out += [f"Session: `{source}`", ""]
+    out += ["| | URL | build | model | configuration |", "|---|---|---|---|---|",
+            f"| baseline | {b.url} | {b.build or '?'} | {b.model or '?'} | {b.describe_speedup()} |",
+            f"| candidate | {c.url} | {c.build or '?'} | {c.model or '?'} | {c.describe_speedup()} |", "",
+            f"Parameters: max tokens {params.max_tokens}, temperature {params.temperature}, seed {params.seed}, "
+            f"order {order}, prompt cache "
+            f"{'server default' if params.cache_prompt is None else ('on' if params.cache_prompt else 'off')}.", "",
+            "| prompt | baseline tok/s | candidate tok/s | speed-up (acceptance) | mean accepted length | TTFT ms (b / c) | output |",
+            "|---|---|---|---|---|---|---|"]
+    for r in results:
+        fb, fc = r.baseline.figures, r.candidate.figures
+        out.append(f"| {r.prompt.id} | {fmt(fb.decode_tps)} | {fmt(fc.decode_tps)} | {speedup_text(r)} | "
+                   f"{fmt(fc.mean_accepted_length, '.2f')} | {fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')} | "
+                   f"{verdict_text(r)} |")
+    for r in results:
+        if r.divergence is not None:
+            d = r.divergence
+            out += ["", f"## {r.prompt.id}: first difference at byte {d.byte}", "",
+                    "```", f"baseline  …{escape_bytes(d.baseline_excerpt)}…",
+                    f"candidate …{escape_bytes(d.candidate_excerpt)}…", "```"]
+            cb, cc = r.baseline.figures.prompt_cached, r.candidate.figures.prompt_cached
+            out.append(f"\nPrompt tokens reused from cache: baseline {cb}, candidate {cc}.")
+        for rec in (r.baseline, r.candidate):
+            if rec.failed is not None:
+                out += ["", f"**{r.prompt.id}: {rec.name} failed after {rec.figures.tokens} tokens:** {rec.failed.message}"]
+    done = [r for r in results if not r.failed]
+    out += ["", f"{sum(1 for r in done if r.identical)}/{len(done)} outputs identical. "
+            f"Builds: baseline {b.build or '?'}, candidate {c.build or '?'}.", ""]
+    return "\n".join(out)

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+
+import orjson
 import os
 import time
 from dataclasses import dataclass, field
@@ -79,27 +81,50 @@ def event_from_json(d: dict, base_ns: int = 0) -> StreamEvent:
 
 
 class SessionWriter:
-    """Appends a session line by line, flushing each, so a crash loses at most the last line."""
+    """Records a session line by line; with a path, appends each line to the file and flushes it, so
+    a crash loses at most the last line. Without one it keeps the lines for a later `save_as`."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path).expanduser()
-        if self.path.is_dir():
-            raise InputError(f"{self.path} is a folder", hint="give --save a file name")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._fh = open(self.path, "a", encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot write session {self.path}: {exc.strerror}") from None
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path).expanduser() if path is not None else None
+        self.lines: list[str] = []
+        self._fh = None
+        if self.path is not None:
+            if self.path.is_dir():
+                raise InputError(f"{self.path} is a folder", hint="give --save a file name")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = open(self.path, "a", encoding="utf-8")
+            except OSError as exc:
+                raise InputError(f"cannot write session {self.path}: {exc.strerror}") from None
         self.n = -1
         self.base_ns = 0
-        if self._fh.tell() == 0:
+        if self._fh is None or self._fh.tell() == 0:
             self._write({"format": FORMAT, "version": VERSION,
                          "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                          "spectui": __version__})
 
     def _write(self, obj: dict) -> None:
-        self._fh.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
-        self._fh.flush()
+        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+        self.lines.append(line)
+        if self._fh is not None:
+            self._fh.write(line)
+            self._fh.flush()
+
+    def save_as(self, path: str | Path) -> Path:
+        """Write everything recorded so far to a new file, atomically."""
+        import tempfile
+
+        dest = Path(path).expanduser()
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.writelines(self.lines)
+        os.replace(tmp, dest)
+        return dest
+
+    def probe(self, gpus: list, host) -> None:
+        self._write({"type": "probe", "n": self.n, "t": time.perf_counter_ns() - self.base_ns,
+                     "gpus": [g.to_json() for g in gpus], "host": host.to_json() if host else None})
 
     def servers(self, infos: dict[str, ServerInfo]) -> None:
         self._write({"type": "servers", **{k: v.to_json() for k, v in infos.items()}})
@@ -123,7 +148,8 @@ class SessionWriter:
                      "first_divergence": divergence.to_json() if divergence else None, "speedup": speedup})
 
     def close(self) -> None:
-        self._fh.close()
+        if self._fh is not None:
+            self._fh.close()
 
 
 @dataclass
@@ -179,7 +205,7 @@ def load_session(path: str | Path) -> Session:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = orjson.loads(line)
             kind = rec["type"]
             if kind == "servers":
                 infos = {k: _info(rec[k]) for k in ("baseline", "candidate")}
@@ -194,7 +220,7 @@ def load_session(path: str | Path) -> Session:
                 prompts[-1].events[rec["side"]].append(event_from_json(rec))
             elif kind == "result":
                 prompts[-1].result = rec
-        except (json.JSONDecodeError, KeyError, ValueError, IndexError, TypeError) as exc:
+        except (orjson.JSONDecodeError, KeyError, ValueError, IndexError, TypeError) as exc:
             warnings.append(f"{p}:{lineno}: unreadable record ({type(exc).__name__}); stopped there")
             break
     return Session(p, head.get("created", "?"), infos, prompts, warnings)
@@ -228,15 +254,66 @@ def autosave_path() -> Path:
     return default_session_dir() / f"session-{stamp}-{os.getpid()}.jsonl"
 
 
+class ReplayControl:
+    """The replay's clock, shared by both sides: speed, pause, single steps and seeking.
+
+    Virtual time (ns since the prompt began, in recorded time) advances with the wall clock × speed
+    while playing; a step releases the next token; a seek moves virtual time forward (seeking back
+    replays the prompt from its start up to the target, as fast as possible).
+    """
+
+    def __init__(self, speed: float | None = 1.0) -> None:
+        self.speed = speed  # None: as fast as possible
+        self.paused = False
+        self.steps = 0  # tokens to release while paused
+        self.prompt = -1  # the prompt the clock is running for
+        self._virtual = 0
+        self._wall = time.perf_counter_ns()
+
+    def restart(self, at: int = 0) -> None:
+        self._virtual, self._wall = at, time.perf_counter_ns()
+
+    def now(self) -> float:
+        if self.speed is None:
+            return float("inf")
+        if self.paused:
+            return self._virtual
+        wall = time.perf_counter_ns()
+        self._virtual += int((wall - self._wall) * self.speed)
+        self._wall = wall
+        return self._virtual
+
+    def set_speed(self, speed: float | None) -> None:
+        self.now()
+        self.speed = speed
+
+    def toggle_pause(self) -> None:
+        self.now()
+        self.paused = not self.paused
+        self._wall = time.perf_counter_ns()
+
+    def step(self) -> None:
+        self.paused = True
+        self.steps += 1
+
+    def seek(self, delta_ns: int) -> None:
+        self.now()
+        self._virtual = max(0, self._virtual + delta_ns)
+
+    @property
+    def position_ns(self) -> int:
+        return int(self._virtual)
+
+
 class SessionBackend:
     """Plays one side of a saved session as a backend: the recorded events at the recorded pace × speed."""
 
     kind = "session"
 
-    def __init__(self, side: str, session: Session, speed: float | None) -> None:
+    def __init__(self, side: str, session: Session, speed: float | None, control: ReplayControl | None = None) -> None:
         self.side = side
         self.session = session
-        self.speed = speed  # None: as fast as possible
+        self.control = control or ReplayControl(speed)
         self.info = session.infos[side]
         self.url = self.info.url
         self._cursor = 0
@@ -263,20 +340,77 @@ class SessionBackend:
             yield StreamFailed(time.perf_counter_ns(), "no more recorded prompts in this session")
             return
         sp = self.session.prompts[self._cursor]
+        ctl = self.control
+        if ctl.prompt == -2:  # a seek back: the clock already holds the target position
+            ctl.prompt = self._cursor
+        elif ctl.prompt != self._cursor:  # the first side to start a prompt starts its clock
+            ctl.prompt = self._cursor
+            ctl.restart()
         self._cursor += 1
         events = sp.events[self.side]
-        start = time.perf_counter_ns()
-        first_t = events[0].t_ns if events else 0
         for i, ev in enumerate(events):
-            if self.speed:
-                due = start + int((ev.t_ns - first_t) / self.speed)
-                now = time.perf_counter_ns()
-                if due > now:
-                    await asyncio.sleep((due - now) / 1e9)
-            elif i % 64 == 0:
+            # wait for the replay clock; a single step releases one token while paused
+            while ctl.now() < ev.t_ns:
+                if ctl.paused and ctl.steps > 0 and isinstance(ev, TokenEvent):
+                    ctl.steps -= 1
+                    ctl._virtual = max(ctl._virtual, ev.t_ns)
+                    break
+                await asyncio.sleep(0.005)
+            if ctl.speed is None and i % 64 == 0:
                 await asyncio.sleep(0)
             # keep the recorded offsets so figures (TTFT, tokens/s) are the recorded ones at any speed
             yield ev
 
+    def rewind(self) -> None:
+        """Back to the start of the prompt last played (for seeking backwards)."""
+        self._cursor = max(0, self._cursor - 1)
+        self.control.prompt = -1
+
     def saved_figures(self) -> dict:
         return ((self.session.prompts[self._cursor - 1].result or {}).get(self.side) or {}) if self._cursor else {}
+
+
+@dataclass
+class SessionSummary:
+    path: Path
+    created: str
+    baseline: str
+    candidate: str
+    prompt: str
+    n_prompts: int
+    identical: bool | None
+    speedup: float | None
+    acceptance: float | None
+    problem: str | None = None
+
+    def line(self) -> str:
+        if self.problem:
+            return f"{self.path.name}: {self.problem}"
+        same = {True: "identical", False: "DIFFERS", None: "—"}[self.identical]
+        sp = f"{self.speedup:.2f}× at {self.acceptance:.0%} accepted" if self.speedup and self.acceptance is not None else (
+            f"{self.speedup:.2f}× (no drafts)" if self.speedup else "—")
+        return (f"{self.created[:19]:<20} {self.path.name:<40} {self.prompt:<16} {self.n_prompts:>2} prompts  "
+                f"{same:<9} {sp}  [{self.candidate}]")
+
+
+def summarise(path: Path) -> SessionSummary:
+    try:
+        s = load_session(path)
+    except InputError as exc:
+        return SessionSummary(path, "", "", "", "", 0, None, None, None, problem=str(exc))
+    results = [sp.result for sp in s.prompts if sp.result]
+    identical = None
+    if results:
+        flags = [r.get("identical") for r in results]
+        identical = False if False in flags else (True if all(f is True for f in flags) else None)
+    last = results[-1] if results else {}
+    cand = last.get("candidate") or {}
+    return SessionSummary(path, s.created, s.infos["baseline"].describe_speedup(), s.infos["candidate"].describe_speedup(),
+                          s.prompts[0].prompt.id if s.prompts else "—", len(s.prompts), identical,
+                          last.get("speedup"), cand.get("acceptance_rate"))
+
+
+def list_sessions(folder: Path) -> list[SessionSummary]:
+    if not folder.is_dir():
+        return []
+    return [summarise(p) for p in sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)]

@@ -54,6 +54,12 @@ class AppConfig:
     autorun_all: bool = False
     title: str | None = None
     backends: dict | None = None  # ready-made backends by side (replay), instead of backend_factory
+    replay_control: object | None = None  # a ReplayControl when replaying
+    autosave: bool = True  # record every run into session_dir
+    session_dir: object | None = None  # default: the user data dir's sessions/
+    notebook: str | None = None  # notebook path (None: $SPECTUI_NOTEBOOK or the default)
+    auto_notebook: bool = False
+    launch_notes: dict = field(default_factory=dict)  # side → configuration as launched (argv), when spectui started it
 
 
 class ProbeSampled(Message):
@@ -91,7 +97,19 @@ class SpectuiApp(App):
         Binding("ctrl+o", "toggle_order", "Order", id="toggle_order", priority=True),
         Binding("ctrl+t", "toggle_boundaries", "Tokens", id="toggle_boundaries", priority=True),
         Binding("ctrl+d", "diff", "Diff", id="diff", priority=True),
+        Binding("ctrl+s", "save_session", "Save", id="save_session", priority=True),
+        Binding("ctrl+n", "notebook", "Notebook", id="notebook", priority=True),
+        Binding("ctrl+e", "export", "Export", id="export", priority=True),
+        Binding("ctrl+l", "sessions", "Sessions", id="sessions", priority=True),
+        Binding("f12", "screenshot_svg", "Screenshot", id="screenshot", show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+        # replay: pause, one token, slower/faster, seek
+        Binding("f5", "replay_pause", "Pause", id="replay_pause"),
+        Binding("f6", "replay_step", "Step", id="replay_step"),
+        Binding("f7", "replay_slower", "Slower", id="replay_slower"),
+        Binding("f8", "replay_faster", "Faster", id="replay_faster"),
+        Binding("f9", "replay_back", "Seek −2 s", id="replay_back"),
+        Binding("f10", "replay_forward", "Seek +2 s", id="replay_forward"),
     ]
 
     def __init__(self, config: AppConfig) -> None:
@@ -117,10 +135,12 @@ class SpectuiApp(App):
         else:
             self.prompt_set_name, self.prompt_list = prompt_sets.load_set(config.prompt_set)
         if config.title:
-            self.TITLE = config.title
+            self.title = config.title
         self.theme_marks: dict[str, dict[str, str]] = {}
         self.run_done = asyncio.Event()
         self.frames = 0  # flushes that drew new tokens (the keep-up benchmark reads it)
+        self.writer = None  # the SessionWriter recording this app's runs
+        self.replay_control = config.replay_control
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -204,6 +224,8 @@ class SpectuiApp(App):
         self.q("#panes").set_class(width < 100, "-narrow")
 
     async def on_unmount(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
         if self._client is not None:
             await self._client.aclose()
         self.gpu_probe.close()
@@ -218,6 +240,173 @@ class SpectuiApp(App):
 
     def q(self, selector, kind=None):
         return self.main_screen.query_one(selector, kind) if kind else self.main_screen.query_one(selector)
+
+    # -- recording, notebook, export -------------------------------------------------------------------
+    @property
+    def replaying(self) -> bool:
+        return self.replay_control is not None
+
+    def check_action(self, action: str, parameters) -> bool | None:
+        if action.startswith("replay_"):
+            return True if self.replaying else None
+        if action in ("notebook", "export") and not self.results:
+            return False
+        return True
+
+    def _session_dir(self):
+        from pathlib import Path
+
+        from spectui.engine.session import default_session_dir
+
+        return Path(self.config.session_dir) if self.config.session_dir else default_session_dir()
+
+    def _ensure_writer(self):
+        if self.writer is None and not self.replaying:
+            from spectui.engine.session import SessionWriter, autosave_path
+
+            path = None
+            if self.config.autosave:
+                path = self._session_dir() / autosave_path().name
+            try:
+                self.writer = SessionWriter(path)
+            except Exception as exc:  # a read-only data dir must not stop a run
+                self.notify(f"autosave off: {_one_line(exc)}", severity="warning")
+                self.writer = SessionWriter(None)
+        return self.writer
+
+    def _infos(self) -> dict:
+        from spectui.engine.llamacpp import ServerInfo
+
+        return {s: (self.pane(s).info or ServerInfo(url=self.pane(s).url)) for s in SIDES}
+
+    def action_save_session(self) -> None:
+        if self.writer is None or not self.results:
+            self.notify("nothing to save yet: run a prompt first", severity="warning")
+            return
+        if self.writer.path is not None:
+            self.notify(f"session saved (autosave) to {self.writer.path}")
+            return
+        from spectui.engine.session import autosave_path
+
+        dest = self.writer.save_as(self._session_dir() / autosave_path().name)
+        self.notify(f"session saved to {dest}")
+
+    def action_notebook(self) -> None:
+        self._append_notebook(self.results[-1:])
+
+    def _append_notebook(self, results) -> None:
+        from spectui.engine import notebook
+
+        if not results:
+            return
+        path = notebook.notebook_path(self.config.notebook)
+        try:
+            where, warning = notebook.append(path, [notebook.measurement(r, self._infos()) for r in results])
+        except OSError as exc:
+            self.notify(f"notebook not written: {exc}", severity="error")
+            return
+        if warning:
+            self.notify(warning, severity="warning", timeout=12)
+        else:
+            self.notify(f"appended {len(results)} measurement(s) to {where}")
+
+    def action_export(self) -> None:
+        import json as _json
+
+        from spectui.engine.notebook import _atomic_write
+        from spectui.engine.report import json_report, markdown_report
+        from spectui.engine.session import autosave_path
+
+        stem = (self.writer.path.stem if self.writer and self.writer.path else autosave_path().stem)
+        folder = self._session_dir()
+        md = folder / f"{stem}.md"
+        js = folder / f"{stem}.json"
+        _atomic_write(md, markdown_report(self._infos(), self.results, self.params, self.order,
+                                          str(self.writer.path) if self.writer and self.writer.path else None))
+        _atomic_write(js, _json.dumps(json_report(self._infos(), self.results, self.params, self.order), indent=2) + "\n")
+        self.notify(f"report written: {md} and {js.name}")
+
+    def action_screenshot_svg(self) -> None:
+        folder = self._session_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        path = self.save_screenshot(path=str(folder))
+        self.notify(f"screenshot saved to {path}")
+
+    def action_sessions(self) -> None:
+        from spectui.tui.sessions_screen import SessionBrowser
+
+        self.push_screen(SessionBrowser(self._session_dir()))
+
+    def open_session(self, path) -> None:
+        """Replay a saved session in this app: same panes, another event source."""
+        from spectui.engine.session import ReplayControl, SessionBackend, load_session
+
+        try:
+            session = load_session(path)
+        except Exception as exc:
+            self.notify(_one_line(exc), severity="error")
+            return
+        for w in session.warnings:
+            self.notify(w, severity="warning", timeout=10)
+        if not session.prompts:
+            self.notify(f"{path} holds no prompts", severity="error")
+            return
+        self.workers.cancel_group(self, "run")
+        self.replay_control = ReplayControl(1.0)
+        self.backends = {s: SessionBackend(s, session, 1.0, self.replay_control) for s in SIDES}
+        self.prompt_list = [sp.prompt for sp in session.prompts]
+        for s in SIDES:
+            self.pane(s).set_info(session.infos[s])
+            self.pane(s).set_state("ready")
+        self.sub_title = f"replay · {session.path.name}"
+        self.refresh_bindings()
+        self.start_prompts(list(self.prompt_list))
+
+    # replay controls
+    def _replay_note(self) -> None:
+        c = self.replay_control
+        speed = "max" if c.speed is None else f"×{c.speed:g}"
+        state = "paused" if c.paused else "playing"
+        self.sub_title = f"replay {state} {speed} at {c.position_ns / 1e9:.2f} s"
+
+    def action_replay_pause(self) -> None:
+        self.replay_control.toggle_pause()
+        self._replay_note()
+
+    def action_replay_step(self) -> None:
+        self.replay_control.step()
+        self._replay_note()
+
+    def action_replay_slower(self) -> None:
+        c = self.replay_control
+        c.set_speed(max(0.25, (c.speed or 16) / 2))
+        self._replay_note()
+
+    def action_replay_faster(self) -> None:
+        c = self.replay_control
+        c.set_speed(None if (c.speed or 0) >= 16 else (c.speed or 1) * 2)
+        self._replay_note()
+
+    def action_replay_forward(self) -> None:
+        self.replay_control.seek(2_000_000_000)
+        self._replay_note()
+
+    def action_replay_back(self) -> None:
+        """Seeking back replays the prompt from its start, as fast as possible, to the new position."""
+        c = self.replay_control
+        target = max(0, c.position_ns - 2_000_000_000)
+        for b in self.backends.values():
+            b.rewind()
+        prompt = self.last_prompt
+        self.workers.cancel_group(self, "run")
+        c.restart(target)
+        c.prompt = -2  # keep the clock at the target when the prompt restarts
+
+        def go():
+            self.start_prompts([prompt])
+
+        self.call_later(go)
+        self._replay_note()
 
     # -- connecting ---------------------------------------------------------------------------------
     @work(group="connect", exit_on_error=False)
@@ -352,10 +541,16 @@ class SpectuiApp(App):
     async def run_prompts(self, prompts: list[prompt_sets.Prompt], params: GenerationParams, order: str) -> None:
         self.running = True
         try:
+            writer = self._ensure_writer()
+            if writer is not None:
+                writer.servers(self._infos())
             for prompt in prompts:
                 self.last_prompt = prompt
                 self._reset()
-                self.sub_title = f"{prompt.id}: {prompt.preview}"
+                if not self.replaying:
+                    self.sub_title = f"{prompt.id}: {prompt.preview}"
+                if writer is not None:
+                    writer.prompt(prompt, params, order)
                 if order == "concurrent":
                     await asyncio.gather(*(self._run_side(s, prompt, params) for s in SIDES))
                 else:
@@ -363,6 +558,12 @@ class SpectuiApp(App):
                         await self._run_side(s, prompt, params)
                 self._flush()
                 self._finish_prompt(prompt)
+                if writer is not None:
+                    r = self.results[-1]
+                    writer.servers(self._infos())
+                    writer.result(r.baseline, r.candidate, r.divergence, r.speedup)
+            if self.config.auto_notebook and not self.replaying:
+                self._append_notebook(self.results[-len(prompts):])
         except asyncio.CancelledError:
             self._flush()
             for s in SIDES:
@@ -423,8 +624,11 @@ class SpectuiApp(App):
             rec = self.recorders[side]
             pane = self.pane(side)
             tokens: list[TokenEvent] = []
+            writer = self.writer if not self.replaying else None
             for ev in batch:
                 rec.feed(ev)
+                if writer is not None:
+                    writer.event(side, ev)
                 if isinstance(ev, TokenEvent):
                     tokens.append(ev)
                     self.comparer.add(side, ev.data)
@@ -445,9 +649,6 @@ class SpectuiApp(App):
                 pane.view.add(tokens)
                 self.frames += 1
             self._show_figures()
-            scroll = self.q(f"#scroll-{side}")
-            if scroll.max_scroll_y - scroll.scroll_y < 3:
-                scroll.scroll_end(animate=False, immediate=False)
         self._check_divergence()
 
     def _show_figures(self) -> None:
@@ -548,7 +749,7 @@ def make_app(config: AppConfig) -> SpectuiApp:
 
 def run_replay(session, speed: str) -> int:
     from spectui.engine.errors import InputError
-    from spectui.engine.session import SessionBackend
+    from spectui.engine.session import ReplayControl, SessionBackend
 
     try:
         rate = None if speed == "max" else float(speed.rstrip("x"))
@@ -557,10 +758,11 @@ def run_replay(session, speed: str) -> int:
     if rate is not None and rate <= 0:
         raise InputError("--speed must be positive")
     first = session.prompts[0]
+    control = ReplayControl(rate)
     config = AppConfig(session.infos["baseline"].url, session.infos["candidate"].url,
-                       params=first.params, order="sequential", prompts=[sp.prompt for sp in session.prompts],
-                       backends={s: SessionBackend(s, session, rate) for s in SIDES},
-                       autorun_all=True, title=f"spectui replay · {session.path.name}")
+                       params=first.params, order=first.order, prompts=[sp.prompt for sp in session.prompts],
+                       backends={s: SessionBackend(s, session, rate, control) for s in SIDES},
+                       replay_control=control, autorun_all=True, title=f"spectui replay · {session.path.name}")
     make_app(config).run()
     return 0
 

@@ -6,6 +6,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.reactive import reactive
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 from textual.widgets import Label, Sparkline, Static
 
 from spectui.engine.compare import Divergence
@@ -18,41 +21,66 @@ DEFAULT_MARKS = {"accepted": "#5fd787", "target": "#87afff", "first": "#d0d0d0",
                  "rejected": "#ff5f87", "diverge": "#ff3030"}
 
 
-class TokenView(Static):
-    """The output of one side, with each candidate token marked by its label."""
+class TokenView(ScrollView, can_focus=True):
+    """The output of one side, with each candidate token marked by its label.
 
-    DEFAULT_CSS = "TokenView { width: 100%; height: auto; padding: 0 1; }"
+    Line-based: text is kept as logical lines and only the lines that change are re-wrapped, so a
+    100,000-token output costs no more per frame than a short one; it follows the tail while the
+    view is scrolled to the end.
+    """
+
+    DEFAULT_CSS = "TokenView { width: 1fr; height: 1fr; padding: 0 1; }"
 
     def __init__(self, marked: bool, **kw) -> None:
-        super().__init__("", **kw)
+        super().__init__(**kw)
         self.marked = marked
         self.marks = dict(DEFAULT_MARKS)
         self.tokens: list[TokenEvent] = []
         self.tail = b""
         self.boundaries = False
         self.diverge_token: int | None = None
-        self._text = Text()
         self._pending_bytes = b""  # bytes not yet decodable (a split UTF-8 sequence)
+        self._lines: list[Text] = [Text()]
+        self._wrapped: list[list[Strip]] = [[]]  # display lines of each logical line
+        self._dirty_from = 0  # logical lines from here on need wrapping
+        self._width = 0
+        self._count = 0
+        self._stable = (0, 0)  # (logical lines counted, their display lines)
+        self._last_end = 0
 
+    # -- content -----------------------------------------------------------------------------
     def reset(self) -> None:
         self.tokens.clear()
         self.tail = b""
         self.diverge_token = None
+        self._clear()
+
+    def _clear(self) -> None:
         self._pending_bytes = b""
-        self._text = Text()
-        self.update(self._text)
+        self._lines = [Text()]
+        self._wrapped = [[]]
+        self._dirty_from = 0
+        self._relayout()
+
+    def _emit_text(self, text: str, style) -> None:
+        parts = text.split("\n")
+        self._dirty_from = min(self._dirty_from, len(self._lines) - 1)
+        self._lines[-1].append(parts[0], style=style)
+        for part in parts[1:]:
+            self._lines.append(Text(part, style=style or ""))
+            self._wrapped.append([])
 
     def add(self, events: list[TokenEvent]) -> None:
         for ev in events:
             self.tokens.append(ev)
             self._append(ev)
-        self.update(self._text)
+        self._relayout()
 
     def add_tail(self, data: bytes) -> None:
         if data:
             self.tail += data
-            self._text.append(self._decode(data), style=self.marks["target"] if self.marked else None)
-            self.update(self._text)
+            self._emit_text(self._decode(data), self.marks["target"] if self.marked else None)
+            self._relayout()
 
     def _decode(self, data: bytes) -> str:
         data = self._pending_bytes + data
@@ -68,11 +96,10 @@ class TokenView(Static):
             return data.decode("utf-8", errors="replace")
 
     def _append(self, ev: TokenEvent) -> None:
-        t = self._text
         if self.marked and ev.rejected:
-            t.append(f"✗{ev.rejected}", style=f"bold {self.marks['rejected']}")
+            self._emit_text(f"✗{ev.rejected}", f"bold {self.marks['rejected']}")
         if self.boundaries and ev.index:
-            t.append("│", style="dim")
+            self._emit_text("│", "dim")
         style = None
         if self.marked:
             style = self.marks.get(ev.label, None) if ev.label != "unknown" else "dim"
@@ -80,27 +107,86 @@ class TokenView(Static):
                 style = f"{style} underline"
         if self.diverge_token is not None and ev.index == self.diverge_token:
             style = f"bold reverse {self.marks['diverge']}"
-        t.append(self._decode(ev.data), style=style)
+        self._emit_text(self._decode(ev.data), style)
 
     def rebuild(self) -> None:
-        self._text = Text()
         self._pending_bytes = b""
+        self._lines = [Text()]
+        self._wrapped = [[]]
+        self._dirty_from = 0
         for ev in self.tokens:
             self._append(ev)
         if self.tail:
-            self._text.append(self._decode(self.tail))
-        self.update(self._text)
+            self._emit_text(self._decode(self.tail), None)
+        self._relayout()
 
     def mark_divergence(self, token: int | None) -> None:
         self.diverge_token = token
         if token is None:
-            self._text.append(" ◀ ends here", style=f"bold {self.marks['diverge']}")
-            self.update(self._text)
+            self._emit_text(" ◀ ends here", f"bold {self.marks['diverge']}")
+            self._relayout()
         else:
             self.rebuild()
 
     def plain(self) -> str:
-        return self._text.plain
+        return "\n".join(line.plain for line in self._lines)
+
+    # -- layout and rendering ----------------------------------------------------------------------
+    def on_resize(self, event) -> None:
+        self._relayout()
+
+    def _relayout(self) -> None:
+        width = max(1, self.scrollable_content_region.width or self.size.width or 80)
+        if width != self._width:
+            self._width = width
+            self._dirty_from = 0
+        # following the tail unless the reader scrolled up (compare with where we last put it: a
+        # shrinking pane raises max_scroll_y without the reader moving)
+        at_end = self.scroll_y >= min(self.max_scroll_y, self._last_end) - 1
+        console = self.app.console if self.is_attached else None
+        if console is None:
+            return
+        if self._dirty_from == 0:
+            self._stable = (0, 0)
+        for i in range(self._dirty_from, len(self._lines)):
+            lines = self._lines[i].wrap(console, width) if self._lines[i].plain else [Text()]
+            self._wrapped[i] = [Strip(list(line.render(console)), line.cell_len) for line in lines]
+        self._dirty_from = len(self._lines) - 1
+        self._count = self._count_lines()
+        self.virtual_size = Size(width, self._count)
+        if at_end:
+            self.set_scroll(None, self.max_scroll_y)
+            self._last_end = self.max_scroll_y
+        self.refresh()
+
+    def _count_lines(self) -> int:
+        # cumulative counts of the stable lines are cached; only the last logical line changes
+        upto, total = self._stable
+        last = len(self._wrapped) - 1
+        while upto < last:
+            total += len(self._wrapped[upto])
+            upto += 1
+        self._stable = (upto, total)
+        return total + len(self._wrapped[last])
+
+    def _strip_at(self, y: int) -> Strip | None:
+        # walk back from the end: the view is usually near the tail
+        if y < 0 or y >= self._count:
+            return None
+        acc = self._count
+        for i in range(len(self._wrapped) - 1, -1, -1):
+            n = len(self._wrapped[i])
+            acc -= n
+            if y >= acc:
+                return self._wrapped[i][y - acc]
+        return None
+
+    def render_line(self, y: int) -> Strip:
+        strip = self._strip_at(self.scroll_offset.y + y)
+        width = self.scrollable_content_region.width
+        if strip is None:
+            return Strip.blank(width, self.rich_style)
+        return strip.crop_extend(0, width, self.rich_style)
 
 
 class SidePane(Vertical):
@@ -111,7 +197,7 @@ class SidePane(Vertical):
     SidePane .header { height: auto; color: $text-muted; padding: 0 1; }
     SidePane .state { height: 1; padding: 0 1; }
     SidePane .figures { height: auto; padding: 0 1; background: $panel; }
-    SidePane VerticalScroll { height: 1fr; }
+    SidePane TokenView { height: 1fr; }
     SidePane.-failed { border: round $error; }
     SidePane.-diverged { border: round $warning; }
     """
@@ -130,8 +216,7 @@ class SidePane(Vertical):
         yield Static(self.url, classes="header", id=f"header-{self.side}")
         yield Static("", classes="state", id=f"state-{self.side}")
         yield Static("", classes="figures", id=f"figures-{self.side}")
-        with VerticalScroll(id=f"scroll-{self.side}"):
-            yield TokenView(marked=self.side == "candidate", id=f"tokens-{self.side}")
+        yield TokenView(marked=self.side == "candidate", id=f"tokens-{self.side}")
 
     @property
     def view(self) -> TokenView:

@@ -27,6 +27,7 @@ test: setup
 bench: setup
 	$(PY) bench/parse_throughput.py
 	$(PY) bench/tui_keepup.py
+	$(PY) bench/replay_100k.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

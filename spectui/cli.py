@@ -80,8 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="launch the bundled pair of llama-servers and open the TUI on them")
     p.add_argument("--headless", action="store_true", help="run the comparison without the TUI and print it")
-    p.add_argument("--candidate", choices=("draft", "ngram", "kvq4"), default="draft",
+    p.add_argument("--candidate", choices=("draft", "ngram", "kvq4", "prefix"), default="draft",
                    help="which speed-up the candidate uses (default: draft-model speculation)")
+
+    p = sub.add_parser("profiles", help="hardware profiles: list, show one, check one against this machine")
+    p.add_argument("action", choices=("list", "show", "check"))
+    p.add_argument("name", nargs="?")
 
     p = sub.add_parser("theory", help="speed-up as a function of acceptance rate, draft length and draft cost")
     p.add_argument("--alpha", type=float, required=True, metavar="A", help="acceptance rate, 0 <= A < 1")
@@ -114,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
             return _replay(args)
         if command == "notebook":
             return _notebook(args)
+        if command == "profiles":
+            return _profiles(args)
         if command == "report":
             return _report(args)
         if command == "sessions":
@@ -244,6 +250,45 @@ def _replay(args) -> int:
     from spectui.tui.app import run_replay
 
     return run_replay(session, args.speed)
+
+
+def _profiles(args) -> int:
+    from spectui.engine.profiles import detect, fits, load_profiles, preselect, profile_text
+
+    profiles, problems = load_profiles()
+    for p in problems:
+        print(f"spectui: warning: {p}", file=sys.stderr)
+    hw = detect()
+    if args.action == "list":
+        chosen = preselect(profiles, hw)
+        print(f"this machine: {hw.describe()}")
+        for p in profiles.values():
+            ok, why = fits(p, hw)
+            mark = "*" if chosen and p.name == chosen.name else " "
+            print(f"{mark} {p.name:<10} track {p.track or '—':<4} {'fits' if ok else 'does not fit: ' + why}  — {p.description}")
+        if chosen:
+            print(f"* pre-selected: {chosen.name}")
+        return EXIT_OK
+    if not args.name:
+        raise InputError(f"spectui profiles {args.action} needs a profile name", hint="see spectui profiles list")
+    if args.name not in profiles:
+        raise InputError(f"no profile named {args.name!r}", hint=f"profiles: {', '.join(profiles)}")
+    p = profiles[args.name]
+    print(profile_text(p, hw))
+    if args.action == "check":
+        ok, why = fits(p, hw)
+        from spectui.engine.profiles import servers_for
+
+        missing = []
+        for c in p.comparisons:
+            try:
+                servers_for(p, c)
+            except InputError as exc:
+                missing.append(f"{c.id}: {exc.one_line()}")
+        for m in missing:
+            print(f"  cannot launch {m}")
+        return EXIT_OK if ok and not missing else EXIT_SERVER
+    return EXIT_OK
 
 
 def _report(args) -> int:

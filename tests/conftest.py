@@ -30,6 +30,24 @@ def server_spec(name: str, found: assets.Assets, extra=()) -> ServerProcess:
     return ServerProcess(name, llama_server_argv(found.llama_server, found.model, 0, extra=[*args, *extra]))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_dirs(tmp_path_factory):
+    """Tests never touch the user's settings, sessions or notebook."""
+    import os
+
+    base = tmp_path_factory.mktemp("home")
+    old = {k: os.environ.get(k) for k in ("SPECTUI_CONFIG_DIR", "SPECTUI_DATA_DIR", "SPECTUI_NOTEBOOK")}
+    os.environ["SPECTUI_CONFIG_DIR"] = str(base / "config")
+    os.environ["SPECTUI_DATA_DIR"] = str(base / "data")
+    os.environ.pop("SPECTUI_NOTEBOOK", None)
+    yield
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
 @pytest.fixture(scope="session")
 def llama_servers():
     """The four servers, started once for the whole run and stopped at its end."""

@@ -62,6 +62,9 @@ class ServerProcess:
     host: str = "127.0.0.1"
     port: int = 0
     log_lines: int = 400
+    env: dict = field(default_factory=dict)  # extra environment for this server (never API keys we hold)
+    ready_timeout: float = 120.0
+    backend: str = "llama.cpp"
     proc: subprocess.Popen | None = None
     log: collections.deque = field(default_factory=lambda: collections.deque(maxlen=400))
     _reader: threading.Thread | None = None
@@ -75,10 +78,13 @@ class ServerProcess:
         return self.proc.pid if self.proc else None
 
     def start(self) -> None:
-        exe = Path(self.argv[0])
-        if not (exe.is_file() or any((Path(d) / self.argv[0]).is_file() for d in os.environ.get("PATH", "").split(":"))):
-            raise SetupError(f"server binary {self.argv[0]} not found",
-                             hint="run `spectui setup` to build llama-server, or set SPECTUI_LLAMA_SERVER")
+        import shutil
+
+        if not (Path(self.argv[0]).is_file() or shutil.which(self.argv[0])):
+            how = {"llama.cpp": "run `spectui setup` to build llama-server, or set SPECTUI_LLAMA_SERVER",
+                   "vllm": "install vLLM in this environment (pip install vllm)",
+                   "sglang": "install SGLang in this environment (pip install sglang)"}.get(self.backend, "install it")
+            raise SetupError(f"{self.name}: server program {self.argv[0]!r} not found", hint=how)
         if port_in_use(self.port, self.host):
             from spectui.engine.probes import pid_listening_on
 
@@ -86,8 +92,10 @@ class ServerProcess:
             who = f" by PID {holder}" if holder else ""
             raise ServerError(f"{self.name}: port {self.port} on {self.host} is already in use{who}",
                               hint="pick another port or leave it empty for a free one")
+        env = {**os.environ, **{k: str(v) for k, v in self.env.items()}} if self.env else None
         self.proc = subprocess.Popen(
             self.argv,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -170,12 +178,12 @@ class Launcher:
         self.servers.append(server)
         return server
 
-    def start_all(self, timeout: float = 120.0, on_progress=None) -> None:
+    def start_all(self, timeout: float | None = None, on_progress=None) -> None:
         try:
             for s in self.servers:
                 s.start()
             for s in self.servers:
-                s.wait_healthy(timeout, on_progress)
+                s.wait_healthy(timeout or s.ready_timeout, on_progress)
         except BaseException:
             self.stop_all()
             raise

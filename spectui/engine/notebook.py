@@ -13,7 +13,6 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-import platformdirs
 import tomli_w
 
 from spectui.engine.errors import InputError
@@ -25,7 +24,9 @@ def notebook_path(explicit: str | None = None) -> Path:
     env = os.environ.get("SPECTUI_NOTEBOOK")
     if env:
         return Path(env).expanduser()
-    return Path(platformdirs.user_data_dir("spectui")) / "notebook.toml"
+    from spectui.engine.config import data_dir
+
+    return data_dir() / "notebook.toml"
 
 
 def measurement(result, infos, profile: str | None = None) -> dict:

@@ -244,9 +244,9 @@ def recorders_for(sp: SessionPrompt) -> tuple[SideRecorder, SideRecorder, Diverg
 
 
 def default_session_dir() -> Path:
-    import platformdirs
+    from spectui.engine.config import data_dir
 
-    return Path(platformdirs.user_data_dir("spectui")) / "sessions"
+    return data_dir() / "sessions"
 
 
 def autosave_path() -> Path:

@@ -9,7 +9,6 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import platformdirs
 
 MARKS = ("accepted", "target", "first", "rejected", "diverge")
 COLOURS = ("primary", "secondary", "accent", "background", "surface", "panel", "foreground",
@@ -26,7 +25,9 @@ def resource_dir(name: str) -> Path:
 
 
 def user_theme_dir() -> Path:
-    return Path(platformdirs.user_config_dir("spectui")) / "themes"
+    from spectui.engine.config import config_dir
+
+    return config_dir() / "themes"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from spectui.engine.report import speedup_text
 from spectui.engine.runner import PromptResult, cross_check, render_prompt
 from spectui.engine.themes import load_themes
 from spectui.tui.diff import DiffScreen
-from spectui.tui.widgets import Banner, LivePanel, SidePane
+from spectui.tui.widgets import Banner, LivePanel, ServerLogs, SidePane
 
 SIDES = ("baseline", "candidate")
 FLUSH_S = 0.03  # batch token updates every ~30 ms instead of one message per token
@@ -59,7 +59,9 @@ class AppConfig:
     session_dir: object | None = None  # default: the user data dir's sessions/
     notebook: str | None = None  # notebook path (None: $SPECTUI_NOTEBOOK or the default)
     auto_notebook: bool = False
-    launch_notes: dict = field(default_factory=dict)  # side → configuration as launched (argv), when spectui started it
+    launched: dict = field(default_factory=dict)  # side → ServerProcess, for servers spectui started
+    profile: str | None = None  # the hardware profile in use (recorded in the notebook)
+    pick_profile: bool = False  # open the profile picker on start
 
 
 class ProbeSampled(Message):
@@ -102,6 +104,8 @@ class SpectuiApp(App):
         Binding("ctrl+e", "export", "Export", id="export", priority=True),
         Binding("ctrl+l", "sessions", "Sessions", id="sessions", priority=True),
         Binding("f12", "screenshot_svg", "Screenshot", id="screenshot", show=False),
+        Binding("ctrl+k", "profiles", "Profiles", id="profiles", priority=True),
+        Binding("ctrl+w", "toggle_logs", "Logs", id="toggle_logs", priority=True),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         # replay: pause, one token, slower/faster, seek
         Binding("f5", "replay_pause", "Pause", id="replay_pause"),
@@ -162,6 +166,7 @@ class SpectuiApp(App):
             yield SidePane("baseline", self.config.baseline_url)
             yield SidePane("candidate", self.config.candidate_url)
         yield Banner("waiting for a prompt", id="banner")
+        yield ServerLogs(id="logs")
         yield LivePanel()
         yield Footer()
 
@@ -190,6 +195,11 @@ class SpectuiApp(App):
         self.probe_loop()
         self.set_interval(self.config.probe_interval, self._poll_kv)
         self._apply_width(self.size.width)
+        self.launcher = None
+        self.set_interval(1.0, self._refresh_logs)
+        self._apply_launch_notes()
+        if self.config.pick_profile:
+            self.call_after_refresh(self.action_profiles)
         if self.config.initial_prompt:
             self.q("#prompt", Input).value = self.config.initial_prompt
         self.q("#prompt", Input).focus()
@@ -201,10 +211,26 @@ class SpectuiApp(App):
             self.theme_marks[spec.name] = spec.marks
         for problem in loaded.problems:
             self.notify(problem, severity="warning", timeout=8)
-        if "spectui-dark" in self.available_themes:
+        from spectui.engine.config import load as load_settings
+
+        settings, warnings = load_settings()
+        for w in warnings:
+            self.notify(w, severity="warning", timeout=8)
+        remembered = settings.get("theme")
+        if remembered in self.available_themes:
+            self.theme = remembered
+        elif "spectui-dark" in self.available_themes:
             self.theme = "spectui-dark"
+        self._theme_ready = True
 
     def watch_theme(self, theme: str) -> None:
+        if getattr(self, "_theme_ready", False):
+            from spectui.engine.config import remember
+
+            try:
+                remember(theme=theme)  # switched from the command palette: remembered for next time
+            except OSError:
+                pass
         for side in SIDES:
             try:
                 pane = self.pane(side)
@@ -223,7 +249,112 @@ class SpectuiApp(App):
     def _apply_width(self, width: int) -> None:
         self.q("#panes").set_class(width < 100, "-narrow")
 
+    def _apply_launch_notes(self) -> None:
+        for side, server in self.config.launched.items():
+            self.pane(side).launch_note = launch_note(server.argv)
+
+    def _refresh_logs(self) -> None:
+        try:
+            logs = self.q(ServerLogs)
+        except NoMatches:
+            return
+        if not logs.display:
+            return
+        logs.show({side: server.tail(6) for side, server in self.config.launched.items()},
+                  {side: server.exited() for side, server in self.config.launched.items()})
+
+    def action_toggle_logs(self) -> None:
+        logs = self.q(ServerLogs)
+        logs.display = not logs.display
+        if logs.display and not self.config.launched:
+            logs.show({}, {})
+        self._refresh_logs()
+
+    def action_profiles(self) -> None:
+        from spectui.engine.config import load as load_settings
+        from spectui.engine.profiles import detect, load_profiles, preselect
+        from spectui.tui.profiles_screen import ProfilePicker
+
+        profiles, problems = load_profiles()
+        hw = detect(self.gpu_probe)
+        remembered = load_settings()[0].get("profile")
+        chosen = remembered if remembered in profiles else (preselect(profiles, hw).name if preselect(profiles, hw) else None)
+
+        def picked(result) -> None:
+            if result is None:
+                return
+            profile, cid = result
+            from spectui.engine.config import remember
+
+            try:
+                remember(profile=profile.name)
+            except OSError:
+                pass
+            self.launch(profile, profile.comparison(cid))
+
+        self.push_screen(ProfilePicker(profiles, hw, chosen, problems), picked)
+
+    def launch(self, profile, comparison) -> None:
+        """Start a comparison's two servers (bound to 127.0.0.1 unless the profile says otherwise)."""
+        from spectui.engine.profiles import servers_for
+
+        try:
+            base, cand = servers_for(profile, comparison)
+        except Exception as exc:
+            self.notify(_one_line(exc), severity="error", timeout=12)
+            return
+        self.workers.cancel_group(self, "run")
+        if self.launcher is not None:
+            self.launcher.stop_all()
+        self.config.profile = profile.name
+        self.config.launched = {"baseline": base, "candidate": cand}
+        for side, server in self.config.launched.items():
+            pane = self.pane(side)
+            pane.url = server.url
+            pane.info = None
+            pane.border_title = f"{side} · {server.url}"
+            pane.set_state("starting", f"{profile.name} · {comparison.title}")
+        self._apply_launch_notes()
+        self.start_servers()
+
+    @work(thread=True, group="launch", exclusive=True, exit_on_error=False)
+    def start_servers(self) -> None:
+        from spectui.engine.launcher import Launcher
+
+        launcher = Launcher()
+        self.launcher = launcher
+        servers = self.config.launched
+        for server in servers.values():
+            launcher.add(server)
+
+        def progress(name, state, left):
+            self.call_from_thread(self.pane(name).set_state, state, f"waiting for /health, {left:.0f} s left")
+
+        try:
+            launcher.start_all(on_progress=progress)
+        except Exception as exc:
+            msg = _one_line(exc)
+            for side, server in servers.items():
+                failed = server.exited() is not None or server.name in msg
+                self.call_from_thread(self.pane(side).set_state, "failed" if failed else "stopped", msg if failed else "")
+            self.call_from_thread(self._show_logs_now)
+            return
+        self.call_from_thread(self._servers_ready)
+
+    def _show_logs_now(self) -> None:
+        self.q(ServerLogs).display = True
+        self._refresh_logs()
+
+    def _servers_ready(self) -> None:
+        factory = self.config.backend_factory or (lambda url, client: LlamaCppBackend(url, client))
+        self.backends = {s: factory(self.config.launched[s].url, self._client) for s in SIDES}
+        self.config.pids = {s: self.config.launched[s].pid for s in SIDES}
+        for side in SIDES:
+            self.connect_side(side)
+
     async def on_unmount(self) -> None:
+        if getattr(self, "launcher", None) is not None:
+            self.launcher.stop_all()  # only the servers this app started
         if self.writer is not None:
             self.writer.close()
         if self._client is not None:
@@ -240,6 +371,18 @@ class SpectuiApp(App):
 
     def q(self, selector, kind=None):
         return self.main_screen.query_one(selector, kind) if kind else self.main_screen.query_one(selector)
+
+    def get_system_commands(self, screen):
+        from textual.app import SystemCommand
+
+        yield from super().get_system_commands(screen)
+        for b in self.BINDINGS:
+            if b.action.startswith("replay_") and not self.replaying:
+                continue
+            if b.action in ("quit",):
+                continue
+            yield SystemCommand(f"{b.description} ({b.key})", f"spectui: {b.description.lower()}",
+                                lambda a=b.action: self.run_action(a))
 
     # -- recording, notebook, export -------------------------------------------------------------------
     @property
@@ -413,6 +556,9 @@ class SpectuiApp(App):
     async def connect_side(self, side: str) -> None:
         pane = self.pane(side)
         backend = self.backends[side]
+        if not backend.url.startswith(("http://", "https://", "replay://")) and not hasattr(backend, "session"):
+            pane.set_state("not started", "pick a profile and a comparison (ctrl+k)")
+            return
         pane.set_state("connecting")
         try:
             await backend.wait_ready(self.config.ready_timeout, lambda state, left: pane.set_state(state))
@@ -743,6 +889,23 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def launch_note(argv: list[str]) -> str:
+    """The speed-up configuration as launched, read from the server's argv (llama.cpp, vLLM, SGLang)."""
+    notes = []
+    flags = {"--spec-type": "spec", "-md": "draft", "--spec-draft-model": "draft", "--spec-draft-n-max": "n_max",
+             "-ctk": "K", "-ctv": "V", "--kv-cache-dtype": "kv", "--speculative-algorithm": "spec",
+             "--speculative-config": "spec-config"}
+    for i, a in enumerate(argv):
+        if a in flags and i + 1 < len(argv):
+            v = argv[i + 1]
+            notes.append(f"{flags[a]}={v.rsplit('/', 1)[-1] if flags[a] == 'draft' else v}")
+        elif a in ("--no-cache-prompt", "--disable-radix-cache", "--no-enable-prefix-caching"):
+            notes.append("prefix cache off")
+        elif a in ("--cache-prompt", "--enable-prefix-caching"):
+            notes.append("prefix cache on")
+    return "as launched: " + (" ".join(notes) if notes else "defaults")
+
+
 def make_app(config: AppConfig) -> SpectuiApp:
     return SpectuiApp(config)
 
@@ -770,12 +933,24 @@ def run_replay(session, speed: str) -> int:
 def run_tui(args) -> int:
     from spectui.cli import _params
 
-    if not args.baseline or not args.candidate:
+    import signal
+
+    if bool(args.baseline) != bool(args.candidate):
         from spectui.engine.errors import InputError
 
-        raise InputError("spectui tui needs --baseline URL and --candidate URL",
-                          hint="or run `spectui demo` to launch a bundled pair")
-    config = AppConfig(args.baseline, args.candidate, prompt_set=args.prompts, params=_params(args),
-                       order=args.order, ready_timeout=args.ready_timeout)
-    make_app(config).run()
+        raise InputError("give both --baseline URL and --candidate URL, or neither (to pick a profile)")
+    pick = not args.baseline
+    config = AppConfig(args.baseline or "not started", args.candidate or "not started", prompt_set=args.prompts,
+                       params=_params(args), order=args.order, ready_timeout=args.ready_timeout, pick_profile=pick)
+    app = make_app(config)
+
+    def on_term(signum, frame):  # a `kill` of spectui still stops the servers it started
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        app.run()
+    finally:
+        if getattr(app, "launcher", None) is not None:
+            app.launcher.stop_all()
     return 0

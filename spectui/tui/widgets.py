@@ -210,6 +210,7 @@ class SidePane(Vertical):
         self.url = url
         self.info: ServerInfo | None = None
         self.cause = ""
+        self.launch_note = ""
         self.border_title = f"{side} · {url}"
 
     def compose(self) -> ComposeResult:
@@ -225,8 +226,9 @@ class SidePane(Vertical):
     def set_info(self, info: ServerInfo) -> None:
         self.info = info
         self.border_title = f"{self.side} · {info.url}"
+        note = f" · {self.launch_note}" if self.launch_note else ""
         self.query_one(".header", Static).update(
-            f"{info.model or '?'} · build {info.build or '?'}\n{info.describe_speedup()}"
+            f"{info.model or '?'} · build {info.build or '?'}\n{info.describe_speedup()}{note}"
         )
 
     def set_state(self, state: str, cause: str = "") -> None:
@@ -373,3 +375,24 @@ class LivePanel(Vertical):
         h.append(value)
         del h[:-60]
         self.query_one(sel, Sparkline).data = list(h)
+
+
+class ServerLogs(Static):
+    """The last lines of each launched server's log; shown with ctrl+w, and by itself on an early exit."""
+
+    DEFAULT_CSS = "ServerLogs { height: auto; max-height: 16; border: round $warning; padding: 0 1; display: none; }"
+
+    def on_mount(self) -> None:
+        self.border_title = "server logs"
+
+    def show(self, tails: dict[str, list[str]], exits: dict[str, int | None]) -> None:
+        if not tails:
+            self.update("no servers launched by spectui (servers you started yourself keep their own logs)")
+            return
+        t = Text()
+        for side, lines in tails.items():
+            code = exits.get(side)
+            t.append(f"{side}" + (f" — exited with status {code}" if code is not None else "") + "\n", style="bold")
+            for line in lines:
+                t.append(f"  {line[:200]}\n", style="dim")
+        self.update(t)

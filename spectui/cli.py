@@ -83,6 +83,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--candidate", choices=("draft", "ngram", "kvq4", "prefix"), default="draft",
                    help="which speed-up the candidate uses (default: draft-model speculation)")
 
+    p = sub.add_parser("sweep", help="throughput and speed-up against concurrency: where the payoff collapses")
+    p.add_argument("--baseline", required=True, metavar="URL")
+    p.add_argument("--candidate", required=True, metavar="URL")
+    p.add_argument("--concurrency", default="1,2,4,8", metavar="N,N,…", help="levels (default 1,2,4,8)")
+    p.add_argument("--prompts", default="default", metavar="SET|FILE", help="prompt set, cycled to fill each level")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--svg", metavar="PATH", help="write the plot as an SVG image")
+    p.add_argument("--save", metavar="PATH", help="save the sweep results (JSON) to PATH")
+    p.add_argument("--notebook", nargs="?", const="", metavar="PATH", help="append one measurement per level")
+    _add_run_options(p)
+
     p = sub.add_parser("profiles", help="hardware profiles: list, show one, check one against this machine")
     p.add_argument("action", choices=("list", "show", "check"))
     p.add_argument("name", nargs="?")
@@ -118,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             return _replay(args)
         if command == "notebook":
             return _notebook(args)
+        if command == "sweep":
+            return asyncio.run(_sweep(args))
         if command == "profiles":
             return _profiles(args)
         if command == "report":
@@ -250,6 +263,70 @@ def _replay(args) -> int:
     from spectui.tui.app import run_replay
 
     return run_replay(session, args.speed)
+
+
+async def _sweep(args) -> int:
+    import httpx
+
+    from spectui.engine.llamacpp import LlamaCppBackend
+    from spectui.engine.runner import connect
+    from spectui.engine.sweep import parse_levels, svg_chart, sweep, text_table
+
+    levels = parse_levels(args.concurrency)
+    params = _params(args)
+    prompt_list = _prompts(args) if getattr(args, "prompt", None) else __import__("spectui.engine.prompts", fromlist=["x"]).load_set(args.prompts)[1]
+    limits = httpx.Limits(max_connections=max(levels) * 2 + 4, max_keepalive_connections=max(levels) * 2 + 4)
+    async with httpx.AsyncClient(limits=limits) as client:
+        backends = {"baseline": LlamaCppBackend(args.baseline, client), "candidate": LlamaCppBackend(args.candidate, client)}
+        infos = {}
+        for name, b in backends.items():
+            try:
+                infos[name] = await connect(b, args.ready_timeout)
+            except ServerError as exc:
+                raise type(exc)(f"{name}: {exc}", exc.hint) if not hasattr(exc, "status") else exc
+        for name, info in infos.items():
+            if info.slots is not None and info.slots < max(levels):
+                print(f"spectui: warning: {name} has {info.slots} slot(s); requests beyond that queue "
+                      f"(start it with -np {max(levels)})", file=sys.stderr)
+
+        def progress(level):
+            if not args.json:
+                print(f"spectui: concurrency {level.concurrency} done", file=sys.stderr)
+
+        result = await sweep(backends["baseline"], backends["candidate"], prompt_list, levels, params, progress)
+    doc = {"baseline": infos["baseline"].to_json(), "candidate": infos["candidate"].to_json(),
+           "params": {"max_tokens": params.max_tokens, "temperature": params.temperature, "seed": params.seed},
+           "levels": [lv.to_json() for lv in result]}
+    from spectui.engine.notebook import _atomic_write
+    from pathlib import Path
+
+    if args.save:
+        _atomic_write(Path(args.save).expanduser(), json.dumps(doc, indent=2) + "\n")
+    if args.svg:
+        _atomic_write(Path(args.svg).expanduser(), svg_chart(result, f"{infos['candidate'].describe_speedup()} vs baseline"))
+    if args.notebook is not None:
+        from spectui.engine import notebook
+        import datetime as dt
+
+        rows = []
+        for lv in result:
+            m = {"date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0), "kind": "sweep",
+                 "concurrency": lv.concurrency, "baseline_build": infos["baseline"].build,
+                 "candidate_build": infos["candidate"].build, "candidate_config": infos["candidate"].describe_speedup(),
+                 "baseline_tokens_per_s": lv.baseline.aggregate_tps, "candidate_tokens_per_s": lv.candidate.aggregate_tps,
+                 "acceptance_rate": lv.candidate.acceptance_rate, "speedup": lv.speedup, "identical": lv.identical}
+            rows.append({k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items() if v is not None})
+        where, warning = notebook.append(notebook.notebook_path(args.notebook or None), rows)
+        print(f"spectui: {'warning: ' + warning if warning else f'appended {len(rows)} measurements to {where}'}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"baseline  {infos['baseline'].url} ({infos['baseline'].build}) [{infos['baseline'].describe_speedup()}]")
+        print(f"candidate {infos['candidate'].url} ({infos['candidate'].build}) [{infos['candidate'].describe_speedup()}]")
+        print(text_table(result))
+    if any(lv.identical is None for lv in result):
+        return EXIT_SERVER
+    return EXIT_OK if all(lv.identical for lv in result) else EXIT_DIFFERS
 
 
 def _profiles(args) -> int:

@@ -84,3 +84,44 @@ def text(t: dict) -> str:
         lines.append(f"  {row['alpha']:.1f}  {row['speedup']:5.2f}  {bar}")
     lines.append("assumes verifying γ+1 tokens costs one target step: false on a CPU and under concurrency")
     return "\n".join(lines)
+
+
+def from_measurement(baseline_tps: float | None, candidate_tps: float | None, drafted: int, accepted: int,
+                     steps: int) -> dict | None:
+    """Fill the formula from a measured run, and say why prediction and measurement differ.
+
+    α = accepted/drafted and γ = drafted/steps come from the server's counters. The draft cost ratio c
+    is not reported by any server, so it is *implied*: with the target's step time t = 1/baseline
+    tokens/s and the candidate's time per verification step T = (tokens/steps)/candidate tokens/s, the
+    formula's cost model T = t·(γc + 1) gives c = (T/t − 1)/γ. That charges every extra cost of a step
+    (drafting and verifying γ+1 tokens instead of 1) to the draft; the formula itself assumes the
+    verification costs one target step, which compute-bound hardware (a CPU) and batching break.
+    """
+    if not (baseline_tps and candidate_tps and drafted and steps):
+        return None
+    alpha = accepted / drafted
+    gamma = drafted / steps
+    t = 1.0 / baseline_tps
+    tokens_per_step = 1 + accepted / steps
+    step_time = tokens_per_step / candidate_tps
+    c = max(0.0, (step_time / t - 1) / gamma)
+    g = max(1, round(gamma))
+    a = min(alpha, 0.999999)
+    predicted_free = speedup(a, g, 0.0)
+    return {
+        "alpha": alpha, "gamma": gamma, "implied_cost": c, "step_time_over_target_step": step_time / t,
+        "measured_speedup": candidate_tps / baseline_tps,
+        "predicted_speedup_free_draft": predicted_free,
+        "predicted_tokens_per_step": tokens_per_step_safe(a, g), "measured_tokens_per_step": tokens_per_step,
+        "break_even_alpha": break_even_alpha(g, c) if c < 1e9 else None,
+        "why": (f"a verification step took {step_time / t:.1f}× a target step here; the formula charges it 1× "
+                f"plus γ·c for drafting. With a free draft it predicts {predicted_free:.2f}×; the measured "
+                f"{candidate_tps / baseline_tps:.2f}× implies c = {c:.2f} — on compute-bound hardware (a CPU) or "
+                "under batching, verifying γ+1 tokens is not one step's cost, so the payoff shrinks or reverses. "
+                f"Tokens per step: measured {tokens_per_step:.2f}, formula {tokens_per_step_safe(a, g):.2f} (it "
+                "assumes each draft is accepted independently with probability α; real acceptance comes in runs)."),
+    }
+
+
+def tokens_per_step_safe(alpha: float, gamma: int) -> float:
+    return (1 - alpha ** (gamma + 1)) / (1 - alpha)

@@ -105,6 +105,7 @@ class SpectuiApp(App):
         Binding("ctrl+l", "sessions", "Sessions", id="sessions", priority=True),
         Binding("f12", "screenshot_svg", "Screenshot", id="screenshot", show=False),
         Binding("ctrl+k", "profiles", "Profiles", id="profiles", priority=True),
+        Binding("ctrl+y", "theory", "Theory", id="theory", priority=True),
         Binding("ctrl+w", "toggle_logs", "Logs", id="toggle_logs", priority=True),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         # replay: pause, one token, slower/faster, seek
@@ -262,6 +263,22 @@ class SpectuiApp(App):
             return
         logs.show({side: server.tail(6) for side, server in self.config.launched.items()},
                   {side: server.exited() for side, server in self.config.launched.items()})
+
+    def action_theory(self) -> None:
+        from spectui.engine import theory
+        from spectui.tui.theory_screen import TheoryScreen
+
+        measured = None
+        if self.results:
+            r = self.results[-1]
+            b, c = r.baseline.figures, r.candidate.figures
+            steps = int(c.metrics_steps) if c.metrics_steps else c.steps
+            measured = theory.from_measurement(b.decode_tps, c.decode_tps, c.drafted, c.accepted, steps)
+        if measured:
+            self.push_screen(TheoryScreen(min(measured["alpha"], 0.999), max(1, round(measured["gamma"])),
+                                          round(measured["implied_cost"], 3), measured))
+        else:
+            self.push_screen(TheoryScreen())
 
     def action_toggle_logs(self) -> None:
         logs = self.q(ServerLogs)

@@ -94,6 +94,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--notebook", nargs="?", const="", metavar="PATH", help="append one measurement per level")
     _add_run_options(p)
 
+    p = sub.add_parser("prefix", help="prefix caching: cold vs warm turns, tokens reused, TTFT, and the bytes")
+    p.add_argument("--baseline", required=True, metavar="URL", help="cache off (every turn recomputed)")
+    p.add_argument("--candidate", required=True, metavar="URL", help="cache on")
+    p.add_argument("--turns", type=int, default=3, metavar="N", help="conversation turns (default 3)")
+    p.add_argument("--prompt", metavar="TEXT", help="send this (long) prompt N times instead of a conversation")
+    p.add_argument("--json", action="store_true")
+    _add_run_options(p)
+
+    p = sub.add_parser("cache", help="save, restore or erase a llama.cpp slot's cache (--slot-save-path)")
+    p.add_argument("action", choices=("save", "restore", "erase"))
+    p.add_argument("url", metavar="URL")
+    p.add_argument("--slot", type=int, default=0, metavar="N")
+    p.add_argument("--file", metavar="NAME", help="file name inside the server's --slot-save-path")
+
+    p = sub.add_parser("kv", help="KV cache types: each server's flags, and the memory a quantised cache saves")
+    p.add_argument("--model", metavar="GGUF", help="model to size (default: the cached SmolLM2)")
+    p.add_argument("--ctx", type=int, default=4096, metavar="N", help="context length (default 4096)")
+
     p = sub.add_parser("profiles", help="hardware profiles: list, show one, check one against this machine")
     p.add_argument("action", choices=("list", "show", "check"))
     p.add_argument("name", nargs="?")
@@ -131,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
             return _notebook(args)
         if command == "sweep":
             return asyncio.run(_sweep(args))
+        if command == "prefix":
+            return asyncio.run(_prefix(args))
+        if command == "cache":
+            return asyncio.run(_cache(args))
+        if command == "kv":
+            return _kv(args)
         if command == "profiles":
             return _profiles(args)
         if command == "report":
@@ -327,6 +351,79 @@ async def _sweep(args) -> int:
     if any(lv.identical is None for lv in result):
         return EXIT_SERVER
     return EXIT_OK if all(lv.identical for lv in result) else EXIT_DIFFERS
+
+
+async def _prefix(args) -> int:
+    import httpx
+
+    from spectui.engine.llamacpp import LlamaCppBackend
+    from spectui.engine.prefix import FOLLOW_UPS, prefix_table, run_prefix
+    from spectui.engine.runner import connect
+
+    if args.turns < 1:
+        raise InputError("--turns must be at least 1")
+    turns = [args.prompt] * args.turns if args.prompt else [FOLLOW_UPS[i % len(FOLLOW_UPS)] for i in range(args.turns)]
+    params = _params(args)
+    async with httpx.AsyncClient() as client:
+        backends = {"baseline": LlamaCppBackend(args.baseline, client), "candidate": LlamaCppBackend(args.candidate, client)}
+        infos = {}
+        for name, b in backends.items():
+            try:
+                infos[name] = await connect(b, args.ready_timeout)
+            except ServerError as exc:
+                raise type(exc)(f"{name}: {exc}", exc.hint) if not hasattr(exc, "status") else exc
+        result, cleared = await run_prefix(backends["baseline"], backends["candidate"], turns, params)
+    if args.json:
+        print(json.dumps({"baseline": infos["baseline"].to_json(), "candidate": infos["candidate"].to_json(),
+                          "cleared": cleared, "turns": [t.to_json() for t in result],
+                          "identical": all(t.divergence is None for t in result)}, indent=2))
+    else:
+        for name in ("baseline", "candidate"):
+            print(f"{name:<9} {infos[name].url} ({infos[name].build}); before the run: {cleared[name]}")
+        print(prefix_table(result))
+    if any(t.baseline.failed or t.candidate.failed for t in result):
+        return EXIT_SERVER
+    return EXIT_OK if all(t.divergence is None for t in result) else EXIT_DIFFERS
+
+
+async def _cache(args) -> int:
+    import time
+
+    import httpx
+
+    from spectui.engine.prefix import slot_action
+
+    if args.action in ("save", "restore") and not args.file:
+        raise InputError(f"spectui cache {args.action} needs --file NAME")
+    if args.file and ("/" in args.file or args.file.startswith(".")):
+        raise InputError("--file is a plain file name inside the server's --slot-save-path folder")
+    async with httpx.AsyncClient() as client:
+        t0 = time.perf_counter()
+        body = await slot_action(client, args.url, args.action, args.slot, args.file)
+        wall = (time.perf_counter() - t0) * 1000
+    timings = body.get("timings") or {}
+    if args.action == "save":
+        print(f"saved slot {args.slot}: {body.get('n_saved')} tokens, {body.get('n_written', 0) / 1e6:.1f} MB to "
+              f"{body.get('filename', args.file)} in {timings.get('save_ms', wall):.1f} ms")
+    elif args.action == "restore":
+        print(f"restored slot {args.slot}: {body.get('n_restored')} tokens, {body.get('n_read', 0) / 1e6:.1f} MB from "
+              f"{body.get('filename', args.file)} in {timings.get('restore_ms', wall):.1f} ms")
+    else:
+        print(f"erased slot {args.slot}: {body.get('n_erased', '?')} tokens")
+    return EXIT_OK
+
+
+def _kv(args) -> int:
+    from spectui.engine import assets
+    from spectui.engine.kvcache import kv_text
+
+    model = args.model or assets.find_model()
+    if model is None:
+        raise InputError("no model to size", hint="give --model PATH.gguf or run `spectui setup`")
+    if args.ctx < 1:
+        raise InputError("--ctx must be at least 1")
+    print(kv_text(model, args.ctx))
+    return EXIT_OK
 
 
 def _profiles(args) -> int:

@@ -830,7 +830,11 @@ class SpectuiApp(App):
         cached = (self.recorders["baseline"].figures.prompt_cached, self.recorders["candidate"].figures.prompt_cached)
         if d is not None:
             if not banner.has_class("-diverged"):
-                banner.show_diverged(d, cached)
+                note = ""
+                launched = self.pane("candidate").launch_note
+                if any(k in launched for k in ("K=", "V=", "kv=")):
+                    note = "expected: the candidate runs a quantised KV cache, which is not lossless"
+                banner.show_diverged(d, cached, note)
                 for side, tok in (("baseline", d.baseline_token), ("candidate", d.candidate_token)):
                     self.pane(side).view.mark_divergence(tok)
                     self.pane(side).set_class(True, "-diverged")

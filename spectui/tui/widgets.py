@@ -295,13 +295,15 @@ class Banner(Static):
         note = f" · prompt tokens reused from cache: {cached[0]} / {cached[1]}" if any(c for c in cached if c) else ""
         self.update(Text(f"✓ IDENTICAL — {n_bytes} bytes, byte for byte{note}", style="bold"))
 
-    def show_diverged(self, d: Divergence, cached: tuple) -> None:
+    def show_diverged(self, d: Divergence, cached: tuple, note: str = "") -> None:
         self.set_classes("-diverged")
         bt = "end" if d.baseline_token is None else d.baseline_token
         ct = "end" if d.candidate_token is None else d.candidate_token
         t = Text(f"≠ DIVERGED at byte {d.byte} (token {bt} baseline / {ct} candidate)", style="bold")
         if cached[0] != cached[1]:
             t.append(f" · cache reuse differs: {cached[0]} vs {cached[1]}")
+        if note:
+            t.append(f" · {note}")
         t.append("  — press ctrl+d for the diff view")
         self.update(t)
 

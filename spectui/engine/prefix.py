@@ -1,0 +1,140 @@
+"""The prefix-cache lab: cold vs warm prompts, per turn, with the byte comparison beside the saving.
+
+The baseline runs with its prompt cache off (`cache_prompt: false`: every turn recomputes the whole
+prompt); the candidate with it on, so from the second turn it reuses the conversation so far. Each side's
+own figures say how many prompt tokens it processed and how many it reused (llama.cpp `timings.cache_n`,
+`prompt_n`, and the /metrics `prompt_tokens_cached_total` delta). Both sides get the same conversation:
+the baseline's reply is appended for the next turn, so the prompts stay identical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+
+from spectui.engine import metrics as M
+from spectui.engine.compare import Divergence, compare_tokens
+from spectui.engine.errors import ServerHTTPError, ServerUnreachable
+from spectui.engine.figures import SideRecorder
+from spectui.engine.llamacpp import GenerationParams, LlamaCppBackend
+from spectui.engine.runner import run_side
+
+FOLLOW_UPS = [
+    "Tell me about the history of the bicycle in a short paragraph.",
+    "Which of those inventors mattered most, and why?",
+    "Summarise your two previous answers in one sentence.",
+    "Now give me three safety tips for riding one in a city.",
+    "Which of the tips is most important for a beginner?",
+    "Thank you. Write a one-line slogan about cycling.",
+]
+
+
+@dataclass
+class Turn:
+    n: int
+    baseline: SideRecorder
+    candidate: SideRecorder
+    divergence: Divergence | None
+    metrics_cached: dict
+
+    @property
+    def ttft_speedup(self) -> float | None:
+        b, c = self.baseline.figures.ttft_ms, self.candidate.figures.ttft_ms
+        return b / c if b and c else None
+
+    def to_json(self) -> dict:
+        def side(rec: SideRecorder, name: str) -> dict:
+            f = rec.figures
+            return {"ttft_ms": f.ttft_ms, "prompt_tokens_processed": f.prompt_tokens, "prompt_tokens_reused": f.prompt_cached,
+                    "metrics_prompt_tokens_cached": self.metrics_cached.get(name), "tokens": f.tokens,
+                    "decode_tps": f.decode_tps, "failed": rec.failed.message if rec.failed else None}
+
+        return {"turn": self.n, "baseline": side(self.baseline, "baseline"), "candidate": side(self.candidate, "candidate"),
+                "ttft_speedup": self.ttft_speedup,
+                "identical": None if (self.baseline.failed or self.candidate.failed) else self.divergence is None,
+                "first_divergence": self.divergence.to_json() if self.divergence else None}
+
+
+async def clear_cache(backend: LlamaCppBackend, slot: int = 0) -> str:
+    """Erase a slot's cache where the server allows it; say what was done."""
+    try:
+        r = await backend.client.post(f"{backend.url}/slots/{slot}?action=erase", timeout=10)
+    except httpx.HTTPError:
+        return "could not reach /slots to erase"
+    if r.status_code == 200:
+        return f"slot {slot} erased"
+    if r.status_code == 501:
+        return "cannot erase (server started without --slot-save-path); cold turns use cache_prompt: false"
+    return f"erase answered HTTP {r.status_code}"
+
+
+async def run_prefix(baseline: LlamaCppBackend, candidate: LlamaCppBackend, turns: list[str], params: GenerationParams,
+                     on_turn=None) -> tuple[list[Turn], dict[str, str]]:
+    cleared = {"baseline": await clear_cache(baseline), "candidate": await clear_cache(candidate)}
+    messages: list[dict] = []
+    out: list[Turn] = []
+    for n, text in enumerate(turns, 1):
+        messages.append({"role": "user", "content": text})
+        recs, cached = {}, {}
+        for name, backend, cache in (("baseline", baseline, False), ("candidate", candidate, True)):
+            prompt = await backend.render_chat(messages)
+            before = await _try(backend.metrics())
+            recs[name] = await run_side(name, backend, prompt,
+                                        GenerationParams(params.max_tokens, params.temperature, params.seed, cache))
+            after = await _try(backend.metrics())
+            cached[name] = M.delta(before, after, M.PROMPT_CACHED)
+        div = None
+        if not (recs["baseline"].failed or recs["candidate"].failed):
+            div = compare_tokens(recs["baseline"].token_bytes(), recs["candidate"].token_bytes())
+        turn = Turn(n, recs["baseline"], recs["candidate"], div, cached)
+        out.append(turn)
+        if on_turn:
+            on_turn(turn)
+        reply = recs["baseline"].output().decode("utf-8", errors="replace")
+        messages.append({"role": "assistant", "content": reply})
+    return out, cleared
+
+
+async def _try(coro):
+    try:
+        return await coro
+    except Exception:
+        return None
+
+
+def prefix_table(turns: list[Turn]) -> str:
+    from spectui.engine.report import fmt
+
+    head = f"{'turn':>4} {'TTFT ms cold':>12} {'TTFT ms warm':>12} {'processed cold/warm':>20} {'reused warm':>11} {'TTFT speed-up':>13}  output"
+    lines = [head, "-" * len(head)]
+    for t in turns:
+        b, c = t.baseline.figures, t.candidate.figures
+        same = {True: "identical", False: f"DIFFERS at byte {t.divergence.byte if t.divergence else '?'}", None: "a side failed"}[
+            None if (t.baseline.failed or t.candidate.failed) else t.divergence is None]
+        lines.append(f"{t.n:>4} {fmt(b.ttft_ms, '.0f'):>12} {fmt(c.ttft_ms, '.0f'):>12} "
+                     f"{fmt(b.prompt_tokens, 'd') + ' / ' + fmt(c.prompt_tokens, 'd'):>20} {fmt(c.prompt_cached, 'd'):>11} "
+                     f"{(fmt(t.ttft_speedup, '.2f') + '×') if t.ttft_speedup else '—':>13}  {same}")
+    if any(t.divergence for t in turns):
+        lines.append("a turn that reused cached prompt tokens gave different bytes than recomputing them: reuse is "
+                     "not guaranteed bit-exact on this server; the reused-token count is beside each verdict")
+    return "\n".join(lines)
+
+
+# -- saved conversation caches (llama.cpp /slots) -------------------------------------------------------
+async def slot_action(client: httpx.AsyncClient, url: str, action: str, slot: int, filename: str | None) -> dict:
+    body = {"filename": filename} if filename else {}
+    try:
+        r = await client.post(f"{url.rstrip('/')}/slots/{slot}?action={action}", json=body, timeout=60)
+    except (httpx.ConnectError, httpx.ConnectTimeout):
+        raise ServerUnreachable(f"cannot connect to {url}") from None
+    if r.status_code == 501:
+        raise ServerHTTPError(f"{url} cannot {action} slot caches: it was started without --slot-save-path", 501,
+                              hint="restart llama-server with --slot-save-path DIR")
+    if r.status_code >= 400:
+        try:
+            msg = r.json().get("error", {}).get("message", r.text)
+        except Exception:
+            msg = r.text
+        raise ServerHTTPError(f"{url} slot {action} failed (HTTP {r.status_code}): {msg[:200]}", r.status_code)
+    return r.json()

@@ -45,6 +45,7 @@ class ServerInfo:
     cache_prompt: bool | None = None
     has_chat_template: bool = False
     metrics_enabled: bool | None = None
+    model_path: str | None = None  # as the server reports it (for sizing its KV cache locally)
 
     def describe_speedup(self) -> str:
         """One line naming the speed-up configuration as the server reports it."""
@@ -167,6 +168,7 @@ class LlamaCppBackend:
         info = ServerInfo(url=self.url)
         info.build = props.get("build_info")
         info.model = _basename(props.get("model_path")) or props.get("model_alias")
+        info.model_path = props.get("model_path")
         info.slots = props.get("total_slots")
         info.has_chat_template = bool(props.get("chat_template"))
         gen = props.get("default_generation_settings") or {}

@@ -59,6 +59,21 @@ def bundled_names() -> list[str]:
     return sorted(p.stem for p in BUNDLED_DIR.glob("*.toml"))
 
 
+def user_sets_dir() -> Path:
+    from spectui.engine.config import config_dir
+
+    return config_dir() / "prompts"
+
+
+def available_sets() -> list[tuple[str, str]]:
+    """(label, name-or-path) for every bundled set and each of the user's sets in ~/.config/spectui/prompts/."""
+    out = [(f"{n} (bundled)", n) for n in bundled_names()]
+    d = user_sets_dir()
+    if d.is_dir():
+        out += [(f"{p.stem} (yours)", str(p)) for p in sorted(d.glob("*.toml"))]
+    return out
+
+
 def load_set(name_or_path: str) -> tuple[str, list[Prompt]]:
     """A bundled set by name, or a prompts file by path."""
     path = Path(name_or_path).expanduser()

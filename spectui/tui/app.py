@@ -81,7 +81,8 @@ class SpectuiApp(App):
     CSS = """
     #prompt-row { height: 3; }
     #prompt { width: 1fr; }
-    #prompt-set { width: 40; }
+    #prompt-set { width: 36; }
+    #set-picker { width: 26; }
     #settings { height: 1; padding: 0 1; color: $text-muted; }
     #settings Input { width: 10; height: 1; border: none; padding: 0; }
     #settings Label { padding: 0 1 0 2; }
@@ -106,6 +107,8 @@ class SpectuiApp(App):
         Binding("f12", "screenshot_svg", "Screenshot", id="screenshot", show=False),
         Binding("ctrl+k", "profiles", "Profiles", id="profiles", priority=True),
         Binding("ctrl+y", "theory", "Theory", id="theory", priority=True),
+        Binding("ctrl+f", "prefix_lab", "Cache lab", id="prefix_lab", priority=True),
+        Binding("ctrl+u", "sweep", "Sweep", id="sweep", priority=True),
         Binding("ctrl+w", "toggle_logs", "Logs", id="toggle_logs", priority=True),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         # replay: pause, one token, slower/faster, seek
@@ -152,8 +155,10 @@ class SpectuiApp(App):
         yield Header()
         with Horizontal(id="prompt-row"):
             yield Input(placeholder="type a prompt and press Enter (↑/↓ history)", id="prompt")
+            yield Select(prompt_sets.available_sets() if self.config.prompts is None else [("session", "session")],
+                         prompt=f"set: {self.prompt_set_name}", id="set-picker", allow_blank=True)
             yield Select([(f"{p.id} · {p.category}", p.id) for p in self.prompt_list],
-                         prompt=f"prompt set: {self.prompt_set_name}", id="prompt-set")
+                         prompt=f"prompt ({len(self.prompt_list)})", id="prompt-set")
         with Horizontal(id="settings"):
             yield Label("max tokens")
             yield Input(str(self.params.max_tokens), id="max-tokens", type="integer")
@@ -279,6 +284,26 @@ class SpectuiApp(App):
                                           round(measured["implied_cost"], 3), measured))
         else:
             self.push_screen(TheoryScreen())
+
+    def _live_backends(self):
+        if self.replaying or any(self.pane(s).info is None for s in SIDES):
+            self.notify("both servers must be connected (live, not a replay)", severity="warning")
+            return None
+        return self.backends
+
+    def action_prefix_lab(self) -> None:
+        from spectui.tui.lab_screens import PrefixScreen
+
+        backends = self._live_backends()
+        if backends:
+            self.push_screen(PrefixScreen(backends, self.params))
+
+    def action_sweep(self) -> None:
+        from spectui.tui.lab_screens import SweepScreen
+
+        backends = self._live_backends()
+        if backends:
+            self.push_screen(SweepScreen(backends, self.prompt_list, self.params))
 
     def action_toggle_logs(self) -> None:
         logs = self.q(ServerLogs)
@@ -407,10 +432,11 @@ class SpectuiApp(App):
         return self.replay_control is not None
 
     def check_action(self, action: str, parameters) -> bool | None:
+        # True: shown; None: shown greyed out; False: hidden (Textual's convention)
         if action.startswith("replay_"):
-            return True if self.replaying else None
+            return True if self.replaying else False
         if action in ("notebook", "export") and not self.results:
-            return False
+            return None
         return True
 
     def _session_dir(self):
@@ -614,6 +640,21 @@ class SpectuiApp(App):
     def _setting_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.action_run()
+
+    @on(Select.Changed, "#set-picker")
+    def _set_picked(self, event: Select.Changed) -> None:
+        if event.value in (Select.BLANK, "session") or self.replaying:
+            return
+        try:
+            name, items = prompt_sets.load_set(str(event.value))
+        except Exception as exc:
+            self.notify(_one_line(exc), severity="error", timeout=10)
+            return
+        self.prompt_set_name, self.prompt_list = name, items
+        picker = self.q("#prompt-set", Select)
+        picker.set_options([(f"{p.id} · {p.category}", p.id) for p in items])
+        picker.prompt = f"prompt ({len(items)})"
+        self.notify(f"prompt set {name}: {len(items)} prompts (ctrl+g runs them all)")
 
     @on(Select.Changed, "#prompt-set")
     def _prompt_picked(self, event: Select.Changed) -> None:
@@ -848,6 +889,7 @@ class SpectuiApp(App):
         result = PromptResult(prompt, b, c, divergence=self.comparer.divergence)
         self.results.append(result)
         self._show_figures()
+        self.refresh_bindings()
         if result.failed and result.divergence is None:
             failed = [s for s in SIDES if self.recorders[s].failed is not None]
             agreed = min(len(self.comparer.data["baseline"]), len(self.comparer.data["candidate"]))
@@ -873,6 +915,8 @@ class SpectuiApp(App):
                 time.sleep(0.1)
 
     def on_probe_sampled(self, msg: ProbeSampled) -> None:
+        if self.running and self.writer is not None and not self.replaying:
+            self.writer.probe(msg.gpus, msg.host)  # the live panel's samples go into the session too
         try:
             self.q(LivePanel).show(msg.gpus, msg.host, msg.procs, self.kv, msg.gpu_note)
         except NoMatches:  # closing

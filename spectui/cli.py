@@ -8,7 +8,7 @@ import json
 import sys
 
 from spectui import __version__
-from spectui.engine.errors import InputError, ServerError, SpectuiError
+from spectui.engine.errors import InputError, ServerError, ServerHTTPError, SpectuiError
 
 EXIT_OK, EXIT_SERVER, EXIT_USAGE, EXIT_DIFFERS = 0, 1, 2, 3
 
@@ -131,36 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         args = parser.parse_args(["tui", *(argv if argv is not None else sys.argv[1:])])
     try:
-        if command == "compare":
-            return asyncio.run(_compare(args))
-        if command == "doctor":
-            return _doctor(args)
-        if command == "setup":
-            return _setup()
-        if command == "theory":
-            return _theory(args)
-        if command == "tui":
-            return _tui(args)
-        if command == "demo":
-            return _demo(args)
-        if command == "replay":
-            return _replay(args)
-        if command == "notebook":
-            return _notebook(args)
-        if command == "sweep":
-            return asyncio.run(_sweep(args))
-        if command == "prefix":
-            return asyncio.run(_prefix(args))
-        if command == "cache":
-            return asyncio.run(_cache(args))
-        if command == "kv":
-            return _kv(args)
-        if command == "profiles":
-            return _profiles(args)
-        if command == "report":
-            return _report(args)
-        if command == "sessions":
-            return _sessions(args)
+        handler = COMMANDS.get(command)
+        if handler is not None:
+            result = handler(args)
+            return asyncio.run(result) if asyncio.iscoroutine(result) else result
     except KeyboardInterrupt:
         print("spectui: interrupted", file=sys.stderr)
         return 130
@@ -172,6 +146,30 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_SERVER
     parser.print_help()
     return EXIT_USAGE
+
+
+async def _connect_pair(client, args):
+    """Both servers, waited for (visibly) and identified; an error names the side."""
+    from spectui.engine.llamacpp import LlamaCppBackend
+    from spectui.engine.runner import connect
+
+    backends = {"baseline": LlamaCppBackend(args.baseline, client), "candidate": LlamaCppBackend(args.candidate, client)}
+    infos = {}
+    for name, b in backends.items():
+        waited = []
+
+        def on_wait(state, left, name=name, b=b, waited=waited):
+            if not waited:
+                print(f"spectui: {name} {b.url} is loading; waiting up to {left:.0f} s", file=sys.stderr)
+                waited.append(1)
+
+        try:
+            infos[name] = await connect(b, args.ready_timeout, on_wait)
+        except ServerError as exc:
+            if isinstance(exc, ServerHTTPError):
+                raise
+            raise type(exc)(f"{name}: {exc}", exc.hint) from None
+    return backends, infos
 
 
 def _params(args):
@@ -196,27 +194,13 @@ def _prompts(args):
 async def _compare(args) -> int:
     import httpx
 
-    from spectui.engine.llamacpp import LlamaCppBackend
     from spectui.engine.report import json_report, text_report
-    from spectui.engine.runner import compare_prompt, connect
+    from spectui.engine.runner import compare_prompt
 
     params = _params(args)
     prompt_list = _prompts(args)
     async with httpx.AsyncClient() as client:
-        backends = {"baseline": LlamaCppBackend(args.baseline, client), "candidate": LlamaCppBackend(args.candidate, client)}
-        infos = {}
-        for name, b in backends.items():
-            waited = []
-
-            def on_wait(state, left, name=name, waited=waited):
-                if not waited:
-                    print(f"spectui: {name} {b.url} is loading; waiting up to {left:.0f} s", file=sys.stderr)
-                    waited.append(1)
-
-            try:
-                infos[name] = await connect(b, args.ready_timeout, on_wait)
-            except ServerError as exc:
-                raise type(exc)(f"{name}: {exc}", exc.hint) if not hasattr(exc, "status") else exc
+        backends, infos = await _connect_pair(client, args)
         writer = None
         if args.save:
             from spectui.engine.session import SessionWriter
@@ -292,8 +276,6 @@ def _replay(args) -> int:
 async def _sweep(args) -> int:
     import httpx
 
-    from spectui.engine.llamacpp import LlamaCppBackend
-    from spectui.engine.runner import connect
     from spectui.engine.sweep import parse_levels, svg_chart, sweep, text_table
 
     levels = parse_levels(args.concurrency)
@@ -301,13 +283,7 @@ async def _sweep(args) -> int:
     prompt_list = _prompts(args) if getattr(args, "prompt", None) else __import__("spectui.engine.prompts", fromlist=["x"]).load_set(args.prompts)[1]
     limits = httpx.Limits(max_connections=max(levels) * 2 + 4, max_keepalive_connections=max(levels) * 2 + 4)
     async with httpx.AsyncClient(limits=limits) as client:
-        backends = {"baseline": LlamaCppBackend(args.baseline, client), "candidate": LlamaCppBackend(args.candidate, client)}
-        infos = {}
-        for name, b in backends.items():
-            try:
-                infos[name] = await connect(b, args.ready_timeout)
-            except ServerError as exc:
-                raise type(exc)(f"{name}: {exc}", exc.hint) if not hasattr(exc, "status") else exc
+        backends, infos = await _connect_pair(client, args)
         for name, info in infos.items():
             if info.slots is not None and info.slots < max(levels):
                 print(f"spectui: warning: {name} has {info.slots} slot(s); requests beyond that queue "
@@ -356,22 +332,14 @@ async def _sweep(args) -> int:
 async def _prefix(args) -> int:
     import httpx
 
-    from spectui.engine.llamacpp import LlamaCppBackend
     from spectui.engine.prefix import FOLLOW_UPS, prefix_table, run_prefix
-    from spectui.engine.runner import connect
 
     if args.turns < 1:
         raise InputError("--turns must be at least 1")
     turns = [args.prompt] * args.turns if args.prompt else [FOLLOW_UPS[i % len(FOLLOW_UPS)] for i in range(args.turns)]
     params = _params(args)
     async with httpx.AsyncClient() as client:
-        backends = {"baseline": LlamaCppBackend(args.baseline, client), "candidate": LlamaCppBackend(args.candidate, client)}
-        infos = {}
-        for name, b in backends.items():
-            try:
-                infos[name] = await connect(b, args.ready_timeout)
-            except ServerError as exc:
-                raise type(exc)(f"{name}: {exc}", exc.hint) if not hasattr(exc, "status") else exc
+        backends, infos = await _connect_pair(client, args)
         result, cleared = await run_prefix(backends["baseline"], backends["candidate"], turns, params)
     if args.json:
         print(json.dumps({"baseline": infos["baseline"].to_json(), "candidate": infos["candidate"].to_json(),
@@ -557,3 +525,10 @@ def _demo(args) -> int:
     from spectui.demo import run_demo
 
     return run_demo(args)
+
+
+COMMANDS = {
+    "compare": _compare, "doctor": _doctor, "setup": lambda a: _setup(), "theory": _theory, "tui": _tui,
+    "demo": _demo, "replay": _replay, "notebook": _notebook, "sweep": _sweep, "prefix": _prefix, "cache": _cache,
+    "kv": _kv, "profiles": _profiles, "report": _report, "sessions": _sessions,
+}

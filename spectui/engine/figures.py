@@ -26,6 +26,7 @@ class SideFigures:
     metrics_accepted: float | None = None
     metrics_steps: float | None = None
     metrics_check: str | None = None  # "ok", "mismatch: …", or "unavailable: …"
+    labels: str | None = None  # how the labels were made: exact from counters, or inferred from chunking
 
     @property
     def acceptance_rate(self) -> float | None:
@@ -57,6 +58,8 @@ class SideRecorder:
         self.finished: StreamFinished | None = None
         self.failed: StreamFailed | None = None
         self.figures = SideFigures()
+        self.counts_from_metrics = False  # drafted/accepted to be taken from /metrics (no per-step counts)
+        self.relabelled = False  # labels were corrected at the end (the pane redraws them)
 
     @property
     def done(self) -> bool:
@@ -93,6 +96,7 @@ class SideRecorder:
             self.finished = ev
             self.tail = ev.tail
             f.stop_type = ev.stop_type
+            self._finish_labels(ev)
             t = ev.timings
             f.server_decode_tps = _num(t.get("predicted_per_second"))
             f.server_prompt_ms = _num(t.get("prompt_ms"))
@@ -104,6 +108,51 @@ class SideRecorder:
         elif isinstance(ev, StreamFailed):
             self.failed = ev
             self._rates()
+
+    def _finish_labels(self, ev: StreamFinished) -> None:
+        f = self.figures
+        if "sglang_spec" in ev.settings:
+            spec = ev.settings["sglang_spec"]
+            if spec.get("steps"):
+                f.steps = int(spec["steps"])
+                if spec.get("accepted") is not None:
+                    f.accepted = int(spec["accepted"])
+                elif spec.get("completion_tokens") is not None:
+                    # 1 prefill token, then accepted + 1 per step
+                    f.accepted = max(0, int(spec["completion_tokens"]) - f.steps - 1)
+                if spec.get("drafted") is not None:
+                    f.drafted = int(spec["drafted"])
+                elif spec.get("accept_rate"):
+                    f.drafted = int(round(f.accepted / float(spec["accept_rate"])))
+                f.labels = "inferred from chunking (SGLang gives no per-step counts)"
+            elif spec.get("accept_rate") is None and not self.steps:
+                f.labels = "no speculation"
+            return
+        if "vllm_spec" not in ev.settings:
+            if self.tokens and self.tokens[-1].label != "unknown":
+                f.labels = "exact (draft counters)" if self.steps else "no speculation"
+            return
+        spec = ev.settings.get("vllm_spec") or {}
+        acc, dr = spec.get("per_step_accepted"), spec.get("per_step_drafted")
+        speculative = any(t.label in ("accepted",) or t.step for t in self.tokens)
+        if isinstance(acc, list) and isinstance(dr, list) and len(acc) == len(dr):
+            from spectui.engine.chunks import exact_labels, expand_chunks
+
+            self.tokens = expand_chunks(self.tokens, acc, ev.settings.get("completion_tokens"))
+            f.tokens = len(self.tokens)
+            self.tokens, self.steps, agreed = exact_labels(self.tokens, acc, dr, ev.t_ns)
+            f.drafted, f.accepted, f.steps = sum(dr), sum(acc), len(acc)
+            f.label_counts = {}
+            for t in self.tokens:
+                f.label_counts[t.label] = f.label_counts.get(t.label, 0) + 1
+            f.labels = "exact (per-step metrics)" + ("" if agreed else "; chunking disagreed")
+            self.relabelled = True
+        elif speculative or spec:
+            f.labels = "inferred from chunking"
+            self.counts_from_metrics = True
+            f.accepted = f.label_counts.get("accepted", 0)
+        else:
+            f.labels = "no speculation"
 
     def _rates(self) -> None:
         if len(self.tokens) >= 2:

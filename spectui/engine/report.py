@@ -70,7 +70,7 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
             lines.append(f"{'':<18}   baseline  …{escape_bytes(d.baseline_excerpt)}…")
             lines.append(f"{'':<18}   candidate …{escape_bytes(d.candidate_excerpt)}…")
             cb, cc = r.baseline.figures.prompt_cached, r.candidate.figures.prompt_cached
-            if cb != cc:
+            if cb is not None and cc is not None and cb != cc:
                 lines.append(f"{'':<18}   note: prompt tokens reused from cache differ ({cb} vs {cc})")
     done = [r for r in results if not r.failed]
     same = sum(1 for r in done if r.identical)

@@ -802,7 +802,9 @@ class SpectuiApp(App):
                             setattr(self.recorders[side].figures, key, saved()[key])
                 else:
                     after = await _try(backend.metrics())
-                    cross_check(self.recorders[side], before, after)
+                    from spectui.engine.runner import LLAMACPP_SPEC
+
+                    cross_check(self.recorders[side], before, after, getattr(backend, "spec_metric_names", LLAMACPP_SPEC))
                 if backend.info is not None:
                     pane.set_info(backend.info)
         except asyncio.CancelledError:
@@ -841,6 +843,9 @@ class SpectuiApp(App):
                         pane.view.add(tokens)
                         tokens = []
                     pane.view.add_tail(ev.tail)
+                    if rec.relabelled:  # exact labels arrived with the final chunk (vLLM): redraw them
+                        pane.view.tokens = list(rec.tokens)
+                        pane.view.rebuild()
                     self.comparer.add_tail(side, ev.tail)
                     self.comparer.finish(side)
                     pane.set_state("done")

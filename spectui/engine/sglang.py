@@ -1,0 +1,180 @@
+"""The SGLang backend: stream /generate, read meta_info and /metrics, identify with /server_info.
+
+Mirrors SGLang 0.5.x as documented (FACTS.md; field names vary by release): `text` and `output_ids`
+are cumulative unless the server runs with --incremental-streaming-output (both are handled: a chunk
+whose text does not extend the previous text is taken as an increment). At the end `meta_info` holds
+`prompt_tokens`, `completion_tokens`, `cached_tokens` and, under speculation, `spec_verify_ct` (steps)
+with `spec_accept_length` / `spec_accept_rate` (or older/newer spellings). Labels are inferred from
+chunking (one chunk per step), as SGLang gives no per-step counts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import httpx
+
+from spectui.engine.chunks import ChunkLabeller
+from spectui.engine.errors import NotLlamaServer, ServerHTTPError, StreamBroken
+from spectui.engine.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted
+from spectui.engine.llamacpp import GenerationParams, ServerInfo, _error_text, _why
+from spectui.engine.metrics import parse_metrics, total
+from spectui.engine.sse import DONE, SSEDecoder, parse_payload
+from spectui.engine.vllm import OpenAIBackend
+
+STEP_KEYS = ("spec_verify_ct", "spec_verify_count", "spec_num_verify")
+ACCEPT_LEN_KEYS = ("spec_accept_length", "spec_avg_accept_length", "avg_spec_accept_length")
+ACCEPT_RATE_KEYS = ("spec_accept_rate", "spec_acceptance_rate")
+ACCEPTED_KEYS = ("spec_accept_token_num", "spec_num_accepted_tokens", "spec_accepted_tokens")
+DRAFTED_KEYS = ("spec_draft_token_num", "spec_num_draft_tokens", "spec_draft_tokens")
+
+
+def _first(d: dict, keys):
+    for k in keys:
+        if d.get(k) is not None:
+            return d[k]
+    return None
+
+
+class SGLangBackend(OpenAIBackend):
+    kind = "sglang"
+    spec_metric_names = ("sglang:spec_num_draft_tokens_total", "sglang:spec_num_accepted_tokens_total",
+                         "sglang:spec_verify_ct_total", "sglang:spec_accepted_per_pos_total")
+
+    async def wait_ready(self, timeout: float = 120.0, on_wait=None) -> None:
+        import asyncio
+
+        deadline = time.monotonic() + timeout
+        while True:
+            r = await self._get("/health", timeout=5)
+            if r.status_code == 200:
+                return
+            if time.monotonic() > deadline:
+                from spectui.engine.errors import ServerLoading
+
+                raise ServerLoading(f"{self.url} not ready after {timeout:.0f} s")
+            if on_wait:
+                on_wait("loading", deadline - time.monotonic())
+            await asyncio.sleep(0.5)
+
+    async def identify(self) -> ServerInfo:
+        body = None
+        for path in ("/server_info", "/get_server_info"):
+            r = await self._get(path)
+            if r.status_code == 200:
+                body = r.json()
+                break
+        if not isinstance(body, dict):
+            raise NotLlamaServer(f"{self.url} has no /server_info: not an SGLang server")
+        args = body.get("server_args", body)
+        info = ServerInfo(url=self.url, backend="sglang", build=f"sglang {body.get('version', '?')}",
+                          model=str(args.get("served_model_name") or args.get("model_path") or "?").rsplit("/", 1)[-1],
+                          n_ctx=args.get("context_length"))
+        algo = args.get("speculative_algorithm")
+        self.speculative = bool(algo)
+        info.speculative = {"type": algo or "none"}
+        if args.get("speculative_num_draft_tokens") is not None:
+            info.speculative["n_max"] = args["speculative_num_draft_tokens"]
+        if args.get("kv_cache_dtype") not in (None, "auto"):
+            info.kv_cache = {"dtype": args["kv_cache_dtype"]}
+        if "disable_radix_cache" in args:
+            info.cache_prompt = not args["disable_radix_cache"]
+        m = await self.metrics()
+        info.metrics_enabled = m is not None
+        self.info = info
+        return info
+
+    async def render_chat(self, messages: list[dict]) -> str:
+        return await super().render_chat(messages)  # SGLang has no template endpoint; ChatML as SmolLM2's
+
+    async def flush_cache(self) -> bool:
+        try:
+            r = await self.client.post(self.url + "/flush_cache", timeout=10, headers=self._headers)
+        except httpx.HTTPError:
+            return False
+        return r.status_code == 200
+
+    async def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]:
+        clock = self.clock
+        yield StreamStarted(clock(), prompt)
+        lab = ChunkLabeller(self.speculative)
+        decoder = SSEDecoder()
+        text_so_far, ids_so_far = "", 0
+        meta: dict = {}
+        body = {"text": prompt, "stream": True,
+                "sampling_params": {"temperature": params.temperature, "max_new_tokens": params.max_tokens,
+                                    "sampling_seed": params.seed}}
+        try:
+            async with self.client.stream("POST", self.url + "/generate", json=body, headers=self._headers,
+                                          timeout=httpx.Timeout(30.0, read=300.0)) as r:
+                if r.status_code >= 400:
+                    await r.aread()
+                    yield StreamFailed(clock(), f"{self.url}/generate answered HTTP {r.status_code}: {_error_text(r)}")
+                    return
+                async for line in r.aiter_lines():
+                    t = clock()
+                    payload = decoder.feed(line)
+                    if payload is None:
+                        continue
+                    obj = parse_payload(payload)
+                    if obj is DONE:
+                        break
+                    if "error" in obj:
+                        yield StreamFailed(t, f"server error after {lab.index} tokens: {obj['error']}")
+                        return
+                    text = obj.get("text") or ""
+                    ids = obj.get("output_ids")
+                    meta = obj.get("meta_info") or meta
+                    # cumulative (default) or incremental (--incremental-streaming-output)
+                    if text.startswith(text_so_far) and (ids is None or len(ids) >= ids_so_far):
+                        new_text = text[len(text_so_far):]
+                        new_ids = ids[ids_so_far:] if isinstance(ids, list) else None
+                        text_so_far = text
+                        ids_so_far = len(ids) if isinstance(ids, list) else ids_so_far
+                    else:
+                        new_text, new_ids = text, ids
+                        text_so_far += text
+                        ids_so_far += len(ids) if isinstance(ids, list) else 0
+                    n = len(new_ids) if isinstance(new_ids, list) else (1 if new_text else 0)
+                    for ev in lab.feed(new_text.encode("utf-8"), new_ids, n, t):
+                        yield ev
+            if not meta:
+                yield StreamFailed(clock(), f"stream ended after {lab.index} tokens without meta_info")
+                return
+            timings = {}
+            if meta.get("prompt_tokens") is not None:
+                timings["prompt_n"] = meta["prompt_tokens"] - (meta.get("cached_tokens") or 0)
+            if meta.get("cached_tokens") is not None:
+                timings["cache_n"] = meta["cached_tokens"]
+            fin = meta.get("finish_reason")
+            stop = fin.get("type") if isinstance(fin, dict) else fin
+            spec = {"steps": _first(meta, STEP_KEYS), "accept_length": _first(meta, ACCEPT_LEN_KEYS),
+                    "accept_rate": _first(meta, ACCEPT_RATE_KEYS), "accepted": _first(meta, ACCEPTED_KEYS),
+                    "drafted": _first(meta, DRAFTED_KEYS), "completion_tokens": meta.get("completion_tokens")}
+            yield StreamFinished(clock(), {"length": "limit", "stop": "eos"}.get(stop or "", stop or "none"), timings,
+                                 meta.get("prompt_tokens"), b"", {"sglang_spec": spec})
+        except StreamBroken as exc:
+            yield StreamFailed(clock(), f"{exc} (after {lab.index} tokens)")
+        except httpx.HTTPError as exc:
+            yield StreamFailed(clock(), f"connection to {self.url} lost after {lab.index} tokens ({_why(exc)})")
+
+    async def kv_usage(self):
+        m = await self.metrics()
+        if not m:
+            return None
+        used = total(m, "sglang:num_used_tokens")
+        frac = total(m, "sglang:token_usage")
+        if used is not None and frac:
+            return (int(used), int(round(used / frac)))
+        return (int(round(frac * 1000)), 1000) if frac is not None else None
+
+    async def metrics(self):
+        try:
+            r = await self._get("/metrics")
+        except Exception:
+            return None
+        return parse_metrics(r.text) if r.status_code == 200 else None
+
+
+_ = ServerHTTPError

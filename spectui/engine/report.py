@@ -23,6 +23,8 @@ def speedup_text(r: PromptResult) -> str:
     s = r.speedup
     if s is None:
         return "—"
+    if not r.candidate.figures.drafted:
+        return f"{s:.2f}× (the candidate drafted nothing)"
     return f"{s:.2f}× at {acceptance_text(r.candidate)} accepted"
 
 

@@ -62,6 +62,8 @@ class AppConfig:
     launched: dict = field(default_factory=dict)  # side → ServerProcess, for servers spectui started
     profile: str | None = None  # the hardware profile in use (recorded in the notebook)
     pick_profile: bool = False  # open the profile picker on start
+    backend_kind: str = "auto"
+    api_key: str | None = None  # from the environment variable the user named; never written anywhere
 
 
 class ProbeSampled(Message):
@@ -602,6 +604,16 @@ class SpectuiApp(App):
         if not backend.url.startswith(("http://", "https://", "replay://")) and not hasattr(backend, "session"):
             pane.set_state("not started", "pick a profile and a comparison (ctrl+k)")
             return
+        if self.config.backend_factory is None and not self.config.backends and isinstance(backend, LlamaCppBackend):
+            # --backend auto: llama.cpp, vLLM, SGLang or OpenAI-compatible, told apart by their endpoints
+            from spectui.engine.backends import resolve
+
+            try:
+                backend, kind = await resolve(self.config.backend_kind, backend.url, self._client, self.config.api_key)
+            except Exception as exc:
+                pane.set_state("failed", _one_line(exc))
+                return
+            self.backends[side] = backend
         pane.set_state("connecting")
         try:
             await backend.wait_ready(self.config.ready_timeout, lambda state, left: pane.set_state(state))
@@ -1010,8 +1022,11 @@ def run_tui(args) -> int:
 
         raise InputError("give both --baseline URL and --candidate URL, or neither (to pick a profile)")
     pick = not args.baseline
+    from spectui.engine.backends import api_key_from
+
     config = AppConfig(args.baseline or "not started", args.candidate or "not started", prompt_set=args.prompts,
-                       params=_params(args), order=args.order, ready_timeout=args.ready_timeout, pick_profile=pick)
+                       params=_params(args), order=args.order, ready_timeout=args.ready_timeout, pick_profile=pick,
+                       backend_kind=args.backend, api_key=api_key_from(args.api_key_env))
     app = make_app(config)
 
     def on_term(signum, frame):  # a `kill` of spectui still stops the servers it started

@@ -80,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vllm", action="store_true", help="also install vLLM for CPU (its own environment) and convert the model")
 
     p = sub.add_parser("tui", help="open the two-pane TUI on two running servers")
+    p.add_argument("--no-autosave", action="store_true", help="do not record runs into the sessions folder")
+    p.add_argument("--notebook", metavar="PATH", help="the lab notebook for Ctrl+N (else $SPECTUI_NOTEBOOK)")
     p.add_argument("--baseline", metavar="URL")
     p.add_argument("--candidate", metavar="URL")
     p.add_argument("--prompts", metavar="SET|FILE", default="default")
@@ -106,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--candidate", required=True, metavar="URL", help="cache on")
     p.add_argument("--turns", type=int, default=3, metavar="N", help="conversation turns (default 3)")
     p.add_argument("--prompt", metavar="TEXT", help="send this (long) prompt N times instead of a conversation")
+    p.add_argument("--restore-check", action="store_true",
+                   help="also save the candidate's conversation cache and time the next turn restored vs recomputed "
+                        "(needs --slot-save-path)")
     p.add_argument("--json", action="store_true")
     _add_run_options(p)
 
@@ -357,14 +362,28 @@ async def _prefix(args) -> int:
     async with httpx.AsyncClient() as client:
         backends, infos = await _connect_pair(client, args)
         result, cleared = await run_prefix(backends["baseline"], backends["candidate"], turns, params)
+        restore = None
+        if args.restore_check:
+            from spectui.engine.prefix import restore_experiment
+
+            restore = await restore_experiment(backends["candidate"], [{"role": "user", "content": turns[0]}], params)
     if args.json:
         print(json.dumps({"baseline": infos["baseline"].to_json(), "candidate": infos["candidate"].to_json(),
                           "cleared": cleared, "turns": [t.to_json() for t in result],
-                          "identical": all(t.divergence is None for t in result)}, indent=2))
+                          "identical": all(t.divergence is None for t in result), "restore_check": restore}, indent=2))
     else:
         for name in ("baseline", "candidate"):
             print(f"{name:<9} {infos[name].url} ({infos[name].build}); before the run: {cleared[name]}")
         print(prefix_table(result))
+        if restore:
+            r = restore
+            print(f"\nsaved conversation cache: {r['tokens_saved']} tokens, {(r['file_bytes'] or 0) / 1e6:.1f} MB, "
+                  f"saved in {r['save_ms']:.1f} ms, restored in {r['restore_ms']:.1f} ms")
+            print(f"next turn recomputed: TTFT {r['recomputed']['ttft_ms']:.0f} ms, "
+                  f"{r['recomputed']['prompt_tokens_processed']} prompt tokens processed")
+            print(f"next turn restored:   TTFT {r['restored']['ttft_ms']:.0f} ms, "
+                  f"{r['restored']['prompt_tokens_processed']} processed, {r['restored']['prompt_tokens_reused']} reused; "
+                  f"output {'identical' if r['identical'] else 'DIFFERENT'} to the recomputed one")
     if any(t.baseline.failed or t.candidate.failed for t in result):
         return EXIT_SERVER
     return EXIT_OK if all(t.divergence is None for t in result) else EXIT_DIFFERS

@@ -12,8 +12,6 @@ from spectui.cli import main
 from spectui.engine.kvcache import kv_bytes, model_dims
 from spectui.engine.launcher import Launcher, ServerProcess, llama_server_argv
 from spectui.engine.llamacpp import GenerationParams, LlamaCppBackend
-from spectui.engine.prefix import slot_action
-from spectui.engine.runner import run_side
 
 pytestmark = pytest.mark.server
 
@@ -51,33 +49,36 @@ def test_warm_turns_reuse_tokens_and_start_sooner(slot_servers, capsys):
     assert doc["cleared"]["candidate"] == "slot 0 erased"
 
 
-def test_save_erase_restore_then_the_next_turn_reuses_the_restored_tokens(slot_servers, capsys):
+def test_save_erase_restore_then_the_next_turn_reuses_the_restored_tokens(slot_servers):
+    from spectui.engine.prefix import restore_experiment
+
     _, warm, slots = slot_servers
 
     async def go():
         async with httpx.AsyncClient() as client:
             b = LlamaCppBackend(warm, client)
             await b.identify()
-            params = GenerationParams(max_tokens=24, cache_prompt=True)
             msgs = [{"role": "user", "content": "Describe a lighthouse at night in three sentences."}]
-            first = await run_side("candidate", b, await b.render_chat(msgs), params)
-            msgs += [{"role": "assistant", "content": first.output().decode()},
-                     {"role": "user", "content": "And in the morning?"}]
-            nxt = await b.render_chat(msgs)
-            saved = await slot_action(client, warm, "save", 0, "conv.bin")
-            await slot_action(client, warm, "erase", 0, None)
-            recomputed = await run_side("candidate", b, nxt, params)  # nothing cached: recompute
-            await slot_action(client, warm, "erase", 0, None)
-            restored = await slot_action(client, warm, "restore", 0, "conv.bin")
-            after = await run_side("candidate", b, nxt, params)
-            return first, saved, recomputed, restored, after
+            return await restore_experiment(b, msgs, GenerationParams(max_tokens=24), filename="conv.bin")
 
-    first, saved, recomputed, restored, after = asyncio.run(go())
-    assert saved["n_saved"] > 0 and (slots / "conv.bin").stat().st_size == saved["n_written"]
-    assert restored["n_restored"] == saved["n_saved"]
-    assert recomputed.figures.prompt_cached == 0
-    assert after.figures.prompt_cached > 0  # the restored conversation is reused
-    assert after.figures.prompt_tokens < recomputed.figures.prompt_tokens
+    r = asyncio.run(go())
+    assert r["tokens_saved"] > 0 and (slots / "conv.bin").stat().st_size == r["file_bytes"]
+    assert r["tokens_restored"] == r["tokens_saved"]
+    assert r["recomputed"]["prompt_tokens_reused"] == 0
+    assert r["restored"]["prompt_tokens_reused"] > 0  # the restored conversation is reused
+    assert r["restored"]["prompt_tokens_processed"] < r["recomputed"]["prompt_tokens_processed"]
+
+
+def test_restore_check_reuses_the_restored_conversation(slot_servers, capsys):
+    cold, warm, _ = slot_servers
+    code = main(["prefix", "--baseline", cold, "--candidate", warm, "--turns", "1", "--max-tokens", "24",
+                 "--restore-check", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code in (0, 3)
+    r = doc["restore_check"]
+    assert r["tokens_saved"] > 0 and r["tokens_restored"] == r["tokens_saved"] and r["file_bytes"] > 0
+    assert r["recomputed"]["prompt_tokens_reused"] == 0 and r["restored"]["prompt_tokens_reused"] > 0
+    assert r["restored"]["prompt_tokens_processed"] < r["recomputed"]["prompt_tokens_processed"]
 
 
 def test_cache_cli_and_a_server_without_slot_save_path(slot_servers, llama_servers, capsys):

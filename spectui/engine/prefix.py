@@ -138,3 +138,35 @@ async def slot_action(client: httpx.AsyncClient, url: str, action: str, slot: in
             msg = r.text
         raise ServerHTTPError(f"{url} slot {action} failed (HTTP {r.status_code}): {msg[:200]}", r.status_code)
     return r.json()
+
+
+async def restore_experiment(backend: LlamaCppBackend, messages: list[dict], params: GenerationParams,
+                             filename: str = "spectui-restore-check.bin", slot: int = 0) -> dict:
+    """Save the conversation's cache, then time its next turn recomputed (slot erased) and restored."""
+    import time
+
+    p = GenerationParams(params.max_tokens, params.temperature, params.seed, True)
+    first = await run_side("candidate", backend, await backend.render_chat(messages), p)
+    convo = messages + [{"role": "assistant", "content": first.output().decode("utf-8", errors="replace")},
+                        {"role": "user", "content": "Please go on."}]
+    nxt = await backend.render_chat(convo)
+    client, url = backend.client, backend.url
+    t0 = time.perf_counter()
+    saved = await slot_action(client, url, "save", slot, filename)
+    save_ms = (saved.get("timings") or {}).get("save_ms", (time.perf_counter() - t0) * 1000)
+    await slot_action(client, url, "erase", slot, None)
+    # recompute for real: the server can also keep prompts in a host-memory cache beyond the slot
+    recomputed = await run_side("candidate", backend, nxt,
+                                GenerationParams(p.max_tokens, p.temperature, p.seed, False))
+    await slot_action(client, url, "erase", slot, None)
+    t0 = time.perf_counter()
+    restored = await slot_action(client, url, "restore", slot, filename)
+    restore_ms = (restored.get("timings") or {}).get("restore_ms", (time.perf_counter() - t0) * 1000)
+    after = await run_side("candidate", backend, nxt, p)
+    return {"tokens_saved": saved.get("n_saved"), "file_bytes": saved.get("n_written"), "save_ms": save_ms,
+            "restore_ms": restore_ms, "tokens_restored": restored.get("n_restored"),
+            "recomputed": {"ttft_ms": recomputed.figures.ttft_ms, "prompt_tokens_processed": recomputed.figures.prompt_tokens,
+                           "prompt_tokens_reused": recomputed.figures.prompt_cached},
+            "restored": {"ttft_ms": after.figures.ttft_ms, "prompt_tokens_processed": after.figures.prompt_tokens,
+                         "prompt_tokens_reused": after.figures.prompt_cached},
+            "identical": recomputed.output() == after.output()}

@@ -411,7 +411,10 @@ class SpectuiApp(App):
 
     @property
     def main_screen(self):
-        return self.screen_stack[0]
+        stack = self.screen_stack
+        if not stack:  # the app is shutting down: timers may still tick once
+            raise NoMatches("the app has no screens left")
+        return stack[0]
 
     def q(self, selector, kind=None):
         return self.main_screen.query_one(selector, kind) if kind else self.main_screen.query_one(selector)
@@ -1023,10 +1026,15 @@ def run_tui(args) -> int:
         raise InputError("give both --baseline URL and --candidate URL, or neither (to pick a profile)")
     pick = not args.baseline
     from spectui.engine.backends import api_key_from
+    from spectui.engine.config import load as load_settings
 
+    settings, _ = load_settings()  # autosave = false, auto_notebook = true, notebook = "…" in config.toml
     config = AppConfig(args.baseline or "not started", args.candidate or "not started", prompt_set=args.prompts,
                        params=_params(args), order=args.order, ready_timeout=args.ready_timeout, pick_profile=pick,
-                       backend_kind=args.backend, api_key=api_key_from(args.api_key_env))
+                       backend_kind=args.backend, api_key=api_key_from(args.api_key_env),
+                       autosave=bool(settings.get("autosave", True)) and not args.no_autosave,
+                       auto_notebook=bool(settings.get("auto_notebook", False)),
+                       notebook=args.notebook or settings.get("notebook"))
     app = make_app(config)
 
     def on_term(signum, frame):  # a `kill` of spectui still stops the servers it started

@@ -216,3 +216,24 @@ def test_mixed_pair_outputs_compare_byte_for_byte():
     a = [b" apple", b",", b" banana"]
     b = [b" apple, banana"]
     assert compare_tokens(a, b) is None  # the same bytes in different token splits are identical
+
+
+def test_really_cold_runs_clear_each_servers_cache():
+    from spectui.engine.prefix import clear_cache
+
+    calls = []
+
+    def handler(req):
+        calls.append((req.method, req.url.path))
+        return httpx.Response(200, json={})
+
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as c:
+            v = await clear_cache(make_backend("vllm", "http://v", c))
+            s = await clear_cache(make_backend("sglang", "http://s", c))
+            o = await clear_cache(make_backend("openai", "http://o", c))
+            return v, s, o
+    v, s, o = asyncio.run(go())
+    assert ("POST", "/reset_prefix_cache") in calls and ("POST", "/flush_cache") in calls
+    assert v == "/reset_prefix_cache done" and s == "/flush_cache done"
+    assert "no way to clear" in o  # said, not pretended

@@ -1,7 +1,8 @@
 """The prefix-cache lab: cold vs warm prompts, per turn, with the byte comparison beside the saving.
 
-The baseline runs with its prompt cache off (`cache_prompt: false`: every turn recomputes the whole
-prompt); the candidate with it on, so from the second turn it reuses the conversation so far. Each side's
+The baseline runs with its prompt cache off (llama.cpp: `cache_prompt: false` per request, so every turn
+recomputes the whole prompt; vLLM and SGLang: start the baseline with `--no-enable-prefix-caching` /
+`--disable-radix-cache`); the candidate with it on, so from the second turn it reuses the conversation. Each side's
 own figures say how many prompt tokens it processed and how many it reused (llama.cpp `timings.cache_n`,
 `prompt_n`, and the /metrics `prompt_tokens_cached_total` delta). Both sides get the same conversation:
 the baseline's reply is appended for the next turn, so the prompts stay identical.
@@ -56,8 +57,19 @@ class Turn:
                 "first_divergence": self.divergence.to_json() if self.divergence else None}
 
 
-async def clear_cache(backend: LlamaCppBackend, slot: int = 0) -> str:
-    """Erase a slot's cache where the server allows it; say what was done."""
+async def clear_cache(backend, slot: int = 0) -> str:
+    """Clear the prompt cache where the server allows it (llama.cpp: erase the slot; vLLM:
+    /reset_prefix_cache; SGLang: /flush_cache), and say what was done."""
+    kind = getattr(backend, "kind", "llama.cpp")
+    if kind in ("vllm", "sglang"):
+        path = "/reset_prefix_cache" if kind == "vllm" else "/flush_cache"
+        try:
+            r = await backend.client.post(backend.url + path, timeout=30, headers=getattr(backend, "_headers", {}))
+        except httpx.HTTPError:
+            return f"could not reach {path}"
+        return f"{path} done" if r.status_code == 200 else f"cannot clear: {path} answered HTTP {r.status_code}"
+    if kind != "llama.cpp":
+        return "this server offers no way to clear its cache; the first turn may not be cold"
     try:
         r = await backend.client.post(f"{backend.url}/slots/{slot}?action=erase", timeout=10)
     except httpx.HTTPError:
@@ -83,7 +95,9 @@ async def run_prefix(baseline: LlamaCppBackend, candidate: LlamaCppBackend, turn
             recs[name] = await run_side(name, backend, prompt,
                                         GenerationParams(params.max_tokens, params.temperature, params.seed, cache))
             after = await _try(backend.metrics())
-            cached[name] = M.delta(before, after, M.PROMPT_CACHED)
+            # llama.cpp: prompt_tokens_cached_total; vLLM: vllm:prompt_tokens_cached_total (prefix-cache hits)
+            metric = M.VLLM_PROMPT_CACHED if getattr(backend, "kind", "") == "vllm" else M.PROMPT_CACHED
+            cached[name] = M.delta(before, after, metric)
         div = None
         if not (recs["baseline"].failed or recs["candidate"].failed):
             div = compare_tokens(recs["baseline"].token_bytes(), recs["candidate"].token_bytes())

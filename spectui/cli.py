@@ -15,7 +15,8 @@ EXIT_OK, EXIT_SERVER, EXIT_USAGE, EXIT_DIFFERS = 0, 1, 2, 3
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
-        self.exit(EXIT_USAGE, f"spectui: error: {message} (see spectui {self.prog.split()[-1]} --help)\n")
+        sub = self.prog.split()[1:]  # "spectui compare" → ["compare"]
+        self.exit(EXIT_USAGE, f"spectui: error: {message} (see spectui {' '.join(sub) + ' ' if sub else ''}--help)\n")
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:

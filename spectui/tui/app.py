@@ -85,6 +85,8 @@ class SpectuiApp(App):
     #prompt { width: 1fr; }
     #prompt-set { width: 36; }
     #set-picker { width: 26; }
+    #prompt-row.-narrow #set-picker { width: 18; }
+    #prompt-row.-narrow #prompt-set { width: 22; }
     #settings { height: 1; padding: 0 1; color: $text-muted; }
     #settings Input { width: 10; height: 1; border: none; padding: 0; }
     #settings Label { padding: 0 1 0 2; }
@@ -256,6 +258,7 @@ class SpectuiApp(App):
 
     def _apply_width(self, width: int) -> None:
         self.q("#panes").set_class(width < 100, "-narrow")
+        self.q("#prompt-row").set_class(width < 100, "-narrow")
 
     def _apply_launch_notes(self) -> None:
         for side, server in self.config.launched.items():
@@ -910,6 +913,13 @@ class SpectuiApp(App):
         self.results.append(result)
         self._show_figures()
         self.refresh_bindings()
+        if result.divergence is not None:
+            # the banner went up mid-stream; now both sides' cache reuse is known, say it
+            cached = (b.figures.prompt_cached, c.figures.prompt_cached)
+            launched = self.pane("candidate").launch_note
+            note = ("expected: the candidate runs a quantised KV cache, which is not lossless"
+                    if any(k in launched for k in ("K=", "V=", "kv=")) else "")
+            self.q(Banner).show_diverged(result.divergence, cached, note)
         if result.failed and result.divergence is None:
             failed = [s for s in SIDES if self.recorders[s].failed is not None]
             agreed = min(len(self.comparer.data["baseline"]), len(self.comparer.data["candidate"]))

@@ -300,8 +300,8 @@ class Banner(Static):
         bt = "end" if d.baseline_token is None else d.baseline_token
         ct = "end" if d.candidate_token is None else d.candidate_token
         t = Text(f"≠ DIVERGED at byte {d.byte} (token {bt} baseline / {ct} candidate)", style="bold")
-        if cached[0] != cached[1]:
-            t.append(f" · cache reuse differs: {cached[0]} vs {cached[1]}")
+        if None not in cached and cached[0] != cached[1]:
+            t.append(f" · prompt tokens reused from cache differ: {cached[0]} vs {cached[1]}")
         if note:
             t.append(f" · {note}")
         t.append("  — press ctrl+d for the diff view")

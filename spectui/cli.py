@@ -225,8 +225,10 @@ async def _compare(args) -> int:
         backends, infos = await _connect_pair(client, args)
         writer = None
         if args.save:
+            from spectui.engine.probes import GPUProbe, host_sample
             from spectui.engine.session import SessionWriter
 
+            gpu_probe = GPUProbe()
             writer = SessionWriter(args.save)
             writer.servers(infos)
         results = []
@@ -236,9 +238,12 @@ async def _compare(args) -> int:
                     print(f"spectui: {prompt.id} …", file=sys.stderr)
                 if writer:
                     writer.prompt(prompt, params, args.order)
+                if writer:
+                    writer.probe(gpu_probe.sample(), host_sample())
                 r = await compare_prompt(backends["baseline"], backends["candidate"], prompt, params, args.order,
                                          sink=writer.event if writer else None)
                 if writer:
+                    writer.probe(gpu_probe.sample(), host_sample())  # the machine before and after each prompt
                     writer.servers(infos)  # identities learnt during the run (speculation type used)
                     writer.result(r.baseline, r.candidate, r.divergence, r.speedup)
                 results.append(r)

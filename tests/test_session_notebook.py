@@ -190,3 +190,19 @@ async def test_tui_autosaves_and_appends_to_the_notebook(llama_servers, tmp_path
     rows = tomllib.loads(nb.read_text())["measurement"]
     assert rows[0]["identical"] is True and rows[0]["candidate_build"].startswith("b11434")
     assert list((tmp_path / "sessions").glob("*.md")) and list((tmp_path / "sessions").glob("*.json"))
+
+
+def test_probe_samples_round_trip_through_a_session(tmp_path):
+    from spectui.engine.llamacpp import GenerationParams, ServerInfo
+    from spectui.engine.probes import GPUSample, HostSample
+    from spectui.engine.prompts import single
+    from spectui.engine.session import SessionWriter
+
+    w = SessionWriter(tmp_path / "s.jsonl")
+    w.servers({"baseline": ServerInfo("http://a"), "candidate": ServerInfo("http://b")})
+    w.prompt(single("hi"), GenerationParams(), "sequential")
+    w.probe([GPUSample(0, "RTX 4090", 6 * 2**30, 24 * 2**30, 37)], HostSample(2, 10.0, 2**30, 2**34, "x86_64", "Linux"))
+    w.close()
+    s = load_session(tmp_path / "s.jsonl")
+    [(t, gpus, host)] = s.prompts[0].probes
+    assert t >= 0 and gpus[0].name == "RTX 4090" and gpus[0].utilisation == 37 and host.memory_total == 2**34

@@ -159,6 +159,7 @@ class SessionPrompt:
     order: str
     events: dict[str, list[StreamEvent]] = field(default_factory=lambda: {"baseline": [], "candidate": []})
     result: dict | None = None
+    probes: list = field(default_factory=list)  # (t_ns, [GPUSample], HostSample | None)
 
 
 @dataclass
@@ -168,6 +169,17 @@ class Session:
     infos: dict[str, ServerInfo]
     prompts: list[SessionPrompt]
     warnings: list[str] = field(default_factory=list)
+
+
+def probe_from_json(rec: dict):
+    from spectui.engine.probes import GPUSample, HostSample
+
+    gpus = [GPUSample(int(g["index"]), str(g["name"]), g.get("memory_used"), g.get("memory_total"), g.get("utilisation"))
+            for g in rec.get("gpus") or []]
+    h = rec.get("host")
+    host = HostSample(int(h["cpu_count"]), float(h["cpu_percent"]), int(h["memory_used"]), int(h["memory_total"]),
+                      str(h.get("machine", "")), str(h.get("system", ""))) if h else None
+    return int(rec["t"]), gpus, host
 
 
 def _info(d: dict) -> ServerInfo:
@@ -220,6 +232,8 @@ def load_session(path: str | Path) -> Session:
                 prompts[-1].events[rec["side"]].append(event_from_json(rec))
             elif kind == "result":
                 prompts[-1].result = rec
+            elif kind == "probe" and prompts:
+                prompts[-1].probes.append(probe_from_json(rec))
         except (orjson.JSONDecodeError, KeyError, ValueError, IndexError, TypeError) as exc:
             warnings.append(f"{p}:{lineno}: unreadable record ({type(exc).__name__}); stopped there")
             break
@@ -360,6 +374,17 @@ class SessionBackend:
                 await asyncio.sleep(0)
             # keep the recorded offsets so figures (TTFT, tokens/s) are the recorded ones at any speed
             yield ev
+
+    async def play_probes(self, on_sample) -> None:
+        """The recorded live-panel samples of the prompt now playing, on the replay clock."""
+        import asyncio
+
+        if self._cursor == 0:
+            return
+        for t, gpus, host in self.session.prompts[self._cursor - 1].probes:
+            while self.control.now() < t:
+                await asyncio.sleep(0.02)
+            on_sample(gpus, host)
 
     def rewind(self) -> None:
         """Back to the start of the prompt last played (for seeking backwards)."""

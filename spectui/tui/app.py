@@ -773,11 +773,18 @@ class SpectuiApp(App):
                     self.sub_title = f"{prompt.id}: {prompt.preview}"
                 if writer is not None:
                     writer.prompt(prompt, params, order)
-                if order == "concurrent":
-                    await asyncio.gather(*(self._run_side(s, prompt, params) for s in SIDES))
-                else:
-                    for s in SIDES:
-                        await self._run_side(s, prompt, params)
+                probes = None
+                if self.replaying and hasattr(self.backends["baseline"], "play_probes"):
+                    probes = asyncio.create_task(self._replay_probes())
+                try:
+                    if order == "concurrent":
+                        await asyncio.gather(*(self._run_side(s, prompt, params) for s in SIDES))
+                    else:
+                        for s in SIDES:
+                            await self._run_side(s, prompt, params)
+                finally:
+                    if probes is not None:
+                        probes.cancel()
                 self._flush()
                 self._finish_prompt(prompt)
                 if writer is not None:
@@ -926,6 +933,16 @@ class SpectuiApp(App):
             self.q(Banner).show_running(f"not compared: {' and '.join(failed)} failed (see its pane); "
                                         f"the outputs agreed for the first {agreed} bytes")
 
+    async def _replay_probes(self) -> None:
+        """A replay draws the live panel from the samples recorded with the session."""
+        await asyncio.sleep(0.05)  # the first side's stream has started the replay clock
+        backend = self.backends["baseline"]
+
+        def show(gpus, host):
+            self.post_message(ProbeSampled(gpus, host, {}, "recorded with the session" if not gpus else None))
+
+        await backend.play_probes(show)
+
     # -- live panel ---------------------------------------------------------------------------------
     @work(thread=True, group="probe", exit_on_error=False)
     def probe_loop(self) -> None:
@@ -935,6 +952,9 @@ class SpectuiApp(App):
         me = get_current_worker()
         self.config.host_probe()  # prime psutil's CPU percent
         while not me.is_cancelled:
+            if self.replaying:  # the replay shows the recorded samples instead
+                time.sleep(0.2)
+                continue
             gpus = self.gpu_probe.sample()
             host = self.config.host_probe()
             procs = {side: self.proc_probe.sample(pid) for side, pid in self.config.pids.items()}

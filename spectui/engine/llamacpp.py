@@ -19,7 +19,7 @@ from spectui.engine.errors import (
 from spectui.engine.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted
 from spectui.engine.labeller import LlamaCppLabeller
 from spectui.engine.metrics import parse_metrics
-from spectui.engine.sse import DONE, SSEDecoder, parse_payload
+from spectui.engine.sse import error_text as _error_text, post_sse, why as _why
 
 
 @dataclass
@@ -228,44 +228,19 @@ class LlamaCppBackend:
     async def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]:
         """Stream one completion as events; a failure ends the stream with StreamFailed, never raises."""
         labeller = LlamaCppLabeller()
-        decoder = SSEDecoder()
-        clock = self.clock
-        yield StreamStarted(clock(), prompt)
+        yield StreamStarted(self.clock(), prompt)
         try:
-            async with self.client.stream(
-                "POST", self.url + "/completion", json=self.request_body(prompt, params),
-                timeout=httpx.Timeout(30.0, read=120.0),
-            ) as r:
-                if r.status_code >= 400:
-                    await r.aread()
-                    yield StreamFailed(clock(), f"{self.url}/completion answered HTTP {r.status_code}: {_error_text(r)}")
+            async for t, obj in post_sse(self.client, self.url + "/completion", self.request_body(prompt, params),
+                                         read_timeout=120.0, clock=self.clock):
+                for ev in labeller.feed(obj, t):
+                    if isinstance(ev, StreamFinished) and ev.settings and self.info is not None:
+                        self._learn_settings(ev.settings)
+                    yield ev
+                if labeller.finished is not None:
                     return
-                async for line in r.aiter_lines():
-                    t = clock()
-                    payload = decoder.feed(line)
-                    if payload is None:
-                        continue
-                    obj = parse_payload(payload)
-                    if obj is DONE:
-                        break
-                    if "error" in obj and "content" not in obj:
-                        err = obj["error"]
-                        msg = err.get("message", err) if isinstance(err, dict) else err
-                        yield StreamFailed(t, f"server error after {labeller.index} tokens: {msg}")
-                        return
-                    for ev in labeller.feed(obj, t):
-                        if isinstance(ev, StreamFinished) and ev.settings and self.info is not None:
-                            self._learn_settings(ev.settings)
-                        yield ev
-                    if labeller.finished is not None:
-                        return
-            yield StreamFailed(clock(), f"stream ended after {labeller.index} tokens without a final event")
+            yield StreamFailed(self.clock(), f"stream ended after {labeller.index} tokens without a final event")
         except StreamBroken as exc:
-            yield StreamFailed(clock(), f"{exc} (after {labeller.index} tokens)")
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            yield StreamFailed(clock(), f"cannot connect to {self.url} ({_why(exc)})")
-        except httpx.HTTPError as exc:
-            yield StreamFailed(clock(), f"connection to {self.url} lost after {labeller.index} tokens ({_why(exc)})")
+            yield StreamFailed(self.clock(), f"{exc} (after {labeller.index} tokens)")
 
     def _learn_settings(self, settings: dict) -> None:
         """The final event names the speculation types the request really used (e.g. 'none,draft-simple')."""
@@ -327,17 +302,3 @@ def _speculative_from(spec: dict, params: dict) -> dict:
     return out
 
 
-def _why(exc: Exception) -> str:
-    text = str(exc) or type(exc).__name__
-    return text.splitlines()[0][:120]
-
-
-def _error_text(r: httpx.Response) -> str:
-    try:
-        body = r.json()
-        err = body.get("error", body)
-        if isinstance(err, dict):
-            return str(err.get("message", err))[:200]
-        return str(err)[:200]
-    except Exception:
-        return (r.text or r.reason_phrase or "")[:200].strip()

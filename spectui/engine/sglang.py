@@ -5,7 +5,8 @@ are cumulative unless the server runs with --incremental-streaming-output (both 
 whose text does not extend the previous text is taken as an increment). At the end `meta_info` holds
 `prompt_tokens`, `completion_tokens`, `cached_tokens` and, under speculation, `spec_verify_ct` (steps)
 with `spec_accept_length` / `spec_accept_rate` (or older/newer spellings). Labels are inferred from
-chunking (one chunk per step), as SGLang gives no per-step counts.
+chunking (one chunk per step), as SGLang gives no per-step counts. SGLang has no chat-template
+endpoint, so prompts are rendered as ChatML (OpenAIBackend.render_chat), SmolLM2's template.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from collections.abc import AsyncIterator
 import httpx
 
 from spectui.engine.chunks import ChunkLabeller
-from spectui.engine.errors import NotLlamaServer, ServerHTTPError, StreamBroken
+from spectui.engine.errors import NotLlamaServer, StreamBroken
 from spectui.engine.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted
-from spectui.engine.llamacpp import GenerationParams, ServerInfo, _error_text, _why
-from spectui.engine.metrics import parse_metrics, total
-from spectui.engine.sse import DONE, SSEDecoder, parse_payload
-from spectui.engine.vllm import OpenAIBackend
+from spectui.engine.llamacpp import GenerationParams, ServerInfo
+from spectui.engine.metrics import total
+from spectui.engine.sse import post_sse
+from spectui.engine.vllm import STOP_TYPES, OpenAIBackend
 
 STEP_KEYS = ("spec_verify_ct", "spec_verify_count", "spec_num_verify")
 ACCEPT_LEN_KEYS = ("spec_accept_length", "spec_avg_accept_length", "avg_spec_accept_length")
@@ -85,9 +86,6 @@ class SGLangBackend(OpenAIBackend):
         self.info = info
         return info
 
-    async def render_chat(self, messages: list[dict]) -> str:
-        return await super().render_chat(messages)  # SGLang has no template endpoint; ChatML as SmolLM2's
-
     async def flush_cache(self) -> bool:
         try:
             r = await self.client.post(self.url + "/flush_cache", timeout=10, headers=self._headers)
@@ -99,65 +97,47 @@ class SGLangBackend(OpenAIBackend):
         clock = self.clock
         yield StreamStarted(clock(), prompt)
         lab = ChunkLabeller(self.speculative)
-        decoder = SSEDecoder()
         text_so_far, ids_so_far = "", 0
         meta: dict = {}
         body = {"text": prompt, "stream": True,
                 "sampling_params": {"temperature": params.temperature, "max_new_tokens": params.max_tokens,
                                     "sampling_seed": params.seed}}
         try:
-            async with self.client.stream("POST", self.url + "/generate", json=body, headers=self._headers,
-                                          timeout=httpx.Timeout(30.0, read=300.0)) as r:
-                if r.status_code >= 400:
-                    await r.aread()
-                    yield StreamFailed(clock(), f"{self.url}/generate answered HTTP {r.status_code}: {_error_text(r)}")
-                    return
-                async for line in r.aiter_lines():
-                    t = clock()
-                    payload = decoder.feed(line)
-                    if payload is None:
-                        continue
-                    obj = parse_payload(payload)
-                    if obj is DONE:
-                        break
-                    if "error" in obj:
-                        yield StreamFailed(t, f"server error after {lab.index} tokens: {obj['error']}")
-                        return
-                    text = obj.get("text") or ""
-                    ids = obj.get("output_ids")
-                    meta = obj.get("meta_info") or meta
-                    # cumulative (default) or incremental (--incremental-streaming-output)
-                    if text.startswith(text_so_far) and (ids is None or len(ids) >= ids_so_far):
-                        new_text = text[len(text_so_far):]
-                        new_ids = ids[ids_so_far:] if isinstance(ids, list) else None
-                        text_so_far = text
-                        ids_so_far = len(ids) if isinstance(ids, list) else ids_so_far
-                    else:
-                        new_text, new_ids = text, ids
-                        text_so_far += text
-                        ids_so_far += len(ids) if isinstance(ids, list) else 0
-                    n = len(new_ids) if isinstance(new_ids, list) else (1 if new_text else 0)
-                    for ev in lab.feed(new_text.encode("utf-8"), new_ids, n, t):
-                        yield ev
-            if not meta:
-                yield StreamFailed(clock(), f"stream ended after {lab.index} tokens without meta_info")
-                return
-            timings = {}
-            if meta.get("prompt_tokens") is not None:
-                timings["prompt_n"] = meta["prompt_tokens"] - (meta.get("cached_tokens") or 0)
-            if meta.get("cached_tokens") is not None:
-                timings["cache_n"] = meta["cached_tokens"]
-            fin = meta.get("finish_reason")
-            stop = fin.get("type") if isinstance(fin, dict) else fin
-            spec = {"steps": _first(meta, STEP_KEYS), "accept_length": _first(meta, ACCEPT_LEN_KEYS),
-                    "accept_rate": _first(meta, ACCEPT_RATE_KEYS), "accepted": _first(meta, ACCEPTED_KEYS),
-                    "drafted": _first(meta, DRAFTED_KEYS), "completion_tokens": meta.get("completion_tokens")}
-            yield StreamFinished(clock(), {"length": "limit", "stop": "eos"}.get(stop or "", stop or "none"), timings,
-                                 meta.get("prompt_tokens"), b"", {"sglang_spec": spec})
+            async for t, obj in post_sse(self.client, self.url + "/generate", body, self._headers, clock=clock):
+                text = obj.get("text") or ""
+                ids = obj.get("output_ids")
+                meta = obj.get("meta_info") or meta
+                # cumulative (default) or incremental (--incremental-streaming-output)
+                if text.startswith(text_so_far) and (ids is None or len(ids) >= ids_so_far):
+                    new_text = text[len(text_so_far):]
+                    new_ids = ids[ids_so_far:] if isinstance(ids, list) else None
+                    text_so_far = text
+                    ids_so_far = len(ids) if isinstance(ids, list) else ids_so_far
+                else:
+                    new_text, new_ids = text, ids
+                    text_so_far += text
+                    ids_so_far += len(ids) if isinstance(ids, list) else 0
+                n = len(new_ids) if isinstance(new_ids, list) else (1 if new_text else 0)
+                for ev in lab.feed(new_text.encode("utf-8"), new_ids, n, t):
+                    yield ev
         except StreamBroken as exc:
             yield StreamFailed(clock(), f"{exc} (after {lab.index} tokens)")
-        except httpx.HTTPError as exc:
-            yield StreamFailed(clock(), f"connection to {self.url} lost after {lab.index} tokens ({_why(exc)})")
+            return
+        if not meta:
+            yield StreamFailed(clock(), f"stream ended after {lab.index} tokens without meta_info")
+            return
+        timings = {}
+        if meta.get("prompt_tokens") is not None:
+            timings["prompt_n"] = meta["prompt_tokens"] - (meta.get("cached_tokens") or 0)
+        if meta.get("cached_tokens") is not None:
+            timings["cache_n"] = meta["cached_tokens"]
+        fin = meta.get("finish_reason")
+        stop = fin.get("type") if isinstance(fin, dict) else fin
+        spec = {"steps": _first(meta, STEP_KEYS), "accept_length": _first(meta, ACCEPT_LEN_KEYS),
+                "accept_rate": _first(meta, ACCEPT_RATE_KEYS), "accepted": _first(meta, ACCEPTED_KEYS),
+                "drafted": _first(meta, DRAFTED_KEYS), "completion_tokens": meta.get("completion_tokens")}
+        yield StreamFinished(clock(), STOP_TYPES.get(stop or "", stop or "none"), timings, meta.get("prompt_tokens"),
+                             b"", {"sglang_spec": spec})
 
     async def kv_usage(self):
         m = await self.metrics()
@@ -168,13 +148,3 @@ class SGLangBackend(OpenAIBackend):
         if used is not None and frac:
             return (int(used), int(round(used / frac)))
         return (int(round(frac * 1000)), 1000) if frac is not None else None
-
-    async def metrics(self):
-        try:
-            r = await self._get("/metrics")
-        except Exception:
-            return None
-        return parse_metrics(r.text) if r.status_code == 200 else None
-
-
-_ = ServerHTTPError

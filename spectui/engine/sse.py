@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+
+import httpx
 import orjson  # 3-5x faster than json on the per-token hot path (bench/parse_throughput.py)
-from collections.abc import Iterable, Iterator
 
 from spectui.engine.errors import StreamBroken
 
@@ -73,3 +76,55 @@ def iter_payloads(lines: Iterable[str]) -> Iterator[dict | object]:
     payload = decoder.flush()
     if payload is not None:
         yield parse_payload(payload)
+
+
+def why(exc: Exception) -> str:
+    """The first line of an exception's text, short enough for a one-line message."""
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:120]
+
+
+def error_text(r: httpx.Response) -> str:
+    """A server's own error message from an error response (JSON `error.message` or the body)."""
+    try:
+        body = r.json()
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            return str(err.get("message", err))[:200]
+        return str(err)[:200]
+    except Exception:
+        return (r.text or r.reason_phrase or "")[:200].strip()
+
+
+async def post_sse(client: httpx.AsyncClient, url: str, body: dict, headers: dict | None = None,
+                   read_timeout: float = 300.0,
+                   clock: Callable[[], int] = time.perf_counter_ns) -> AsyncIterator[tuple[int, dict]]:
+    """POST a streaming request and yield (arrival time, JSON object) per event, until [DONE] or the end.
+
+    Every way the stream can fail — an HTTP error, no connection, a dropped connection, malformed
+    SSE, an error object from the server — raises StreamBroken with a one-line message; the caller
+    adds how far it got. The arrival time is taken when the line arrives, before parsing.
+    """
+    decoder = SSEDecoder()
+    try:
+        async with client.stream("POST", url, json=body, headers=headers or {},
+                                 timeout=httpx.Timeout(30.0, read=read_timeout)) as r:
+            if r.status_code >= 400:
+                await r.aread()
+                raise StreamBroken(f"{url} answered HTTP {r.status_code}: {error_text(r)}")
+            async for line in r.aiter_lines():
+                t = clock()
+                payload = decoder.feed(line)
+                if payload is None:
+                    continue
+                obj = parse_payload(payload)
+                if obj is DONE:
+                    return
+                if "error" in obj and not obj.keys() & {"content", "choices", "text"}:
+                    err = obj["error"]
+                    raise StreamBroken(f"server error: {err.get('message', err) if isinstance(err, dict) else err}")
+                yield t, obj
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        raise StreamBroken(f"cannot connect to {url} ({why(exc)})") from None
+    except httpx.HTTPError as exc:
+        raise StreamBroken(f"connection to {url} lost ({why(exc)})") from None

@@ -18,9 +18,11 @@ from spectui.engine import metrics as M
 from spectui.engine.chunks import ChunkLabeller
 from spectui.engine.errors import NotLlamaServer, ServerHTTPError, ServerLoading, ServerUnreachable, StreamBroken
 from spectui.engine.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted
-from spectui.engine.llamacpp import GenerationParams, ServerInfo, _error_text, _why
+from spectui.engine.llamacpp import GenerationParams, ServerInfo
 from spectui.engine.metrics import parse_metrics
-from spectui.engine.sse import DONE, SSEDecoder, parse_payload
+from spectui.engine.sse import error_text as _error_text, post_sse, why as _why
+
+STOP_TYPES = {"length": "limit", "stop": "eos"}  # OpenAI finish reasons in llama.cpp's stop_type terms
 
 
 class OpenAIBackend:
@@ -105,59 +107,39 @@ class OpenAIBackend:
         clock = self.clock
         yield StreamStarted(clock(), prompt)
         lab = self._labeller()
-        decoder = SSEDecoder()
         usage: dict = {}
         extra: dict = {}
         finish = None
         try:
-            async with self.client.stream("POST", self.url + "/v1/completions", json=self.request_body(prompt, params),
-                                          headers=self._headers, timeout=httpx.Timeout(30.0, read=300.0)) as r:
-                if r.status_code >= 400:
-                    await r.aread()
-                    yield StreamFailed(clock(), f"{self.url}/v1/completions answered HTTP {r.status_code}: {_error_text(r)}")
-                    return
-                async for line in r.aiter_lines():
-                    t = clock()
-                    payload = decoder.feed(line)
-                    if payload is None:
-                        continue
-                    obj = parse_payload(payload)
-                    if obj is DONE:
-                        break
-                    if "error" in obj:
-                        err = obj["error"]
-                        yield StreamFailed(t, f"server error after {lab.index} tokens: {err.get('message', err) if isinstance(err, dict) else err}")
-                        return
-                    if obj.get("usage"):
-                        usage = obj["usage"]
-                        extra = obj.get("metrics") or {}
-                    for choice in obj.get("choices") or []:
-                        text = choice.get("text") or ""
-                        ids = choice.get("token_ids")
-                        n = len(ids) if isinstance(ids, list) else (1 if text else 0)
-                        for ev in lab.feed(text.encode("utf-8"), ids if isinstance(ids, list) else None, n, t):
-                            yield ev
-                        if choice.get("finish_reason"):
-                            finish = choice["finish_reason"]
-            if finish is None and not usage:
-                yield StreamFailed(clock(), f"stream ended after {lab.index} tokens without a finish reason")
-                return
-            timings = {}
-            details = usage.get("prompt_tokens_details") or {}
-            if usage.get("prompt_tokens") is not None:
-                cached = details.get("cached_tokens")
-                timings["prompt_n"] = usage["prompt_tokens"] - (cached or 0)
-                if cached is not None:
-                    timings["cache_n"] = cached
-            if extra.get("tokens_per_second") is not None:
-                timings["predicted_per_second"] = extra["tokens_per_second"]
-            spec = extra.get("speculative_decoding") or {}
-            yield StreamFinished(clock(), {"length": "limit", "stop": "eos"}.get(finish or "", finish or "none"), timings,
-                                 usage.get("prompt_tokens"), b"", {"vllm_spec": spec, "completion_tokens": usage.get("completion_tokens")})
+            async for t, obj in post_sse(self.client, self.url + "/v1/completions", self.request_body(prompt, params),
+                                         self._headers, clock=clock):
+                if obj.get("usage"):
+                    usage = obj["usage"]
+                    extra = obj.get("metrics") or {}
+                for choice in obj.get("choices") or []:
+                    text = choice.get("text") or ""
+                    ids = choice.get("token_ids")
+                    n = len(ids) if isinstance(ids, list) else (1 if text else 0)
+                    for ev in lab.feed(text.encode("utf-8"), ids if isinstance(ids, list) else None, n, t):
+                        yield ev
+                    finish = choice.get("finish_reason") or finish
         except StreamBroken as exc:
             yield StreamFailed(clock(), f"{exc} (after {lab.index} tokens)")
-        except httpx.HTTPError as exc:
-            yield StreamFailed(clock(), f"connection to {self.url} lost after {lab.index} tokens ({_why(exc)})")
+            return
+        if finish is None and not usage:
+            yield StreamFailed(clock(), f"stream ended after {lab.index} tokens without a finish reason")
+            return
+        timings = {}
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+        if usage.get("prompt_tokens") is not None:
+            timings["prompt_n"] = usage["prompt_tokens"] - (cached or 0)
+        if cached is not None:
+            timings["cache_n"] = cached
+        if extra.get("tokens_per_second") is not None:
+            timings["predicted_per_second"] = extra["tokens_per_second"]
+        spec = extra.get("speculative_decoding") or {}
+        yield StreamFinished(clock(), STOP_TYPES.get(finish or "", finish or "none"), timings, usage.get("prompt_tokens"),
+                             b"", {"vllm_spec": spec, "completion_tokens": usage.get("completion_tokens")})
 
     async def metrics(self) -> dict[str, float] | None:
         try:

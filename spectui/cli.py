@@ -307,7 +307,7 @@ async def _sweep(args) -> int:
 
     levels = parse_levels(args.concurrency)
     params = _params(args)
-    prompt_list = _prompts(args) if getattr(args, "prompt", None) else __import__("spectui.engine.prompts", fromlist=["x"]).load_set(args.prompts)[1]
+    prompt_list = _prompts(args)
     limits = httpx.Limits(max_connections=max(levels) * 2 + 4, max_keepalive_connections=max(levels) * 2 + 4)
     async with httpx.AsyncClient(limits=limits) as client:
         backends, infos = await _connect_pair(client, args)
@@ -324,13 +324,13 @@ async def _sweep(args) -> int:
     doc = {"baseline": infos["baseline"].to_json(), "candidate": infos["candidate"].to_json(),
            "params": {"max_tokens": params.max_tokens, "temperature": params.temperature, "seed": params.seed},
            "levels": [lv.to_json() for lv in result]}
-    from spectui.engine.notebook import _atomic_write
+    from spectui.engine.notebook import atomic_write
     from pathlib import Path
 
     if args.save:
-        _atomic_write(Path(args.save).expanduser(), json.dumps(doc, indent=2) + "\n")
+        atomic_write(Path(args.save).expanduser(), json.dumps(doc, indent=2) + "\n")
     if args.svg:
-        _atomic_write(Path(args.svg).expanduser(), svg_chart(result, f"{infos['candidate'].describe_speedup()} vs baseline"))
+        atomic_write(Path(args.svg).expanduser(), svg_chart(result, f"{infos['candidate'].describe_speedup()} vs baseline"))
     if args.notebook is not None:
         from spectui.engine import notebook
         import datetime as dt
@@ -494,10 +494,10 @@ def _report(args) -> int:
     else:
         text = json.dumps(json_report(session.infos, results, params, order), indent=2) + "\n"
     if args.output:
-        from spectui.engine.notebook import _atomic_write
+        from spectui.engine.notebook import atomic_write
         from pathlib import Path
 
-        _atomic_write(Path(args.output).expanduser(), text)
+        atomic_write(Path(args.output).expanduser(), text)
         print(f"spectui: wrote {args.output}", file=sys.stderr)
     else:
         print(text, end="")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.pilot import until
+
 import os
 import signal
 import subprocess
@@ -195,10 +197,7 @@ async def test_demo_reaches_a_finished_identical_comparison_and_stops_its_server
         pids = [base.pid, cand.pid]
         app = make_app(demo_config(base, cand, autosave=False, gpu_probe=GPUProbe(FakeNVML(fail_init=True))))
         async with app.run_test(size=(160, 50)) as pilot:
-            for _ in range(1200):
-                if app.results and app.run_done.is_set():
-                    break
-                await pilot.pause(0.05)
+            await until(pilot, lambda: app.results and app.run_done.is_set(), timeout=60)
             assert app.results and app.results[0].identical is True
             assert "IDENTICAL" in str(app.q("#banner").render())
             assert app.results[0].candidate.figures.drafted > 0

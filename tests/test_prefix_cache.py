@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.pilot import until
+
 import asyncio
 import json
 
@@ -113,26 +115,17 @@ async def test_prefix_screen_runs_turns_and_saves_the_slot(slot_servers):
     app = make_app(AppConfig(cold, warm, params=GenerationParams(max_tokens=24), autosave=False,
                              gpu_probe=GPUProbe(FakeNVML(fail_init=True))))
     async with app.run_test(size=(160, 50)) as pilot:
-        for _ in range(200):
-            if all(app.pane(s).state == "ready" for s in ("baseline", "candidate")):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: all(app.pane(s).state == "ready" for s in ("baseline", "candidate")), timeout=10)
         await pilot.press("ctrl+f")
         await pilot.pause()
         await pilot.press("enter")
         table = app.screen.query_one("#turns")
-        for _ in range(600):
-            if table.row_count == 3 and "done" in str(app.screen.query_one("#status").render()):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: table.row_count == 3 and "done" in str(app.screen.query_one("#status").render()), timeout=30)
         assert table.row_count == 3
         reused = table.get_row_at(1)[4]
         assert reused not in ("—", "0")
         assert "MiB" in str(app.screen.query_one("#kv").render())
         await pilot.press("s")
-        for _ in range(100):
-            if "save:" in str(app.screen.query_one("#status").render()):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: "save:" in str(app.screen.query_one("#status").render()), timeout=5)
         assert "MB" in str(app.screen.query_one("#status").render())
         assert (slots / "spectui-conversation.bin").exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.pilot import until
+
 import json
 import tomllib
 
@@ -142,10 +144,7 @@ async def test_replay_in_the_tui_matches_the_live_run(recorded):
                     replay_control=control, autorun_all=True, gpu_probe=GPUProbe(FakeNVML(fail_init=True)), autosave=False)
     app = make_app(cfg)
     async with app.run_test(size=(160, 50)) as pilot:
-        for _ in range(400):
-            if len(app.results) == len(live["prompts"]) and app.run_done.is_set():
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: len(app.results) == len(live["prompts"]) and app.run_done.is_set(), timeout=20)
         assert len(app.results) == len(live["prompts"])
         for r, want in zip(app.results, live["prompts"]):
             assert r.identical == want["identical"]
@@ -171,15 +170,9 @@ async def test_tui_autosaves_and_appends_to_the_notebook(llama_servers, tmp_path
                     initial_prompt="Name three colours.")
     app = make_app(cfg)
     async with app.run_test(size=(160, 50)) as pilot:
-        for _ in range(200):
-            if all(app.pane(s).state == "ready" for s in ("baseline", "candidate")):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: all(app.pane(s).state == "ready" for s in ("baseline", "candidate")), timeout=10)
         app.action_run()
-        for _ in range(600):
-            if app.results and app.run_done.is_set():
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: app.results and app.run_done.is_set(), timeout=30)
         await pilot.press("ctrl+n")
         await pilot.press("ctrl+e")
         await pilot.pause()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.pilot import until
+
 import json
 import xml.etree.ElementTree as ET
 
@@ -103,17 +105,11 @@ async def test_sweep_screen_fills_every_level(four_slot_servers):
     app = make_app(AppConfig(base, cand, prompt_set="quick", params=GenerationParams(max_tokens=16), autosave=False,
                              gpu_probe=GPUProbe(FakeNVML(fail_init=True))))
     async with app.run_test(size=(160, 50)) as pilot:
-        for _ in range(200):
-            if all(app.pane(s).state == "ready" for s in ("baseline", "candidate")):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: all(app.pane(s).state == "ready" for s in ("baseline", "candidate")), timeout=10)
         await pilot.press("ctrl+u")
         await pilot.pause()
         await pilot.press("enter")
         table = app.screen.query_one("#levels")
-        for _ in range(900):
-            if table.row_count == 3 and "done" in str(app.screen.query_one("#status").render()):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: table.row_count == 3 and "done" in str(app.screen.query_one("#status").render()), timeout=45)
         assert [table.get_row_at(i)[0] for i in range(3)] == ["1", "2", "4"]
         assert all("identical" in table.get_row_at(i)[6] or "DIFFER" in table.get_row_at(i)[6] for i in range(3))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -13,6 +12,7 @@ from spectui.engine.llamacpp import GenerationParams
 from spectui.engine.probes import GPUProbe
 from spectui.tui.app import AppConfig, make_app
 from spectui.tui.widgets import Banner
+from tests.pilot import ready, until
 
 pytestmark = pytest.mark.server
 PROMPT = "Write a Python function fizzbuzz(n) that returns a list of strings for 1..n. Keep it short."
@@ -23,13 +23,6 @@ class NoNVML:
         raise RuntimeError("NVML Shared Library Not Found")
 
 
-async def until(pilot, predicate, timeout=60.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
-
 
 def app_for(baseline, candidate, **kw):
     cfg = AppConfig(baseline, candidate, params=GenerationParams(max_tokens=kw.pop("max_tokens", 64), cache_prompt=False),
@@ -37,9 +30,6 @@ def app_for(baseline, candidate, **kw):
     return make_app(cfg)
 
 
-async def ready(pilot, app):
-    await until(pilot, lambda: all(app.pane(s).state in ("ready", "failed") for s in ("baseline", "candidate")),
-                what="both panes connected")
 
 
 async def test_run_shows_both_outputs_identical_and_acceptance(llama_servers):

@@ -105,6 +105,8 @@ def test_mixed_llama_cpp_baseline_vs_vllm_candidate(vllm_pair, llama_servers, ca
     assert code in (0, 3)  # a difference is a result, not an error
     p = doc["prompts"][0]
     assert doc["baseline"]["backend"] == "llama.cpp" and doc["candidate"]["backend"] == "vllm"
-    assert p["identical"] is not None
-    if not p["identical"]:
-        assert p["first_divergence"]["byte"] >= 0
+    out_b, out_c = p["baseline"]["output"].encode(), p["candidate"]["output"].encode()
+    assert p["identical"] is (out_b == out_c)
+    if not p["identical"]:  # exactly where: the bytes before agree, the byte there differs (or one ends)
+        d = p["first_divergence"]["byte"]
+        assert out_b[:d] == out_c[:d] and (d == min(len(out_b), len(out_c)) or out_b[d] != out_c[d])

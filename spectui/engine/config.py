@@ -41,7 +41,7 @@ def load() -> tuple[dict, list[str]]:
 
 def remember(**values) -> None:
     """Update settings atomically; a broken file is never overwritten."""
-    from spectui.engine.notebook import _atomic_write
+    from spectui.engine.notebook import atomic_write
 
     path = config_path()
     current: dict = {}
@@ -51,4 +51,4 @@ def remember(**values) -> None:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError):
             return
     current.update({k: v for k, v in values.items() if v is not None})
-    _atomic_write(path, tomli_w.dumps(current))
+    atomic_write(path, tomli_w.dumps(current))

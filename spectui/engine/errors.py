@@ -29,6 +29,13 @@ class SpectuiError(Exception):
         return f"{msg} — {self.hint}" if self.hint else msg
 
 
+def describe(exc: BaseException) -> str:
+    """The one-line message for any exception: ours say what to do, others name their type."""
+    if isinstance(exc, SpectuiError):
+        return exc.one_line()
+    return f"{type(exc).__name__}: {exc}"
+
+
 class ServerError(SpectuiError):
     pass
 

@@ -77,7 +77,7 @@ class LlamaCppLabeller:
         if obj.get("stop"):
             # the final event: no new token unless it carries ids (it can carry released held text)
             if n_new or data:
-                out.extend(self._emit(ids, max(n_new, 0), data, t_ns, final=True))
+                out.extend(self._emit(ids, max(n_new, 0), data, t_ns))
             self.finished = StreamFinished(
                 t_ns=t_ns,
                 stop_type=str(obj.get("stop_type", "none")),
@@ -92,7 +92,7 @@ class LlamaCppLabeller:
         out.extend(self._emit(ids, n_new, data, t_ns))
         return out
 
-    def _emit(self, ids: list, n_new: int, data: bytes, t_ns: int, final: bool = False) -> list[StreamEvent]:
+    def _emit(self, ids: list, n_new: int, data: bytes, t_ns: int) -> list[StreamEvent]:
         out: list[StreamEvent] = []
         if n_new == 0:
             return out

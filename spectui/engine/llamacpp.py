@@ -276,10 +276,11 @@ class LlamaCppBackend:
             return None
         used = total = 0
         for s in slots:
+            nxt = s.get("next_token") or {}
+            if isinstance(nxt, list):  # an array in the code, an object in the docs
+                nxt = nxt[0] if nxt else {}
             total += int(s.get("n_ctx") or 0)
-            used += int(s.get("n_prompt_tokens") or 0) + int((s.get("next_token") or [{}])[0].get("n_decoded", 0)
-                                                               if isinstance(s.get("next_token"), list)
-                                                               else (s.get("next_token") or {}).get("n_decoded", 0))
+            used += int(s.get("n_prompt_tokens") or 0) + int(nxt.get("n_decoded") or 0)
         return used, total
 
 

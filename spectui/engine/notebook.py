@@ -56,7 +56,8 @@ def measurement(result, infos, profile: str | None = None) -> dict:
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items() if v is not None}
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
+    """Write a file users keep: a temporary beside it, fsync, then an atomic rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -81,11 +82,11 @@ def append(path: Path, measurements: list[dict]) -> tuple[Path, str | None]:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             side = path.with_name(path.name + ".pending.toml")
             prior = side.read_text(encoding="utf-8") if side.exists() else ""
-            _atomic_write(side, prior + ("\n" if prior and not prior.endswith("\n\n") else "") + block)
+            atomic_write(side, prior + ("\n" if prior and not prior.endswith("\n\n") else "") + block)
             return side, (f"notebook {path} is not valid TOML ({exc}); left it untouched and "
                           f"wrote the measurement to {side}")
     sep = "" if not existing or existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
-    _atomic_write(path, existing + sep + block)
+    atomic_write(path, existing + sep + block)
     return path, None
 
 

@@ -19,7 +19,7 @@ from spectui.engine.compare import Divergence, compare_tokens
 from spectui.engine.errors import ServerHTTPError, ServerUnreachable
 from spectui.engine.figures import SideRecorder
 from spectui.engine.llamacpp import GenerationParams, LlamaCppBackend
-from spectui.engine.runner import run_side
+from spectui.engine.runner import metrics_or_none, run_side
 
 FOLLOW_UPS = [
     "Tell me about the history of the bicycle in a short paragraph.",
@@ -91,10 +91,10 @@ async def run_prefix(baseline: LlamaCppBackend, candidate: LlamaCppBackend, turn
         recs, cached = {}, {}
         for name, backend, cache in (("baseline", baseline, False), ("candidate", candidate, True)):
             prompt = await backend.render_chat(messages)
-            before = await _try(backend.metrics())
+            before = await metrics_or_none(backend)
             recs[name] = await run_side(name, backend, prompt,
                                         GenerationParams(params.max_tokens, params.temperature, params.seed, cache))
-            after = await _try(backend.metrics())
+            after = await metrics_or_none(backend)
             # llama.cpp: prompt_tokens_cached_total; vLLM: vllm:prompt_tokens_cached_total (prefix-cache hits)
             metric = M.VLLM_PROMPT_CACHED if getattr(backend, "kind", "") == "vllm" else M.PROMPT_CACHED
             cached[name] = M.delta(before, after, metric)
@@ -109,12 +109,6 @@ async def run_prefix(baseline: LlamaCppBackend, candidate: LlamaCppBackend, turn
         messages.append({"role": "assistant", "content": reply})
     return out, cleared
 
-
-async def _try(coro):
-    try:
-        return await coro
-    except Exception:
-        return None
 
 
 def prefix_table(turns: list[Turn]) -> str:

@@ -27,14 +27,14 @@ def repeat_stream(payloads: list[dict], n_tokens: int) -> list[dict]:
     out, predicted, d_off, a_off = [], 0, 0, 0
     last_d = last_a = 0
     while predicted < n_tokens:
-        for p in body:
+        for i, p in enumerate(body):
             q = dict(p)
             t = dict(q.get("timings") or {})
             if "draft_n" in t:
                 last_d, last_a = t["draft_n"] + d_off, t["draft_n_accepted"] + a_off
                 t["draft_n"], t["draft_n_accepted"] = last_d, last_a
             q["timings"] = t
-            step = int(p.get("tokens_predicted", 1)) - (int(body[body.index(p) - 1].get("tokens_predicted", 0)) if body.index(p) else 0)
+            step = int(p.get("tokens_predicted", 1)) - (int(body[i - 1].get("tokens_predicted", 0)) if i else 0)
             predicted += max(step, len(q.get("tokens") or []))
             q["tokens_predicted"] = predicted
             out.append(q)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from spectui.engine import metrics as M
 from spectui.engine.compare import Divergence, compare_tokens
+from spectui.engine.errors import describe
 from spectui.engine.events import StreamEvent, StreamFailed
 from spectui.engine.figures import SideRecorder
 from spectui.engine.llamacpp import GenerationParams, LlamaCppBackend, ServerInfo
@@ -52,18 +53,19 @@ async def run_side(
 ) -> SideRecorder:
     """Stream one completion, with /metrics scraped before and after to cross-check the counts."""
     rec = SideRecorder(name)
-    before = await _try_metrics(backend)
+    before = await metrics_or_none(backend)
     async for ev in backend.stream(prompt_text, params):
         rec.feed(ev)
         if sink is not None:
             sink(name, ev)
     if rec.failed is None:
-        after = await _try_metrics(backend)
+        after = await metrics_or_none(backend)
         cross_check(rec, before, after, getattr(backend, "spec_metric_names", LLAMACPP_SPEC))
     return rec
 
 
-async def _try_metrics(backend: LlamaCppBackend) -> dict[str, float] | None:
+async def metrics_or_none(backend) -> dict[str, float] | None:
+    """A /metrics scrape, or None when the server has none or does not answer (never an error)."""
     try:
         return await backend.metrics()
     except Exception:
@@ -126,7 +128,7 @@ async def compare_prompt(
             text = await render_prompt(backend, prompt)
         except Exception as exc:  # one side failing never stops the other
             rec = SideRecorder(name)
-            ev = StreamFailed(0, _one_line(exc))
+            ev = StreamFailed(0, describe(exc))
             rec.feed(ev)
             if sink is not None:
                 sink(name, ev)
@@ -146,12 +148,6 @@ async def compare_prompt(
     return result
 
 
-def _one_line(exc: Exception) -> str:
-    from spectui.engine.errors import SpectuiError
-
-    if isinstance(exc, SpectuiError):
-        return exc.one_line()
-    return f"{type(exc).__name__}: {exc}"
 
 
 async def connect(backend: LlamaCppBackend, ready_timeout: float, on_wait=None) -> ServerInfo:

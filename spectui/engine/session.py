@@ -112,14 +112,10 @@ class SessionWriter:
 
     def save_as(self, path: str | Path) -> Path:
         """Write everything recorded so far to a new file, atomically."""
-        import tempfile
+        from spectui.engine.notebook import atomic_write
 
         dest = Path(path).expanduser()
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.writelines(self.lines)
-        os.replace(tmp, dest)
+        atomic_write(dest, "".join(self.lines))
         return dest
 
     def probe(self, gpus: list, host) -> None:

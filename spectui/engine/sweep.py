@@ -19,7 +19,7 @@ from spectui.engine.compare import Divergence, compare_tokens
 from spectui.engine.figures import SideRecorder
 from spectui.engine.llamacpp import GenerationParams, LlamaCppBackend
 from spectui.engine.prompts import Prompt
-from spectui.engine.runner import render_prompt
+from spectui.engine.runner import metrics_or_none, render_prompt
 
 
 @dataclass
@@ -101,7 +101,7 @@ class Level:
 
 
 async def _run_side(backend: LlamaCppBackend, texts: list[str], params: GenerationParams, name: str) -> SideLevel:
-    before = await _try(backend.metrics())
+    before = await metrics_or_none(backend)
     recs = [SideRecorder(f"{name}#{i}") for i in range(len(texts))]
 
     async def one(i: int) -> None:
@@ -111,18 +111,12 @@ async def _run_side(backend: LlamaCppBackend, texts: list[str], params: Generati
     t0 = time.perf_counter()
     await asyncio.gather(*(one(i) for i in range(len(texts))))
     wall = time.perf_counter() - t0
-    after = await _try(backend.metrics())
+    after = await metrics_or_none(backend)
     lvl = SideLevel(recs, wall)
     lvl.metrics_drafted = M.delta(before, after, M.SPEC_DRAFTED)
     lvl.metrics_accepted = M.delta(before, after, M.SPEC_ACCEPTED)
     return lvl
 
-
-async def _try(coro):
-    try:
-        return await coro
-    except Exception:
-        return None
 
 
 async def sweep(baseline: LlamaCppBackend, candidate: LlamaCppBackend, prompts: list[Prompt], levels: list[int],

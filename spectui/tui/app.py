@@ -24,7 +24,8 @@ from spectui.engine.figures import SideRecorder
 from spectui.engine.llamacpp import GenerationParams, LlamaCppBackend
 from spectui.engine.probes import GPUProbe, ProcessProbe, host_sample
 from spectui.engine.report import speedup_text
-from spectui.engine.runner import PromptResult, cross_check, render_prompt
+from spectui.engine.errors import describe
+from spectui.engine.runner import PromptResult, cross_check, metrics_or_none, render_prompt
 from spectui.engine.themes import load_themes
 from spectui.tui.diff import DiffScreen
 from spectui.tui.widgets import Banner, LivePanel, ServerLogs, SidePane
@@ -348,7 +349,7 @@ class SpectuiApp(App):
         try:
             base, cand = servers_for(profile, comparison)
         except Exception as exc:
-            self.notify(_one_line(exc), severity="error", timeout=12)
+            self.notify(describe(exc), severity="error", timeout=12)
             return
         self.workers.cancel_group(self, "run")
         if self.launcher is not None:
@@ -380,7 +381,7 @@ class SpectuiApp(App):
         try:
             launcher.start_all(on_progress=progress)
         except Exception as exc:
-            msg = _one_line(exc)
+            msg = describe(exc)
             for side, server in servers.items():
                 failed = server.exited() is not None or server.name in msg
                 self.call_from_thread(self.pane(side).set_state, "failed" if failed else "stopped", msg if failed else "")
@@ -464,7 +465,7 @@ class SpectuiApp(App):
             try:
                 self.writer = SessionWriter(path)
             except Exception as exc:  # a read-only data dir must not stop a run
-                self.notify(f"autosave off: {_one_line(exc)}", severity="warning")
+                self.notify(f"autosave off: {describe(exc)}", severity="warning")
                 self.writer = SessionWriter(None)
         return self.writer
 
@@ -507,7 +508,7 @@ class SpectuiApp(App):
     def action_export(self) -> None:
         import json as _json
 
-        from spectui.engine.notebook import _atomic_write
+        from spectui.engine.notebook import atomic_write
         from spectui.engine.report import json_report, markdown_report
         from spectui.engine.session import autosave_path
 
@@ -515,9 +516,9 @@ class SpectuiApp(App):
         folder = self._session_dir()
         md = folder / f"{stem}.md"
         js = folder / f"{stem}.json"
-        _atomic_write(md, markdown_report(self._infos(), self.results, self.params, self.order,
+        atomic_write(md, markdown_report(self._infos(), self.results, self.params, self.order,
                                           str(self.writer.path) if self.writer and self.writer.path else None))
-        _atomic_write(js, _json.dumps(json_report(self._infos(), self.results, self.params, self.order), indent=2) + "\n")
+        atomic_write(js, _json.dumps(json_report(self._infos(), self.results, self.params, self.order), indent=2) + "\n")
         self.notify(f"report written: {md} and {js.name}")
 
     def action_screenshot_svg(self) -> None:
@@ -538,7 +539,7 @@ class SpectuiApp(App):
         try:
             session = load_session(path)
         except Exception as exc:
-            self.notify(_one_line(exc), severity="error")
+            self.notify(describe(exc), severity="error")
             return
         for w in session.warnings:
             self.notify(w, severity="warning", timeout=10)
@@ -617,7 +618,7 @@ class SpectuiApp(App):
             try:
                 backend, kind = await resolve(self.config.backend_kind, backend.url, self._client, self.config.api_key)
             except Exception as exc:
-                pane.set_state("failed", _one_line(exc))
+                pane.set_state("failed", describe(exc))
                 return
             self.backends[side] = backend
         pane.set_state("connecting")
@@ -625,7 +626,7 @@ class SpectuiApp(App):
             await backend.wait_ready(self.config.ready_timeout, lambda state, left: pane.set_state(state))
             info = await backend.identify()
         except Exception as exc:  # one server failing never stops the other pane
-            pane.set_state("failed", _one_line(exc))
+            pane.set_state("failed", describe(exc))
             return
         pane.set_info(info)
         pane.set_state("ready")
@@ -666,7 +667,7 @@ class SpectuiApp(App):
         try:
             name, items = prompt_sets.load_set(str(event.value))
         except Exception as exc:
-            self.notify(_one_line(exc), severity="error", timeout=10)
+            self.notify(describe(exc), severity="error", timeout=10)
             return
         self.prompt_set_name, self.prompt_list = name, items
         picker = self.q("#prompt-set", Select)
@@ -815,7 +816,7 @@ class SpectuiApp(App):
         pane.set_state("streaming")
         try:
             text = await render_prompt(backend, prompt)
-            before = await _try(backend.metrics())
+            before = await metrics_or_none(backend)
             async for ev in backend.stream(text, params):
                 self._pending[side].append(ev)
             self._flush()
@@ -826,7 +827,7 @@ class SpectuiApp(App):
                         if key in saved():
                             setattr(self.recorders[side].figures, key, saved()[key])
                 else:
-                    after = await _try(backend.metrics())
+                    after = await metrics_or_none(backend)
                     from spectui.engine.runner import LLAMACPP_SPEC
 
                     cross_check(self.recorders[side], before, after, getattr(backend, "spec_metric_names", LLAMACPP_SPEC))
@@ -835,7 +836,7 @@ class SpectuiApp(App):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self._pending[side].append(StreamFailed(time.perf_counter_ns(), _one_line(exc)))
+            self._pending[side].append(StreamFailed(time.perf_counter_ns(), describe(exc)))
             self._flush()
 
     def _flush(self) -> None:
@@ -985,23 +986,11 @@ class SpectuiApp(App):
                 self.kv[side] = None
 
 
-async def _try(coro):
-    try:
-        return await coro
-    except Exception:
-        return None
-
 
 def _build(pane: SidePane) -> str:
     return (pane.info.build if pane.info and pane.info.build else "?")
 
 
-def _one_line(exc: BaseException) -> str:
-    from spectui.engine.errors import SpectuiError
-
-    if isinstance(exc, SpectuiError):
-        return exc.one_line()
-    return f"{type(exc).__name__}: {exc}"
 
 
 def launch_note(argv: list[str]) -> str:

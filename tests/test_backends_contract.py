@@ -74,7 +74,7 @@ def test_vllm_detailed_metrics_make_labels_exact():
     # the captured stream: 9 chunks, per_step_accepted [3,4,4,1,4,4,1,4], per_step_drafted [4]*8, 32 tokens
     assert f.tokens == 32 and len(rec.tokens) == 32
     assert (f.drafted, f.accepted, f.steps) == (32, 25, 8)
-    assert f.labels.startswith("exact (per-step metrics)")
+    assert f.labels.startswith("exact (vLLM per-step counts)")
     # the last step was cut by max_tokens after 3 of its 4 accepted drafts: 24 accepted shown, 7 target tokens
     assert f.label_counts == {"first": 1, "accepted": 24, "target": 7}
     assert [t.rejected for t in rec.tokens if t.label == "target"][:3] == [1, 0, 0]

@@ -199,3 +199,12 @@ def test_probe_samples_round_trip_through_a_session(tmp_path):
     s = load_session(tmp_path / "s.jsonl")
     [(t, gpus, host)] = s.prompts[0].probes
     assert t >= 0 and gpus[0].name == "RTX 4090" and gpus[0].utilisation == 37 and host.memory_total == 2**34
+
+
+def test_end_of_request_spec_report_survives_a_session_round_trip():
+    from spectui.engine.events import SpecReport, StreamFinished
+    from spectui.engine.session import event_from_json, event_to_json
+
+    ev = StreamFinished(1_000, "limit", {"prompt_n": 27}, 27, b"", {}, SpecReport("vLLM", [3, 4], [4, 4], 2, 7, 8, 10))
+    back = event_from_json(event_to_json(ev, 0))
+    assert back.spec == ev.spec and back.timings == ev.timings

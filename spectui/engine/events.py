@@ -47,6 +47,23 @@ class StreamStarted:
 
 
 @dataclass(frozen=True, slots=True)
+class SpecReport:
+    """What a server says at the end of a request about its speculation (None fields: not reported).
+
+    Backends fill it from their own field names, so figures need no server quirks: per-step counts
+    make labels exact; totals alone leave the chunk-inferred labels and set the counts.
+    """
+
+    source: str
+    per_step_accepted: list[int] | None = None
+    per_step_drafted: list[int] | None = None
+    steps: int | None = None
+    accepted: int | None = None
+    drafted: int | None = None
+    completion_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class StreamFinished:
     t_ns: int
     stop_type: str
@@ -54,6 +71,7 @@ class StreamFinished:
     tokens_evaluated: int | None = None
     tail: bytes = b""  # bytes released only by the final event
     settings: dict = field(default_factory=dict)  # the server's speculative.* generation settings
+    spec: SpecReport | None = None  # end-of-request speculation counts (vLLM, SGLang); llama.cpp streams them
 
 
 @dataclass(frozen=True, slots=True)

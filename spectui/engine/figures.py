@@ -111,45 +111,38 @@ class SideRecorder:
 
     def _finish_labels(self, ev: StreamFinished) -> None:
         f = self.figures
-        if "sglang_spec" in ev.settings:
-            spec = ev.settings["sglang_spec"]
-            if spec.get("steps"):
-                f.steps = int(spec["steps"])
-                if spec.get("accepted") is not None:
-                    f.accepted = int(spec["accepted"])
-                elif spec.get("completion_tokens") is not None:
-                    # 1 prefill token, then accepted + 1 per step
-                    f.accepted = max(0, int(spec["completion_tokens"]) - f.steps - 1)
-                if spec.get("drafted") is not None:
-                    f.drafted = int(spec["drafted"])
-                elif spec.get("accept_rate"):
-                    f.drafted = int(round(f.accepted / float(spec["accept_rate"])))
-                f.labels = "inferred from chunking (SGLang gives no per-step counts)"
-            elif spec.get("accept_rate") is None and not self.steps:
+        spec = ev.spec
+        chunk_speculated = any(t.label == "accepted" for t in self.tokens)
+        if spec is None:
+            if self.steps:
+                f.labels = "exact (draft counters)"
+            elif chunk_speculated:  # a speculating server that reported nothing at the end
+                f.labels, self.counts_from_metrics = "inferred from chunking", True
+            elif self.tokens and self.tokens[-1].label != "unknown":
                 f.labels = "no speculation"
             return
-        if "vllm_spec" not in ev.settings:
-            if self.tokens and self.tokens[-1].label != "unknown":
-                f.labels = "exact (draft counters)" if self.steps else "no speculation"
-            return
-        spec = ev.settings.get("vllm_spec") or {}
-        acc, dr = spec.get("per_step_accepted"), spec.get("per_step_drafted")
-        speculative = any(t.label in ("accepted",) or t.step for t in self.tokens)
-        if isinstance(acc, list) and isinstance(dr, list) and len(acc) == len(dr):
+        acc, dr = spec.per_step_accepted, spec.per_step_drafted
+        if acc is not None and dr is not None and len(acc) == len(dr):
             from spectui.engine.chunks import exact_labels, expand_chunks
 
-            self.tokens = expand_chunks(self.tokens, acc, ev.settings.get("completion_tokens"))
-            f.tokens = len(self.tokens)
-            self.tokens, self.steps, agreed = exact_labels(self.tokens, acc, dr, ev.t_ns)
-            f.drafted, f.accepted, f.steps = sum(dr), sum(acc), len(acc)
+            tokens = expand_chunks(self.tokens, acc, spec.completion_tokens)
+            self.tokens, self.steps, agreed = exact_labels(tokens, acc, dr, ev.t_ns)
+            f.tokens, f.drafted, f.accepted, f.steps = len(self.tokens), sum(dr), sum(acc), len(acc)
             f.label_counts = {}
             for t in self.tokens:
                 f.label_counts[t.label] = f.label_counts.get(t.label, 0) + 1
-            f.labels = "exact (per-step metrics)" + ("" if agreed else "; chunking disagreed")
+            f.labels = f"exact ({spec.source} per-step counts)" + ("" if agreed else "; chunking disagreed")
             self.relabelled = True
-        elif speculative or spec:
-            f.labels = "inferred from chunking"
-            self.counts_from_metrics = True
+        elif spec.steps:
+            f.steps = spec.steps
+            f.accepted = spec.accepted if spec.accepted is not None else f.label_counts.get("accepted", 0)
+            if spec.drafted is not None:
+                f.drafted = spec.drafted
+            else:
+                self.counts_from_metrics = True
+            f.labels = f"inferred from chunking ({spec.source} gives no per-step counts)"
+        elif chunk_speculated:
+            f.labels, self.counts_from_metrics = "inferred from chunking", True
             f.accepted = f.label_counts.get("accepted", 0)
         else:
             f.labels = "no speculation"

@@ -19,6 +19,7 @@ records: ServerInfo holds URL, build, model and configuration only).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 
@@ -31,7 +32,7 @@ from pathlib import Path
 from spectui import __version__
 from spectui.engine.compare import Divergence, compare_tokens
 from spectui.engine.errors import InputError
-from spectui.engine.events import StepEvent, StreamEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
+from spectui.engine.events import SpecReport, StepEvent, StreamEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
 from spectui.engine.figures import SideRecorder
 from spectui.engine.llamacpp import GenerationParams, ServerInfo
 from spectui.engine.prompts import Prompt
@@ -55,8 +56,11 @@ def event_to_json(ev: StreamEvent, base_ns: int) -> dict:
     if isinstance(ev, StreamStarted):
         return {"ev": "start", "t": t}
     if isinstance(ev, StreamFinished):
-        return {"ev": "finish", "t": t, "stop_type": ev.stop_type, "timings": ev.timings,
-                "tail": ev.tail.decode("utf-8", errors="backslashreplace"), "settings": ev.settings}
+        d = {"ev": "finish", "t": t, "stop_type": ev.stop_type, "timings": ev.timings,
+             "tail": ev.tail.decode("utf-8", errors="backslashreplace"), "settings": ev.settings}
+        if ev.spec is not None:
+            d["spec"] = dataclasses.asdict(ev.spec)
+        return d
     if isinstance(ev, StreamFailed):
         return {"ev": "failed", "t": t, "message": ev.message}
     raise TypeError(type(ev))
@@ -73,8 +77,9 @@ def event_from_json(d: dict, base_ns: int = 0) -> StreamEvent:
     if kind == "start":
         return StreamStarted(t, "")
     if kind == "finish":
+        spec = SpecReport(**d["spec"]) if isinstance(d.get("spec"), dict) else None
         return StreamFinished(t, d.get("stop_type", "none"), d.get("timings") or {}, None,
-                              (d.get("tail") or "").encode("utf-8"), d.get("settings") or {})
+                              (d.get("tail") or "").encode("utf-8"), d.get("settings") or {}, spec)
     if kind == "failed":
         return StreamFailed(t, d.get("message", ""))
     raise ValueError(f"unknown event kind {kind!r}")

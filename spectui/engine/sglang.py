@@ -18,7 +18,7 @@ import httpx
 
 from spectui.engine.chunks import ChunkLabeller
 from spectui.engine.errors import NotLlamaServer, StreamBroken
-from spectui.engine.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted
+from spectui.engine.events import SpecReport, StreamEvent, StreamFailed, StreamFinished, StreamStarted
 from spectui.engine.llamacpp import GenerationParams, ServerInfo
 from spectui.engine.metrics import total
 from spectui.engine.sse import post_sse
@@ -36,6 +36,24 @@ def _first(d: dict, keys):
         if d.get(k) is not None:
             return d[k]
     return None
+
+
+def spec_report(meta: dict) -> SpecReport | None:
+    """SGLang's end-of-request speculation fields, whichever spelling this release uses."""
+    steps = _first(meta, STEP_KEYS)
+    if not steps:
+        return None
+    steps = int(steps)
+    accepted = _first(meta, ACCEPTED_KEYS)
+    completion = meta.get("completion_tokens")
+    if accepted is None and completion is not None:
+        accepted = max(0, int(completion) - steps - 1)  # 1 prefill token, then accepted + 1 per step
+    drafted = _first(meta, DRAFTED_KEYS)
+    rate = _first(meta, ACCEPT_RATE_KEYS)
+    if drafted is None and rate and accepted is not None:
+        drafted = round(int(accepted) / float(rate))
+    return SpecReport("SGLang", None, None, steps, None if accepted is None else int(accepted),
+                      None if drafted is None else int(drafted), completion)
 
 
 class SGLangBackend(OpenAIBackend):
@@ -133,11 +151,8 @@ class SGLangBackend(OpenAIBackend):
             timings["cache_n"] = meta["cached_tokens"]
         fin = meta.get("finish_reason")
         stop = fin.get("type") if isinstance(fin, dict) else fin
-        spec = {"steps": _first(meta, STEP_KEYS), "accept_length": _first(meta, ACCEPT_LEN_KEYS),
-                "accept_rate": _first(meta, ACCEPT_RATE_KEYS), "accepted": _first(meta, ACCEPTED_KEYS),
-                "drafted": _first(meta, DRAFTED_KEYS), "completion_tokens": meta.get("completion_tokens")}
         yield StreamFinished(clock(), STOP_TYPES.get(stop or "", stop or "none"), timings, meta.get("prompt_tokens"),
-                             b"", {"sglang_spec": spec})
+                             spec=spec_report(meta))
 
     async def kv_usage(self):
         m = await self.metrics()

@@ -17,7 +17,7 @@ import httpx
 from spectui.engine import metrics as M
 from spectui.engine.chunks import ChunkLabeller
 from spectui.engine.errors import NotLlamaServer, ServerHTTPError, ServerLoading, ServerUnreachable, StreamBroken
-from spectui.engine.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted
+from spectui.engine.events import SpecReport, StreamEvent, StreamFailed, StreamFinished, StreamStarted
 from spectui.engine.llamacpp import GenerationParams, ServerInfo
 from spectui.engine.metrics import parse_metrics
 from spectui.engine.sse import error_text as _error_text, post_sse, why as _why
@@ -137,9 +137,23 @@ class OpenAIBackend:
             timings["cache_n"] = cached
         if extra.get("tokens_per_second") is not None:
             timings["predicted_per_second"] = extra["tokens_per_second"]
-        spec = extra.get("speculative_decoding") or {}
         yield StreamFinished(clock(), STOP_TYPES.get(finish or "", finish or "none"), timings, usage.get("prompt_tokens"),
-                             b"", {"vllm_spec": spec, "completion_tokens": usage.get("completion_tokens")})
+                             spec=self._spec_report(extra.get("speculative_decoding"), usage.get("completion_tokens")))
+
+    def _spec_report(self, sd: dict | None, completion_tokens: int | None) -> SpecReport | None:
+        """vLLM's `metrics.speculative_decoding`: per-step lists with `detailed`, totals with `summary`."""
+        if not sd:
+            return None
+
+        def ints(key):
+            v = sd.get(key)
+            return [int(x) for x in v] if isinstance(v, list) else None
+
+        def num(key):
+            return int(sd[key]) if sd.get(key) is not None else None
+
+        return SpecReport("vLLM", ints("per_step_accepted"), ints("per_step_drafted"), num("num_spec_steps"),
+                          num("num_accepted_draft_tokens"), num("num_draft_tokens"), completion_tokens)
 
     async def metrics(self) -> dict[str, float] | None:
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.pilot import until
+from tests.pilot import ready, until
 
 import asyncio
 import json
@@ -115,7 +115,7 @@ async def test_prefix_screen_runs_turns_and_saves_the_slot(slot_servers):
     app = make_app(AppConfig(cold, warm, params=GenerationParams(max_tokens=24), autosave=False,
                              gpu_probe=GPUProbe(FakeNVML(fail_init=True))))
     async with app.run_test(size=(160, 50)) as pilot:
-        await until(pilot, lambda: all(app.pane(s).state == "ready" for s in ("baseline", "candidate")), timeout=10)
+        await ready(pilot, app)
         await pilot.press("ctrl+f")
         await pilot.pause()
         await pilot.press("enter")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.pilot import until
+from tests.pilot import ready, until
 
 import json
 import tomllib
@@ -170,7 +170,7 @@ async def test_tui_autosaves_and_appends_to_the_notebook(llama_servers, tmp_path
                     initial_prompt="Name three colours.")
     app = make_app(cfg)
     async with app.run_test(size=(160, 50)) as pilot:
-        await until(pilot, lambda: all(app.pane(s).state == "ready" for s in ("baseline", "candidate")), timeout=10)
+        await ready(pilot, app)
         app.action_run()
         await until(pilot, lambda: app.results and app.run_done.is_set(), timeout=30)
         await pilot.press("ctrl+n")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.pilot import until
+from tests.pilot import ready, until
 
 import json
 import xml.etree.ElementTree as ET
@@ -105,7 +105,7 @@ async def test_sweep_screen_fills_every_level(four_slot_servers):
     app = make_app(AppConfig(base, cand, prompt_set="quick", params=GenerationParams(max_tokens=16), autosave=False,
                              gpu_probe=GPUProbe(FakeNVML(fail_init=True))))
     async with app.run_test(size=(160, 50)) as pilot:
-        await until(pilot, lambda: all(app.pane(s).state == "ready" for s in ("baseline", "candidate")), timeout=10)
+        await ready(pilot, app)
         await pilot.press("ctrl+u")
         await pilot.pause()
         await pilot.press("enter")

@@ -11,7 +11,6 @@ endpoint, so prompts are rendered as ChatML (OpenAIBackend.render_chat), SmolLM2
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 
 import httpx
@@ -60,22 +59,8 @@ class SGLangBackend(OpenAIBackend):
     kind = "sglang"
     spec_metric_names = ("sglang:spec_num_draft_tokens_total", "sglang:spec_num_accepted_tokens_total",
                          "sglang:spec_verify_ct_total", "sglang:spec_accepted_per_pos_total")
+    ready_path = "/health"  # SGLang answers 200 here once the model is loaded
 
-    async def wait_ready(self, timeout: float = 120.0, on_wait=None) -> None:
-        import asyncio
-
-        deadline = time.monotonic() + timeout
-        while True:
-            r = await self._get("/health", timeout=5)
-            if r.status_code == 200:
-                return
-            if time.monotonic() > deadline:
-                from spectui.engine.errors import ServerLoading
-
-                raise ServerLoading(f"{self.url} not ready after {timeout:.0f} s")
-            if on_wait:
-                on_wait("loading", deadline - time.monotonic())
-            await asyncio.sleep(0.5)
 
     async def identify(self) -> ServerInfo:
         body = None

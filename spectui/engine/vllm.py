@@ -29,6 +29,7 @@ class OpenAIBackend:
     """Any OpenAI-compatible /v1/completions endpoint: text, timing and usage; tokens labelled unknown."""
 
     kind = "openai"
+    ready_path = "/v1/models"  # polled until 200 while the server loads
     spec_metric_names = (M.VLLM_SPEC_DRAFTED, M.VLLM_SPEC_ACCEPTED, M.VLLM_SPEC_STEPS, M.VLLM_PER_POS)
 
     def __init__(self, url: str, client: httpx.AsyncClient, api_key: str | None = None,
@@ -64,7 +65,7 @@ class OpenAIBackend:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                r = await self._get("/v1/models", timeout=5)
+                r = await self._get(self.ready_path, timeout=5)
                 if r.status_code == 200:
                     return
                 if r.status_code in (401, 403):

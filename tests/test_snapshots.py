@@ -48,9 +48,16 @@ def make(candidate="draft", fail_after=None, size_note=""):
     return make_app(cfg)
 
 
+async def steady(pilot):
+    """No blinking cursor: its phase at capture time made the picture differ between runs."""
+    for inp in pilot.app.query("Input"):
+        inp.cursor_blink = False
+    await pilot.pause()
+
+
 async def run_and_wait(pilot):
     app = pilot.app
-    await pilot.pause()
+    await steady(pilot)
     app.action_run()
     await app.run_done.wait()
     await pilot.pause()
@@ -58,7 +65,7 @@ async def run_and_wait(pilot):
 
 @pytest.mark.parametrize("size", [(160, 48), (90, 60)], ids=["wide", "narrow"])
 def test_idle(snap_compare, size):
-    assert snap_compare(make(), terminal_size=size)
+    assert snap_compare(make(), terminal_size=size, run_before=steady)
 
 
 @pytest.mark.parametrize("size", [(160, 48), (90, 60)], ids=["wide", "narrow"])
@@ -90,7 +97,7 @@ def test_streaming(snap_compare):
         import asyncio
 
         app = pilot.app
-        await pilot.pause()
+        await steady(pilot)
         backend = app.backends["candidate"]
         head = backend.payloads[:30]
         original = backend.stream

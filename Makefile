@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv setup demo test bench clean
+.PHONY: venv setup demo test lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,13 @@ setup: $(STAMP)
 demo: setup
 	$(PY) -m spectui demo
 
+# lint (ruff) and the import layers (import-linter contracts in pyproject.toml)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check spectui tests bench
+	$(VENV)/bin/lint-imports
+
 # the tests also run a real vLLM for CPU (its own environment in the cache, installed once)
-test: setup
+test: setup lint
 	$(PY) -m spectui setup --vllm
 	$(PY) -m pytest -q
 
@@ -30,6 +35,7 @@ bench: setup
 	$(PY) bench/parse_throughput.py
 	$(PY) bench/tui_keepup.py
 	$(PY) bench/replay_100k.py
+	$(PY) bench/timing_fidelity.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

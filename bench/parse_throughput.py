@@ -18,9 +18,10 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spectui.engine.events import TokenEvent  # noqa: E402
-from spectui.engine.llamacpp import GenerationParams, LlamaCppBackend  # noqa: E402
-from spectui.engine.replay import load_payloads, repeat_stream  # noqa: E402
+from spectui.backends.llamacpp import LlamaCppBackend
+from spectui.backends.recorded import load_payloads, repeat_stream  # noqa: E402
+from spectui.core.events import TokenEvent  # noqa: E402
+from spectui.core.types import GenerationParams  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "llamacpp-b11434-draft-simple-fizzbuzz.sse"
 

@@ -19,12 +19,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spectui.engine.labeller import LlamaCppLabeller  # noqa: E402
-from spectui.engine.llamacpp import GenerationParams, ServerInfo  # noqa: E402
-from spectui.engine.probes import GPUProbe, HostSample  # noqa: E402
-from spectui.engine.prompts import single  # noqa: E402
-from spectui.engine.replay import load_payloads, repeat_stream  # noqa: E402
-from spectui.engine.session import ReplayControl, SessionBackend, SessionWriter, load_session, recorders_for  # noqa: E402
+from spectui.backends.labeller import LlamaCppLabeller  # noqa: E402
+from spectui.backends.recorded import load_payloads, repeat_stream  # noqa: E402
+from spectui.core.types import GenerationParams, ServerInfo  # noqa: E402
+from spectui.machine.probes import GPUProbe, HostSample  # noqa: E402
+from spectui.store.prompts import single  # noqa: E402
+from spectui.store.replay import ReplayControl, SessionBackend  # noqa: E402
+from spectui.store.session import SessionWriter, load_session, recorders_for  # noqa: E402
 from spectui.tui.app import AppConfig, make_app  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "llamacpp-b11434-draft-simple-fizzbuzz.sse"

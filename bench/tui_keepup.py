@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spectui.engine.llamacpp import GenerationParams  # noqa: E402
-from spectui.engine.probes import GPUProbe, HostSample  # noqa: E402
-from spectui.engine.replay import ReplayBackend, load_payloads, repeat_stream  # noqa: E402
+from spectui.backends.recorded import ReplayBackend, load_payloads, repeat_stream  # noqa: E402
+from spectui.core.types import GenerationParams  # noqa: E402
+from spectui.machine.probes import GPUProbe, HostSample  # noqa: E402
 from spectui.tui.app import AppConfig, make_app  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "llamacpp-b11434-draft-simple-fizzbuzz.sse"

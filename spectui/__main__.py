@@ -1,3 +1,3 @@
-from spectui.cli import main
+from spectui.cli.main import main
 
 raise SystemExit(main())

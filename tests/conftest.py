@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spectui.engine import assets
-from spectui.engine.launcher import Launcher, ServerProcess, llama_server_argv
+from spectui.machine import assets
+from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
 
 # FACTS: draft-simple with --spec-draft-n-max 8, ngram-simple 3/8, and a q4_0 KV cache that diverges
 CANDIDATES = {
@@ -36,10 +36,14 @@ def _private_dirs(tmp_path_factory):
     import os
 
     base = tmp_path_factory.mktemp("home")
-    old = {k: os.environ.get(k) for k in ("SPECTUI_CONFIG_DIR", "SPECTUI_DATA_DIR", "SPECTUI_NOTEBOOK")}
+    # the user's own overrides must not reach the tests (assets are found through the shared cache)
+    cleared = [k for k in os.environ if k.startswith("SPECTUI_LAB_")] + [
+        "SPECTUI_NOTEBOOK", "SPECTUI_LLAMA_SERVER", "SPECTUI_MODEL", "SPECTUI_DRAFT_MODEL"]
+    old = {k: os.environ.get(k) for k in ("SPECTUI_CONFIG_DIR", "SPECTUI_DATA_DIR", *cleared)}
     os.environ["SPECTUI_CONFIG_DIR"] = str(base / "config")
     os.environ["SPECTUI_DATA_DIR"] = str(base / "data")
-    os.environ.pop("SPECTUI_NOTEBOOK", None)
+    for k in cleared:
+        os.environ.pop(k, None)
     yield
     for k, v in old.items():
         if v is None:

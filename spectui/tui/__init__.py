@@ -1,0 +1,1 @@
+"""The Textual UI: app (composition and bindings), controller (the run), supervisor (servers), recording."""

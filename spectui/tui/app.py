@@ -2,36 +2,32 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
-from textual import on, work
+from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.color import Color
 from textual.containers import Container, Horizontal
 from textual.css.query import NoMatches
-from textual.message import Message
 from textual.theme import Theme
 from textual.widgets import Footer, Header, Input, Label, Select
 
-from spectui.engine import prompts as prompt_sets
-from spectui.engine.compare import LiveComparer
-from spectui.engine.events import StepEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
-from spectui.engine.figures import SideRecorder
-from spectui.engine.llamacpp import GenerationParams, LlamaCppBackend
-from spectui.engine.probes import GPUProbe, ProcessProbe, host_sample
-from spectui.engine.report import speedup_text
-from spectui.engine.errors import describe
-from spectui.engine.runner import PromptResult, cross_check, metrics_or_none, render_prompt
-from spectui.engine.themes import load_themes
-from spectui.tui.diff import DiffScreen
-from spectui.tui.widgets import Banner, LivePanel, ServerLogs, SidePane
-
-SIDES = ("baseline", "candidate")
-FLUSH_S = 0.03  # batch token updates every ~30 ms instead of one message per token
+from spectui.backends.base import Backend
+from spectui.backends.llamacpp import LlamaCppBackend
+from spectui.core.errors import describe
+from spectui.core.runner import SIDES
+from spectui.core.types import GenerationParams, ServerInfo
+from spectui.machine.probes import GPUProbe, host_sample
+from spectui.store import prompts as prompt_sets
+from spectui.store.themes import load_themes
+from spectui.tui.controller import FLUSH_S, RunController
+from spectui.tui.recording import SessionKeeper
+from spectui.tui.screens.diff import DiffScreen
+from spectui.tui.supervisor import ProbeSampled, ServerSupervisor
+from spectui.tui.widgets.panes import Banner, LivePanel, ServerLogs, SidePane
 
 
 @dataclass
@@ -65,17 +61,6 @@ class AppConfig:
     pick_profile: bool = False  # open the profile picker on start
     backend_kind: str = "auto"
     api_key: str | None = None  # from the environment variable the user named; never written anywhere
-
-
-class ProbeSampled(Message):
-    """A live-panel sample; a newer one replaces an older one still in the queue."""
-
-    def __init__(self, gpus, host, procs, gpu_note) -> None:
-        super().__init__()
-        self.gpus, self.host, self.procs, self.gpu_note = gpus, host, procs, gpu_note
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, ProbeSampled)
 
 
 class SpectuiApp(App):
@@ -132,17 +117,9 @@ class SpectuiApp(App):
         self.order = config.order
         self.history: list[str] = []
         self._history_pos = 0
-        self.recorders: dict[str, SideRecorder] = {s: SideRecorder(s) for s in SIDES}
-        self.comparer = LiveComparer()
-        self.results: list[PromptResult] = []
-        self.last_prompt: prompt_sets.Prompt | None = None
-        self.running = False
-        self._pending: dict[str, list] = {s: [] for s in SIDES}
-        self._client: httpx.AsyncClient | None = None
-        self.backends: dict[str, LlamaCppBackend] = {}
-        self.kv: dict[str, tuple[int, int] | None] = {}
+        self.client: httpx.AsyncClient | None = None
+        self.backends: dict[str, Backend] = {}
         self.gpu_probe = config.gpu_probe or GPUProbe()
-        self.proc_probe = ProcessProbe()
         if config.prompts is not None:
             self.prompt_set_name, self.prompt_list = "session", list(config.prompts)
         else:
@@ -150,10 +127,48 @@ class SpectuiApp(App):
         if config.title:
             self.title = config.title
         self.theme_marks: dict[str, dict[str, str]] = {}
-        self.run_done = asyncio.Event()
-        self.frames = 0  # flushes that drew new tokens (the keep-up benchmark reads it)
-        self.writer = None  # the SessionWriter recording this app's runs
+        self._theme_ready = False
         self.replay_control = config.replay_control
+        self.runs = RunController(self)  # the run loop and what it draws
+        self.servers = ServerSupervisor(self)  # connecting, launching, logs, probes
+        self.recording = SessionKeeper(self)  # session, notebook, export, replay
+
+    # state the tests and benchmarks read
+    @property
+    def results(self):
+        return self.runs.results
+
+    @property
+    def recorders(self):
+        return self.runs.recorders
+
+    @property
+    def comparer(self):
+        return self.runs.comparer
+
+    @property
+    def run_done(self):
+        return self.runs.run_done
+
+    @property
+    def frames(self) -> int:
+        return self.runs.frames
+
+    @property
+    def running(self) -> bool:
+        return self.runs.running
+
+    @property
+    def launcher(self):
+        return self.servers.launcher
+
+    @property
+    def writer(self):
+        return self.recording.writer
+
+    def make_backend(self, url: str) -> Backend:
+        factory = self.config.backend_factory or (lambda u, client: LlamaCppBackend(u, client))
+        return factory(url, self.client)
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -188,27 +203,25 @@ class SpectuiApp(App):
 
     @property
     def marks(self) -> dict[str, str]:
-        from spectui.tui.widgets import DEFAULT_MARKS
+        from spectui.tui.widgets.panes import DEFAULT_MARKS
 
         return {**DEFAULT_MARKS, **self.theme_marks.get(self.theme, {})}
 
     def on_mount(self) -> None:
         self._register_themes()
-        self._client = httpx.AsyncClient()
-        factory = self.config.backend_factory or (lambda url, client: LlamaCppBackend(url, client))
+        self.client = httpx.AsyncClient()
         if self.config.backends:
             self.backends = dict(self.config.backends)
         else:
-            self.backends = {s: factory(getattr(self.config, f"{s}_url"), self._client) for s in SIDES}
-        for side in SIDES:
-            self.connect_side(side)
-        self.set_interval(FLUSH_S, self._flush)
-        self.probe_loop()
-        self.set_interval(self.config.probe_interval, self._poll_kv)
+            self.backends = {"baseline": self.make_backend(self.config.baseline_url),
+                             "candidate": self.make_backend(self.config.candidate_url)}
+        self.servers.connect_all()
+        self.set_interval(FLUSH_S, self.runs.flush)
+        self.servers.start_probes()
+        self.set_interval(self.config.probe_interval, self.servers.poll_kv)
         self._apply_width(self.size.width)
-        self.launcher = None
-        self.set_interval(1.0, self._refresh_logs)
-        self._apply_launch_notes()
+        self.set_interval(1.0, self.servers.refresh_logs)
+        self.apply_launch_notes()
         if self.config.pick_profile:
             self.call_after_refresh(self.action_profiles)
         if self.config.initial_prompt:
@@ -218,11 +231,17 @@ class SpectuiApp(App):
     def _register_themes(self) -> None:
         loaded = load_themes()
         for spec in loaded.themes:
-            self.register_theme(Theme(name=spec.name, dark=spec.dark, **spec.colors))
+            try:  # Textual's own colour parser has the last word on what a theme may hold
+                for value in [*spec.colors.values(), *spec.marks.values()]:
+                    Color.parse(value)
+                self.register_theme(Theme(name=spec.name, dark=spec.dark, **spec.colors))
+            except Exception as exc:
+                loaded.problems.append(f"theme {spec.path}: {exc}; skipped")
+                continue
             self.theme_marks[spec.name] = spec.marks
         for problem in loaded.problems:
             self.notify(problem, severity="warning", timeout=8)
-        from spectui.engine.config import load as load_settings
+        from spectui.store.config import load as load_settings
 
         settings, warnings = load_settings()
         for w in warnings:
@@ -235,8 +254,8 @@ class SpectuiApp(App):
         self._theme_ready = True
 
     def watch_theme(self, theme: str) -> None:
-        if getattr(self, "_theme_ready", False):
-            from spectui.engine.config import remember
+        if self._theme_ready:
+            from spectui.store.config import remember
 
             try:
                 remember(theme=theme)  # switched from the command palette: remembered for next time
@@ -261,27 +280,17 @@ class SpectuiApp(App):
         self.q("#panes").set_class(width < 100, "-narrow")
         self.q("#prompt-row").set_class(width < 100, "-narrow")
 
-    def _apply_launch_notes(self) -> None:
+    def apply_launch_notes(self) -> None:
         for side, server in self.config.launched.items():
             self.pane(side).launch_note = launch_note(server.argv)
 
-    def _refresh_logs(self) -> None:
-        try:
-            logs = self.q(ServerLogs)
-        except NoMatches:
-            return
-        if not logs.display:
-            return
-        logs.show({side: server.tail(6) for side, server in self.config.launched.items()},
-                  {side: server.exited() for side, server in self.config.launched.items()})
-
     def action_theory(self) -> None:
-        from spectui.engine import theory
-        from spectui.tui.theory_screen import TheoryScreen
+        from spectui.labs import theory
+        from spectui.tui.screens.theory_screen import TheoryScreen
 
         measured = None
-        if self.results:
-            r = self.results[-1]
+        if self.runs.results:
+            r = self.runs.results[-1]
             b, c = r.baseline.figures, r.candidate.figures
             steps = int(c.metrics_steps) if c.metrics_steps else c.steps
             measured = theory.from_measurement(b.decode_tps, c.decode_tps, c.drafted, c.accepted, steps)
@@ -298,30 +307,23 @@ class SpectuiApp(App):
         return self.backends
 
     def action_prefix_lab(self) -> None:
-        from spectui.tui.lab_screens import PrefixScreen
+        from spectui.tui.screens.lab_screens import PrefixScreen
 
         backends = self._live_backends()
         if backends:
             self.push_screen(PrefixScreen(backends, self.params))
 
     def action_sweep(self) -> None:
-        from spectui.tui.lab_screens import SweepScreen
+        from spectui.tui.screens.lab_screens import SweepScreen
 
         backends = self._live_backends()
         if backends:
             self.push_screen(SweepScreen(backends, self.prompt_list, self.params))
 
-    def action_toggle_logs(self) -> None:
-        logs = self.q(ServerLogs)
-        logs.display = not logs.display
-        if logs.display and not self.config.launched:
-            logs.show({}, {})
-        self._refresh_logs()
-
     def action_profiles(self) -> None:
-        from spectui.engine.config import load as load_settings
-        from spectui.engine.profiles import detect, load_profiles, preselect
-        from spectui.tui.profiles_screen import ProfilePicker
+        from spectui.store.config import load as load_settings
+        from spectui.store.profiles import detect, load_profiles, preselect
+        from spectui.tui.screens.profiles_screen import ProfilePicker
 
         profiles, problems = load_profiles()
         hw = detect(self.gpu_probe)
@@ -332,82 +334,15 @@ class SpectuiApp(App):
             if result is None:
                 return
             profile, cid = result
-            from spectui.engine.config import remember
+            from spectui.store.config import remember
 
             try:
                 remember(profile=profile.name)
             except OSError:
                 pass
-            self.launch(profile, profile.comparison(cid))
+            self.servers.launch(profile, profile.comparison(cid))
 
         self.push_screen(ProfilePicker(profiles, hw, chosen, problems), picked)
-
-    def launch(self, profile, comparison) -> None:
-        """Start a comparison's two servers (bound to 127.0.0.1 unless the profile says otherwise)."""
-        from spectui.engine.profiles import servers_for
-
-        try:
-            base, cand = servers_for(profile, comparison)
-        except Exception as exc:
-            self.notify(describe(exc), severity="error", timeout=12)
-            return
-        self.workers.cancel_group(self, "run")
-        if self.launcher is not None:
-            self.launcher.stop_all()
-        self.config.profile = profile.name
-        self.config.launched = {"baseline": base, "candidate": cand}
-        for side, server in self.config.launched.items():
-            pane = self.pane(side)
-            pane.url = server.url
-            pane.info = None
-            pane.border_title = f"{side} · {server.url}"
-            pane.set_state("starting", f"{profile.name} · {comparison.title}")
-        self._apply_launch_notes()
-        self.start_servers()
-
-    @work(thread=True, group="launch", exclusive=True, exit_on_error=False)
-    def start_servers(self) -> None:
-        from spectui.engine.launcher import Launcher
-
-        launcher = Launcher()
-        self.launcher = launcher
-        servers = self.config.launched
-        for server in servers.values():
-            launcher.add(server)
-
-        def progress(name, state, left):
-            self.call_from_thread(self.pane(name).set_state, state, f"waiting for /health, {left:.0f} s left")
-
-        try:
-            launcher.start_all(on_progress=progress)
-        except Exception as exc:
-            msg = describe(exc)
-            for side, server in servers.items():
-                failed = server.exited() is not None or server.name in msg
-                self.call_from_thread(self.pane(side).set_state, "failed" if failed else "stopped", msg if failed else "")
-            self.call_from_thread(self._show_logs_now)
-            return
-        self.call_from_thread(self._servers_ready)
-
-    def _show_logs_now(self) -> None:
-        self.q(ServerLogs).display = True
-        self._refresh_logs()
-
-    def _servers_ready(self) -> None:
-        factory = self.config.backend_factory or (lambda url, client: LlamaCppBackend(url, client))
-        self.backends = {s: factory(self.config.launched[s].url, self._client) for s in SIDES}
-        self.config.pids = {s: self.config.launched[s].pid for s in SIDES}
-        for side in SIDES:
-            self.connect_side(side)
-
-    async def on_unmount(self) -> None:
-        if getattr(self, "launcher", None) is not None:
-            self.launcher.stop_all()  # only the servers this app started
-        if self.writer is not None:
-            self.writer.close()
-        if self._client is not None:
-            await self._client.aclose()
-        self.gpu_probe.close()
 
     def pane(self, side: str) -> SidePane:
         # the main screen's widgets, also while a modal (the diff view) is on top
@@ -444,211 +379,9 @@ class SpectuiApp(App):
         # True: shown; None: shown greyed out; False: hidden (Textual's convention)
         if action.startswith("replay_"):
             return True if self.replaying else False
-        if action in ("notebook", "export") and not self.results:
+        if action in ("notebook", "export") and not self.runs.results:
             return None
         return True
-
-    def _session_dir(self):
-        from pathlib import Path
-
-        from spectui.engine.session import default_session_dir
-
-        return Path(self.config.session_dir) if self.config.session_dir else default_session_dir()
-
-    def _ensure_writer(self):
-        if self.writer is None and not self.replaying:
-            from spectui.engine.session import SessionWriter, autosave_path
-
-            path = None
-            if self.config.autosave:
-                path = self._session_dir() / autosave_path().name
-            try:
-                self.writer = SessionWriter(path)
-            except Exception as exc:  # a read-only data dir must not stop a run
-                self.notify(f"autosave off: {describe(exc)}", severity="warning")
-                self.writer = SessionWriter(None)
-        return self.writer
-
-    def _infos(self) -> dict:
-        from spectui.engine.llamacpp import ServerInfo
-
-        return {s: (self.pane(s).info or ServerInfo(url=self.pane(s).url)) for s in SIDES}
-
-    def action_save_session(self) -> None:
-        if self.writer is None or not self.results:
-            self.notify("nothing to save yet: run a prompt first", severity="warning")
-            return
-        if self.writer.path is not None:
-            self.notify(f"session saved (autosave) to {self.writer.path}")
-            return
-        from spectui.engine.session import autosave_path
-
-        dest = self.writer.save_as(self._session_dir() / autosave_path().name)
-        self.notify(f"session saved to {dest}")
-
-    def action_notebook(self) -> None:
-        self._append_notebook(self.results[-1:])
-
-    def _append_notebook(self, results) -> None:
-        from spectui.engine import notebook
-
-        if not results:
-            return
-        path = notebook.notebook_path(self.config.notebook)
-        try:
-            where, warning = notebook.append(path, [notebook.measurement(r, self._infos()) for r in results])
-        except OSError as exc:
-            self.notify(f"notebook not written: {exc}", severity="error")
-            return
-        if warning:
-            self.notify(warning, severity="warning", timeout=12)
-        else:
-            self.notify(f"appended {len(results)} measurement(s) to {where}")
-
-    def action_export(self) -> None:
-        import json as _json
-
-        from spectui.engine.notebook import atomic_write
-        from spectui.engine.report import json_report, markdown_report
-        from spectui.engine.session import autosave_path
-
-        stem = (self.writer.path.stem if self.writer and self.writer.path else autosave_path().stem)
-        folder = self._session_dir()
-        md = folder / f"{stem}.md"
-        js = folder / f"{stem}.json"
-        atomic_write(md, markdown_report(self._infos(), self.results, self.params, self.order,
-                                          str(self.writer.path) if self.writer and self.writer.path else None))
-        atomic_write(js, _json.dumps(json_report(self._infos(), self.results, self.params, self.order), indent=2) + "\n")
-        self.notify(f"report written: {md} and {js.name}")
-
-    def action_screenshot_svg(self) -> None:
-        folder = self._session_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        path = self.save_screenshot(path=str(folder))
-        self.notify(f"screenshot saved to {path}")
-
-    def action_sessions(self) -> None:
-        from spectui.tui.sessions_screen import SessionBrowser
-
-        self.push_screen(SessionBrowser(self._session_dir()))
-
-    def open_session(self, path) -> None:
-        """Replay a saved session in this app: same panes, another event source."""
-        from spectui.engine.session import ReplayControl, SessionBackend, load_session
-
-        try:
-            session = load_session(path)
-        except Exception as exc:
-            self.notify(describe(exc), severity="error")
-            return
-        for w in session.warnings:
-            self.notify(w, severity="warning", timeout=10)
-        if not session.prompts:
-            self.notify(f"{path} holds no prompts", severity="error")
-            return
-        self.workers.cancel_group(self, "run")
-        self.replay_control = ReplayControl(1.0)
-        self.backends = {s: SessionBackend(s, session, 1.0, self.replay_control) for s in SIDES}
-        self.prompt_list = [sp.prompt for sp in session.prompts]
-        for s in SIDES:
-            self.pane(s).set_info(session.infos[s])
-            self.pane(s).set_state("ready")
-        self.sub_title = f"replay · {session.path.name}"
-        self.refresh_bindings()
-        self.start_prompts(list(self.prompt_list))
-
-    # replay controls
-    def _replay_note(self) -> None:
-        c = self.replay_control
-        speed = "max" if c.speed is None else f"×{c.speed:g}"
-        state = "paused" if c.paused else "playing"
-        self.sub_title = f"replay {state} {speed} at {c.position_ns / 1e9:.2f} s"
-
-    def action_replay_pause(self) -> None:
-        self.replay_control.toggle_pause()
-        self._replay_note()
-
-    def action_replay_step(self) -> None:
-        self.replay_control.step()
-        self._replay_note()
-
-    def action_replay_slower(self) -> None:
-        c = self.replay_control
-        c.set_speed(max(0.25, (c.speed or 16) / 2))
-        self._replay_note()
-
-    def action_replay_faster(self) -> None:
-        c = self.replay_control
-        c.set_speed(None if (c.speed or 0) >= 16 else (c.speed or 1) * 2)
-        self._replay_note()
-
-    def action_replay_forward(self) -> None:
-        self.replay_control.seek(2_000_000_000)
-        self._replay_note()
-
-    def action_replay_back(self) -> None:
-        """Seeking back replays the prompt from its start, as fast as possible, to the new position."""
-        c = self.replay_control
-        target = max(0, c.position_ns - 2_000_000_000)
-        for b in self.backends.values():
-            b.rewind()
-        prompt = self.last_prompt
-        self.workers.cancel_group(self, "run")
-        c.restart(target)
-        c.prompt = -2  # keep the clock at the target when the prompt restarts
-
-        def go():
-            self.start_prompts([prompt])
-
-        self.call_later(go)
-        self._replay_note()
-
-    # -- connecting ---------------------------------------------------------------------------------
-    @work(group="connect", exit_on_error=False)
-    async def connect_side(self, side: str) -> None:
-        pane = self.pane(side)
-        backend = self.backends[side]
-        if not backend.url.startswith(("http://", "https://", "replay://")) and not hasattr(backend, "session"):
-            pane.set_state("not started", "pick a profile and a comparison (ctrl+k)")
-            return
-        if self.config.backend_factory is None and not self.config.backends and isinstance(backend, LlamaCppBackend):
-            # --backend auto: llama.cpp, vLLM, SGLang or OpenAI-compatible, told apart by their endpoints
-            from spectui.engine.backends import resolve
-
-            try:
-                backend, kind = await resolve(self.config.backend_kind, backend.url, self._client, self.config.api_key)
-            except Exception as exc:
-                pane.set_state("failed", describe(exc))
-                return
-            self.backends[side] = backend
-        pane.set_state("connecting")
-        try:
-            await backend.wait_ready(self.config.ready_timeout, lambda state, left: pane.set_state(state))
-            info = await backend.identify()
-        except Exception as exc:  # one server failing never stops the other pane
-            pane.set_state("failed", describe(exc))
-            return
-        pane.set_info(info)
-        pane.set_state("ready")
-        if all(self.pane(s).state == "ready" for s in SIDES) and not self.running:
-            if self.config.autorun_all:
-                self.action_run_all()
-            elif self.config.autorun:
-                self.action_run()
-
-    # -- running ------------------------------------------------------------------------------------
-    def _read_params(self) -> GenerationParams | None:
-        try:
-            mt = int(self.q("#max-tokens", Input).value)
-            temp = float(self.q("#temperature", Input).value)
-            seed = int(self.q("#seed", Input).value)
-        except ValueError:
-            self.notify("max tokens, temperature and seed must be numbers", severity="error")
-            return None
-        if mt < 1 or temp < 0:
-            self.notify("max tokens must be ≥ 1 and temperature ≥ 0", severity="error")
-            return None
-        return GenerationParams(max_tokens=mt, temperature=temp, seed=seed, cache_prompt=self.params.cache_prompt)
 
     @on(Input.Submitted, "#prompt")
     def _prompt_submitted(self, event: Input.Submitted) -> None:
@@ -680,9 +413,9 @@ class SpectuiApp(App):
         chosen = next((p for p in self.prompt_list if p.id == event.value), None)
         if chosen is None:
             return
-        self.last_prompt = chosen
+        self.runs.last_prompt = chosen
         self.q("#prompt", Input).value = chosen.messages[-1]["content"] if chosen.messages else (chosen.raw or "")
-        self._picked = chosen
+        self.runs.picked = chosen
 
     def on_key(self, event) -> None:
         focused = self.focused
@@ -693,34 +426,47 @@ class SpectuiApp(App):
             focused.cursor_position = len(focused.value)
             event.stop()
 
-    def action_run(self) -> None:
-        text = self.q("#prompt", Input).value
-        picked = getattr(self, "_picked", None)
-        if picked is not None and (picked.messages and picked.messages[-1]["content"] == text or picked.raw == text):
-            prompt = picked
-        else:
-            if not text.strip():
-                self.notify("type a prompt first, or pick one from the set", severity="warning")
-                return
-            prompt = prompt_sets.single(text)
+    def remember_history(self, text: str) -> None:
         if not self.history or self.history[-1] != text:
             self.history.append(text)
         self._history_pos = len(self.history)
-        self.start_prompts([prompt])
+
+    def infos(self) -> dict[str, ServerInfo]:
+        return {s: (self.pane(s).info or ServerInfo(url=self.pane(s).url)) for s in SIDES}
+
+    def build_of(self, side: str) -> str:
+        info = self.pane(side).info
+        return info.build if info and info.build else "?"
+
+    async def on_unmount(self) -> None:
+        self.servers.stop()
+        self.recording.close()
+        if self.client is not None:
+            await self.client.aclose()
+        self.gpu_probe.close()
+
+    def on_probe_sampled(self, msg: ProbeSampled) -> None:
+        self.recording.record_probe(msg.gpus, msg.host)
+        try:
+            self.q(LivePanel).show(msg.gpus, msg.host, msg.procs, self.servers.kv, msg.gpu_note)
+        except NoMatches:  # closing
+            pass
+
+    # -- actions (each binding's id names one) --------------------------------------------------------
+    def action_run(self) -> None:
+        self.runs.run_typed()
 
     def action_rerun(self) -> None:
-        if self.last_prompt is None:
+        if self.runs.last_prompt is None:
             self.notify("nothing to rerun yet", severity="warning")
             return
-        self.start_prompts([self.last_prompt])
+        self.runs.start([self.runs.last_prompt])
 
     def action_run_all(self) -> None:
-        self.start_prompts(list(self.prompt_list))
+        self.runs.start(list(self.prompt_list))
 
     def action_cancel(self) -> None:
-        if not self.running:
-            return
-        self.workers.cancel_group(self, "run")
+        self.runs.cancel()
 
     def action_toggle_order(self) -> None:
         self.order = "concurrent" if self.order == "sequential" else "sequential"
@@ -733,264 +479,49 @@ class SpectuiApp(App):
             v.rebuild()
 
     def action_diff(self) -> None:
-        self.push_screen(DiffScreen(self.recorders["baseline"].output(), self.recorders["candidate"].output(),
-                                    self.comparer.divergence))
+        self.push_screen(DiffScreen(self.runs.recorders["baseline"].output(), self.runs.recorders["candidate"].output(),
+                                    self.runs.comparer.divergence))
 
-    def start_prompts(self, prompts: list[prompt_sets.Prompt]) -> None:
-        params = self._read_params()
-        if params is None:
-            return
-        if any(self.pane(s).state in ("connecting", "loading") for s in SIDES):
-            self.notify("the servers are not ready yet", severity="warning")
-            return
-        self.params = params
-        self.workers.cancel_group(self, "run")
-        self.run_done.clear()
-        self.run_prompts(prompts, params, self.order)
+    def action_toggle_logs(self) -> None:
+        self.servers.toggle_logs()
 
-    def _reset(self) -> None:
-        self._flush()
-        self.recorders = {s: SideRecorder(s) for s in SIDES}
-        self.comparer = LiveComparer()
-        for s in SIDES:
-            self._pending[s].clear()
-            pane = self.pane(s)
-            pane.view.reset()
-            pane.set_class(False, "-diverged")
-            pane.show_figures(self.recorders[s])
-        self.q(Banner).show_running()
+    def action_save_session(self) -> None:
+        self.recording.save()
 
-    @work(group="run", exclusive=True, exit_on_error=False)
-    async def run_prompts(self, prompts: list[prompt_sets.Prompt], params: GenerationParams, order: str) -> None:
-        self.running = True
-        try:
-            writer = self._ensure_writer()
-            if writer is not None:
-                writer.servers(self._infos())
-            for prompt in prompts:
-                self.last_prompt = prompt
-                self._reset()
-                if not self.replaying:
-                    self.sub_title = f"{prompt.id}: {prompt.preview}"
-                if writer is not None:
-                    writer.prompt(prompt, params, order)
-                probes = None
-                if self.replaying and hasattr(self.backends["baseline"], "play_probes"):
-                    probes = asyncio.create_task(self._replay_probes())
-                try:
-                    if order == "concurrent":
-                        await asyncio.gather(*(self._run_side(s, prompt, params) for s in SIDES))
-                    else:
-                        for s in SIDES:
-                            await self._run_side(s, prompt, params)
-                finally:
-                    if probes is not None:
-                        probes.cancel()
-                self._flush()
-                self._finish_prompt(prompt)
-                if writer is not None:
-                    r = self.results[-1]
-                    writer.servers(self._infos())
-                    writer.result(r.baseline, r.candidate, r.divergence, r.speedup)
-            if self.config.auto_notebook and not self.replaying:
-                self._append_notebook(self.results[-len(prompts):])
-        except asyncio.CancelledError:
-            self._flush()
-            for s in SIDES:
-                if not self.recorders[s].done and self.pane(s).state != "failed":
-                    self.pane(s).set_state("cancelled")
-            self.q(Banner).show_running("cancelled")
-            raise
-        finally:
-            self.running = False
-            self.run_done.set()
+    def action_notebook(self) -> None:
+        self.recording.append_notebook(self.runs.results[-1:])
 
-    async def _run_side(self, side: str, prompt: prompt_sets.Prompt, params: GenerationParams) -> None:
-        pane = self.pane(side)
-        backend = self.backends[side]
-        if pane.state == "failed" and pane.info is None:
-            return
-        other = "candidate" if side == "baseline" else "baseline"
-        if self.order == "sequential" and side == "baseline":
-            self.pane(other).set_state("waiting")
-        pane.set_state("streaming")
-        try:
-            text = await render_prompt(backend, prompt)
-            before = await metrics_or_none(backend)
-            async for ev in backend.stream(text, params):
-                self._pending[side].append(ev)
-            self._flush()
-            if self.recorders[side].failed is None:
-                saved = getattr(backend, "saved_figures", None)
-                if saved is not None:  # a replayed session: the cross-check made when it was recorded
-                    for key in ("metrics_drafted", "metrics_accepted", "metrics_steps", "metrics_check"):
-                        if key in saved():
-                            setattr(self.recorders[side].figures, key, saved()[key])
-                else:
-                    after = await metrics_or_none(backend)
-                    from spectui.engine.runner import LLAMACPP_SPEC
+    def action_export(self) -> None:
+        self.recording.export()
 
-                    cross_check(self.recorders[side], before, after, getattr(backend, "spec_metric_names", LLAMACPP_SPEC))
-                if backend.info is not None:
-                    pane.set_info(backend.info)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            self._pending[side].append(StreamFailed(time.perf_counter_ns(), describe(exc)))
-            self._flush()
+    def action_screenshot_svg(self) -> None:
+        self.recording.screenshot()
 
-    def _flush(self) -> None:
-        """Drain the events that arrived since the last frame into the panes; never drops one."""
-        try:
-            self._drain()
-        except NoMatches:  # the app is closing and its widgets are gone
-            return
+    def action_sessions(self) -> None:
+        from spectui.tui.screens.sessions_screen import SessionBrowser
 
-    def _drain(self) -> None:
-        for side in SIDES:
-            pending = self._pending[side]
-            if not pending:
-                continue
-            batch = pending[:]
-            pending.clear()
-            rec = self.recorders[side]
-            pane = self.pane(side)
-            tokens: list[TokenEvent] = []
-            writer = self.writer if not self.replaying else None
-            for ev in batch:
-                rec.feed(ev)
-                if writer is not None:
-                    writer.event(side, ev)
-                if isinstance(ev, TokenEvent):
-                    tokens.append(ev)
-                    self.comparer.add(side, ev.data)
-                elif isinstance(ev, StreamFinished):
-                    if tokens:
-                        pane.view.add(tokens)
-                        tokens = []
-                    pane.view.add_tail(ev.tail)
-                    if rec.relabelled:  # exact labels arrived with the final chunk (vLLM): redraw them
-                        pane.view.tokens = list(rec.tokens)
-                        pane.view.rebuild()
-                    self.comparer.add_tail(side, ev.tail)
-                    self.comparer.finish(side)
-                    pane.set_state("done")
-                elif isinstance(ev, StreamFailed):
-                    # not finish(): a cut-off output is not a divergence; bytes that already differ still are
-                    pane.set_state("failed", f"{ev.message}")
-                elif isinstance(ev, (StepEvent, StreamStarted)):
-                    pass
-            if tokens:
-                pane.view.add(tokens)
-                self.frames += 1
-            self._show_figures()
-        self._check_divergence()
+        self.push_screen(SessionBrowser(self.recording.session_dir()))
 
-    def _show_figures(self) -> None:
-        b, c = self.recorders["baseline"], self.recorders["candidate"]
-        self.pane("baseline").show_figures(b)
-        line = None
-        if b.figures.decode_tps and c.figures.decode_tps and c.done:
-            r = PromptResult(self.last_prompt, b, c)  # type: ignore[arg-type]
-            builds = f"{_build(self.pane('baseline'))} → {_build(self.pane('candidate'))}"
-            line = f"speed-up {speedup_text(r)} · builds {builds}"
-        self.pane("candidate").show_figures(c, line)
+    def open_session(self, path) -> None:
+        self.recording.open_session(path)
 
-    def _check_divergence(self) -> None:
-        d = self.comparer.divergence
-        banner = self.q(Banner)
-        cached = (self.recorders["baseline"].figures.prompt_cached, self.recorders["candidate"].figures.prompt_cached)
-        if d is not None:
-            if not banner.has_class("-diverged"):
-                note = ""
-                launched = self.pane("candidate").launch_note
-                if any(k in launched for k in ("K=", "V=", "kv=")):
-                    note = "expected: the candidate runs a quantised KV cache, which is not lossless"
-                banner.show_diverged(d, cached, note)
-                for side, tok in (("baseline", d.baseline_token), ("candidate", d.candidate_token)):
-                    self.pane(side).view.mark_divergence(tok)
-                    self.pane(side).set_class(True, "-diverged")
-            return
-        if self.comparer.identical and not banner.has_class("-identical"):
-            if all(self.recorders[s].finished is not None for s in SIDES):
-                banner.show_identical(len(self.comparer.data["baseline"]), cached)
+    def action_replay_pause(self) -> None:
+        self.recording.control("pause")
 
-    def _finish_prompt(self, prompt: prompt_sets.Prompt) -> None:
-        b, c = self.recorders["baseline"], self.recorders["candidate"]
-        result = PromptResult(prompt, b, c, divergence=self.comparer.divergence)
-        self.results.append(result)
-        self._show_figures()
-        self.refresh_bindings()
-        if result.divergence is not None:
-            # the banner went up mid-stream; now both sides' cache reuse is known, say it
-            cached = (b.figures.prompt_cached, c.figures.prompt_cached)
-            launched = self.pane("candidate").launch_note
-            note = ("expected: the candidate runs a quantised KV cache, which is not lossless"
-                    if any(k in launched for k in ("K=", "V=", "kv=")) else "")
-            self.q(Banner).show_diverged(result.divergence, cached, note)
-        if result.failed and result.divergence is None:
-            failed = [s for s in SIDES if self.recorders[s].failed is not None]
-            agreed = min(len(self.comparer.data["baseline"]), len(self.comparer.data["candidate"]))
-            self.q(Banner).show_running(f"not compared: {' and '.join(failed)} failed (see its pane); "
-                                        f"the outputs agreed for the first {agreed} bytes")
+    def action_replay_step(self) -> None:
+        self.recording.control("step")
 
-    async def _replay_probes(self) -> None:
-        """A replay draws the live panel from the samples recorded with the session."""
-        await asyncio.sleep(0.05)  # the first side's stream has started the replay clock
-        backend = self.backends["baseline"]
+    def action_replay_slower(self) -> None:
+        self.recording.control("slower")
 
-        def show(gpus, host):
-            self.post_message(ProbeSampled(gpus, host, {}, "recorded with the session" if not gpus else None))
+    def action_replay_faster(self) -> None:
+        self.recording.control("faster")
 
-        await backend.play_probes(show)
+    def action_replay_forward(self) -> None:
+        self.recording.control("forward")
 
-    # -- live panel ---------------------------------------------------------------------------------
-    @work(thread=True, group="probe", exit_on_error=False)
-    def probe_loop(self) -> None:
-        """Blocking NVML and psutil calls, in a thread; posts one sample a second."""
-        from textual.worker import get_current_worker
-
-        me = get_current_worker()
-        self.config.host_probe()  # prime psutil's CPU percent
-        while not me.is_cancelled:
-            if self.replaying:  # the replay shows the recorded samples instead
-                time.sleep(0.2)
-                continue
-            gpus = self.gpu_probe.sample()
-            host = self.config.host_probe()
-            procs = {side: self.proc_probe.sample(pid) for side, pid in self.config.pids.items()}
-            self.post_message(ProbeSampled(gpus, host, procs, self.gpu_probe.error))
-            for _ in range(int(self.config.probe_interval * 10)):
-                if me.is_cancelled:
-                    return
-                time.sleep(0.1)
-
-    def on_probe_sampled(self, msg: ProbeSampled) -> None:
-        if self.running and self.writer is not None and not self.replaying:
-            self.writer.probe(msg.gpus, msg.host)  # the live panel's samples go into the session too
-        try:
-            self.q(LivePanel).show(msg.gpus, msg.host, msg.procs, self.kv, msg.gpu_note)
-        except NoMatches:  # closing
-            pass
-
-    async def _poll_kv(self) -> None:
-        for side, backend in self.backends.items():
-            try:
-                if self.pane(side).info is None:
-                    continue
-            except NoMatches:
-                return
-            try:
-                self.kv[side] = await asyncio.wait_for(backend.kv_usage(), timeout=0.8)
-            except Exception:
-                self.kv[side] = None
-
-
-
-def _build(pane: SidePane) -> str:
-    return (pane.info.build if pane.info and pane.info.build else "?")
-
-
+    def action_replay_back(self) -> None:
+        self.recording.control("back")
 
 
 def launch_note(argv: list[str]) -> str:
@@ -1012,57 +543,3 @@ def launch_note(argv: list[str]) -> str:
 
 def make_app(config: AppConfig) -> SpectuiApp:
     return SpectuiApp(config)
-
-
-def run_replay(session, speed: str) -> int:
-    from spectui.engine.errors import InputError
-    from spectui.engine.session import ReplayControl, SessionBackend
-
-    try:
-        rate = None if speed == "max" else float(speed.rstrip("x"))
-    except ValueError:
-        raise InputError(f"--speed must be a number (1, 2, 10, …) or max, not {speed!r}") from None
-    if rate is not None and rate <= 0:
-        raise InputError("--speed must be positive")
-    first = session.prompts[0]
-    control = ReplayControl(rate)
-    config = AppConfig(session.infos["baseline"].url, session.infos["candidate"].url,
-                       params=first.params, order=first.order, prompts=[sp.prompt for sp in session.prompts],
-                       backends={s: SessionBackend(s, session, rate, control) for s in SIDES},
-                       replay_control=control, autorun_all=True, title=f"spectui replay · {session.path.name}")
-    make_app(config).run()
-    return 0
-
-
-def run_tui(args) -> int:
-    from spectui.cli import _params
-
-    import signal
-
-    if bool(args.baseline) != bool(args.candidate):
-        from spectui.engine.errors import InputError
-
-        raise InputError("give both --baseline URL and --candidate URL, or neither (to pick a profile)")
-    pick = not args.baseline
-    from spectui.engine.backends import api_key_from
-    from spectui.engine.config import load as load_settings
-
-    settings, _ = load_settings()  # autosave = false, auto_notebook = true, notebook = "…" in config.toml
-    config = AppConfig(args.baseline or "not started", args.candidate or "not started", prompt_set=args.prompts,
-                       params=_params(args), order=args.order, ready_timeout=args.ready_timeout, pick_profile=pick,
-                       backend_kind=args.backend, api_key=api_key_from(args.api_key_env),
-                       autosave=bool(settings.get("autosave", True)) and not args.no_autosave,
-                       auto_notebook=bool(settings.get("auto_notebook", False)),
-                       notebook=args.notebook or settings.get("notebook"))
-    app = make_app(config)
-
-    def on_term(signum, frame):  # a `kill` of spectui still stops the servers it started
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, on_term)
-    try:
-        app.run()
-    finally:
-        if getattr(app, "launcher", None) is not None:
-            app.launcher.stop_all()
-    return 0

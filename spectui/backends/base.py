@@ -1,0 +1,84 @@
+"""The one contract every server backend implements, and the capabilities only some have.
+
+    Backend (abstract)
+    ├── LlamaCppBackend    llama.cpp llama-server: /completion with per-token timings and draft counters
+    ├── OpenAIBackend      any OpenAI-compatible /v1/completions: text, timing and usage only
+    │   ├── VLLMBackend    + token ids, per-request speculation metrics, /metrics, prefix-cache reset
+    │   └── SGLangBackend  /generate with meta_info, /metrics, /flush_cache
+    ├── ReplayBackend      recorded llama.cpp SSE payloads (tests, benchmarks)
+    └── SessionBackend     one side of a saved session (replay; lives in store.replay)
+
+Callers ask `backend.capabilities` what a server can do, never `hasattr`; an optional method a
+backend lacks raises Unsupported with a line saying so. Server quirks (field names, metric names,
+endpoints) stay inside each backend module: what leaves it is core types and events.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from spectui.core.errors import Unsupported
+from spectui.core.events import StreamEvent
+from spectui.core.types import GenerationParams, ServerCounters, ServerInfo
+
+OnWait = Callable[[str, float], None]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do beyond the common contract (all off unless a backend says so)."""
+
+    slots: bool = False  # per-slot state and KV use; save/restore/erase of a slot's cache
+    cache_reset: bool = False  # can empty its prompt/prefix cache before a cold run
+    cache_prompt_control: bool = False  # honours a per-request prompt-cache on/off
+    per_step_counts: bool = False  # reports each verification step's drafted/accepted (exact labels)
+    per_request_spec: bool = False  # reports a request's speculation totals at its end
+    counters: bool = False  # exports cumulative speculation/cache counters (/metrics)
+    logprobs: bool = False  # top log-probabilities per generated token
+    token_ids: bool = False  # token ids for every generated token
+    chat_template: bool = False  # renders chat prompts with the server's own template (else ChatML)
+    recorded: bool = False  # replays a recording: no live server behind it
+
+
+class Backend(abc.ABC):
+    """One server reached over HTTP (or a recording played as one)."""
+
+    kind: ClassVar[str] = "?"
+    capabilities: Capabilities = Capabilities()
+    url: str
+    info: ServerInfo | None = None
+
+    @abc.abstractmethod
+    async def wait_ready(self, timeout: float = 120.0, on_wait: OnWait | None = None) -> None:
+        """Return once the server can take a request; ServerLoading when `timeout` runs out."""
+
+    @abc.abstractmethod
+    async def identify(self) -> ServerInfo:
+        """What the server says about itself (build, model, speculation, KV cache)."""
+
+    @abc.abstractmethod
+    async def render_chat(self, messages: list[dict]) -> str:
+        """The prompt text for a chat, as this server's template renders it."""
+
+    @abc.abstractmethod
+    def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]:
+        """Stream one completion as events; a failure ends it with StreamFailed, never raises."""
+
+    async def metrics(self) -> dict[str, float] | None:
+        """The raw /metrics samples, or None where the server has none."""
+        return None
+
+    async def counters(self) -> ServerCounters | None:
+        """Cumulative counters in spectui's terms, or None where the server exports none."""
+        return None
+
+    async def kv_usage(self) -> tuple[int, int] | None:
+        """(used, capacity) of the KV cache where the server tells, else None."""
+        return None
+
+    async def reset_cache(self) -> str:
+        """Empty the server's prompt cache; returns what was done. Needs capabilities.cache_reset."""
+        raise Unsupported(f"{self.kind} server at {self.url} offers no way to clear its cache")

@@ -1,0 +1,120 @@
+"""Label each llama.cpp token as `first`, `accepted` (a draft the target kept) or `target`.
+
+llama-server's cumulative `timings.draft_n` / `timings.draft_n_accepted` counters rise before it emits
+a verification step's tokens back to back: when accepted rose by a and drafted by d, the next a+1
+tokens are a accepted drafts followed by one token of the target's own (a correction or a bonus), and
+d−a drafts were rejected at that point. A stop condition can cut the last step short.
+
+Steps are queued, not replaced: when a token's bytes are withheld (incomplete UTF-8), the next step's
+counters can arrive before the previous step's tokens, and those tokens still belong to the earlier
+step. Two steps whose counter updates fall between the same two events cannot be told apart; they
+are labelled as one (drafted and accepted stay exact; the step count is cross-checked with /metrics).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from spectui.core.errors import BadEvent, checked
+from spectui.core.events import StepEvent, StreamEvent, StreamFinished, TokenEvent
+
+NUM = (int, float)
+
+
+class LlamaCppLabeller:
+    """Feed it the stream's JSON objects in order, with their arrival times; it yields events."""
+
+    def __init__(self) -> None:
+        self.index = 0  # tokens emitted so far
+        self.step = 0
+        self.drafted = 0
+        self.accepted = 0
+        self._draft_n = 0
+        self._draft_acc = 0
+        # pending steps: [step number, accepted tokens still to come, drafts rejected]; the target follows
+        self._steps: deque[list[int]] = deque()
+        self._tokens_predicted = 0
+        self.finished: StreamFinished | None = None
+        self.inconsistent: str | None = None  # why the draft counters stopped making sense, if they did
+
+    def _next_label(self) -> tuple[str, int | None, int]:
+        if self.index == 0:
+            return "first", None, 0
+        if self.inconsistent is not None and not self._steps:
+            return "unknown", None, 0
+        if self._steps:
+            head = self._steps[0]
+            if head[1] > 0:
+                head[1] -= 1
+                return "accepted", head[0], 0
+            self._steps.popleft()
+            return "target", head[0], head[2]
+        return "target", None, 0
+
+    def feed(self, obj: dict, t_ns: int) -> list[StreamEvent]:
+        """One event's JSON object; BadEvent when a field spectui reads has the wrong type."""
+        out: list[StreamEvent] = []
+        timings = checked(obj, "timings", dict, {})
+        draft_n = checked(timings, "draft_n", NUM)
+        draft_acc = checked(timings, "draft_n_accepted", NUM)
+        if draft_n is not None and draft_acc is not None and self.inconsistent is None:
+            d = int(draft_n) - self._draft_n
+            a = int(draft_acc) - self._draft_acc
+            if d < 0 or a < 0 or a > d:
+                # counters only rise, and a step cannot accept more than it drafted: stop trusting them,
+                # keep the labels already made, and label what follows as unknown
+                self.inconsistent = (f"draft counters went backwards or do not add up (drafted {self._draft_n} → "
+                                     f"{int(draft_n)}, accepted {self._draft_acc} → {int(draft_acc)})")
+            elif d > 0 or a > 0:
+                self.step += 1
+                self.drafted += d
+                self.accepted += a
+                self._steps.append([self.step, a, d - a])
+                self._draft_n, self._draft_acc = int(draft_n), int(draft_acc)
+                out.append(StepEvent(self.step, d, a, t_ns))
+
+        content = checked(obj, "content", str, "")
+        data = content.encode("utf-8") if content else b""
+        ids = checked(obj, "tokens", list, [])
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise BadEvent("tokens[]", next(i for i in ids if not isinstance(i, int) or isinstance(i, bool)))
+        predicted = checked(obj, "tokens_predicted", int)
+        n_new = len(ids)
+        if predicted is not None:
+            # a withheld incomplete-UTF-8 token has no event of its own: tokens_predicted jumps by 2; the
+            # final event can carry such a jump too (content "", tokens []) for tokens never sent
+            n_new = max(n_new, predicted - max(self._tokens_predicted, self.index))
+            self._tokens_predicted = max(self._tokens_predicted, predicted)
+
+        if checked(obj, "stop", bool, False):
+            if n_new or data:
+                out.extend(self._emit(ids, max(n_new, 0), data, t_ns))
+            settings = checked(obj, "generation_settings", dict, {})
+            self.finished = StreamFinished(
+                t_ns=t_ns,
+                stop_type=str(obj.get("stop_type", "none")),
+                timings=dict(timings),
+                tokens_evaluated=checked(obj, "tokens_evaluated", int),
+                tail=data if not n_new else b"",
+                settings={k: v for k, v in settings.items() if k.startswith("speculative")},
+                tokens_predicted=predicted,
+            )
+            out.append(self.finished)
+            return out
+
+        out.extend(self._emit(ids, n_new, data, t_ns))
+        return out
+
+    def _emit(self, ids: list, n_new: int, data: bytes, t_ns: int) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        if n_new == 0:
+            return out
+        missing = n_new - len(ids)
+        all_ids: list[int | None] = [None] * missing + list(ids)
+        for k, tid in enumerate(all_ids):
+            label, step, rejected = self._next_label()
+            # the bytes arrive with the last token of the event; earlier (withheld) tokens carry none
+            chunk = data if k == len(all_ids) - 1 else b""
+            out.append(TokenEvent(self.index, tid, chunk, t_ns, label, step, rejected))  # type: ignore[arg-type]
+            self.index += 1
+        return out

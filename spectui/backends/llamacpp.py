@@ -1,0 +1,295 @@
+"""The llama.cpp `llama-server` backend: identify, render chat prompts, stream /completion, probe, slot caches."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+
+import httpx
+
+from spectui.backends import metrics as M
+from spectui.backends.base import Backend, Capabilities
+from spectui.backends.labeller import LlamaCppLabeller
+from spectui.backends.metrics import parse_metrics
+from spectui.backends.sse import error_text as _error_text
+from spectui.backends.sse import post_sse
+from spectui.backends.sse import why as _why
+from spectui.core.errors import (
+    BadEvent,
+    NotLlamaServer,
+    ServerHTTPError,
+    ServerLoading,
+    ServerUnreachable,
+    StreamBroken,
+    describe,
+)
+from spectui.core.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted
+from spectui.core.types import GenerationParams, ServerCounters, ServerInfo
+
+
+def _basename(path: str | None) -> str | None:
+    if not path:
+        return None
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+class LlamaCppBackend(Backend):
+    """One llama-server, reached over HTTP. Server quirks stay in here."""
+
+    kind = "llama.cpp"
+    capabilities = Capabilities(slots=True, cache_reset=True, cache_prompt_control=True, per_step_counts=True,
+                                counters=True, logprobs=True, token_ids=True, chat_template=True)
+
+    def __init__(self, url: str, client: httpx.AsyncClient, clock: Callable[[], int] = time.perf_counter_ns):
+        self.url = url.rstrip("/")
+        self.client = client
+        self.clock = clock
+        self.info: ServerInfo | None = None
+
+    # -- HTTP helpers ------------------------------------------------------------------------
+    async def _get(self, path: str, timeout: float = 10.0) -> httpx.Response:
+        try:
+            return await self.client.get(self.url + path, timeout=timeout)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise ServerUnreachable(f"cannot connect to {self.url} ({_why(exc)})") from None
+        except httpx.TimeoutException:
+            raise ServerUnreachable(f"{self.url}{path} did not answer within {timeout:.0f} s") from None
+        except httpx.HTTPError as exc:
+            raise ServerUnreachable(f"{self.url}{path}: {_why(exc)}") from None
+
+    async def _post_json(self, path: str, body: dict, timeout: float = 30.0) -> dict:
+        try:
+            r = await self.client.post(self.url + path, json=body, timeout=timeout)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise ServerUnreachable(f"cannot connect to {self.url} ({_why(exc)})") from None
+        except httpx.HTTPError as exc:
+            raise ServerUnreachable(f"{self.url}{path}: {_why(exc)}") from None
+        if r.status_code >= 400:
+            raise ServerHTTPError(f"{self.url}{path} answered HTTP {r.status_code}: {_error_text(r)}", r.status_code)
+        try:
+            return r.json()
+        except ValueError:
+            raise NotLlamaServer(f"{self.url}{path} did not answer JSON") from None
+
+    # -- identity ------------------------------------------------------------------------------
+    async def wait_ready(self, timeout: float = 120.0, on_wait: Callable[[str, float], None] | None = None) -> None:
+        """Wait for /health to say ok; llama-server answers 503 while it loads the model."""
+        deadline = time.monotonic() + timeout
+        first = True
+        while True:
+            try:
+                r = await self._get("/health", timeout=5.0)
+            except ServerUnreachable:
+                if first:
+                    raise
+                r = None  # it was there a moment ago: a restart, keep waiting
+            first = False
+            if r is not None and r.status_code == 200:
+                return
+            if r is not None and r.status_code not in (503,):
+                if r.status_code == 404:
+                    raise NotLlamaServer(f"{self.url} has no /health endpoint: not a llama-server")
+                raise ServerHTTPError(f"{self.url}/health answered HTTP {r.status_code}", r.status_code)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ServerLoading(f"{self.url} still loading after {timeout:.0f} s")
+            if on_wait:
+                on_wait("loading", left)
+            await asyncio.sleep(min(0.25, left))
+
+    async def identify(self) -> ServerInfo:
+        r = await self._get("/props")
+        if r.status_code == 404:
+            raise NotLlamaServer(f"{self.url} has no /props endpoint: not a llama-server")
+        if r.status_code == 503:
+            raise ServerLoading(f"{self.url} is still loading")
+        if r.status_code >= 400:
+            raise ServerHTTPError(f"{self.url}/props answered HTTP {r.status_code}: {_error_text(r)}", r.status_code)
+        try:
+            props = r.json()
+        except ValueError:
+            raise NotLlamaServer(f"{self.url}/props is not JSON: not a llama-server") from None
+        if not isinstance(props, dict) or "default_generation_settings" not in props:
+            raise NotLlamaServer(f"{self.url}/props lacks default_generation_settings: not a llama-server")
+        info = ServerInfo(url=self.url)
+        info.build = props.get("build_info")
+        info.model = _basename(props.get("model_path")) or props.get("model_alias")
+        info.model_path = props.get("model_path")
+        info.slots = props.get("total_slots")
+        info.has_chat_template = bool(props.get("chat_template"))
+        gen = props.get("default_generation_settings") or {}
+        info.n_ctx = gen.get("n_ctx") or props.get("n_ctx")
+        params = gen.get("params") or {}
+        spec = params.get("speculative") or {}
+        info.speculative = _speculative_from(spec, params)
+        if "cache_prompt" in params:
+            info.cache_prompt = bool(params["cache_prompt"])
+        await self._add_slot_details(info)
+        r = await self._get("/metrics")
+        info.metrics_enabled = r.status_code == 200
+        self.info = info
+        return info
+
+    async def _add_slot_details(self, info: ServerInfo) -> None:
+        try:
+            slots = await self.slots()
+        except Exception:  # /slots can be disabled (--no-slots); identity is still useful
+            return
+        if not slots:
+            return
+        s0 = slots[0]
+        spec = s0.get("speculative")
+        if isinstance(spec, bool):
+            info.speculative["enabled"] = spec
+            if spec and info.speculative.get("type") in (None, "none"):
+                # /props shows the request default ("none"); the slot says a drafter is loaded
+                info.speculative["type"] = "on"
+        p = s0.get("params") or {}
+        if isinstance(p.get("speculative"), dict) and not info.speculative.get("n_max"):
+            info.speculative.update(_speculative_from(p["speculative"], p))
+
+    # -- generation ----------------------------------------------------------------------------
+    async def render_chat(self, messages: list[dict]) -> str:
+        """The prompt as the server's own chat template renders it (POST /apply-template)."""
+        body = await self._post_json("/apply-template", {"messages": messages})
+        prompt = body.get("prompt")
+        if not isinstance(prompt, str):
+            raise NotLlamaServer(f"{self.url}/apply-template did not return a prompt")
+        return prompt
+
+    def request_body(self, prompt: str, params: GenerationParams) -> dict:
+        body = {
+            "prompt": prompt,
+            "n_predict": params.max_tokens,
+            "temperature": params.temperature,
+            "seed": params.seed,
+            "stream": True,
+            "timings_per_token": True,
+            "return_tokens": True,
+        }
+        if params.cache_prompt is not None:
+            body["cache_prompt"] = params.cache_prompt
+        return body
+
+    async def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]:
+        """Stream one completion as events; a failure ends the stream with StreamFailed, never raises."""
+        labeller = LlamaCppLabeller()
+        yield StreamStarted(self.clock(), prompt)
+        try:
+            async for t, obj in post_sse(self.client, self.url + "/completion", self.request_body(prompt, params),
+                                         idle_timeout=params.idle_timeout, deadline=params.deadline, clock=self.clock):
+                for ev in labeller.feed(obj, t):
+                    if isinstance(ev, StreamFinished) and ev.settings and self.info is not None:
+                        self._learn_settings(ev.settings)
+                    yield ev
+                if labeller.finished is not None:
+                    return
+            yield StreamFailed(self.clock(), f"stream ended after {labeller.index} tokens without a final event")
+        except (StreamBroken, BadEvent) as exc:
+            yield StreamFailed(self.clock(), f"{describe(exc)} (after {labeller.index} tokens)")
+
+    def _learn_settings(self, settings: dict) -> None:
+        """The final event names the speculation types the request really used (e.g. 'none,draft-simple')."""
+        types = settings.get("speculative.types") or settings.get("speculative.type")
+        if types and self.info is not None:
+            used = [t for t in str(types).split(",") if t and t != "none"]
+            self.info.speculative["type"] = ",".join(used) if used else "none"
+        for key in ("speculative.n_max", "speculative.n_min"):
+            if key in settings and self.info is not None:
+                self.info.speculative[key.split(".", 1)[1]] = settings[key]
+
+    # -- probes --------------------------------------------------------------------------------
+    async def metrics(self) -> dict[str, float] | None:
+        """Parsed /metrics, or None when the server runs without --metrics."""
+        r = await self._get("/metrics")
+        if r.status_code != 200:
+            return None
+        return parse_metrics(r.text)
+
+    async def counters(self) -> ServerCounters | None:
+        m = await self.metrics()
+        if m is None:
+            return None
+        pos = M.per_position(None, m, M.SPEC_PER_POS)
+        return ServerCounters(M.total(m, M.SPEC_DRAFTED), M.total(m, M.SPEC_ACCEPTED), M.total(m, M.SPEC_STEPS),
+                              tuple(pos) if pos is not None else None, M.total(m, M.PROMPT_TOKENS),
+                              M.total(m, M.PROMPT_CACHED))
+
+    async def reset_cache(self, slot: int = 0) -> str:
+        """Erase the slot's cache (needs --slot-save-path); cold runs also send cache_prompt: false."""
+        try:
+            r = await self.client.post(f"{self.url}/slots/{slot}?action=erase", timeout=10)
+        except httpx.HTTPError:
+            return "could not reach /slots to erase"
+        if r.status_code == 200:
+            return f"slot {slot} erased"
+        if r.status_code == 501:
+            return "cannot erase (server started without --slot-save-path); cold turns use cache_prompt: false"
+        return f"erase answered HTTP {r.status_code}"
+
+    async def slot_action(self, action: str, slot: int = 0, filename: str | None = None) -> dict:
+        return await slot_action(self.client, self.url, action, slot, filename)
+
+    async def slots(self) -> list[dict]:
+        r = await self._get("/slots")
+        if r.status_code != 200:
+            return []
+        data = r.json()
+        if isinstance(data, dict):  # the docs show an object, the code returns an array
+            data = list(data.values()) if all(isinstance(v, dict) for v in data.values()) else [data]
+        return [s for s in data if isinstance(s, dict)]
+
+    async def kv_usage(self) -> tuple[int, int] | None:
+        """(tokens in slots, total context): llama.cpp has no KV gauge, so count slot tokens."""
+        slots = await self.slots()
+        if not slots:
+            return None
+        used = total = 0
+        for s in slots:
+            nxt = s.get("next_token") or {}
+            if isinstance(nxt, list):  # an array in the code, an object in the docs
+                nxt = nxt[0] if nxt else {}
+            total += int(s.get("n_ctx") or 0)
+            used += int(s.get("n_prompt_tokens") or 0) + int(nxt.get("n_decoded") or 0)
+        return used, total
+
+
+def _speculative_from(spec: dict, params: dict) -> dict:
+    out: dict = {}
+    for key in ("type", "types"):
+        if spec.get(key) is not None:
+            out["type"] = spec[key] if not isinstance(spec[key], list) else ",".join(map(str, spec[key]))
+    for src, dst in (("n_max", "n_max"), ("n_min", "n_min"), ("p_min", "p_min")):
+        if spec.get(src) is not None:
+            out[dst] = spec[src]
+    for key in ("model", "draft_model", "model_draft"):
+        if spec.get(key):
+            out["draft_model"] = _basename(str(spec[key]))
+    for src in ("speculative.n_max", "speculative.n_min"):
+        if params.get(src) is not None:
+            out[src.split(".", 1)[1]] = params[src]
+    if params.get("speculative.type"):
+        out["type"] = params["speculative.type"]
+    return out
+
+
+async def slot_action(client: httpx.AsyncClient, url: str, action: str, slot: int, filename: str | None) -> dict:
+    """POST /slots/{slot}?action=save|restore|erase; a one-line error naming --slot-save-path when it is off."""
+    body = {"filename": filename} if filename else {}
+    try:
+        r = await client.post(f"{url.rstrip('/')}/slots/{slot}?action={action}", json=body, timeout=60)
+    except (httpx.ConnectError, httpx.ConnectTimeout):
+        raise ServerUnreachable(f"cannot connect to {url}") from None
+    except httpx.HTTPError as exc:
+        raise ServerUnreachable(f"{url}/slots: {_why(exc)}") from None
+    if r.status_code == 501:
+        raise ServerHTTPError(f"{url} cannot {action} slot caches: it was started without --slot-save-path", 501,
+                              hint="restart llama-server with --slot-save-path DIR")
+    if r.status_code >= 400:
+        raise ServerHTTPError(f"{url} slot {action} failed (HTTP {r.status_code}): {_error_text(r)}", r.status_code)
+    try:
+        body = r.json()
+    except ValueError:
+        raise NotLlamaServer(f"{url}/slots did not answer JSON") from None
+    return body if isinstance(body, dict) else {}

@@ -1,0 +1,172 @@
+"""The SGLang backend: stream /generate, read meta_info and /metrics, identify with /server_info.
+
+Mirrors SGLang 0.5.x as documented (FACTS.md; field names vary by release): `text` and `output_ids`
+are cumulative unless the server runs with --incremental-streaming-output (both are handled: a chunk
+whose text does not extend the previous text is taken as an increment). At the end `meta_info` holds
+`prompt_tokens`, `completion_tokens`, `cached_tokens` and, under speculation, `spec_verify_ct` (steps)
+with `spec_accept_length` / `spec_accept_rate` (or older/newer spellings). Labels are inferred from
+chunking (one chunk per step), as SGLang gives no per-step counts. SGLang has no chat-template
+endpoint, so prompts are rendered as ChatML (OpenAIBackend.render_chat), SmolLM2's template.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+
+from spectui.backends.base import Capabilities
+from spectui.backends.chunks import ChunkLabeller
+from spectui.backends.metrics import per_position, total
+from spectui.backends.openai import STOP_TYPES, OpenAIBackend
+from spectui.backends.sse import post_sse
+from spectui.core.errors import BadEvent, NotLlamaServer, StreamBroken, checked, describe
+from spectui.core.events import SpecReport, StreamEvent, StreamFailed, StreamFinished, StreamStarted
+from spectui.core.types import GenerationParams, ServerCounters, ServerInfo
+
+STEP_KEYS = ("spec_verify_ct", "spec_verify_count", "spec_num_verify")
+ACCEPT_LEN_KEYS = ("spec_accept_length", "spec_avg_accept_length", "avg_spec_accept_length")
+ACCEPT_RATE_KEYS = ("spec_accept_rate", "spec_acceptance_rate")
+ACCEPTED_KEYS = ("spec_accept_token_num", "spec_num_accepted_tokens", "spec_accepted_tokens")
+DRAFTED_KEYS = ("spec_draft_token_num", "spec_num_draft_tokens", "spec_draft_tokens")
+
+
+def _first(d: dict, keys):
+    for k in keys:
+        if d.get(k) is not None:
+            return d[k]
+    return None
+
+
+def spec_report(meta: dict) -> SpecReport | None:
+    """SGLang's end-of-request speculation fields, whichever spelling this release uses."""
+    steps = _first(meta, STEP_KEYS)
+    if not steps:
+        return None
+    steps = int(steps)
+    accepted = _first(meta, ACCEPTED_KEYS)
+    completion = meta.get("completion_tokens")
+    if accepted is None and completion is not None:
+        accepted = max(0, int(completion) - steps - 1)  # 1 prefill token, then accepted + 1 per step
+    drafted = _first(meta, DRAFTED_KEYS)
+    rate = _first(meta, ACCEPT_RATE_KEYS)
+    if drafted is None and rate and accepted is not None:
+        drafted = round(int(accepted) / float(rate))
+    return SpecReport("SGLang", None, None, steps, None if accepted is None else int(accepted),
+                      None if drafted is None else int(drafted), completion)
+
+
+class SGLangBackend(OpenAIBackend):
+    kind = "sglang"
+    capabilities = Capabilities(cache_reset=True, per_request_spec=True, counters=True, token_ids=True)
+    spec_metric_names = ("sglang:spec_num_draft_tokens_total", "sglang:spec_num_accepted_tokens_total",
+                         "sglang:spec_verify_ct_total", "sglang:spec_accepted_per_pos_total")
+    ready_path = "/health"  # SGLang answers 200 here once the model is loaded
+
+
+    async def identify(self) -> ServerInfo:
+        body = None
+        for path in ("/server_info", "/get_server_info"):
+            r = await self._get(path)
+            if r.status_code == 200:
+                body = r.json()
+                break
+        if not isinstance(body, dict):
+            raise NotLlamaServer(f"{self.url} has no /server_info: not an SGLang server")
+        args = body.get("server_args", body)
+        info = ServerInfo(url=self.url, backend="sglang", build=f"sglang {body.get('version', '?')}",
+                          model=str(args.get("served_model_name") or args.get("model_path") or "?").rsplit("/", 1)[-1],
+                          n_ctx=args.get("context_length"))
+        algo = args.get("speculative_algorithm")
+        self.speculative = bool(algo)
+        info.speculative = {"type": algo or "none"}
+        if args.get("speculative_num_draft_tokens") is not None:
+            info.speculative["n_max"] = args["speculative_num_draft_tokens"]
+        if args.get("kv_cache_dtype") not in (None, "auto"):
+            info.kv_cache = {"dtype": args["kv_cache_dtype"]}
+        if "disable_radix_cache" in args:
+            info.cache_prompt = not args["disable_radix_cache"]
+        m = await self.metrics()
+        info.metrics_enabled = m is not None
+        self.info = info
+        return info
+
+    async def reset_cache(self) -> str:
+        """POST /flush_cache (SGLang empties its radix cache when no request is running)."""
+        try:
+            r = await self.client.post(self.url + "/flush_cache", timeout=30, headers=self._headers)
+        except httpx.HTTPError:
+            return "could not reach /flush_cache"
+        return "/flush_cache done" if r.status_code == 200 else f"cannot clear: /flush_cache answered HTTP {r.status_code}"
+
+    async def counters(self) -> ServerCounters | None:
+        m = await self.metrics()
+        if m is None:
+            return None
+        drafted, accepted, steps, per_pos = self.spec_metric_names
+        pos = per_position(None, m, per_pos)
+        return ServerCounters(total(m, drafted), total(m, accepted), total(m, steps),
+                              tuple(pos) if pos is not None else None, total(m, "sglang:prompt_tokens_total"),
+                              total(m, "sglang:cached_tokens_total"))
+
+    async def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]:
+        clock = self.clock
+        yield StreamStarted(clock(), prompt)
+        lab = ChunkLabeller(self.speculative)
+        text_so_far, ids_so_far = "", 0
+        mode: str | None = None
+        meta: dict = {}
+        body = {"text": prompt, "stream": True,
+                "sampling_params": {"temperature": params.temperature, "max_new_tokens": params.max_tokens,
+                                    "sampling_seed": params.seed}}
+        try:
+            async for t, obj in post_sse(self.client, self.url + "/generate", body, self._headers, params.idle_timeout,
+                                         params.deadline, clock=clock):
+                text = checked(obj, "text", str, "")
+                ids = checked(obj, "output_ids", list)
+                meta = checked(obj, "meta_info", dict) or meta
+                # cumulative (default) or incremental (--incremental-streaming-output): told apart by the
+                # second chunk with text, then held to; cumulative text that stops extending is a broken stream
+                extends = text.startswith(text_so_far) and (ids is None or len(ids) >= ids_so_far)
+                if mode is None and text_so_far and text:
+                    mode = "cumulative" if extends and len(text) > len(text_so_far) else "incremental"
+                if mode == "cumulative" and not extends:
+                    raise StreamBroken(f"SGLang's cumulative text stopped extending the previous text after "
+                                       f"{len(text_so_far.encode('utf-8'))} bytes")
+                if mode != "incremental" and extends:
+                    new_text = text[len(text_so_far):]
+                    new_ids = ids[ids_so_far:] if isinstance(ids, list) else None
+                    text_so_far = text
+                    ids_so_far = len(ids) if isinstance(ids, list) else ids_so_far
+                else:
+                    new_text, new_ids = text, ids
+                    text_so_far += text
+                    ids_so_far += len(ids) if isinstance(ids, list) else 0
+                n = len(new_ids) if isinstance(new_ids, list) else (1 if new_text else 0)
+                for ev in lab.feed(new_text.encode("utf-8"), new_ids, n, t):
+                    yield ev
+        except (StreamBroken, BadEvent) as exc:
+            yield StreamFailed(clock(), f"{describe(exc)} (after {lab.index} tokens)")
+            return
+        if not meta:
+            yield StreamFailed(clock(), f"stream ended after {lab.index} tokens without meta_info")
+            return
+        timings = {}
+        if meta.get("prompt_tokens") is not None:
+            timings["prompt_n"] = meta["prompt_tokens"] - (meta.get("cached_tokens") or 0)
+        if meta.get("cached_tokens") is not None:
+            timings["cache_n"] = meta["cached_tokens"]
+        fin = meta.get("finish_reason")
+        stop = fin.get("type") if isinstance(fin, dict) else fin
+        yield StreamFinished(clock(), STOP_TYPES.get(stop or "", stop or "none"), timings, meta.get("prompt_tokens"),
+                             spec=spec_report(meta))
+
+    async def kv_usage(self):
+        m = await self.metrics()
+        if not m:
+            return None
+        used = total(m, "sglang:num_used_tokens")
+        frac = total(m, "sglang:token_usage")
+        if used is not None and frac:
+            return (int(used), int(round(used / frac)))
+        return (int(round(frac * 1000)), 1000) if frac is not None else None

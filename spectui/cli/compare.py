@@ -1,0 +1,163 @@
+"""`spectui compare`, and what reads saved sessions: replay, report, sessions, notebook."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, EXIT_USAGE, connect_pair, params_from, prompts_from  # noqa: F401
+from spectui.core.errors import InputError
+from spectui.core.runner import RunObserver
+
+
+class _CliObserver(RunObserver):
+    """The CLI's side of the run loop: progress on stderr, and the session (with the machine's state
+    before and after each prompt) when --save is given."""
+
+    def __init__(self, quiet: bool, writer, infos) -> None:
+        self.quiet, self.writer, self.infos = quiet, writer, infos
+        if writer is not None:
+            from spectui.machine.probes import GPUProbe, host_sample
+
+            self.gpu_probe, self.host_sample = GPUProbe(), host_sample
+
+    def prompt_started(self, prompt, params, order) -> None:
+        if not self.quiet:
+            print(f"spectui: {prompt.id} …", file=sys.stderr)
+        if self.writer is not None:
+            self.writer.prompt_started(prompt, params, order)
+            self.writer.probe(self.gpu_probe.sample(), self.host_sample())
+
+    def event(self, side, ev) -> None:
+        if self.writer is not None:
+            self.writer.event(side, ev)
+
+    def prompt_finished(self, result) -> None:
+        if self.writer is not None:
+            self.writer.probe(self.gpu_probe.sample(), self.host_sample())  # the machine before and after
+            self.writer.servers(self.infos)  # identities learnt during the run (speculation type used)
+            self.writer.prompt_finished(result)
+
+
+def exit_for(results) -> int:
+    """1 when a side failed or a prompt is incomplete (no verdict), 3 when outputs differ, else 0."""
+    if any(r.failed or r.incomplete for r in results):
+        return EXIT_SERVER
+    return EXIT_OK if all(r.identical for r in results) else EXIT_DIFFERS
+
+
+async def cmd_compare(args) -> int:
+    import httpx
+
+    from spectui.core import runner
+    from spectui.core.report import json_report, text_report
+
+    params = params_from(args)
+    prompt_list = prompts_from(args)
+    writer = None
+    if args.save:
+        from spectui.store.session import SessionWriter
+
+        writer = SessionWriter(args.save)  # refuses a file that is not a session before any server is asked
+    try:
+        async with httpx.AsyncClient() as client:
+            backends, infos = await connect_pair(client, args)
+            if writer:
+                writer.servers(infos)
+            results = await runner.run_prompts(backends["baseline"], backends["candidate"], prompt_list, params, args.order,
+                                        _CliObserver(args.json, writer, infos))
+    finally:
+        if writer:
+            writer.close()
+    if args.notebook is not None:
+        from spectui.store import notebook
+
+        path = notebook.notebook_path(args.notebook or None)
+        where, warning = notebook.append(path, [notebook.measurement(r, infos, args.profile) for r in results])
+        print(f"spectui: {'warning: ' + warning if warning else f'appended {len(results)} measurements to {where}'}",
+              file=sys.stderr)
+    if args.json:
+        print(json.dumps(json_report(infos, results, params, args.order), indent=2))
+    else:
+        print(text_report(infos, results, params, args.order))
+    for r in results:
+        for rec in (r.baseline, r.candidate):
+            if rec.failed is not None:
+                print(f"spectui: error: {rec.name} failed on {r.prompt.id}: {rec.failed.message}", file=sys.stderr)
+    return exit_for(results)
+
+
+def cmd_replay(args) -> int:
+    from spectui.store.session import load_session, results_for
+
+    session = load_session(args.file)
+    for w in session.warnings:
+        print(f"spectui: warning: {w}", file=sys.stderr)
+    if not session.prompts:
+        raise InputError(f"{session.path} holds no prompts to replay")
+    if args.no_tui:
+        from spectui.core.report import json_report, text_report
+
+        results = results_for(session)
+        params, order = session.prompts[0].params, session.prompts[0].order
+        if args.json:
+            print(json.dumps(json_report(session.infos, results, params, order), indent=2))
+        else:
+            print(f"replay of {session.path} (recorded {session.created})")
+            print(text_report(session.infos, results, params, order))
+        return exit_for(results)
+    from spectui.cli.tui import run_replay
+
+    return run_replay(session, args.speed)
+
+
+def cmd_report(args) -> int:
+    from spectui.core.report import json_report, markdown_report
+    from spectui.store.session import load_session, results_for
+
+    session = load_session(args.file)
+    for w in session.warnings:
+        print(f"spectui: warning: {w}", file=sys.stderr)
+    results = results_for(session)
+    if not results:
+        raise InputError(f"{session.path} holds no prompts")
+    if args.output and Path(args.output).expanduser().is_dir():
+        raise InputError(f"-o {args.output} is a folder", hint="give -o a file name")
+    params, order = session.prompts[0].params, session.prompts[0].order
+    if args.format == "md":
+        text = markdown_report(session.infos, results, params, order, str(session.path))
+    else:
+        text = json.dumps(json_report(session.infos, results, params, order), indent=2) + "\n"
+    if args.output:
+        from spectui.store.locations import atomic_write
+
+        atomic_write(Path(args.output).expanduser(), text)
+        print(f"spectui: wrote {args.output}", file=sys.stderr)
+    else:
+        print(text, end="")
+    return EXIT_OK
+
+
+def cmd_sessions(args) -> int:
+    from pathlib import Path
+
+    from spectui.store.session import default_session_dir
+    from spectui.store.session_list import list_sessions
+
+    folder = Path(args.folder).expanduser() if args.folder else default_session_dir()
+    rows = list_sessions(folder)
+    if not rows:
+        print(f"{folder}: no sessions")
+        return EXIT_OK
+    for r in rows:
+        print(r.line())
+    return EXIT_OK
+
+
+def cmd_notebook(args) -> int:
+    from spectui.store import notebook
+
+    path = notebook.notebook_path(args.notebook)
+    print(path if args.action == "path" else notebook.show_text(path))
+    return EXIT_OK

@@ -1,0 +1,64 @@
+"""`spectui demo`, the embedded default: launch a bundled pair of llama-servers and compare them."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+from spectui.machine import assets
+from spectui.machine.launcher import Launcher
+
+DEMO_PROMPT = "Write a Python function fizzbuzz(n) that returns a list of strings for 1..n. Keep it short."
+
+
+def demo_servers(kind: str):
+    """The cpu-demo profile's pair for `kind` (profiles/cpu-demo.toml), on 127.0.0.1 and free ports."""
+    from spectui.store.profiles import load_profiles, servers_for
+
+    profiles, _ = load_profiles()
+    profile = profiles["cpu-demo"]
+    comparison = profile.comparison(kind)
+    base, cand = servers_for(profile, comparison)
+    return comparison, base, cand
+
+
+def demo_config(base, cand, **overrides):
+    """The TUI's configuration for a launched demo pair: autorun the bundled prompt, pids for the live panel."""
+    from spectui.core.types import GenerationParams
+    from spectui.tui.app import AppConfig
+
+    kw = dict(params=GenerationParams(max_tokens=96, cache_prompt=False),
+              pids={"baseline": base.pid, "candidate": cand.pid}, initial_prompt=DEMO_PROMPT,
+              autorun=True, launched={"baseline": base, "candidate": cand}, profile="cpu-demo")
+    kw.update(overrides)
+    return AppConfig(base.url, cand.url, **kw)
+
+
+def cmd_demo(args) -> int:
+    assets.ensure_all(progress=lambda m: print(f"spectui demo: {m}", file=sys.stderr))
+    comparison, base, cand = demo_servers(args.candidate)
+    desc = comparison.title
+    launcher = Launcher()
+    for s in (base, cand):
+        launcher.add(s)
+
+    def on_term(signum, frame):  # a `kill` of spectui still stops the servers it started
+        raise SystemExit(128 + signum)
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        print(f"spectui demo: starting baseline and candidate [{desc}] on 127.0.0.1 ports "
+              f"{base.port} and {cand.port}", file=sys.stderr)
+        launcher.start_all()
+        if args.headless:
+            from spectui.cli.main import main as cli_main
+
+            return cli_main(["compare", "--baseline", base.url, "--candidate", cand.url, "--prompt", DEMO_PROMPT,
+                             "--max-tokens", "96"])
+        from spectui.tui.app import make_app
+
+        make_app(demo_config(base, cand)).run()
+        return 0
+    finally:
+        launcher.stop_all()
+        signal.signal(signal.SIGTERM, old)

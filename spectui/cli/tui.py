@@ -1,0 +1,59 @@
+"""`spectui tui` (and plain `spectui`): the app on two servers, or the profile picker; a session's replay."""
+
+from __future__ import annotations
+
+import math
+import signal
+
+from spectui.cli.common import params_from
+from spectui.tui.app import SIDES, AppConfig, make_app
+
+
+def run_replay(session, speed: str) -> int:
+    from spectui.core.errors import InputError
+    from spectui.store.replay import ReplayControl, SessionBackend
+
+    try:
+        rate = None if speed == "max" else float(speed.rstrip("x"))
+    except ValueError:
+        raise InputError(f"--speed must be a number (1, 2, 10, …) or max, not {speed!r}") from None
+    if rate is not None and not (math.isfinite(rate) and rate > 0):
+        raise InputError(f"--speed must be a positive finite number or max, not {speed!r}")
+    first = session.prompts[0]
+    control = ReplayControl(rate)
+    config = AppConfig(session.infos["baseline"].url, session.infos["candidate"].url,
+                       params=first.params, order=first.order, prompts=[sp.prompt for sp in session.prompts],
+                       backends={s: SessionBackend(s, session, rate, control) for s in SIDES},
+                       replay_control=control, autorun_all=True, title=f"spectui replay · {session.path.name}")
+    make_app(config).run()
+    return 0
+
+
+def cmd_tui(args) -> int:
+    if bool(args.baseline) != bool(args.candidate):
+        from spectui.core.errors import InputError
+
+        raise InputError("give both --baseline URL and --candidate URL, or neither (to pick a profile)")
+    pick = not args.baseline
+    from spectui.backends.detect import api_key_from
+    from spectui.store.config import load as load_settings
+
+    settings, _ = load_settings()  # autosave = false, auto_notebook = true, notebook = "…" in config.toml
+    config = AppConfig(args.baseline or "not started", args.candidate or "not started", prompt_set=args.prompts,
+                       params=params_from(args), order=args.order, ready_timeout=args.ready_timeout, pick_profile=pick,
+                       backend_kind=args.backend, api_key=api_key_from(args.api_key_env),
+                       autosave=bool(settings.get("autosave", True)) and not args.no_autosave,
+                       auto_notebook=bool(settings.get("auto_notebook", False)),
+                       notebook=args.notebook or settings.get("notebook"))
+    app = make_app(config)
+
+    def on_term(signum, frame):  # a `kill` of spectui still stops the servers it started
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        app.run()
+    finally:
+        if getattr(app, "launcher", None) is not None:
+            app.launcher.stop_all()
+    return 0

@@ -1,0 +1,195 @@
+"""Per-request figures, accumulated from a side's events (live or replayed)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from spectui.core.events import StepEvent, StreamEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
+
+
+@dataclass
+class SideFigures:
+    tokens: int = 0
+    ttft_ms: float | None = None
+    # the decode rate beside the speed-up: the server's own timing where it reports one (llama.cpp
+    # timings.predicted_per_second), else the observed rate; decode_source says which
+    decode_tps: float | None = None
+    decode_source: str | None = None  # "server timings" | "observed"
+    # tokens that arrived after the first event / (last arrival − first event's arrival): the tokens
+    # that came with the first event (a verification step, withheld UTF-8) were made before the window
+    observed_tps: float | None = None
+    rate_unit: str = "tok/s"  # "chunks/s" where a server gives neither token ids nor a token count
+    server_decode_tps: float | None = None  # the server's own timings.predicted_per_second
+    server_tps_incl_prefill: float | None = None  # vLLM's per-request tokens_per_second (prefill included)
+    server_prompt_ms: float | None = None
+    prompt_tokens: int | None = None  # processed (not reused)
+    prompt_cached: int | None = None  # reused from the prompt cache
+    drafted: int = 0
+    accepted: int = 0
+    steps: int = 0
+    stop_type: str | None = None
+    label_counts: dict[str, int] = field(default_factory=dict)
+    accepted_per_position: list[float] | None = None  # from /metrics, where the server gives it
+    metrics_drafted: float | None = None
+    metrics_accepted: float | None = None
+    metrics_steps: float | None = None
+    metrics_check: str | None = None  # "ok", "mismatch: …", or "unavailable: …"
+    labels: str | None = None  # how the labels were made: exact from counters, or inferred from chunking
+    steps_inferred: int = 0  # steps whose labels are a guess (merged counter updates)
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        return self.accepted / self.drafted if self.drafted else None
+
+    @property
+    def mean_accepted_length(self) -> float | None:
+        # as servers report it: 1 + accepted/steps; the server's step count is exact where the stream
+        # merged two steps (see labeller), so prefer it
+        steps = int(self.metrics_steps) if self.metrics_steps else self.steps
+        return 1 + self.accepted / steps if steps else None
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["acceptance_rate"] = self.acceptance_rate
+        d["mean_accepted_length"] = self.mean_accepted_length
+        return d
+
+
+class SideRecorder:
+    """Feeds on one side's events and keeps its output bytes, tokens and figures."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.tokens: list[TokenEvent] = []
+        self.steps: list[StepEvent] = []
+        self.tail = b""
+        self.started_ns: int | None = None
+        self.finished: StreamFinished | None = None
+        self.failed: StreamFailed | None = None
+        self.figures = SideFigures()
+        self.counts_from_metrics = False  # drafted/accepted to be taken from /metrics (no per-step counts)
+        self.relabelled = False  # labels were corrected at the end (the pane redraws them)
+        self.n_max_hint: float | None = None  # the server's speculative n_max, where its identity says
+
+    @property
+    def done(self) -> bool:
+        return self.finished is not None or self.failed is not None
+
+    def token_bytes(self) -> list[bytes]:
+        out = [t.data for t in self.tokens]
+        if self.tail:
+            if out:
+                out[-1] = out[-1] + self.tail
+            else:
+                out.append(self.tail)
+        return out
+
+    def output(self) -> bytes:
+        return b"".join(t.data for t in self.tokens) + self.tail
+
+    def feed(self, ev: StreamEvent) -> None:
+        f = self.figures
+        if isinstance(ev, TokenEvent):
+            self.tokens.append(ev)
+            f.tokens += 1
+            f.label_counts[ev.label] = f.label_counts.get(ev.label, 0) + 1
+            if f.ttft_ms is None and self.started_ns is not None:
+                f.ttft_ms = (ev.t_ns - self.started_ns) / 1e6
+        elif isinstance(ev, StepEvent):
+            self.steps.append(ev)
+            f.steps += 1
+            f.drafted += ev.drafted
+            f.accepted += ev.accepted
+        elif isinstance(ev, StreamStarted):
+            self.started_ns = ev.t_ns
+        elif isinstance(ev, StreamFinished):
+            self.finished = ev
+            self.tail = ev.tail
+            f.stop_type = ev.stop_type
+            self._finish_labels(ev)
+            t = ev.timings
+            f.server_decode_tps = _num(t.get("predicted_per_second"))  # refined from predicted_n/_ms below
+            f.server_prompt_ms = _num(t.get("prompt_ms"))
+            if "prompt_n" in t:
+                f.prompt_tokens = int(t["prompt_n"])
+            if "cache_n" in t:
+                f.prompt_cached = int(t["cache_n"])
+            self._rates()
+        elif isinstance(ev, StreamFailed):
+            self.failed = ev
+            self._rates()
+
+    def _finish_labels(self, ev: StreamFinished) -> None:
+        f = self.figures
+        spec = ev.spec
+        chunk_speculated = any(t.label == "accepted" for t in self.tokens)
+        if spec is None:
+            if self.steps:
+                # a step drafting more than n_max is two steps whose counter updates arrived between the
+                # same two events: its tokens' labels are a guess (llama.cpp drafts at most n_max a step)
+                n_max = _num(ev.settings.get("speculative.n_max")) or self.n_max_hint
+                merged = sum(1 for st in self.steps if n_max and st.drafted > n_max)
+                f.steps_inferred = merged
+                f.labels = ("exact (draft counters)" if not merged else
+                            f"exact (draft counters) for {len(self.steps) - merged} steps, inferred for {merged} "
+                            f"(two steps' counters arrived together)")
+            elif chunk_speculated:  # a speculating server that reported nothing at the end
+                f.labels, self.counts_from_metrics = "inferred from chunking", True
+            elif self.tokens and self.tokens[-1].label != "unknown":
+                f.labels = "no speculation"
+            return
+        acc, dr = spec.per_step_accepted, spec.per_step_drafted
+        if acc is not None and dr is not None and len(acc) == len(dr):
+            from spectui.core.relabel import exact_labels, expand_chunks
+
+            tokens = expand_chunks(self.tokens, acc, spec.completion_tokens)
+            self.tokens, self.steps, agreed = exact_labels(tokens, acc, dr, ev.t_ns)
+            f.tokens, f.drafted, f.accepted, f.steps = len(self.tokens), sum(dr), sum(acc), len(acc)
+            f.label_counts = {}
+            for t in self.tokens:
+                f.label_counts[t.label] = f.label_counts.get(t.label, 0) + 1
+            f.labels = f"exact ({spec.source} per-step counts)" + ("" if agreed else "; chunking disagreed")
+            self.relabelled = True
+        elif spec.steps:
+            f.steps = spec.steps
+            f.accepted = spec.accepted if spec.accepted is not None else f.label_counts.get("accepted", 0)
+            if spec.drafted is not None:
+                f.drafted = spec.drafted
+            else:
+                self.counts_from_metrics = True
+            f.labels = f"inferred from chunking ({spec.source} gives no per-step counts)"
+        elif chunk_speculated:
+            f.labels, self.counts_from_metrics = "inferred from chunking", True
+            f.accepted = f.label_counts.get("accepted", 0)
+        else:
+            f.labels = "no speculation"
+
+    def _rates(self) -> None:
+        f = self.figures
+        if len(self.tokens) >= 2:
+            t0 = self.tokens[0].t_ns
+            span = (self.tokens[-1].t_ns - t0) / 1e9
+            later = sum(1 for t in self.tokens if t.t_ns > t0)
+            f.observed_tps = later / span if span > 0 and later else None
+        t = self.finished.timings if self.finished is not None else {}
+        n, ms = _num(t.get("predicted_n")), _num(t.get("predicted_ms"))
+        if n and n > 1 and ms and ms > 0:
+            # llama.cpp times decoding from the first sampled token (predicted_ms is 0.001 at n = 1), so its
+            # predicted_per_second is (n − 1) / predicted_ms: the n − 1 tokens made inside the window
+            f.server_decode_tps = (n - 1) / ms * 1000.0
+        f.server_tps_incl_prefill = _num(t.get("tokens_per_second_incl_prefill"))
+        if f.server_decode_tps:
+            f.decode_tps, f.decode_source = f.server_decode_tps, "server timings"
+        elif f.observed_tps:
+            f.decode_tps, f.decode_source = f.observed_tps, "observed"
+        completion = _num(t.get("completion_tokens"))
+        if self.tokens and all(tok.token_id is None for tok in self.tokens) and completion is not None \
+                and int(completion) != len(self.tokens):
+            f.rate_unit = "chunks/s"  # one event counted as one token: the server did not say how many
+
+
+def _num(v) -> float | None:
+    try:
+        return float(v) if v is not None else None
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,163 @@
+"""Headless reports of a comparison: a readable table and one JSON document."""
+
+from __future__ import annotations
+
+from spectui.core.compare import escape_bytes
+from spectui.core.runner import PromptResult
+from spectui.core.types import GenerationParams, ServerInfo
+
+
+def fmt(v: float | None, spec: str = ".1f", missing: str = "—") -> str:
+    return missing if v is None else format(v, spec)
+
+
+def acceptance_text(rec) -> str:
+    f = rec.figures
+    if not f.drafted:
+        return "no drafts"
+    return f"{f.acceptance_rate:.0%} ({f.accepted}/{f.drafted})"
+
+
+def speedup_text(r: PromptResult) -> str:
+    """A speed-up is never shown without the acceptance rate beside it."""
+    s = r.speedup
+    if s is None:
+        return "—"
+    if not r.candidate.figures.drafted:
+        return f"{s:.2f}× (the candidate drafted nothing)"
+    return f"{s:.2f}× at {acceptance_text(r.candidate)} accepted"
+
+
+def verdict_text(r: PromptResult) -> str:
+    if r.failed:
+        return "not compared (a side failed)"
+    if r.incomplete:
+        return "incomplete (the recording stops inside this prompt): no verdict"
+    if r.divergence is None:
+        return "identical"
+    d = r.divergence
+    what = f"; {d.detail}" if d.kind != "bytes" and d.detail else ""
+    return f"DIFFERS at byte {d.byte} (token {_tok(d.baseline_token)} / {_tok(d.candidate_token)}{what})"
+
+
+def _tok(i: int | None) -> str:
+    return "end" if i is None else str(i)
+
+
+def server_line(role: str, info: ServerInfo) -> str:
+    return f"{role:<9} {info.url}  build {info.build or '?'}  model {info.model or '?'}  [{info.describe_speedup()}]"
+
+
+def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], params: GenerationParams, order: str) -> str:
+    lines = [server_line("baseline", infos["baseline"]), server_line("candidate", infos["candidate"]),
+             f"params    max_tokens={params.max_tokens} temperature={params.temperature} seed={params.seed} "
+             f"order={order} prompt cache={'server default' if params.cache_prompt is None else ('on' if params.cache_prompt else 'off')}",
+             ""]
+    head = f"{'prompt':<18} {'side':<9} {'TTFT ms':>8} {'tok/s':>7} {'srv tok/s':>9} {'tokens':>6} {'cached':>6}  {'acceptance':<16} {'mean len':>8}"
+    lines.append(head)
+    lines.append("-" * len(head))
+    for r in results:
+        for name, rec in (("baseline", r.baseline), ("candidate", r.candidate)):
+            f = rec.figures
+            pid = r.prompt.id if name == "baseline" else ""
+            if rec.failed is not None:
+                lines.append(f"{pid:<18} {name:<9} FAILED after {f.tokens} tokens: {rec.failed.message}")
+                continue
+            lines.append(
+                f"{pid:<18} {name:<9} {fmt(f.ttft_ms):>8} {fmt(f.decode_tps):>7} {fmt(f.server_decode_tps):>9} "
+                f"{f.tokens:>6} {fmt(f.prompt_cached, 'd'):>6}  {acceptance_text(rec):<16} {fmt(f.mean_accepted_length, '.2f'):>8}"
+            )
+            if f.metrics_check and f.metrics_check != "ok" and f.drafted:
+                lines.append(f"{'':<18} {'':<9} /metrics cross-check: {f.metrics_check}")
+        labels = r.candidate.figures.labels
+        if labels:
+            lines.append(f"{'':<18} {'':<9} labels: {labels}")
+        if r.prompts_differ_at is not None:
+            lines.append(f"{'':<18}   prompts differ: the two servers rendered the chat template differently at "
+                         f"byte {r.prompts_differ_at}")
+        lines.append(f"{'':<18} speed-up  {speedup_text(r)}   output: {verdict_text(r)}"
+                     + (f" (compared {r.compared})" if r.identical is not None else ""))
+        if r.divergence is not None:
+            d = r.divergence
+            lines.append(f"{'':<18}   baseline  …{escape_bytes(d.baseline_excerpt)}…")
+            lines.append(f"{'':<18}   candidate …{escape_bytes(d.candidate_excerpt)}…")
+            cb, cc = r.baseline.figures.prompt_cached, r.candidate.figures.prompt_cached
+            if cb is not None and cc is not None and cb != cc:
+                lines.append(f"{'':<18}   note: prompt tokens reused from cache differ ({cb} vs {cc})")
+    done = [r for r in results if r.identical is not None]
+    same = sum(1 for r in done if r.identical)
+    lines.append("")
+    lines.append(f"{same}/{len(done)} outputs identical" + (f", {len(results) - len(done)} not compared" if len(done) < len(results) else "")
+                 + f"; builds: baseline {infos['baseline'].build or '?'}, candidate {infos['candidate'].build or '?'}")
+    return "\n".join(lines)
+
+
+def side_json(rec) -> dict:
+    d = rec.figures.to_json()
+    d["output"] = rec.output().decode("utf-8", errors="replace")
+    d["failed"] = rec.failed.message if rec.failed is not None else None
+    return d
+
+
+def json_report(infos: dict[str, ServerInfo], results: list[PromptResult], params: GenerationParams, order: str) -> dict:
+    prompts = []
+    for r in results:
+        prompts.append({
+            "id": r.prompt.id,
+            "category": r.prompt.category,
+            "baseline": side_json(r.baseline),
+            "candidate": side_json(r.candidate),
+            "identical": r.identical,
+            "incomplete": r.incomplete,
+            "compared": r.compared,
+            "prompts_differ_at": r.prompts_differ_at,
+            "first_divergence": r.divergence.to_json() if r.divergence else None,
+            "speedup": r.speedup,
+            "acceptance_rate": r.candidate.figures.acceptance_rate,
+        })
+    return {
+        "baseline": infos["baseline"].to_json(),
+        "candidate": infos["candidate"].to_json(),
+        "params": {"max_tokens": params.max_tokens, "temperature": params.temperature, "seed": params.seed,
+                   "cache_prompt": params.cache_prompt, "order": order},
+        "prompts": prompts,
+        "all_identical": (None if any(r.identical is None for r in results) else all(r.identical for r in results))
+        if results else None,
+    }
+
+
+def markdown_report(infos: dict[str, ServerInfo], results: list[PromptResult], params: GenerationParams, order: str,
+                    source: str | None = None) -> str:
+    """A readable report: the acceptance rate beside every speed-up, and the build tags."""
+    b, c = infos["baseline"], infos["candidate"]
+    out = ["# spectui comparison", ""]
+    if source:
+        out += [f"Session: `{source}`", ""]
+    out += ["| | URL | build | model | configuration |", "|---|---|---|---|---|",
+            f"| baseline | {b.url} | {b.build or '?'} | {b.model or '?'} | {b.describe_speedup()} |",
+            f"| candidate | {c.url} | {c.build or '?'} | {c.model or '?'} | {c.describe_speedup()} |", "",
+            f"Parameters: max tokens {params.max_tokens}, temperature {params.temperature}, seed {params.seed}, "
+            f"order {order}, prompt cache "
+            f"{'server default' if params.cache_prompt is None else ('on' if params.cache_prompt else 'off')}.", "",
+            "| prompt | baseline tok/s | candidate tok/s | speed-up (acceptance) | mean accepted length | TTFT ms (b / c) | output |",
+            "|---|---|---|---|---|---|---|"]
+    for r in results:
+        fb, fc = r.baseline.figures, r.candidate.figures
+        out.append(f"| {r.prompt.id} | {fmt(fb.decode_tps)} | {fmt(fc.decode_tps)} | {speedup_text(r)} | "
+                   f"{fmt(fc.mean_accepted_length, '.2f')} | {fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')} | "
+                   f"{verdict_text(r)} |")
+    for r in results:
+        if r.divergence is not None:
+            d = r.divergence
+            out += ["", f"## {r.prompt.id}: first difference at byte {d.byte}", "",
+                    "```", f"baseline  …{escape_bytes(d.baseline_excerpt)}…",
+                    f"candidate …{escape_bytes(d.candidate_excerpt)}…", "```"]
+            cb, cc = r.baseline.figures.prompt_cached, r.candidate.figures.prompt_cached
+            out.append(f"\nPrompt tokens reused from cache: baseline {cb}, candidate {cc}.")
+        for rec in (r.baseline, r.candidate):
+            if rec.failed is not None:
+                out += ["", f"**{r.prompt.id}: {rec.name} failed after {rec.figures.tokens} tokens:** {rec.failed.message}"]
+    done = [r for r in results if r.identical is not None]
+    out += ["", f"{sum(1 for r in done if r.identical)}/{len(done)} outputs identical. "
+            f"Builds: baseline {b.build or '?'}, candidate {c.build or '?'}.", ""]
+    return "\n".join(out)

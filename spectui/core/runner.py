@@ -1,0 +1,242 @@
+"""The one run loop: a prompt on the baseline and the candidate, events out, results side by side.
+
+The CLI prints what it yields, the TUI draws it through its event sink, the sweep and the labs call the
+same pieces with other parameters, and replay feeds it a saved session as another event source.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from spectui.core.compare import Divergence, compare_ids, compare_tokens, token_divergence
+from spectui.core.errors import describe
+from spectui.core.events import StreamEvent, StreamFailed
+from spectui.core.figures import SideRecorder
+from spectui.core.types import GenerationParams, Prompt, ServerCounters, ServerInfo
+
+EventSink = Callable[[str, StreamEvent], None]
+SIDES = ("baseline", "candidate")
+
+
+class Source(Protocol):
+    """What the run loop needs of a server (backends.base.Backend is the full contract)."""
+
+    kind: str
+    url: str
+    info: ServerInfo | None
+
+    async def render_chat(self, messages: list[dict]) -> str: ...
+
+    def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]: ...
+
+    async def counters(self) -> ServerCounters | None: ...
+
+
+class RunObserver:
+    """Hooks of a run over several prompts; the session writer and the UIs override what they need."""
+
+    def prompt_started(self, prompt: Prompt, params: GenerationParams, order: str) -> None:
+        pass
+
+    def event(self, side: str, ev: StreamEvent) -> None:
+        pass
+
+    def prompt_finished(self, result: PromptResult) -> None:
+        pass
+
+
+@dataclass
+class PromptResult:
+    prompt: Prompt
+    baseline: SideRecorder
+    candidate: SideRecorder
+    divergence: Divergence | None = None
+    rendered: dict[str, str] = field(default_factory=dict)
+    damaged: bool = False  # rebuilt from a recording with unreadable records
+    compared: str = "text"  # what the verdict compared: "text+ids" or "text"
+
+    @property
+    def failed(self) -> bool:
+        return self.baseline.failed is not None or self.candidate.failed is not None
+
+    @property
+    def incomplete(self) -> bool:
+        """A side has neither finished nor failed (a cut-off recording): never a verdict."""
+        return self.damaged or not (self.baseline.done and self.candidate.done)
+
+    @property
+    def identical(self) -> bool | None:
+        if self.failed or self.incomplete:
+            return None
+        return self.divergence is None
+
+    @property
+    def speedup(self) -> float | None:
+        """Candidate decode tokens/s over the baseline's, both measured by spectui."""
+        b, c = self.baseline.figures.decode_tps, self.candidate.figures.decode_tps
+        if b and c:
+            return c / b
+        return None
+
+    @property
+    def prompts_differ_at(self) -> int | None:
+        """Where the two servers' rendered prompts first differ (None: the same, or not known)."""
+        a, b = self.rendered.get("baseline"), self.rendered.get("candidate")
+        if a is None or b is None or a == b:
+            return None
+        from spectui.core.compare import first_difference
+
+        return first_difference(a.encode("utf-8"), b.encode("utf-8"))
+
+
+async def counters_or_none(source: Source) -> ServerCounters | None:
+    """A counter reading, or None when the server has none or does not answer (never an error)."""
+    try:
+        return await source.counters()
+    except Exception:
+        return None
+
+
+def cross_check(rec: SideRecorder, before: ServerCounters | None, after: ServerCounters | None) -> None:
+    """Compare spectui's drafted/accepted/steps with the server's own counter deltas."""
+    f = rec.figures
+    if before is None or after is None:
+        f.metrics_check = "unavailable: the server exports no counters (llama.cpp: start it with --metrics)"
+        return
+    d = after.minus(before)
+    f.metrics_drafted, f.metrics_accepted, f.metrics_steps = d.drafted, d.accepted, d.steps
+    f.accepted_per_position = list(d.accepted_per_position) if d.accepted_per_position is not None else None
+    if d.drafted is None or d.accepted is None:
+        f.metrics_check = "unavailable: no speculation counters in /metrics"
+        return
+    if d.drafted < 0 or d.accepted < 0 or (d.steps is not None and d.steps < 0):
+        f.metrics_check = "unavailable: the server's counters went backwards (restarted?)"
+        return
+    if rec.counts_from_metrics:  # the stream gave no per-step counts: take the server's
+        f.drafted, f.accepted = int(d.drafted), int(d.accepted)
+        f.steps = int(d.steps or 0)
+        f.metrics_check = "ok (counts from /metrics; labels inferred from chunking)"
+        return
+    problems = []
+    if int(d.drafted) != f.drafted:
+        problems.append(f"drafted {f.drafted} vs server {int(d.drafted)}")
+    if int(d.accepted) != f.accepted:
+        problems.append(f"accepted {f.accepted} vs server {int(d.accepted)}")
+    f.metrics_check = "ok" if not problems else "mismatch: " + ", ".join(problems)
+    if not problems and d.steps is not None and int(d.steps) != f.steps:
+        # not a mismatch: steps whose counter updates fell between the same two events show as one
+        f.metrics_check = f"ok (steps {f.steps} in stream, {int(d.steps)} by server)"
+
+
+async def run_side(name: str, backend: Source, prompt_text: str, params: GenerationParams,
+                   sink: EventSink | None = None, rec: SideRecorder | None = None) -> SideRecorder:
+    """Stream one completion, with the server's counters read before and after to cross-check the counts."""
+    rec = rec if rec is not None else SideRecorder(name)
+    n_max = (backend.info.speculative or {}).get("n_max") if backend.info is not None else None
+    rec.n_max_hint = float(n_max) if isinstance(n_max, (int, float)) and not isinstance(n_max, bool) else None
+    before = await counters_or_none(backend)
+    async for ev in backend.stream(prompt_text, params):
+        rec.feed(ev)
+        if sink is not None:
+            sink(name, ev)
+    if rec.failed is None:
+        after = await counters_or_none(backend)
+        cross_check(rec, before, after)
+    return rec
+
+
+async def render_prompt(backend: Source, prompt: Prompt) -> str:
+    if prompt.raw is not None:
+        return prompt.raw
+    return await backend.render_chat(prompt.messages)
+
+
+async def compare_prompt(baseline: Source, candidate: Source, prompt: Prompt, params: GenerationParams,
+                         order: str = "sequential", sink: EventSink | None = None,
+                         recorders: dict[str, SideRecorder] | None = None) -> PromptResult:
+    """Sequential by default, so two servers sharing one machine do not distort each other's timing.
+
+    `recorders` lets a caller that draws while the run goes on (the TUI) read the same recorders the
+    figures come from; one side failing never stops the other.
+    """
+    recs = recorders if recorders is not None else {s: SideRecorder(s) for s in SIDES}
+    rendered: dict[str, str] = {}
+
+    async def side(name: str, backend: Source) -> None:
+        rec = recs[name]
+        try:
+            text = await render_prompt(backend, prompt)
+            rendered[name] = text
+            await run_side(name, backend, text, params, sink, rec)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            ev = StreamFailed(0, describe(exc))
+            rec.feed(ev)
+            if sink is not None:
+                sink(name, ev)
+
+    if order == "concurrent":
+        await asyncio.gather(side("baseline", baseline), side("candidate", candidate))
+    else:
+        await side("baseline", baseline)
+        await side("candidate", candidate)
+    result = PromptResult(prompt, recs["baseline"], recs["candidate"], rendered=rendered)
+    if not result.failed:
+        result.divergence, result.compared = compare_sides(result.baseline, result.candidate,
+                                                           same_tokenizer(baseline.info, candidate.info))
+    return result
+
+
+def same_tokenizer(a: ServerInfo | None, b: ServerInfo | None) -> bool:
+    """Both servers name the same model file: their token ids can be compared."""
+    return a is not None and b is not None and bool(a.model) and a.model == b.model
+
+
+def compare_sides(b: SideRecorder, c: SideRecorder, ids_comparable: bool) -> tuple[Divergence | None, str]:
+    """The first difference between two finished sides, and what was compared ("text+ids" or "text").
+
+    The bytes come from the servers' text (llama.cpp replaces invalid UTF-8 with U+FFFD there); the
+    token ids, where both sides give every one and share a tokenizer, catch what the text hides; and a
+    side that generated more tokens than it sent (withheld at the end) is never called identical.
+    """
+    tb, tc = b.token_bytes(), c.token_bytes()
+    div = compare_tokens(tb, tc)
+    ids_b, ids_c = [t.token_id for t in b.tokens], [t.token_id for t in c.tokens]
+    with_ids = ids_comparable and None not in ids_b and None not in ids_c and bool(ids_b) and bool(ids_c)
+    compared = "text+ids" if with_ids else "text"
+    if div is not None:
+        return div, compared
+    if with_ids:
+        i = compare_ids(ids_b, ids_c)
+        if i is not None:
+            return token_divergence(tb, tc, i, "ids", f"same text, different token ids from token {i}"), compared
+    nb, nc = b.figures.tokens, c.figures.tokens
+    if nb != nc:
+        i = min(nb, nc)
+        return token_divergence(tb, tc, i, "count", f"same text, but {nb} vs {nc} tokens generated "
+                                                    "(tokens at the end were never sent as text)"), compared
+    return None, compared
+
+
+async def run_prompts(baseline: Source, candidate: Source, prompts: list[Prompt], params: GenerationParams,
+                      order: str = "sequential", observer: RunObserver | None = None,
+                      recorders: Callable[[], dict[str, SideRecorder]] | None = None) -> list[PromptResult]:
+    """Every prompt in turn through compare_prompt, telling the observer as it goes."""
+    obs = observer or RunObserver()
+    results = []
+    for prompt in prompts:
+        obs.prompt_started(prompt, params, order)
+        r = await compare_prompt(baseline, candidate, prompt, params, order, obs.event,
+                                 recorders() if recorders is not None else None)
+        obs.prompt_finished(r)
+        results.append(r)
+    return results
+
+
+async def connect(backend, ready_timeout: float, on_wait=None) -> ServerInfo:
+    await backend.wait_ready(ready_timeout, on_wait)
+    return await backend.identify()

@@ -1,0 +1,1 @@
+"""The labs: prefix caching, the concurrency sweep, the theory of speculation, KV cache sizes."""

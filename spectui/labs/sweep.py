@@ -1,0 +1,217 @@
+"""The concurrency sweep: where speculation's payoff collapses as requests share the server.
+
+At each concurrency level L, L requests (the prompt set, cycled) go to the baseline at once, then the
+same L to the candidate. Per side: aggregate tokens/s (all tokens / wall time from the first request
+sent to the last token), mean per-request tokens/s and TTFT, and the candidate's acceptance rate. Every
+candidate output is compared byte for byte with the baseline's for the same request at the same level.
+The formula's assumption — verifying γ+1 tokens costs one target step — fails as the batch fills, so
+the speed-up falls with L; the sweep measures where.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from spectui.backends.base import Backend
+from spectui.core.compare import Divergence, compare_tokens
+from spectui.core.figures import SideRecorder
+from spectui.core.runner import counters_or_none, render_prompt
+from spectui.core.types import GenerationParams, Prompt
+
+
+@dataclass
+class SideLevel:
+    recorders: list[SideRecorder]
+    wall_s: float
+    metrics_drafted: float | None = None
+    metrics_accepted: float | None = None
+
+    @property
+    def tokens(self) -> int:
+        return sum(r.figures.tokens for r in self.recorders)
+
+    @property
+    def aggregate_tps(self) -> float | None:
+        return self.tokens / self.wall_s if self.wall_s > 0 else None
+
+    @property
+    def per_request_tps(self) -> float | None:
+        v = [r.figures.decode_tps for r in self.recorders if r.figures.decode_tps]
+        return sum(v) / len(v) if v else None
+
+    @property
+    def ttft_ms(self) -> float | None:
+        v = [r.figures.ttft_ms for r in self.recorders if r.figures.ttft_ms is not None]
+        return sum(v) / len(v) if v else None
+
+    @property
+    def drafted(self) -> int:
+        return sum(r.figures.drafted for r in self.recorders)
+
+    @property
+    def accepted(self) -> int:
+        return sum(r.figures.accepted for r in self.recorders)
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        return self.accepted / self.drafted if self.drafted else None
+
+    @property
+    def failed(self) -> list[str]:
+        return [r.failed.message for r in self.recorders if r.failed is not None]
+
+    def to_json(self) -> dict:
+        return {"aggregate_tps": self.aggregate_tps, "per_request_tps": self.per_request_tps, "ttft_ms": self.ttft_ms,
+                "tokens": self.tokens, "wall_s": self.wall_s, "drafted": self.drafted, "accepted": self.accepted,
+                "acceptance_rate": self.acceptance_rate, "metrics_drafted": self.metrics_drafted,
+                "metrics_accepted": self.metrics_accepted, "failed": self.failed}
+
+
+@dataclass
+class Level:
+    concurrency: int
+    baseline: SideLevel
+    candidate: SideLevel
+    divergences: list[Divergence | None] = field(default_factory=list)
+
+    @property
+    def speedup(self) -> float | None:
+        b, c = self.baseline.aggregate_tps, self.candidate.aggregate_tps
+        return c / b if b and c else None
+
+    @property
+    def compared(self) -> int:
+        return len(self.divergences)
+
+    @property
+    def identical(self) -> bool | None:
+        if self.baseline.failed or self.candidate.failed:
+            return None
+        return all(d is None for d in self.divergences)
+
+    def to_json(self) -> dict:
+        return {"concurrency": self.concurrency, "baseline": self.baseline.to_json(), "candidate": self.candidate.to_json(),
+                "speedup": self.speedup, "acceptance_rate": self.candidate.acceptance_rate,
+                "identical": self.identical, "outputs_compared": self.compared,
+                "differing_requests": [i for i, d in enumerate(self.divergences) if d is not None],
+                "first_divergences": [d.to_json() if d else None for d in self.divergences]}
+
+
+async def _run_side(backend: Backend, texts: list[str], params: GenerationParams, name: str) -> SideLevel:
+    before = await counters_or_none(backend)
+    recs = [SideRecorder(f"{name}#{i}") for i in range(len(texts))]
+
+    async def one(i: int) -> None:
+        async for ev in backend.stream(texts[i], params):
+            recs[i].feed(ev)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(len(texts))))
+    wall = time.perf_counter() - t0
+    after = await counters_or_none(backend)
+    lvl = SideLevel(recs, wall)
+    if before is not None and after is not None:
+        d = after.minus(before)
+        lvl.metrics_drafted, lvl.metrics_accepted = d.drafted, d.accepted
+    return lvl
+
+
+
+async def sweep(baseline: Backend, candidate: Backend, prompts: list[Prompt], levels: list[int],
+                params: GenerationParams, on_level=None) -> list[Level]:
+    out = []
+    rendered: dict[str, dict[str, str]] = {"baseline": {}, "candidate": {}}
+    for side, b in (("baseline", baseline), ("candidate", candidate)):
+        for p in prompts:
+            rendered[side][p.id] = await render_prompt(b, p)
+    for n in levels:
+        chosen = [prompts[i % len(prompts)] for i in range(n)]
+        base = await _run_side(baseline, [rendered["baseline"][p.id] for p in chosen], params, "baseline")
+        cand = await _run_side(candidate, [rendered["candidate"][p.id] for p in chosen], params, "candidate")
+        divs = []
+        for rb, rc in zip(base.recorders, cand.recorders):
+            if rb.failed or rc.failed:
+                continue
+            divs.append(compare_tokens(rb.token_bytes(), rc.token_bytes()))
+        level = Level(n, base, cand, divs)
+        out.append(level)
+        if on_level:
+            on_level(level)
+    return out
+
+
+def parse_levels(text: str) -> list[int]:
+    from spectui.core.errors import InputError
+
+    try:
+        levels = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"--concurrency must be a list of integers like 1,2,4,8, not {text!r}") from None
+    if not levels or any(n < 1 for n in levels):
+        raise InputError("--concurrency levels must be integers >= 1")
+    return levels
+
+
+def text_table(levels: list[Level]) -> str:
+    from spectui.core.report import fmt
+
+    head = (f"{'conc':>4} {'base agg tok/s':>14} {'cand agg tok/s':>14} {'base req tok/s':>14} {'cand req tok/s':>14} "
+            f"{'TTFT ms b/c':>13}  {'speed-up (acceptance)':<28} outputs")
+    lines = [head, "-" * len(head)]
+    for lv in levels:
+        acc = lv.candidate.acceptance_rate
+        sp = f"{lv.speedup:.2f}× at {acc:.0%} accepted" if lv.speedup and acc is not None else (
+            f"{lv.speedup:.2f}× (no drafts)" if lv.speedup else "—")
+        same = {True: f"{lv.compared}/{lv.compared} identical", None: "a side failed"}.get(
+            lv.identical, f"{sum(1 for d in lv.divergences if d)}/{lv.compared} DIFFER")
+        lines.append(f"{lv.concurrency:>4} {fmt(lv.baseline.aggregate_tps):>14} {fmt(lv.candidate.aggregate_tps):>14} "
+                     f"{fmt(lv.baseline.per_request_tps):>14} {fmt(lv.candidate.per_request_tps):>14} "
+                     f"{fmt(lv.baseline.ttft_ms, '.0f') + '/' + fmt(lv.candidate.ttft_ms, '.0f'):>13}  {sp:<28} {same}")
+    return "\n".join(lines)
+
+
+def svg_chart(levels: list[Level], title: str = "spectui sweep") -> str:
+    """An SVG line chart (aggregate tokens/s of both sides and the speed-up against concurrency)."""
+    W, H, L, R, T, B = 640, 360, 60, 60, 40, 50
+    xs = [lv.concurrency for lv in levels]
+    ys_b = [lv.baseline.aggregate_tps or 0 for lv in levels]
+    ys_c = [lv.candidate.aggregate_tps or 0 for lv in levels]
+    sp = [lv.speedup or 0 for lv in levels]
+    ymax = max(ys_b + ys_c + [1]) * 1.1
+    smax = max(sp + [1.2]) * 1.1
+    n = max(len(xs) - 1, 1)
+
+    def px(i):
+        return L + (W - L - R) * (i / n)
+
+    def py(v, vmax):
+        return H - B - (H - T - B) * (v / vmax)
+
+    def path(vals, vmax):
+        return " ".join(f"{'M' if i == 0 else 'L'}{px(i):.1f},{py(v, vmax):.1f}" for i, v in enumerate(vals))
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
+             f'<rect width="{W}" height="{H}" fill="white"/>',
+             f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="14">{title}</text>',
+             f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="black"/>',
+             f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="black"/>',
+             f'<line x1="{W - R}" y1="{T}" x2="{W - R}" y2="{H - B}" stroke="#999"/>',
+             f'<line x1="{L}" y1="{py(1, smax):.1f}" x2="{W - R}" y2="{py(1, smax):.1f}" stroke="#999" stroke-dasharray="4"/>',
+             f'<text x="{W - R + 4}" y="{py(1, smax) + 4:.1f}" fill="#666">1×</text>',
+             f'<path d="{path(ys_b, ymax)}" fill="none" stroke="#1f77b4" stroke-width="2"/>',
+             f'<path d="{path(ys_c, ymax)}" fill="none" stroke="#2ca02c" stroke-width="2"/>',
+             f'<path d="{path(sp, smax)}" fill="none" stroke="#d62728" stroke-width="2" stroke-dasharray="6 3"/>']
+    for i, x in enumerate(xs):
+        parts.append(f'<text x="{px(i):.1f}" y="{H - B + 16}" text-anchor="middle">{x}</text>')
+    parts.append(f'<text x="{W / 2}" y="{H - 12}" text-anchor="middle">concurrent requests</text>')
+    for k in range(5):
+        v = ymax * k / 4
+        parts.append(f'<text x="{L - 6}" y="{py(v, ymax) + 4:.1f}" text-anchor="end">{v:.0f}</text>')
+        s = smax * k / 4
+        parts.append(f'<text x="{W - R + 24}" y="{py(s, smax) + 4:.1f}" text-anchor="start" fill="#d62728">{s:.2f}</text>')
+    parts += [f'<text x="{L + 8}" y="{T + 12}" fill="#1f77b4">baseline tok/s (aggregate)</text>',
+              f'<text x="{L + 8}" y="{T + 28}" fill="#2ca02c">candidate tok/s (aggregate)</text>',
+              f'<text x="{L + 8}" y="{T + 44}" fill="#d62728">speed-up (right axis)</text>', "</svg>"]
+    return "\n".join(parts)

@@ -1,0 +1,202 @@
+"""Start, watch and stop the servers spectui launches itself (never ones the user started).
+
+Servers run as argv lists (never through a shell), bound to 127.0.0.1 unless told otherwise, and are
+ended by their PID. On Linux each child also gets PR_SET_PDEATHSIG, so a killed spectui leaves no
+orphan server behind.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from spectui.core.errors import ServerError, SetupError
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class EarlyExit(ServerError):
+    hint = "see the server's last log lines above"
+
+
+@dataclass
+class ServerProcess:
+    """One launched server: its argv, where it listens, its log, and its process."""
+
+    name: str
+    argv: list[str]
+    host: str = "127.0.0.1"
+    port: int = 0
+    log_lines: int = 400
+    env: dict = field(default_factory=dict)  # extra environment for this server (never API keys we hold)
+    ready_timeout: float = 120.0
+    backend: str = "llama.cpp"
+    proc: subprocess.Popen | None = None
+    log: collections.deque = field(default_factory=lambda: collections.deque(maxlen=400))
+    _reader: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def start(self) -> None:
+        import shutil
+
+        if not (Path(self.argv[0]).is_file() or shutil.which(self.argv[0])):
+            how = {"llama.cpp": "run `spectui setup` to build llama-server, or set SPECTUI_LLAMA_SERVER",
+                   "vllm": "install vLLM in this environment (pip install vllm)",
+                   "sglang": "install SGLang in this environment (pip install sglang)"}.get(self.backend, "install it")
+            raise SetupError(f"{self.name}: server program {self.argv[0]!r} not found", hint=how)
+        if port_in_use(self.port, self.host):
+            from spectui.machine.probes import pid_listening_on
+
+            holder = pid_listening_on(self.port)
+            who = f" by PID {holder}" if holder else ""
+            raise ServerError(f"{self.name}: port {self.port} on {self.host} is already in use{who}",
+                              hint="pick another port or leave it empty for a free one")
+        env = {**os.environ, **{k: str(v) for k, v in self.env.items()}} if self.env else None
+        self.proc = subprocess.Popen(
+            self.argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
+        self._reader = threading.Thread(target=self._read_log, name=f"log-{self.name}", daemon=True)
+        self._reader.start()
+
+    def _read_log(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            self.log.append(raw.decode("utf-8", errors="replace").rstrip("\n"))
+
+    def exited(self) -> int | None:
+        return self.proc.poll() if self.proc else None
+
+    def tail(self, n: int = 8) -> list[str]:
+        return list(self.log)[-n:]
+
+    def wait_healthy(self, timeout: float = 120.0, on_progress=None) -> None:
+        """Poll /health until 200; an early exit raises EarlyExit with the last log lines."""
+        deadline = time.monotonic() + timeout
+        with httpx.Client(timeout=2.0) as client:
+            while True:
+                code = self.exited()
+                if code is not None:
+                    if self._reader:
+                        self._reader.join(timeout=2)
+                    last = " | ".join(line.strip() for line in self.tail(4) if line.strip())
+                    raise EarlyExit(f"{self.name} exited with status {code} before it was ready: {last}")
+                try:
+                    r = client.get(self.url + "/health")
+                    if r.status_code == 200:
+                        return
+                    state = "loading"
+                except httpx.HTTPError:
+                    state = "starting"
+                if on_progress:
+                    on_progress(self.name, state, deadline - time.monotonic())
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise ServerError(f"{self.name} was not ready after {timeout:.0f} s", hint="see its log")
+                time.sleep(0.1)
+
+    def stop(self, grace: float = 5.0) -> None:
+        """End the process we started, by its PID: SIGTERM, then SIGKILL after `grace` seconds."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+
+
+def llama_server_argv(
+    binary: str | Path,
+    model: str | Path,
+    port: int,
+    host: str = "127.0.0.1",
+    extra: Sequence[str] = (),
+    ctx: int = 2048,
+    threads: int = 1,
+    slots: int = 1,
+) -> list[str]:
+    return [str(binary), "-m", str(model), "--host", host, "--port", str(port), "-c", str(ctx),
+            "-t", str(threads), "-np", str(slots), "--metrics", "--no-webui", *extra]
+
+
+class Launcher:
+    """Keeps the servers spectui started, and stops all of them on exit, Ctrl+C or SIGTERM."""
+
+    def __init__(self) -> None:
+        self.servers: list[ServerProcess] = []
+
+    def add(self, server: ServerProcess) -> ServerProcess:
+        if not server.port:
+            server.port = free_port(server.host)
+        self.servers.append(server)
+        return server
+
+    def start_all(self, timeout: float | None = None, on_progress=None) -> None:
+        try:
+            for s in self.servers:
+                s.start()
+            for s in self.servers:
+                s.wait_healthy(timeout or s.ready_timeout, on_progress)
+        except BaseException:
+            self.stop_all()
+            raise
+
+    def stop_all(self) -> None:
+        for s in self.servers:
+            try:
+                s.stop()
+            except Exception:
+                pass
+
+    def __enter__(self) -> Launcher:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop_all()

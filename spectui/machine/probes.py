@@ -1,0 +1,173 @@
+"""Hardware probes: NVIDIA GPUs through NVML (pynvml), the host and server processes through psutil.
+
+NVML is initialised lazily; no library, no driver or "not supported" become values shown as missing,
+never a crash (the lesson of nvitop).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import psutil
+
+
+@dataclass(frozen=True)
+class GPUSample:
+    index: int
+    name: str
+    memory_used: int | None  # bytes
+    memory_total: int | None
+    utilisation: int | None  # percent
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ProcessSample:
+    pid: int
+    rss: int | None
+    cpu_percent: float | None
+    alive: bool = True
+
+
+@dataclass(frozen=True)
+class HostSample:
+    cpu_count: int
+    cpu_percent: float
+    memory_used: int
+    memory_total: int
+    machine: str = field(default_factory=platform.machine)
+    system: str = field(default_factory=platform.system)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+class GPUProbe:
+    """NVIDIA GPUs via NVML; `nvml` can be injected (tests use a fake module)."""
+
+    def __init__(self, nvml: Any | None = None) -> None:
+        self._nvml = nvml
+        self._lock = threading.Lock()
+        self._ready: bool | None = None
+        self.error: str | None = None
+
+    def _init(self) -> bool:
+        with self._lock:
+            if self._ready is not None:
+                return self._ready
+            try:
+                if self._nvml is None:
+                    import pynvml  # from nvidia-ml-py
+
+                    self._nvml = pynvml
+                self._nvml.nvmlInit()
+                self._ready = True
+            except Exception as exc:  # no library, no driver, no GPU
+                self.error = _nvml_reason(exc)
+                self._ready = False
+            return self._ready
+
+    def available(self) -> bool:
+        return self._init()
+
+    def sample(self) -> list[GPUSample]:
+        if not self._init():
+            return []
+        nv = self._nvml
+        out: list[GPUSample] = []
+        try:
+            count = nv.nvmlDeviceGetCount()
+        except Exception as exc:
+            self.error = _nvml_reason(exc)
+            return []
+        for i in range(count):
+            try:
+                handle = nv.nvmlDeviceGetHandleByIndex(i)
+            except Exception:
+                continue
+            name = _try(lambda h=handle: nv.nvmlDeviceGetName(h))
+            if isinstance(name, bytes):
+                name = name.decode(errors="replace")
+            mem = _try(lambda h=handle: nv.nvmlDeviceGetMemoryInfo(h))
+            util = _try(lambda h=handle: nv.nvmlDeviceGetUtilizationRates(h))
+            out.append(GPUSample(
+                index=i,
+                name=name or f"GPU {i}",
+                memory_used=int(mem.used) if mem is not None else None,
+                memory_total=int(mem.total) if mem is not None else None,
+                utilisation=int(util.gpu) if util is not None else None,
+            ))
+        return out
+
+    def close(self) -> None:
+        with self._lock:
+            if self._ready:
+                try:
+                    self._nvml.nvmlShutdown()
+                except Exception:
+                    pass
+            self._ready = None
+
+
+def _try(fn):
+    try:
+        return fn()
+    except Exception:  # NVML_ERROR_NOT_SUPPORTED and friends: shown as N/A
+        return None
+
+
+def _nvml_reason(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, ImportError):
+        return "pynvml (nvidia-ml-py) is not installed"
+    return f"NVML unavailable: {text}"
+
+
+def host_sample() -> HostSample:
+    vm = psutil.virtual_memory()
+    return HostSample(
+        cpu_count=os.cpu_count() or 1,
+        cpu_percent=psutil.cpu_percent(interval=None),
+        memory_used=int(vm.total - vm.available),
+        memory_total=int(vm.total),
+    )
+
+
+class ProcessProbe:
+    """RSS and CPU of server processes by PID (cpu_percent needs the same Process object each time)."""
+
+    def __init__(self) -> None:
+        self._procs: dict[int, psutil.Process] = {}
+
+    def sample(self, pid: int) -> ProcessSample:
+        proc = self._procs.get(pid)
+        try:
+            if proc is None:
+                proc = psutil.Process(pid)
+                proc.cpu_percent(None)
+                self._procs[pid] = proc
+            with proc.oneshot():
+                return ProcessSample(pid, proc.memory_info().rss, proc.cpu_percent(None), proc.is_running())
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            self._procs.pop(pid, None)
+            return ProcessSample(pid, None, None, alive=False)
+        except psutil.AccessDenied:
+            return ProcessSample(pid, None, None)
+
+
+def pid_listening_on(port: int) -> int | None:
+    """The PID of the local process listening on a TCP port, where psutil can tell."""
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except (psutil.AccessDenied, OSError):
+        return None
+    for c in conns:
+        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
+            return c.pid
+    return None

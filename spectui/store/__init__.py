@@ -1,0 +1,1 @@
+"""What spectui keeps: locations, settings, sessions, the notebook, themes, prompt sets and profiles."""

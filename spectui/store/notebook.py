@@ -1,0 +1,153 @@
+"""The lab notebook: a TOML file with one [[measurement]] per finished comparison.
+
+Appending adds text after what is there (earlier entries stay byte for byte), through a temporary file
+and an atomic replace. A notebook that is not valid TOML is never overwritten: the measurement goes to
+a side file next to it, and spectui says where.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import os
+import tomllib
+from pathlib import Path
+
+import tomli_w
+
+from spectui.core.errors import InputError
+from spectui.store.locations import atomic_write, data_dir
+
+
+def notebook_path(explicit: str | None = None) -> Path:
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("SPECTUI_NOTEBOOK")
+    if env:
+        return Path(env).expanduser()
+    return data_dir() / "notebook.toml"
+
+
+def measurement(result, infos, profile: str | None = None) -> dict:
+    """One [[measurement]] from a PromptResult and both servers' identities (None values left out)."""
+    b, c = result.baseline.figures, result.candidate.figures
+    m = {
+        "date": dt.datetime.now(dt.UTC).replace(microsecond=0),
+        "profile": profile,
+        "prompt_id": result.prompt.id,
+        "baseline_build": infos["baseline"].build,
+        "candidate_build": infos["candidate"].build,
+        "baseline_model": infos["baseline"].model,
+        "candidate_model": infos["candidate"].model,
+        "baseline_config": infos["baseline"].describe_speedup(),
+        "candidate_config": infos["candidate"].describe_speedup(),
+        "acceptance_rate": c.acceptance_rate,
+        "drafted": c.drafted,
+        "accepted": c.accepted,
+        "mean_accepted_length": c.mean_accepted_length,
+        "baseline_tokens_per_s": b.decode_tps,
+        "candidate_tokens_per_s": c.decode_tps,
+        "speedup": result.speedup,
+        "identical": result.identical,
+        "first_divergence_byte": result.divergence.byte if result.divergence else None,
+        "prompt_cached": [b.prompt_cached, c.prompt_cached] if b.prompt_cached is not None and c.prompt_cached is not None else None,
+    }
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items() if v is not None}
+
+
+def _flat(m: dict, prefix: str = "") -> dict:
+    """A measurement as one flat table (nested values get dotted-free compound keys)."""
+    out: dict = {}
+    for k, v in m.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat(v, key + "_"))
+        elif v is not None:
+            out[key] = v
+    return out
+
+
+def entries_text(measurements: list[dict]) -> str:
+    """Each measurement as its own `[[measurement]]` table; never the inline `measurement = [...]` form,
+    which a later append would turn into a duplicate key."""
+    return "\n".join("[[measurement]]\n" + tomli_w.dumps(_flat(m)) for m in measurements)
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive lock on a file beside the notebook, held across read-append-rename: two terminals
+    appending at once both land (the rename replaces the inode, so the notebook itself cannot be locked)."""
+    real = path.resolve() if path.is_symlink() else path
+    real.parent.mkdir(parents=True, exist_ok=True)
+    lock = real.with_name(f".{real.name}.lock")
+    with open(lock, "a") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def append(path: Path, measurements: list[dict]) -> tuple[Path, str | None]:
+    """Append measurements; returns (where they went, a warning or None).
+
+    The old text stays byte for byte; the new text is parsed before it replaces the file, so a notebook
+    that would not parse afterwards is left alone and the measurements go to a side file instead.
+    """
+    if path.is_dir():
+        raise InputError(f"notebook {path} is a folder", hint="give --notebook a file name")
+    block = entries_text(measurements)
+    with _locked(path):
+        existing = ""
+        problem = None
+        if path.exists():
+            try:
+                existing = path.read_text(encoding="utf-8")
+                tomllib.loads(existing)
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                problem = f"is not valid TOML ({exc})"
+        sep = "" if not existing or existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
+        text = existing + sep + block
+        if problem is None:
+            try:
+                parsed = tomllib.loads(text)
+                if not isinstance(parsed.get("measurement"), list):
+                    raise ValueError("measurement is not a list of tables")
+            except (tomllib.TOMLDecodeError, ValueError) as exc:
+                problem = f"would not parse with the new entries ({exc}; does it use the key 'measurement' itself?)"
+        if problem is not None:
+            side = path.with_name(path.name + ".pending.toml")
+            prior = side.read_text(encoding="utf-8") if side.exists() else ""
+            atomic_write(side, prior + ("\n" if prior and not prior.endswith("\n\n") else "") + block)
+            return side, f"notebook {path} {problem}; left it untouched and wrote the measurement to {side}"
+        atomic_write(path, text)
+    return path, None
+
+
+def read(path: Path) -> list[dict]:
+    if path.is_dir():
+        raise InputError(f"notebook {path} is a folder", hint="give --notebook a file name")
+    if not path.exists():
+        return []
+    try:
+        rows = tomllib.loads(path.read_text(encoding="utf-8")).get("measurement", [])
+        return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"notebook {path} is not valid TOML: {exc}") from None
+
+
+def show_text(path: Path) -> str:
+    rows = read(path)
+    if not rows:
+        return f"{path}: no measurements yet (spectui compare --notebook appends one per prompt)"
+    lines = [f"{path}: {len(rows)} measurements", ""]
+    lines.append(f"{'date':<20} {'prompt':<16} {'speed-up':>8} {'accept':>7} {'mean len':>8} {'same':<9} candidate")
+    for m in rows:
+        acc = f"{m['acceptance_rate']:.0%}" if "acceptance_rate" in m else "—"
+        sp = f"{m['speedup']:.2f}×" if "speedup" in m else "—"
+        ml = f"{m['mean_accepted_length']:.2f}" if "mean_accepted_length" in m else "—"
+        same = {True: "identical", False: "DIFFERS"}.get(m.get("identical"), "—")
+        lines.append(f"{str(m.get('date', '?'))[:19]:<20} {m.get('prompt_id', '?'):<16} {sp:>8} {acc:>7} {ml:>8} "
+                     f"{same:<9} {m.get('candidate_config', '')} ({m.get('candidate_build', '?')})")
+    return "\n".join(lines)

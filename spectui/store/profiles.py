@@ -1,0 +1,346 @@
+"""Hardware profiles: the machine a course track expects and the server pairs worth comparing on it.
+
+A profile is a TOML file (bundled in profiles/, or the user's ~/.config/spectui/profiles/, which adds
+to or overrides the bundled ones by name):
+
+    name = "cpu-demo"
+    description = "…"
+    track = "CPU"
+    [hardware]
+    gpu_vendor = "none"          # nvidia | apple | none | any
+    min_gpu_memory_gib = 0       # per GPU (NVIDIA) or unified memory (Apple)
+    min_memory_gib = 2           # host RAM
+    [variables.model]            # a value the user sets: its environment variable and what it is
+    env = "SPECTUI_MODEL"
+    description = "the target model (GGUF)"
+    [[comparison]]
+    id = "draft"
+    title = "draft-model speculation"
+    kind = "speculation"         # speculation | prefix-cache | kv-cache
+    baseline = { backend = "llama.cpp", argv = ["{llama_server}", "-m", "{model}"] }
+    candidate = { backend = "llama.cpp", argv = ["{llama_server}", "-m", "{model}", "-md", "{draft_model}"] }
+
+argv is a list (never a shell string). `{host}` and `{port}` are filled by the launcher (127.0.0.1
+and a free port unless the server table sets `host`/`port`); where argv names neither, spectui adds
+`--host H --port P`. Built-in variables: {llama_server}, {model}, {draft_model} (the cached build and
+SmolLM2 unless SPECTUI_LLAMA_SERVER / SPECTUI_MODEL / SPECTUI_DRAFT_MODEL say otherwise).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from spectui.core.errors import InputError
+from spectui.store.locations import config_dir, resource_dir
+
+BACKENDS = {"llama.cpp", "vllm", "sglang", "openai"}
+VENDORS = {"nvidia", "apple", "none", "any"}
+KINDS = {"speculation", "prefix-cache", "kv-cache"}
+TOP_KEYS = {"name", "description", "track", "hardware", "variables", "comparison", "notes"}
+HW_KEYS = {"gpu_vendor", "min_gpu_memory_gib", "min_memory_gib"}
+CMP_KEYS = {"id", "title", "kind", "baseline", "candidate", "notes"}
+SRV_KEYS = {"backend", "argv", "host", "port", "env", "ready_timeout"}
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    backend: str
+    argv: list[str]
+    host: str = "127.0.0.1"
+    port: int = 0
+    env: dict = field(default_factory=dict)
+    ready_timeout: float = 180.0
+
+
+@dataclass(frozen=True)
+class Comparison:
+    id: str
+    title: str
+    kind: str
+    baseline: ServerSpec
+    candidate: ServerSpec
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    env: str
+    description: str
+    default: str | None = None
+
+
+@dataclass
+class Profile:
+    name: str
+    description: str
+    track: str
+    gpu_vendor: str
+    min_gpu_memory_gib: float
+    min_memory_gib: float
+    variables: dict[str, Variable]
+    comparisons: list[Comparison]
+    path: str
+    warnings: list[str] = field(default_factory=list)
+
+    def comparison(self, cid: str) -> Comparison:
+        for c in self.comparisons:
+            if c.id == cid:
+                return c
+        raise InputError(f"profile {self.name} has no comparison {cid!r}",
+                         hint=f"its comparisons: {', '.join(c.id for c in self.comparisons)}")
+
+
+def _line_of(text: str, key: str) -> int | None:
+    for i, line in enumerate(text.splitlines(), 1):
+        if re.match(rf"\s*{re.escape(key)}\s*=", line):
+            return i
+    return None
+
+
+def parse_profile(text: str, path: str) -> Profile:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"profile {path}: {exc}") from None  # tomllib names line and column
+
+    def err(key: str, what: str) -> InputError:
+        line = _line_of(text, key.rsplit(".", 1)[-1])
+        return InputError(f"profile {path}{f', line {line}' if line else ''}, key {key!r}: {what}")
+
+    warnings = [f"profile {path}: unknown key {k!r} ignored" for k in data if k not in TOP_KEYS]
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise err("name", "missing or not a string")
+    hw = data.get("hardware") or {}
+    if not isinstance(hw, dict):
+        raise err("hardware", "must be a table")
+    warnings += [f"profile {path}: unknown key 'hardware.{k}' ignored" for k in hw if k not in HW_KEYS]
+    vendor = hw.get("gpu_vendor", "any")
+    if vendor not in VENDORS:
+        raise err("hardware.gpu_vendor", f"{vendor!r} is not one of {', '.join(sorted(VENDORS))}")
+    nums = {}
+    for k in ("min_gpu_memory_gib", "min_memory_gib"):
+        v = hw.get(k, 0)
+        if not isinstance(v, (int, float)) or v < 0:
+            raise err(f"hardware.{k}", "must be a number >= 0")
+        nums[k] = float(v)
+    variables = {}
+    raw_vars = data.get("variables") or {}
+    if not isinstance(raw_vars, dict):
+        raise err("variables", "must be a table of [variables.NAME] tables")
+    for vname, v in raw_vars.items():
+        if not isinstance(v, dict) or not isinstance(v.get("env"), str):
+            raise err(f"variables.{vname}", "needs env = \"NAME_OF_ENVIRONMENT_VARIABLE\"")
+        variables[vname] = Variable(vname, v["env"], str(v.get("description", "")), v.get("default"))
+    comps = []
+    raw = data.get("comparison")
+    if not isinstance(raw, list) or not raw:
+        raise err("comparison", "a profile needs at least one [[comparison]]")
+    seen = set()
+    for i, c in enumerate(raw, 1):
+        where = f"comparison[{i}]"
+        if not isinstance(c, dict):
+            raise err(where, "must be a table")
+        warnings += [f"profile {path}: unknown key '{where}.{k}' ignored" for k in c if k not in CMP_KEYS]
+        cid = c.get("id")
+        if not isinstance(cid, str) or not cid:
+            raise err(f"{where}.id", "missing")
+        if cid in seen:
+            raise err(f"{where}.id", f"duplicate id {cid!r}")
+        seen.add(cid)
+        kind = c.get("kind", "speculation")
+        if kind not in KINDS:
+            raise err(f"{where}.kind", f"{kind!r} is not one of {', '.join(sorted(KINDS))}")
+        sides = {}
+        for side in ("baseline", "candidate"):
+            s = c.get(side)
+            if not isinstance(s, dict):
+                raise err(f"{where}.{side}", "missing: give { backend = …, argv = [ … ] }")
+            warnings += [f"profile {path}: unknown key '{where}.{side}.{k}' ignored" for k in s if k not in SRV_KEYS]
+            backend = s.get("backend")
+            if backend not in BACKENDS:
+                raise err(f"{where}.{side}.backend", f"{backend!r} is not one of {', '.join(sorted(BACKENDS))}")
+            argv = s.get("argv")
+            if isinstance(argv, str):
+                raise err(f"{where}.{side}.argv", "must be a list of arguments, not a shell string")
+            if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+                raise err(f"{where}.{side}.argv", "must be a non-empty list of strings")
+            port = s.get("port", 0)
+            if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 65536:
+                raise err(f"{where}.{side}.port", "must be an integer port (0: pick a free one)")
+            env = s.get("env") or {}
+            if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+                raise err(f"{where}.{side}.env", 'must be a table of strings: env = { NAME = "value" }')
+            ready = s.get("ready_timeout", 180)
+            if isinstance(ready, bool) or not isinstance(ready, (int, float)) or not 0 < ready < float("inf"):
+                raise err(f"{where}.{side}.ready_timeout", "must be a positive number of seconds")
+            host = s.get("host", "127.0.0.1")
+            if not isinstance(host, str) or not host:
+                raise err(f"{where}.{side}.host", "must be a host name or address")
+            sides[side] = ServerSpec(backend, list(argv), host, port, dict(env), float(ready))
+        comps.append(Comparison(cid, str(c.get("title", cid)), kind, sides["baseline"], sides["candidate"]))
+    return Profile(name, str(data.get("description", "")), str(data.get("track", "")), vendor,
+                   nums["min_gpu_memory_gib"], nums["min_memory_gib"], variables, comps, path, warnings)
+
+
+def user_profile_dir() -> Path:
+    return config_dir() / "profiles"
+
+
+def load_profiles(dirs: list[Path] | None = None) -> tuple[dict[str, Profile], list[str]]:
+    """Bundled profiles, then the user's (a user profile with the same name overrides)."""
+    out: dict[str, Profile] = {}
+    problems: list[str] = []
+    for d in dirs if dirs is not None else [resource_dir("profiles"), user_profile_dir()]:
+        if not d.is_dir():
+            continue
+        for path in sorted(d.glob("*.toml")):
+            try:
+                p = parse_profile(path.read_text(encoding="utf-8"), str(path))
+            except InputError as exc:
+                problems.append(str(exc))
+                continue
+            problems += p.warnings
+            out[p.name] = p
+    return out, problems
+
+
+# -- hardware ----------------------------------------------------------------------------------------
+@dataclass
+class Hardware:
+    gpu_vendor: str  # nvidia | apple | none
+    gpus: list[tuple[str, int]]  # (name, memory bytes)
+    memory: int  # host RAM bytes (unified memory on Apple Silicon)
+    note: str = ""
+
+    def describe(self) -> str:
+        if self.gpu_vendor == "nvidia":
+            g = ", ".join(f"{n} ({m / GIB:.0f} GB)" for n, m in self.gpus)
+            return f"NVIDIA: {g}; RAM {self.memory / GIB:.0f} GB"
+        if self.gpu_vendor == "apple":
+            return f"Apple Silicon, {self.memory / GIB:.0f} GB unified memory"
+        return f"no GPU found ({self.note or 'CPU only'}); RAM {self.memory / GIB:.0f} GB"
+
+
+def detect(gpu_probe=None) -> Hardware:
+    from spectui.machine.probes import GPUProbe
+
+    probe = gpu_probe or GPUProbe()
+    gpus = probe.sample()
+    mem = psutil.virtual_memory().total
+    if gpus:
+        return Hardware("nvidia", [(g.name, g.memory_total or 0) for g in gpus], mem)
+    if platform.system() == "Darwin" and platform.machine() == "arm64":
+        return Hardware("apple", [], mem)
+    return Hardware("none", [], mem, probe.error or "")
+
+
+def fits(profile: Profile, hw: Hardware) -> tuple[bool, str]:
+    """Whether this machine suits the profile, and why not."""
+    need = profile.gpu_vendor
+    if hw.memory < profile.min_memory_gib * GIB:
+        return False, f"needs {profile.min_memory_gib:g} GB of RAM, this machine has {hw.memory / GIB:.0f} GB"
+    if need == "nvidia":
+        if hw.gpu_vendor != "nvidia":
+            return False, "needs an NVIDIA GPU; " + ("this is Apple Silicon" if hw.gpu_vendor == "apple" else "none found")
+        best = max(m for _, m in hw.gpus)
+        if best < profile.min_gpu_memory_gib * GIB:
+            return False, (f"needs {profile.min_gpu_memory_gib:g} GB of GPU memory (the full lab's floor), "
+                           f"the largest GPU here has {best / GIB:.1f} GB")
+    if need == "apple":
+        if hw.gpu_vendor != "apple":
+            return False, "needs Apple Silicon (unified memory, Metal)"
+        if hw.memory < profile.min_gpu_memory_gib * GIB:
+            return False, f"needs {profile.min_gpu_memory_gib:g} GB of unified memory"
+    return True, "fits"
+
+
+def preselect(profiles: dict[str, Profile], hw: Hardware) -> Profile | None:
+    """The most demanding profile that fits (a 24 GB NVIDIA machine gets the full lab, not the demo)."""
+    fitting = [p for p in profiles.values() if fits(p, hw)[0]]
+    if not fitting:
+        return None
+    order = {"nvidia": 3, "apple": 2, "any": 1, "none": 0}
+    return max(fitting, key=lambda p: (order[p.gpu_vendor] if p.gpu_vendor == hw.gpu_vendor else -1,
+                                       p.min_gpu_memory_gib, p.min_memory_gib))
+
+
+# -- making a comparison runnable ------------------------------------------------------------------------
+def builtin_values() -> dict[str, str | None]:
+    from spectui.machine import assets
+
+    found = assets.find_all()
+    return {"llama_server": str(found.llama_server) if found.llama_server else None,
+            "model": str(found.model) if found.model else None,
+            "draft_model": str(found.draft_model) if found.draft_model else None}
+
+
+def resolve_argv(profile: Profile, spec: ServerSpec, host: str, port: int, values: dict | None = None) -> list[str]:
+    """Fill {variables}; a missing one names the environment variable to set."""
+    vals = dict(builtin_values() if values is None else values)
+    for v in profile.variables.values():
+        env = os.environ.get(v.env)
+        if env:
+            vals[v.name] = env
+        elif v.name not in vals or vals[v.name] is None:
+            vals[v.name] = v.default
+    vals["host"], vals["port"] = host, str(port)
+    out = []
+    for arg in spec.argv:
+        def sub(m: re.Match) -> str:
+            key = m.group(1)
+            if vals.get(key) is None:
+                var = profile.variables.get(key)
+                how = f"set {var.env} ({var.description})" if var else (
+                    "run `spectui setup`" if key in ("llama_server", "model", "draft_model") else "define it in [variables]")
+                raise InputError(f"profile {profile.name}: {{{key}}} has no value", hint=how)
+            return str(vals[key])
+
+        out.append(re.sub(r"\{([a-z_][a-z0-9_]*)\}", sub, arg))
+    if not any("{host}" in a or "{port}" in a for a in spec.argv):
+        out += ["--host", host, "--port", str(port)]
+    for arg, nxt in zip(out, out[1:] + [""]):
+        if arg in ("-m", "--model", "-md", "--spec-draft-model", "--model-path") and nxt and "/" in nxt:
+            if not Path(nxt).exists() and not nxt.startswith(("hf:", "http")) and spec.backend == "llama.cpp":
+                raise InputError(f"profile {profile.name}: model file {nxt} does not exist",
+                                 hint="set the variable that names it (spectui profiles show " + profile.name + ")")
+    return out
+
+
+def servers_for(profile: Profile, comparison: Comparison, values: dict | None = None):
+    """The comparison's two servers, ready to start: argv resolved, 127.0.0.1 and free ports by default."""
+    from spectui.machine.launcher import ServerProcess, free_port
+
+    out = []
+    for side, spec in (("baseline", comparison.baseline), ("candidate", comparison.candidate)):
+        port = spec.port or free_port(spec.host)
+        argv = resolve_argv(profile, spec, spec.host, port, values)
+        out.append(ServerProcess(side, argv, host=spec.host, port=port, env=spec.env,
+                                 ready_timeout=spec.ready_timeout, backend=spec.backend))
+    return out[0], out[1]
+
+
+def profile_text(p: Profile, hw: Hardware | None = None) -> str:
+    lines = [f"{p.name} (track {p.track or '—'}): {p.description}", f"  file: {p.path}",
+             f"  hardware: GPU {p.gpu_vendor}" + (f", ≥ {p.min_gpu_memory_gib:g} GB GPU memory" if p.min_gpu_memory_gib else "")
+             + f", ≥ {p.min_memory_gib:g} GB RAM"]
+    if hw is not None:
+        ok, why = fits(p, hw)
+        lines.append(f"  this machine: {'fits' if ok else 'does not fit: ' + why}")
+    if p.variables:
+        lines.append("  variables (set these in the environment):")
+        for v in p.variables.values():
+            state = "set" if os.environ.get(v.env) else "NOT SET"
+            lines.append(f"    {v.env:<24} {{{v.name}}}  {v.description}  [{state}]")
+    lines.append("  comparisons:")
+    for c in p.comparisons:
+        lines.append(f"    {c.id:<18} {c.kind:<13} {c.title}  ({c.baseline.backend} vs {c.candidate.backend})")
+    return "\n".join(lines)

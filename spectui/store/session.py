@@ -1,0 +1,368 @@
+"""Saved sessions: a versioned, line-oriented record of a comparison that replays without servers.
+
+Format (JSON Lines, UTF-8; one object per line; appending never rewrites; a crash loses at most the
+last line):
+
+    {"format": "spectui-session", "version": 1, "created": "2026-12-01T08:00:00+00:00", "spectui": "0.1.0"}
+    {"type": "servers", "baseline": {ServerInfo}, "candidate": {ServerInfo}}
+    {"type": "prompt", "n": 0, "prompt": {Prompt}, "params": {...}, "order": "sequential"}
+    {"type": "event", "n": 0, "side": "candidate", "t": 123456789, "ev": "token", "i": 5, "id": 1604,
+     "d": "def", "label": "accepted", "step": 1, "rej": 0}          # "x": hex instead of "d" for non-UTF-8 bytes
+    {"type": "event", …, "ev": "step", "step": 1, "drafted": 8, "accepted": 8}
+    {"type": "event", …, "ev": "start" | "finish" | "failed", …}
+    {"type": "result", "n": 0, "baseline": {figures}, "candidate": {figures}, "identical": true, …}
+    {"type": "probe", "t": …, "gpus": […], "host": {…}}
+
+`t` is nanoseconds since the prompt began. API keys are never written (spectui keeps none in its
+records: ServerInfo holds URL, build, model and configuration only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from spectui import __version__
+from spectui.core.compare import Divergence, compare_tokens
+from spectui.core.errors import InputError
+from spectui.core.events import (
+    SpecReport,
+    StepEvent,
+    StreamEvent,
+    StreamFailed,
+    StreamFinished,
+    StreamStarted,
+    TokenEvent,
+)
+from spectui.core.figures import SideRecorder
+from spectui.core.runner import PromptResult
+from spectui.core.types import GenerationParams, Prompt, ServerInfo
+
+FORMAT = "spectui-session"
+VERSION = 1
+
+
+def event_to_json(ev: StreamEvent, base_ns: int) -> dict:
+    t = ev.t_ns - base_ns
+    if isinstance(ev, TokenEvent):
+        d: dict = {"ev": "token", "t": t, "i": ev.index, "id": ev.token_id, "label": ev.label,
+                   "step": ev.step, "rej": ev.rejected}
+        try:
+            d["d"] = ev.data.decode("utf-8")
+        except UnicodeDecodeError:
+            d["x"] = ev.data.hex()
+        return d
+    if isinstance(ev, StepEvent):
+        return {"ev": "step", "t": t, "step": ev.step, "drafted": ev.drafted, "accepted": ev.accepted}
+    if isinstance(ev, StreamStarted):
+        return {"ev": "start", "t": t}
+    if isinstance(ev, StreamFinished):
+        d = {"ev": "finish", "t": t, "stop_type": ev.stop_type, "timings": ev.timings, "settings": ev.settings,
+             "tokens_evaluated": ev.tokens_evaluated, "tokens_predicted": ev.tokens_predicted}
+        try:
+            d["tail"] = ev.tail.decode("utf-8")
+        except UnicodeDecodeError:
+            d["tail_x"] = ev.tail.hex()
+        if ev.spec is not None:
+            d["spec"] = dataclasses.asdict(ev.spec)
+        return d
+    if isinstance(ev, StreamFailed):
+        return {"ev": "failed", "t": t, "message": ev.message}
+    raise TypeError(type(ev))
+
+
+LABELS = ("first", "accepted", "target", "unknown")
+
+
+def event_from_json(d: dict, base_ns: int = 0) -> StreamEvent:
+    """One recorded event; TypeError/ValueError/KeyError name what is wrong with a damaged record."""
+    kind = d["ev"]
+    t = _typed(d, "t", int)
+    if t is None:
+        raise KeyError("t")
+    t += base_ns
+    if kind == "token":
+        if "d" in d:
+            data = _typed(d, "d", str).encode("utf-8", errors="surrogateescape")
+        else:
+            data = bytes.fromhex(_typed(d, "x", str, ""))
+        label = d["label"]
+        if label not in LABELS:
+            raise ValueError(f"label {label!r}")
+        return TokenEvent(_typed(d, "i", int), _typed(d, "id", int), data, t, label, _typed(d, "step", int),
+                          _typed(d, "rej", int, 0))
+    if kind == "step":
+        return StepEvent(_typed(d, "step", int), _typed(d, "drafted", int), _typed(d, "accepted", int), t)
+    if kind == "start":
+        return StreamStarted(t, "")
+    if kind == "finish":
+        spec = SpecReport(**d["spec"]) if isinstance(d.get("spec"), dict) else None
+        tail = _typed(d, "tail", str, "") or ""
+        tail_b = bytes.fromhex(d["tail_x"]) if isinstance(d.get("tail_x"), str) else tail.encode("utf-8")
+        return StreamFinished(t, str(d.get("stop_type", "none")), _typed(d, "timings", dict) or {},
+                              _typed(d, "tokens_evaluated", int), tail_b, _typed(d, "settings", dict) or {}, spec,
+                              _typed(d, "tokens_predicted", int))
+    if kind == "failed":
+        return StreamFailed(t, str(d.get("message", "")))
+    raise ValueError(f"unknown event kind {kind!r}")
+
+
+class SessionWriter:
+    """Records a session line by line; with a path, appends each line to the file and flushes it, so
+    a crash loses at most the last line. Without one it keeps the lines for a later `save_as`."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path).expanduser() if path is not None else None
+        self.lines: list[str] = []
+        self._fh = None
+        if self.path is not None:
+            if self.path.is_dir():
+                raise InputError(f"{self.path} is a folder", hint="give --save a file name")
+            if self.path.exists() and self.path.stat().st_size > 0 and not is_session(self.path):
+                raise InputError(f"{self.path} exists and is not a spectui session; not appending to it",
+                                 hint="give --save a new file name (or an existing session to add to)")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = open(self.path, "a", encoding="utf-8")
+            except OSError as exc:
+                raise InputError(f"cannot write session {self.path}: {exc.strerror}") from None
+        self.n = -1
+        self.base_ns = 0
+        if self._fh is None or self._fh.tell() == 0:
+            self._write({"format": FORMAT, "version": VERSION,
+                         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                         "spectui": __version__})
+
+    def _write(self, obj: dict) -> None:
+        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+        self.lines.append(line)
+        if self._fh is not None:
+            self._fh.write(line)
+            self._fh.flush()
+
+    def save_as(self, path: str | Path) -> Path:
+        """Write everything recorded so far to a new file, atomically."""
+        from spectui.store.locations import atomic_write
+
+        dest = Path(path).expanduser()
+        atomic_write(dest, "".join(self.lines))
+        return dest
+
+    def probe(self, gpus: list, host) -> None:
+        self._write({"type": "probe", "n": self.n, "t": time.perf_counter_ns() - self.base_ns,
+                     "gpus": [g.to_json() for g in gpus], "host": host.to_json() if host else None})
+
+    def servers(self, infos: dict[str, ServerInfo]) -> None:
+        self._write({"type": "servers", **{k: v.to_json() for k, v in infos.items()}})
+
+    def prompt(self, prompt: Prompt, params: GenerationParams, order: str) -> None:
+        self.n += 1
+        self.base_ns = time.perf_counter_ns()
+        self._write({"type": "prompt", "n": self.n, "prompt": prompt.to_json(), "order": order,
+                     "params": {"max_tokens": params.max_tokens, "temperature": params.temperature,
+                                "seed": params.seed, "cache_prompt": params.cache_prompt}})
+
+    def event(self, side: str, ev: StreamEvent) -> None:
+        if isinstance(ev, StreamFailed) and ev.t_ns == 0:
+            ev = StreamFailed(self.base_ns, ev.message)
+        self._write({"type": "event", "n": self.n, "side": side, **event_to_json(ev, self.base_ns)})
+
+    def result(self, baseline: SideRecorder, candidate: SideRecorder, divergence: Divergence | None, speedup) -> None:
+        complete = baseline.done and candidate.done and not (baseline.failed or candidate.failed)
+        self._write({"type": "result", "n": self.n, "baseline": baseline.figures.to_json(),
+                     "candidate": candidate.figures.to_json(),
+                     "identical": divergence is None if complete else None,
+                     "first_divergence": divergence.to_json() if divergence else None, "speedup": speedup})
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+
+    # -- as the run loop's observer (core.runner.RunObserver) ------------------------------------------
+    def prompt_started(self, prompt: Prompt, params: GenerationParams, order: str) -> None:
+        self.prompt(prompt, params, order)
+
+    def prompt_finished(self, result) -> None:
+        self.result(result.baseline, result.candidate, result.divergence, result.speedup)
+
+
+def is_session(path: Path) -> bool:
+    """Whether the file's first line is a spectui session header."""
+    try:
+        with open(path, "rb") as fh:
+            head = json.loads(fh.readline() or b"null")
+    except (OSError, ValueError):
+        return False
+    return isinstance(head, dict) and head.get("format") == FORMAT
+
+
+@dataclass
+class SessionPrompt:
+    prompt: Prompt
+    params: GenerationParams
+    order: str
+    events: dict[str, list[StreamEvent]] = field(default_factory=lambda: {"baseline": [], "candidate": []})
+    result: dict | None = None
+    probes: list = field(default_factory=list)  # (t_ns, [GPUSample], HostSample | None)
+    damaged: bool = False  # a record of this prompt could not be read: no verdict from it
+
+
+@dataclass
+class Session:
+    path: Path
+    created: str
+    infos: dict[str, ServerInfo]
+    prompts: list[SessionPrompt]
+    warnings: list[str] = field(default_factory=list)
+
+
+def probe_from_json(rec: dict):
+    from spectui.machine.probes import GPUSample, HostSample
+
+    gpus = [GPUSample(int(g["index"]), str(g["name"]), g.get("memory_used"), g.get("memory_total"), g.get("utilisation"))
+            for g in rec.get("gpus") or []]
+    h = rec.get("host")
+    host = HostSample(int(h["cpu_count"]), float(h["cpu_percent"]), int(h["memory_used"]), int(h["memory_total"]),
+                      str(h.get("machine", "")), str(h.get("system", ""))) if h else None
+    return int(rec["t"]), gpus, host
+
+
+def _typed(d: dict, key: str, kinds, default=None):
+    v = d.get(key, default)
+    if v is not None and not isinstance(v, kinds):
+        raise TypeError(f"{key} is {type(v).__name__}")
+    return v
+
+
+def _info(d: dict) -> ServerInfo:
+    if not isinstance(d, dict):
+        raise TypeError(f"server is {type(d).__name__}, not an object")
+    return ServerInfo(url=str(d.get("url", "?")), backend=str(d.get("backend", "llama.cpp")),
+                      build=_typed(d, "build", str), model=_typed(d, "model", str), n_ctx=_typed(d, "n_ctx", int),
+                      slots=_typed(d, "slots", int), speculative=_typed(d, "speculative", dict) or {},
+                      kv_cache=_typed(d, "kv_cache", dict) or {}, cache_prompt=_typed(d, "cache_prompt", bool))
+
+
+def _prompt(rec: dict) -> SessionPrompt:
+    pr = rec["prompt"]
+    if not isinstance(pr, dict):
+        raise TypeError("prompt is not an object")
+    messages = _typed(pr, "messages", list) or []
+    if not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages):
+        raise TypeError("messages are not {role, content} objects")
+    prompt = Prompt(str(pr["id"]), str(pr.get("category", "")), messages, _typed(pr, "raw", str))
+    pa = _typed(rec, "params", dict) or {}
+    max_tokens, temperature, seed = _typed(pa, "max_tokens", int, 128), _typed(pa, "temperature", (int, float), 0.0), \
+        _typed(pa, "seed", int, 42)
+    order = _typed(rec, "order", str, "sequential")
+    return SessionPrompt(prompt, GenerationParams(max_tokens, float(temperature), seed, _typed(pa, "cache_prompt", bool)),
+                         order if order in ("sequential", "concurrent") else "sequential")
+
+
+def load_session(path: str | Path) -> Session:
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise InputError(f"session file {p} does not exist")
+    raw = p.read_bytes()
+    lines = raw.split(b"\n")
+    warnings: list[str] = []
+    truncated = bool(lines and lines[-1])  # no newline after the last line: it was cut mid-write
+    if not lines or not lines[0].strip():
+        raise InputError(f"{p} is empty, not a spectui session")
+    try:
+        head = json.loads(lines[0])
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise InputError(f"{p} is not a spectui session (its first line is not a spectui header)") from None
+    if not isinstance(head, dict) or head.get("format") != FORMAT:
+        raise InputError(f"{p} is not a spectui session (its first line is not a spectui header)")
+    version = head.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise InputError(f"{p}: the session header's version is {version!r}, not a whole number",
+                         hint="the file is damaged or not written by spectui")
+    if version > VERSION:
+        raise InputError(f"{p} is session format version {head.get('version')}; this spectui reads up to {VERSION}",
+                         hint="upgrade spectui to replay it")
+    infos = {"baseline": ServerInfo(url="?"), "candidate": ServerInfo(url="?")}
+    prompts: list[SessionPrompt] = []
+    body = lines[1:-1] if truncated else lines[1:]
+    if truncated:
+        warnings.append(f"{p}: the last line is incomplete (the run was cut off); replaying up to the last whole event")
+    bad = 0
+    for lineno, line in enumerate(body, 2):
+        if not line.strip():
+            continue
+        try:
+            rec = orjson.loads(line)
+            if not isinstance(rec, dict):
+                raise TypeError("not an object")
+            kind = rec["type"]
+            if kind == "servers":
+                infos = {k: _info(rec[k]) for k in ("baseline", "candidate")}
+            elif kind == "prompt":
+                prompts.append(_prompt(rec))
+            elif kind == "event":
+                if not prompts:
+                    raise ValueError("an event before any prompt")
+                side = rec["side"]
+                if side not in ("baseline", "candidate"):
+                    raise ValueError(f"side {side!r}")
+                prompts[-1].events[side].append(event_from_json(rec))
+            elif kind == "result" and prompts:
+                prompts[-1].result = rec
+            elif kind == "probe" and prompts:
+                prompts[-1].probes.append(probe_from_json(rec))
+        except (orjson.JSONDecodeError, KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:
+            bad += 1
+            if bad <= 3:
+                warnings.append(f"{p}:{lineno}: unreadable record ({type(exc).__name__}: {str(exc)[:60]}); skipped it")
+            if prompts:
+                prompts[-1].damaged = True
+    if bad > 3:
+        warnings.append(f"{p}: {bad} unreadable records in all; the prompts they belong to are reported as incomplete")
+    return Session(p, head.get("created", "?"), infos, prompts, warnings)
+
+
+def recorders_for(sp: SessionPrompt) -> tuple[SideRecorder, SideRecorder, Divergence | None]:
+    """Rebuild both sides' figures from the recorded events, exactly as the live run built them."""
+    recs = {}
+    for side in ("baseline", "candidate"):
+        rec = SideRecorder(side)
+        for ev in sp.events[side]:
+            rec.feed(ev)
+        saved = (sp.result or {}).get(side) or {}
+        if isinstance(saved, dict):
+            for key in ("metrics_drafted", "metrics_accepted", "metrics_steps", "metrics_check", "accepted_per_position"):
+                if key in saved:
+                    setattr(rec.figures, key, saved[key])
+        recs[side] = rec
+    b, c = recs["baseline"], recs["candidate"]
+    complete = b.done and c.done and not sp.damaged
+    div = compare_tokens(b.token_bytes(), c.token_bytes()) if complete and not (b.failed or c.failed) else None
+    return b, c, div
+
+
+def default_session_dir() -> Path:
+    from spectui.store.locations import data_dir
+
+    return data_dir() / "sessions"
+
+
+def autosave_path() -> Path:
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return default_session_dir() / f"session-{stamp}-{os.getpid()}.jsonl"
+
+
+def results_for(session: Session) -> list[PromptResult]:
+    """Every recorded prompt as a PromptResult rebuilt from its events (incomplete ones stay incomplete)."""
+    out = []
+    for sp in session.prompts:
+        b, c, div = recorders_for(sp)
+        out.append(PromptResult(sp.prompt, b, c, divergence=div, damaged=sp.damaged))
+    return out

@@ -1,0 +1,269 @@
+"""The TUI's run controller: drives core.runner's one run loop and draws its events in the panes.
+
+The runner feeds the recorders the figures come from; the controller queues each event as it arrives
+and drains the queues into the panes every ~30 ms (never dropping one), so a fast stream costs one
+redraw per frame, not one per token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual.css.query import NoMatches
+from textual.widgets import Input
+
+from spectui.core import runner
+from spectui.core.compare import LiveComparer
+from spectui.core.errors import describe
+from spectui.core.events import StreamFailed, StreamFinished, StreamStarted, TokenEvent
+from spectui.core.figures import SideRecorder
+from spectui.core.report import speedup_text
+from spectui.core.runner import SIDES, PromptResult, RunObserver
+from spectui.core.types import GenerationParams, Prompt
+from spectui.store import prompts as prompt_sets
+from spectui.tui.widgets.panes import Banner
+
+FLUSH_S = 0.03  # batch token updates every ~30 ms instead of one message per token
+QUANTISED_KV_NOTE = "expected: the candidate runs a quantised KV cache, which is not lossless"
+
+
+class _Observer(RunObserver):
+    """Routes the run loop's events into the controller's queues and the session writer."""
+
+    def __init__(self, ctl: RunController, writer) -> None:
+        self.ctl, self.writer = ctl, writer
+
+    def prompt_started(self, prompt: Prompt, params: GenerationParams, order: str) -> None:
+        self.ctl.prompt_started(prompt)
+        if self.writer is not None:
+            self.writer.prompt_started(prompt, params, order)
+
+    def event(self, side: str, ev) -> None:
+        self.ctl.pending[side].append(ev)
+        if self.writer is not None:
+            self.writer.event(side, ev)
+
+    def prompt_finished(self, result: PromptResult) -> None:
+        self.ctl.prompt_finished(result)
+        if self.writer is not None:
+            self.writer.servers(self.ctl.app.infos())
+            self.writer.prompt_finished(result)
+
+
+class RunController:
+    def __init__(self, app) -> None:
+        self.app = app
+        self.recorders: dict[str, SideRecorder] = {s: SideRecorder(s) for s in SIDES}
+        self.comparer = LiveComparer()
+        self.results: list[PromptResult] = []
+        self.last_prompt: Prompt | None = None
+        self.picked: Prompt | None = None
+        self.running = False
+        self.pending: dict[str, list] = {s: [] for s in SIDES}
+        self.run_done = asyncio.Event()
+        self.frames = 0  # flushes that drew new tokens (the keep-up benchmark reads it)
+
+    # -- starting ---------------------------------------------------------------------------------
+    def read_params(self) -> GenerationParams | None:
+        app = self.app
+        try:
+            mt = int(app.q("#max-tokens", Input).value)
+            temp = float(app.q("#temperature", Input).value)
+            seed = int(app.q("#seed", Input).value)
+        except ValueError:
+            app.notify("max tokens, temperature and seed must be numbers", severity="error")
+            return None
+        if mt < 1 or not temp >= 0 or temp == float("inf"):
+            app.notify("max tokens must be ≥ 1 and temperature a finite number ≥ 0", severity="error")
+            return None
+        return GenerationParams(max_tokens=mt, temperature=temp, seed=seed, cache_prompt=app.params.cache_prompt)
+
+    def run_typed(self) -> None:
+        app = self.app
+        text = app.q("#prompt", Input).value
+        picked = self.picked
+        if picked is not None and (picked.messages and picked.messages[-1]["content"] == text or picked.raw == text):
+            prompt = picked
+        else:
+            if not text.strip():
+                app.notify("type a prompt first, or pick one from the set", severity="warning")
+                return
+            prompt = prompt_sets.single(text)
+        app.remember_history(text)
+        self.start([prompt])
+
+    def start(self, prompts: list[Prompt]) -> None:
+        app = self.app
+        params = self.read_params()
+        if params is None:
+            return
+        if any(app.pane(s).state in ("connecting", "loading", "starting") for s in SIDES):
+            app.notify("the servers are not ready yet", severity="warning")
+            return
+        app.params = params
+        app.workers.cancel_group(app, "run")
+        self.run_done.clear()
+        app.run_worker(self._run(prompts, params, app.order), group="run", exclusive=True, exit_on_error=False)
+
+    def cancel(self) -> None:
+        if self.running:
+            self.app.workers.cancel_group(self.app, "run")
+
+    # -- the run ------------------------------------------------------------------------------------
+    async def _run(self, prompts: list[Prompt], params: GenerationParams, order: str) -> None:
+        app = self.app
+        self.running = True
+        probes = None
+        try:
+            writer = app.recording.writer_for_run()
+            if writer is not None:
+                writer.servers(app.infos())
+            usable = {s: app.backends[s] for s in SIDES}
+            if app.replaying:
+                probes = asyncio.create_task(app.recording.replay_probes())
+            await runner.run_prompts(usable["baseline"], usable["candidate"], prompts, params, order,
+                              _Observer(self, writer), recorders=lambda: self.recorders)
+            if app.config.auto_notebook and not app.replaying:
+                app.recording.append_notebook(self.results[-len(prompts):])
+        except asyncio.CancelledError:
+            self.flush()
+            for s in SIDES:
+                if not self.recorders[s].done and app.pane(s).state != "failed":
+                    app.pane(s).set_state("cancelled")
+            app.q(Banner).show_running("cancelled")
+            raise
+        except Exception as exc:  # never leave the app in "running" on a bug: say what broke
+            app.notify(f"run stopped: {describe(exc)}", severity="error", timeout=12)
+        finally:
+            if probes is not None:
+                probes.cancel()
+            self.running = False
+            self.run_done.set()
+
+    def prompt_started(self, prompt: Prompt) -> None:
+        app = self.app
+        self.last_prompt = prompt
+        self.flush()
+        self.recorders = {s: SideRecorder(s) for s in SIDES}
+        self.comparer = LiveComparer()
+        for s in SIDES:
+            self.pending[s].clear()
+            pane = app.pane(s)
+            pane.view.reset()
+            pane.set_class(False, "-diverged")
+            pane.show_figures(self.recorders[s])
+            pane.set_state("waiting" if app.order == "sequential" and s == "candidate" else "streaming")
+        app.q(Banner).show_running()
+        if not app.replaying:
+            app.sub_title = f"{prompt.id}: {prompt.preview}"
+
+    def prompt_finished(self, result: PromptResult) -> None:
+        app = self.app
+        self.flush()
+        result.divergence = result.divergence if result.divergence is not None else None
+        self.results.append(result)
+        for s in SIDES:
+            backend = app.backends[s]
+            if backend.info is not None and not app.replaying:
+                app.pane(s).set_info(backend.info)
+        self.show_figures()
+        app.refresh_bindings()
+        banner = app.q(Banner)
+        b, c = result.baseline, result.candidate
+        if result.prompts_differ_at is not None:
+            banner.show_running(f"prompts differ: the two servers rendered the chat template differently at byte "
+                                f"{result.prompts_differ_at}; a difference in the output may come from the prompt")
+        if result.divergence is not None:
+            # the banner went up mid-stream; now both sides' cache reuse is known, say it
+            cached = (b.figures.prompt_cached, c.figures.prompt_cached)
+            banner.show_diverged(result.divergence, cached, self._kv_note())
+        elif result.failed:
+            failed = [s for s in SIDES if self.recorders[s].failed is not None]
+            agreed = min(len(self.comparer.data["baseline"]), len(self.comparer.data["candidate"]))
+            banner.show_running(f"not compared: {' and '.join(failed)} failed (see its pane); "
+                                f"the outputs agreed for the first {agreed} bytes")
+        elif result.incomplete:
+            banner.show_running("incomplete: the recording stops inside this prompt; no verdict")
+
+    # -- drawing ------------------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Drain the events that arrived since the last frame into the panes; never drops one."""
+        try:
+            self._drain()
+        except NoMatches:  # the app is closing and its widgets are gone
+            return
+
+    def _drain(self) -> None:
+        app = self.app
+        for side in SIDES:
+            pending = self.pending[side]
+            if not pending:
+                continue
+            batch = pending[:]
+            pending.clear()
+            rec = self.recorders[side]
+            pane = app.pane(side)
+            tokens: list[TokenEvent] = []
+            for ev in batch:
+                if isinstance(ev, TokenEvent):
+                    tokens.append(ev)
+                    self.comparer.add(side, ev.data)
+                elif isinstance(ev, StreamStarted):
+                    pane.set_state("streaming")
+                    other = "candidate" if side == "baseline" else "baseline"
+                    if app.order == "sequential" and side == "baseline":
+                        app.pane(other).set_state("waiting")
+                elif isinstance(ev, StreamFinished):
+                    if tokens:
+                        pane.view.add(tokens)
+                        tokens = []
+                    pane.view.add_tail(ev.tail)
+                    if rec.relabelled:  # labels were made exact at the end (vLLM, llama.cpp tail): redraw
+                        pane.view.tokens = list(rec.tokens)
+                        pane.view.rebuild()
+                    self.comparer.add_tail(side, ev.tail)
+                    self.comparer.finish(side)
+                    pane.set_state("done")
+                elif isinstance(ev, StreamFailed):
+                    # not finish(): a cut-off output is not a divergence; bytes that already differ still are
+                    pane.set_state("failed", f"{ev.message}")
+            if tokens:
+                pane.view.add(tokens)
+                self.frames += 1
+            self.show_figures()
+        self._check_divergence()
+
+    def show_figures(self) -> None:
+        app = self.app
+        b, c = self.recorders["baseline"], self.recorders["candidate"]
+        app.pane("baseline").show_figures(b)
+        line = None
+        finished = b.finished is not None and c.finished is not None  # never a speed-up for a failed side
+        if b.figures.decode_tps and c.figures.decode_tps and finished and self.last_prompt is not None:
+            r = PromptResult(self.last_prompt, b, c)
+            builds = f"{app.build_of('baseline')} → {app.build_of('candidate')}"
+            line = f"speed-up {speedup_text(r)} · builds {builds}"
+        app.pane("candidate").show_figures(c, line)
+
+    def _kv_note(self) -> str:
+        launched = self.app.pane("candidate").launch_note
+        return QUANTISED_KV_NOTE if any(k in launched for k in ("K=", "V=", "kv=")) else ""
+
+    def _check_divergence(self) -> None:
+        app = self.app
+        d = self.comparer.divergence
+        banner = app.q(Banner)
+        cached = (self.recorders["baseline"].figures.prompt_cached, self.recorders["candidate"].figures.prompt_cached)
+        if d is not None:
+            if not banner.has_class("-diverged"):
+                banner.show_diverged(d, cached, self._kv_note())
+                for side, tok in (("baseline", d.baseline_token), ("candidate", d.candidate_token)):
+                    app.pane(side).view.mark_divergence(tok)
+                    app.pane(side).set_class(True, "-diverged")
+            return
+        if self.comparer.identical and not banner.has_class("-identical"):
+            if all(self.recorders[s].finished is not None for s in SIDES):
+                banner.show_identical(len(self.comparer.data["baseline"]), cached)
+
+
+

@@ -1,0 +1,63 @@
+"""The diff view: both outputs aligned around the first difference, non-printable bytes escaped."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from spectui.core.compare import Divergence, escape_bytes, first_difference
+
+
+def aligned_lines(a: bytes, b: bytes, at: int | None, width: int = 64) -> list[tuple[str, str, bool]]:
+    """Rows of (baseline, candidate, differs) in fixed byte windows, so both sides line up by offset."""
+    rows = []
+    start = 0 if at is None else max(0, (at // width) * width - 3 * width)
+    end = max(len(a), len(b))
+    if at is not None:
+        end = min(end, (at // width) * width + 4 * width)
+    for off in range(start, end, width):
+        ca, cb = a[off : off + width], b[off : off + width]
+        rows.append((f"{off:>6} {escape_bytes(ca)}", f"{off:>6} {escape_bytes(cb)}", ca != cb))
+    return rows
+
+
+class DiffScreen(ModalScreen):
+    BINDINGS = [Binding("escape,q,ctrl+d", "dismiss", "Close", id="close_diff")]
+    DEFAULT_CSS = """
+    DiffScreen { align: center middle; }
+    DiffScreen > VerticalScroll { width: 95%; height: 90%; border: thick $warning; background: $surface; padding: 0 1; }
+    """
+
+    def __init__(self, baseline: bytes, candidate: bytes, divergence: Divergence | None) -> None:
+        super().__init__()
+        self.a, self.b, self.divergence = baseline, candidate, divergence
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(self._body(), id="diff-body")
+
+    def _body(self) -> Text:
+        t = Text()
+        at = self.divergence.byte if self.divergence else first_difference(self.a, self.b)
+        if at is None:
+            t.append(f"identical: {len(self.a)} bytes, byte for byte\n\n", style="bold green")
+        else:
+            d = self.divergence
+            toks = f" (token {d.baseline_token} / {d.candidate_token})" if d else ""
+            t.append(f"first difference at byte {at}{toks}; offsets on the left, bytes escaped\n\n", style="bold")
+        for la, lb, differs in aligned_lines(self.a, self.b, at):
+            style = "bold red" if differs else None
+            t.append("B " + la + "\n", style=style)
+            t.append("C " + lb + "\n", style=style)
+        if at is not None:
+            t.append("\n")
+            t.append("baseline  ▸ ", style="dim")
+            t.append(escape_bytes(self.a[at : at + 48]) or "(ends here)", style="bold")
+            t.append("\ncandidate ▸ ", style="dim")
+            t.append(escape_bytes(self.b[at : at + 48]) or "(ends here)", style="bold")
+        t.append("\n\nEsc to close")
+        return t

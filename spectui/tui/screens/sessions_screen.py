@@ -1,0 +1,115 @@
+"""The session browser: saved sessions with date, servers, prompt, verdict and speed-up (with acceptance)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Footer, Input, Label
+
+from spectui.store.session_list import list_sessions
+
+
+class RenameScreen(ModalScreen[str | None]):
+    BINDINGS = [Binding("escape", "dismiss_none", "Cancel", id="rename_cancel")]
+    DEFAULT_CSS = "RenameScreen { align: center middle; } RenameScreen > Vertical { width: 60; height: 5; border: round $primary; }"
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.old = name
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"rename {self.old} to:")
+            yield Input(self.old, id="new-name")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+
+class SessionBrowser(Screen):
+    BINDINGS = [
+        Binding("enter", "open", "Replay", id="browser_open"),
+        Binding("r", "rename", "Rename", id="browser_rename"),
+        Binding("delete,x", "delete", "Delete", id="browser_delete"),
+        Binding("escape", "app.pop_screen", "Back", id="browser_back"),
+    ]
+    DEFAULT_CSS = "SessionBrowser DataTable { height: 1fr; } SessionBrowser #where { padding: 0 1; color: $text-muted; }"
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.folder = folder
+        self.rows = []
+
+    def compose(self) -> ComposeResult:
+        yield Label(f"sessions in {self.folder}", id="where")
+        yield DataTable(cursor_type="row", id="sessions")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("date", "file", "prompt", "prompts", "output", "speed-up (acceptance)", "candidate")
+        self.reload()
+
+    def reload(self) -> None:
+        table = self.query_one(DataTable)
+        table.clear()
+        self.rows = list_sessions(self.folder)
+        for r in self.rows:
+            if r.problem:
+                table.add_row("", r.path.name, r.problem, "", "", "", "")
+                continue
+            same = {True: "identical", False: "DIFFERS", None: "—"}[r.identical]
+            sp = (f"{r.speedup:.2f}× at {r.acceptance:.0%}" if r.speedup and r.acceptance is not None
+                  else (f"{r.speedup:.2f}× (no drafts)" if r.speedup else "—"))
+            table.add_row(r.created[:19], r.path.name, r.prompt, str(r.n_prompts), same, sp, r.candidate)
+
+    def _current(self):
+        table = self.query_one(DataTable)
+        if not self.rows or table.cursor_row is None or table.cursor_row >= len(self.rows):
+            return None
+        return self.rows[table.cursor_row]
+
+    def on_data_table_row_selected(self, event) -> None:
+        self.action_open()
+
+    def action_open(self) -> None:
+        row = self._current()
+        if row is None or row.problem:
+            self.notify("nothing to replay here", severity="warning")
+            return
+        self.app.pop_screen()
+        self.app.open_session(row.path)
+
+    def action_rename(self) -> None:
+        row = self._current()
+        if row is None:
+            return
+
+        def done(new: str | None) -> None:
+            if not new:
+                return
+            if not new.endswith(".jsonl"):
+                new += ".jsonl"
+            dest = row.path.with_name(Path(new).name)
+            if dest.exists():
+                self.notify(f"{dest.name} already exists", severity="error")
+                return
+            row.path.rename(dest)
+            self.reload()
+
+        self.app.push_screen(RenameScreen(row.path.name), done)
+
+    def action_delete(self) -> None:
+        row = self._current()
+        if row is None:
+            return
+        row.path.unlink(missing_ok=True)
+        self.notify(f"deleted {row.path.name}")
+        self.reload()

@@ -1,0 +1,190 @@
+"""The TUI's servers: connecting each side, launching a profile's pair, their logs, and the live probes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from textual.css.query import NoMatches
+from textual.message import Message
+
+from spectui.core.errors import describe
+from spectui.core.runner import SIDES
+from spectui.machine.probes import ProcessProbe
+from spectui.tui.widgets.panes import ServerLogs
+
+
+class ProbeSampled(Message):
+    """A live-panel sample; a newer one replaces an older one still in the queue."""
+
+    def __init__(self, gpus, host, procs, gpu_note) -> None:
+        super().__init__()
+        self.gpus, self.host, self.procs, self.gpu_note = gpus, host, procs, gpu_note
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ProbeSampled)
+
+
+class ServerSupervisor:
+    def __init__(self, app) -> None:
+        self.app = app
+        self.launcher = None
+        self.kv: dict[str, tuple[int, int] | None] = {}
+        self.proc_probe = ProcessProbe()
+
+    # -- connecting ---------------------------------------------------------------------------------
+    def connect_all(self) -> None:
+        for side in SIDES:
+            self.app.run_worker(self.connect_side(side), group="connect", exit_on_error=False)
+
+    async def connect_side(self, side: str) -> None:
+        app = self.app
+        pane = app.pane(side)
+        backend = app.backends[side]
+        recorded = backend.capabilities.recorded
+        if not recorded and not backend.url.startswith(("http://", "https://", "replay://")):
+            pane.set_state("not started", "pick a profile and a comparison (ctrl+k)")
+            return
+        if app.config.backend_factory is None and not app.config.backends:
+            # --backend auto: llama.cpp, vLLM, SGLang or OpenAI-compatible, told apart by their endpoints
+            from spectui.backends.detect import resolve
+
+            try:
+                backend, _kind = await resolve(app.config.backend_kind, backend.url, app.client, app.config.api_key)
+            except Exception as exc:
+                pane.set_state("failed", describe(exc))
+                return
+            app.backends[side] = backend
+        pane.set_state("connecting")
+        try:
+            await backend.wait_ready(app.config.ready_timeout, lambda state, left: pane.set_state(state))
+            info = await backend.identify()
+        except Exception as exc:  # one server failing never stops the other pane
+            pane.set_state("failed", describe(exc))
+            return
+        pane.set_info(info)
+        pane.set_state("ready")
+        if all(app.pane(s).state == "ready" for s in SIDES) and not app.runs.running:
+            if app.config.autorun_all:
+                app.action_run_all()
+            elif app.config.autorun:
+                app.action_run()
+
+    # -- launching a profile's pair -----------------------------------------------------------------
+    def launch(self, profile, comparison) -> None:
+        """Start a comparison's two servers (bound to 127.0.0.1 unless the profile says otherwise)."""
+        from spectui.store.profiles import servers_for
+
+        app = self.app
+        try:
+            base, cand = servers_for(profile, comparison)
+        except Exception as exc:
+            app.notify(describe(exc), severity="error", timeout=12)
+            return
+        app.workers.cancel_group(app, "run")
+        if self.launcher is not None:
+            self.launcher.stop_all()
+        app.config.profile = profile.name
+        app.config.launched = {"baseline": base, "candidate": cand}
+        for side, server in app.config.launched.items():
+            pane = app.pane(side)
+            pane.url = server.url
+            pane.info = None
+            pane.border_title = f"{side} · {server.url}"
+            pane.set_state("starting", f"{profile.name} · {comparison.title}")
+        app.apply_launch_notes()
+        app.run_worker(self._start_servers, thread=True, group="launch", exclusive=True, exit_on_error=False)
+
+    def _start_servers(self) -> None:
+        from spectui.machine.launcher import Launcher
+
+        app = self.app
+        launcher = Launcher()
+        self.launcher = launcher
+        servers = app.config.launched
+        for server in servers.values():
+            launcher.add(server)
+
+        def progress(name, state, left):
+            app.call_from_thread(app.pane(name).set_state, state, f"waiting for /health, {left:.0f} s left")
+
+        try:
+            launcher.start_all(on_progress=progress)
+        except Exception as exc:
+            msg = describe(exc)
+            for side, server in servers.items():
+                failed = server.exited() is not None or server.name in msg
+                app.call_from_thread(app.pane(side).set_state, "failed" if failed else "stopped", msg if failed else "")
+            app.call_from_thread(self.show_logs_now)
+            return
+        app.call_from_thread(self._servers_ready)
+
+    def _servers_ready(self) -> None:
+        app = self.app
+        app.backends = {s: app.make_backend(app.config.launched[s].url) for s in SIDES}
+        app.config.pids = {s: app.config.launched[s].pid for s in SIDES}
+        self.connect_all()
+
+    def stop(self) -> None:
+        if self.launcher is not None:
+            self.launcher.stop_all()  # only the servers this app started
+
+    # -- logs ---------------------------------------------------------------------------------------
+    def show_logs_now(self) -> None:
+        self.app.q(ServerLogs).display = True
+        self.refresh_logs()
+
+    def toggle_logs(self) -> None:
+        logs = self.app.q(ServerLogs)
+        logs.display = not logs.display
+        if logs.display and not self.app.config.launched:
+            logs.show({}, {})
+        self.refresh_logs()
+
+    def refresh_logs(self) -> None:
+        launched = self.app.config.launched
+        try:
+            logs = self.app.q(ServerLogs)
+        except NoMatches:
+            return
+        if not logs.display:
+            return
+        logs.show({side: server.tail(6) for side, server in launched.items()},
+                  {side: server.exited() for side, server in launched.items()})
+
+    # -- live panel ---------------------------------------------------------------------------------
+    def start_probes(self) -> None:
+        self.app.run_worker(self._probe_loop, thread=True, group="probe", exit_on_error=False)
+
+    def _probe_loop(self) -> None:
+        """Blocking NVML and psutil calls, in a thread; posts one sample a second."""
+        from textual.worker import get_current_worker
+
+        app = self.app
+        me = get_current_worker()
+        app.config.host_probe()  # prime psutil's CPU percent
+        while not me.is_cancelled:
+            if app.replaying:  # the replay shows the recorded samples instead
+                time.sleep(0.2)
+                continue
+            gpus = app.gpu_probe.sample()
+            host = app.config.host_probe()
+            procs = {side: self.proc_probe.sample(pid) for side, pid in app.config.pids.items()}
+            app.post_message(ProbeSampled(gpus, host, procs, app.gpu_probe.error))
+            for _ in range(int(app.config.probe_interval * 10)):
+                if me.is_cancelled:
+                    return
+                time.sleep(0.1)
+
+    async def poll_kv(self) -> None:
+        app = self.app
+        for side, backend in app.backends.items():
+            try:
+                if app.pane(side).info is None:
+                    continue
+            except NoMatches:
+                return
+            try:
+                self.kv[side] = await asyncio.wait_for(backend.kv_usage(), timeout=0.8)
+            except Exception:
+                self.kv[side] = None

@@ -1,0 +1,1 @@
+"""The TUI's widgets: token view, side panes, banner, live panel, logs."""

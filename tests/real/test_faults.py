@@ -1,0 +1,89 @@
+"""The fault suite: a misbehaving candidate against a real llama-server baseline. Each case: exit code,
+one line saying what went wrong, the baseline's result still printed, nothing written that leaks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.faults import FaultServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def compare(baseline: str, candidate: str, *extra, env=None, timeout=120):
+    backend = [] if any(a.startswith("--backend") or a.endswith("-backend") for a in extra) else ["--backend", "llama.cpp"]
+    argv = [sys.executable, "-m", "spectui", "compare", "--baseline", baseline, "--candidate", candidate,
+            "--prompt", "Say hi.", "--max-tokens", "8", *backend, "--json", *extra]
+    t0 = time.monotonic()
+    r = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=timeout, env={**os.environ, **(env or {})})
+    return r, time.monotonic() - t0
+
+
+def errors(r) -> list[str]:
+    return [ln for ln in r.stderr.splitlines() if ln.startswith("spectui: error")]
+
+
+def test_endless_keepalives_end_at_the_idle_timeout_and_the_baseline_is_kept(llama_servers):
+    with FaultServer("keepalive") as bad:
+        r, took = compare(llama_servers["baseline"], bad.url, "--idle-timeout", "2")
+    assert r.returncode == 1 and took < 60
+    doc = json.loads(r.stdout)
+    p = doc["prompts"][0]
+    assert p["baseline"]["failed"] is None and p["baseline"]["tokens"] == 8  # the baseline's result is kept
+    assert "idle timeout" in p["candidate"]["failed"] and "no event for 2 s" in p["candidate"]["failed"]
+    assert len(errors(r)) == 1 and "Traceback" not in r.stderr
+
+
+def test_a_server_that_accepts_and_never_answers_is_named_quickly():
+    with FaultServer("silent") as bad:
+        r, took = compare("http://127.0.0.1:9", bad.url, "--backend", "auto")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    with FaultServer("silent") as bad:
+        r, took = compare(bad.url, bad.url, "--backend", "auto")
+    assert r.returncode == 1 and took < 20, took
+    assert "did not answer" in r.stderr and r.stderr.strip().count("\n") == 0
+
+
+def test_html_on_every_path_is_not_a_known_server():
+    with FaultServer("html") as bad:
+        r, _ = compare(bad.url, bad.url, "--backend", "auto")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "is not a llama.cpp, vLLM, SGLang or OpenAI-compatible server" in r.stderr
+
+
+def test_a_wrong_typed_event_fails_that_side_only(llama_servers, tmp_path):
+    session = tmp_path / "s.jsonl"
+    with FaultServer("bad-event") as bad:
+        r, _ = compare(llama_servers["baseline"], bad.url, "--save", str(session))
+    assert r.returncode == 1
+    p = json.loads(r.stdout)["prompts"][0]
+    assert p["baseline"]["failed"] is None and p["baseline"]["tokens"] == 8
+    assert "the server sent an event spectui cannot read: content is int" in p["candidate"]["failed"]
+    assert p["identical"] is None
+    replay = subprocess.run([sys.executable, "-m", "spectui", "replay", str(session), "--no-tui"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert replay.returncode == 1 and "not compared" in replay.stdout  # the session kept both sides
+
+
+def test_an_error_body_echoing_the_key_never_reaches_a_file(llama_servers, tmp_path):
+    session, nb = tmp_path / "s.jsonl", tmp_path / "nb.toml"
+    with FaultServer("echo-auth") as bad:
+        r, _ = compare(llama_servers["baseline"], bad.url.replace("http://", "http://alice:pw@"), "--save",
+                       str(session), "--notebook", str(nb), "--api-key-env", "FAULT_KEY",
+                       "--baseline-backend", "llama.cpp", "--candidate-backend", "openai",
+                       env={"FAULT_KEY": "sk-fault-31337"})
+    assert r.returncode == 1 and "bad request, headers were" in r.stdout  # the echo did come back…
+    written = r.stdout + r.stderr + session.read_text() + nb.read_text()
+    assert "sk-fault-31337" not in written and "alice" not in written and ":pw@" not in written
+
+
+def test_a_404_on_the_ready_path_is_an_answer_not_loading():
+    with FaultServer("keepalive") as bad:  # answers 404 on /v1/models
+        r, took = compare(bad.url, bad.url, "--backend", "vllm", "--ready-timeout", "100")
+    assert r.returncode == 1 and took < 30, took
+    assert "has no /v1/models: not a vllm server" in r.stderr

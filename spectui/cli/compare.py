@@ -25,6 +25,7 @@ class _CliObserver(RunObserver):
     def prompt_started(self, prompt, params, order) -> None:
         if not self.quiet:
             print(f"spectui: {prompt.id} …", file=sys.stderr)
+        self.last = prompt
         if self.writer is not None:
             self.writer.prompt_started(prompt, params, order)
             self.writer.probe(self.gpu_probe.sample(), self.host_sample())
@@ -55,6 +56,8 @@ async def cmd_compare(args) -> int:
 
     params = params_from(args)
     prompt_list = prompts_from(args)
+    if args.repeat < 1:
+        raise InputError(f"--repeat must be at least 1, not {args.repeat}")
     writer = None
     if args.save:
         from spectui.store.session import SessionWriter
@@ -66,7 +69,7 @@ async def cmd_compare(args) -> int:
             if writer:
                 writer.servers(infos)
             results = await runner.run_prompts(backends["baseline"], backends["candidate"], prompt_list, params, args.order,
-                                        _CliObserver(args.json, writer, infos))
+                                        _CliObserver(args.json, writer, infos), repeat=args.repeat)
     finally:
         if writer:
             writer.close()
@@ -74,7 +77,7 @@ async def cmd_compare(args) -> int:
         from spectui.store import notebook
 
         path = notebook.notebook_path(args.notebook or None)
-        where, warning = notebook.append(path, [notebook.measurement(r, infos, args.profile) for r in results])
+        where, warning = notebook.append(path, notebook.measurements(results, infos, args.profile))
         print(f"spectui: {'warning: ' + warning if warning else f'appended {len(results)} measurements to {where}'}",
               file=sys.stderr)
     if args.json:

@@ -54,7 +54,7 @@ def cmd_demo(args) -> int:
             from spectui.cli.main import main as cli_main
 
             return cli_main(["compare", "--baseline", base.url, "--candidate", cand.url, "--prompt", DEMO_PROMPT,
-                             "--max-tokens", "96"])
+                             "--max-tokens", "96", "--repeat", str(args.repeat)])
         from spectui.tui.app import make_app
 
         make_app(demo_config(base, cand)).run()

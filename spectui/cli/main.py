@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--notebook", nargs="?", const="", metavar="PATH",
                    help="append each result to the lab notebook (PATH, else $SPECTUI_NOTEBOOK, else the default)")
     p.add_argument("--profile", metavar="NAME", help="hardware profile name recorded in the notebook")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run each prompt N times per side, interleaved, and report medians with 95%% intervals")
     _add_run_options(p)
 
     p = sub.add_parser("replay", help="replay a saved session without any server")
@@ -111,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="launch the bundled pair of llama-servers and open the TUI on them")
     p.add_argument("--headless", action="store_true", help="run the comparison without the TUI and print it")
+    p.add_argument("--repeat", type=int, default=1, metavar="N", help="with --headless: runs per side (interleaved)")
     p.add_argument("--candidate", choices=("draft", "ngram", "kvq4", "prefix"), default="draft",
                    help="which speed-up the candidate uses (default: draft-model speculation)")
 

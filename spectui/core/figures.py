@@ -140,15 +140,23 @@ class SideRecorder:
             return
         acc, dr = spec.per_step_accepted, spec.per_step_drafted
         if acc is not None and dr is not None and len(acc) == len(dr):
-            from spectui.core.relabel import exact_labels, expand_chunks
+            from spectui.core.relabel import aligned_labels, exact_labels, expand_chunks
 
             tokens = expand_chunks(self.tokens, acc, spec.completion_tokens)
-            self.tokens, self.steps, agreed = exact_labels(tokens, acc, dr, ev.t_ns)
+            fitted = aligned_labels(tokens, acc, dr, ev.t_ns) if tokens is self.tokens else None
+            if fitted is not None:
+                self.tokens, self.steps, note = fitted
+                f.labels = f"exact ({spec.source} per-step counts){note}"
+            else:
+                expanded = tokens is not self.tokens  # one chunk per reported step, split by those counts
+                self.tokens, self.steps, agreed = exact_labels(tokens, acc, dr, ev.t_ns)
+                f.labels = (f"exact ({spec.source} per-step counts)" if agreed or expanded else
+                            f"inferred ({spec.source} per-step counts placed in order: the chunks do not match "
+                            "them, a chunk may hold two engine steps)")
             f.tokens, f.drafted, f.accepted, f.steps = len(self.tokens), sum(dr), sum(acc), len(acc)
             f.label_counts = {}
             for t in self.tokens:
                 f.label_counts[t.label] = f.label_counts.get(t.label, 0) + 1
-            f.labels = f"exact ({spec.source} per-step counts)" + ("" if agreed else "; chunking disagreed")
             self.relabelled = True
         elif spec.steps:
             f.steps = spec.steps

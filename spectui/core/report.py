@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import statistics
+
 from spectui.core.compare import escape_bytes
-from spectui.core.runner import PromptResult
+from spectui.core.runner import PromptResult, Repeated, grouped
+from spectui.core.stats import bootstrap_median
 from spectui.core.types import GenerationParams, ServerInfo
 
 
@@ -59,7 +62,7 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
     for r in results:
         for name, rec in (("baseline", r.baseline), ("candidate", r.candidate)):
             f = rec.figures
-            pid = r.prompt.id if name == "baseline" else ""
+            pid = (r.prompt.id + (f" #{r.run}" if r.runs > 1 else "")) if name == "baseline" else ""
             if rec.failed is not None:
                 lines.append(f"{pid:<18} {name:<9} FAILED after {f.tokens} tokens: {rec.failed.message}")
                 continue
@@ -75,7 +78,8 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
         if r.prompts_differ_at is not None:
             lines.append(f"{'':<18}   prompts differ: the two servers rendered the chat template differently at "
                          f"byte {r.prompts_differ_at}")
-        lines.append(f"{'':<18} speed-up  {speedup_text(r)}   output: {verdict_text(r)}"
+        spread = "; 1 run: no spread measured" if r.runs == 1 and r.speedup is not None else ""
+        lines.append(f"{'':<18} speed-up  {speedup_text(r)}{spread}   output: {verdict_text(r)}"
                      + (f" (compared {r.compared})" if r.identical is not None else ""))
         if r.divergence is not None:
             d = r.divergence
@@ -84,12 +88,47 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
             cb, cc = r.baseline.figures.prompt_cached, r.candidate.figures.prompt_cached
             if cb is not None and cc is not None and cb != cc:
                 lines.append(f"{'':<18}   note: prompt tokens reused from cache differ ({cb} vs {cc})")
+    lines += repeat_lines(results)
     done = [r for r in results if r.identical is not None]
     same = sum(1 for r in done if r.identical)
     lines.append("")
     lines.append(f"{same}/{len(done)} outputs identical" + (f", {len(results) - len(done)} not compared" if len(done) < len(results) else "")
                  + f"; builds: baseline {infos['baseline'].build or '?'}, candidate {infos['candidate'].build or '?'}")
     return "\n".join(lines)
+
+
+def repeat_text(g: Repeated) -> str:
+    """`speed-up 0.29× [0.27–0.31] at 38% accepted (5 runs): slower` — the spread beside every speed-up."""
+    sp = g.speedup
+    if sp is None:
+        return "speed-up not measured (a side failed in every run)"
+    acc = [a for a in g.acceptance if a is not None]
+    at = f" at {statistics.median(acc):.0%} accepted" if acc else " (the candidate drafted nothing)"
+    if not sp.measured:
+        return f"speed-up {sp.median:.2f}×{at} (1 run: no spread measured)"
+    return f"speed-up {sp.text(unit='×')}{at} ({sp.n} runs): {g.verdict}"
+
+
+def repeat_lines(results: list[PromptResult]) -> list[str]:
+    groups = grouped(results)
+    if not any(len(g.runs) > 1 for g in groups):
+        return []
+    out = ["", f"repeated runs (interleaved, alternating which side goes first; medians with {95}% bootstrap intervals)"]
+    for g in groups:
+        out.append(f"{g.prompt.id:<18} {repeat_text(g)}")
+        for side in ("baseline", "candidate"):
+            d, t = g.decode(side), g.ttft(side)
+            out.append(f"{'':<18}   {side:<9} decode tok/s {d.text('.1f') if d else '—'}   TTFT ms {t.text('.0f') if t else '—'}")
+        if g.acceptance_moved:
+            out.append(f"{'':<18}   acceptance moved between runs: {', '.join(fmt(a, '.0%') for a in g.acceptance)} "
+                       "(at temperature 0 it should not: a finding in itself)")
+        div = g.divergent_runs
+        out.append(f"{'':<18}   outputs: " + (f"run {', '.join(map(str, div))} of {len(g.runs)} DIFFER"
+                                                if div else f"identical in every run ({len(g.runs)})"))
+    ratios = [r.speedup for r in results if r.speedup is not None]
+    if len(groups) > 1 and len(ratios) > 1:
+        out.append(f"{'whole set':<18} speed-up {bootstrap_median(ratios).text(unit='×')} over {len(ratios)} paired runs")
+    return out
 
 
 def side_json(rec) -> dict:
@@ -113,6 +152,7 @@ def json_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
             "prompts_differ_at": r.prompts_differ_at,
             "first_divergence": r.divergence.to_json() if r.divergence else None,
             "speedup": r.speedup,
+            "run": r.run,
             "acceptance_rate": r.candidate.figures.acceptance_rate,
         })
     return {
@@ -121,6 +161,7 @@ def json_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
         "params": {"max_tokens": params.max_tokens, "temperature": params.temperature, "seed": params.seed,
                    "cache_prompt": params.cache_prompt, "order": order},
         "prompts": prompts,
+        "repeats": [g.to_json() for g in grouped(results)],
         "all_identical": (None if any(r.identical is None for r in results) else all(r.identical for r in results))
         if results else None,
     }

@@ -56,6 +56,8 @@ class PromptResult:
     divergence: Divergence | None = None
     rendered: dict[str, str] = field(default_factory=dict)
     damaged: bool = False  # rebuilt from a recording with unreadable records
+    run: int = 1  # which repeat of this prompt (1-based) and how many were made
+    runs: int = 1
     compared: str = "text"  # what the verdict compared: "text+ids" or "text"
 
     @property
@@ -156,7 +158,7 @@ async def render_prompt(backend: Source, prompt: Prompt) -> str:
 
 async def compare_prompt(baseline: Source, candidate: Source, prompt: Prompt, params: GenerationParams,
                          order: str = "sequential", sink: EventSink | None = None,
-                         recorders: dict[str, SideRecorder] | None = None) -> PromptResult:
+                         recorders: dict[str, SideRecorder] | None = None, first: str = "baseline") -> PromptResult:
     """Sequential by default, so two servers sharing one machine do not distort each other's timing.
 
     `recorders` lets a caller that draws while the run goes on (the TUI) read the same recorders the
@@ -181,6 +183,9 @@ async def compare_prompt(baseline: Source, candidate: Source, prompt: Prompt, pa
 
     if order == "concurrent":
         await asyncio.gather(side("baseline", baseline), side("candidate", candidate))
+    elif first == "candidate":  # repeats alternate which side goes first, so drift falls on both alike
+        await side("candidate", candidate)
+        await side("baseline", baseline)
     else:
         await side("baseline", baseline)
         await side("candidate", candidate)
@@ -224,17 +229,95 @@ def compare_sides(b: SideRecorder, c: SideRecorder, ids_comparable: bool) -> tup
 
 async def run_prompts(baseline: Source, candidate: Source, prompts: list[Prompt], params: GenerationParams,
                       order: str = "sequential", observer: RunObserver | None = None,
-                      recorders: Callable[[], dict[str, SideRecorder]] | None = None) -> list[PromptResult]:
-    """Every prompt in turn through compare_prompt, telling the observer as it goes."""
+                      recorders: Callable[[], dict[str, SideRecorder]] | None = None,
+                      repeat: int = 1) -> list[PromptResult]:
+    """Every prompt in turn through compare_prompt, `repeat` times each (B C, C B, B C, …), telling the
+    observer as it goes. Each repeat is a result of its own, numbered by `run`."""
     obs = observer or RunObserver()
     results = []
     for prompt in prompts:
-        obs.prompt_started(prompt, params, order)
-        r = await compare_prompt(baseline, candidate, prompt, params, order, obs.event,
-                                 recorders() if recorders is not None else None)
-        obs.prompt_finished(r)
-        results.append(r)
+        for k in range(1, repeat + 1):
+            obs.prompt_started(prompt, params, order)
+            r = await compare_prompt(baseline, candidate, prompt, params, order, obs.event,
+                                     recorders() if recorders is not None else None,
+                                     first="baseline" if k % 2 else "candidate")
+            r.run, r.runs = k, repeat
+            obs.prompt_finished(r)
+            results.append(r)
     return results
+
+
+@dataclass
+class Repeated:
+    """The N runs of one prompt, with their spread."""
+
+    prompt: Prompt
+    runs: list[PromptResult]
+    # a difference this small is below what one machine resolves: two identical llama-servers here ran
+    # 1.3 % apart in all 5 interleaved runs (server-timed), an effect of the processes, not of speculation
+    tolerance: float = 0.02
+
+    def _spread(self, values):
+        from spectui.core.stats import bootstrap_median
+
+        vals = [v for v in values if v is not None]
+        return bootstrap_median(vals) if vals else None
+
+    @property
+    def speedup(self):
+        """Median of the paired ratios (each run's candidate over the same run's baseline), with its interval."""
+        return self._spread([r.speedup for r in self.runs])
+
+    def decode(self, side: str):
+        return self._spread([getattr(r, side).figures.decode_tps for r in self.runs])
+
+    def ttft(self, side: str):
+        return self._spread([getattr(r, side).figures.ttft_ms for r in self.runs])
+
+    @property
+    def acceptance(self) -> list[float | None]:
+        return [r.candidate.figures.acceptance_rate for r in self.runs]
+
+    @property
+    def acceptance_moved(self) -> bool:
+        """At temperature 0 the acceptance rate should be the same every run; when it moves, that is a finding."""
+        known = [a for a in self.acceptance if a is not None]
+        return len(set(round(a, 6) for a in known)) > 1
+
+    @property
+    def divergent_runs(self) -> list[int]:
+        return [r.run for r in self.runs if r.divergence is not None]
+
+    @property
+    def verdict(self) -> str:
+        s = self.speedup
+        if s is None:
+            return "not measured"
+        if not s.measured:
+            return "1 run: no spread measured"
+        if s.contains(1.0) or (1 - self.tolerance <= s.low and s.high <= 1 + self.tolerance):
+            return "no measurable difference"
+        return "faster" if s.low > 1.0 else "slower"
+
+    def to_json(self) -> dict:
+        sp = self.speedup
+        return {"id": self.prompt.id, "runs": len(self.runs), "speedup": sp.to_json() if sp else None,
+                "verdict": self.verdict, "tolerance": self.tolerance,
+                "decode_tps": {s: (d.to_json() if (d := self.decode(s)) else None) for s in SIDES},
+                "ttft_ms": {s: (d.to_json() if (d := self.ttft(s)) else None) for s in SIDES},
+                "acceptance_rate": self.acceptance, "acceptance_moved": self.acceptance_moved,
+                "divergent_runs": self.divergent_runs}
+
+
+def grouped(results: list[PromptResult]) -> list[Repeated]:
+    """Consecutive runs of the same prompt, as run_prompts made them."""
+    out: list[Repeated] = []
+    for r in results:
+        if out and r.run > 1 and out[-1].prompt is r.prompt:
+            out[-1].runs.append(r)
+        else:
+            out.append(Repeated(r.prompt, [r]))
+    return out
 
 
 async def connect(backend, ready_timeout: float, on_wait=None) -> ServerInfo:

@@ -47,12 +47,32 @@ class SideLevel:
         return sum(v) / len(v) if v else None
 
     @property
+    def counts_from_server(self) -> bool:
+        """The streams gave no per-request counts (labels inferred from chunking): use the server's counters."""
+        return any(r.counts_from_metrics for r in self.recorders) and self.metrics_drafted is not None
+
+    @property
     def drafted(self) -> int:
+        if self.counts_from_server:
+            return int(self.metrics_drafted)
         return sum(r.figures.drafted for r in self.recorders)
 
     @property
     def accepted(self) -> int:
+        if self.counts_from_server:
+            return int(self.metrics_accepted or 0)
         return sum(r.figures.accepted for r in self.recorders)
+
+    @property
+    def metrics_check(self) -> str:
+        """As compare does: the level's drafted/accepted against the server's counter deltas."""
+        if self.metrics_drafted is None or self.metrics_accepted is None:
+            return "unavailable: no speculation counters"
+        if self.counts_from_server:
+            return "ok (counts from the server's counters; labels inferred from chunking)"
+        own = (sum(r.figures.drafted for r in self.recorders), sum(r.figures.accepted for r in self.recorders))
+        server = (int(self.metrics_drafted), int(self.metrics_accepted))
+        return "ok" if own == server else f"mismatch: drafted/accepted {own[0]}/{own[1]} vs server {server[0]}/{server[1]}"
 
     @property
     def acceptance_rate(self) -> float | None:
@@ -66,7 +86,7 @@ class SideLevel:
         return {"aggregate_tps": self.aggregate_tps, "per_request_tps": self.per_request_tps, "ttft_ms": self.ttft_ms,
                 "tokens": self.tokens, "wall_s": self.wall_s, "drafted": self.drafted, "accepted": self.accepted,
                 "acceptance_rate": self.acceptance_rate, "metrics_drafted": self.metrics_drafted,
-                "metrics_accepted": self.metrics_accepted, "failed": self.failed}
+                "metrics_accepted": self.metrics_accepted, "metrics_check": self.metrics_check, "failed": self.failed}
 
 
 @dataclass
@@ -176,11 +196,12 @@ def svg_chart(levels: list[Level], title: str = "spectui sweep") -> str:
     """An SVG line chart (aggregate tokens/s of both sides and the speed-up against concurrency)."""
     W, H, L, R, T, B = 640, 360, 60, 60, 40, 50
     xs = [lv.concurrency for lv in levels]
-    ys_b = [lv.baseline.aggregate_tps or 0 for lv in levels]
-    ys_c = [lv.candidate.aggregate_tps or 0 for lv in levels]
-    sp = [lv.speedup or 0 for lv in levels]
-    ymax = max(ys_b + ys_c + [1]) * 1.1
-    smax = max(sp + [1.2]) * 1.1
+    # a missing value (a side failed at that level) is a gap in the line, never a point at 0
+    ys_b = [lv.baseline.aggregate_tps for lv in levels]
+    ys_c = [lv.candidate.aggregate_tps for lv in levels]
+    sp = [lv.speedup for lv in levels]
+    ymax = max([v for v in ys_b + ys_c if v] + [1]) * 1.1
+    smax = max([v for v in sp if v] + [1.2]) * 1.1
     n = max(len(xs) - 1, 1)
 
     def px(i):
@@ -190,7 +211,14 @@ def svg_chart(levels: list[Level], title: str = "spectui sweep") -> str:
         return H - B - (H - T - B) * (v / vmax)
 
     def path(vals, vmax):
-        return " ".join(f"{'M' if i == 0 else 'L'}{px(i):.1f},{py(v, vmax):.1f}" for i, v in enumerate(vals))
+        out, pen_down = [], False
+        for i, v in enumerate(vals):
+            if v is None:
+                pen_down = False
+                continue
+            out.append(f"{'L' if pen_down else 'M'}{px(i):.1f},{py(v, vmax):.1f}")
+            pen_down = True
+        return " ".join(out) or "M0,0"
 
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
              f'<rect width="{W}" height="{H}" fill="white"/>',

@@ -29,6 +29,31 @@ def notebook_path(explicit: str | None = None) -> Path:
     return data_dir() / "notebook.toml"
 
 
+def measurements(results, infos, profile: str | None = None) -> list[dict]:
+    """One measurement per prompt; repeated runs become one entry with the median, its interval and N."""
+    from spectui.core.runner import grouped
+
+    out = []
+    for g in grouped(results):
+        m = measurement(g.runs[0], infos, profile)
+        if len(g.runs) > 1:
+            sp, db, dc = g.speedup, g.decode("baseline"), g.decode("candidate")
+            m.update({k: v for k, v in {
+                "runs": len(g.runs),
+                "speedup": sp.median if sp else None, "speedup_low": sp.low if sp else None,
+                "speedup_high": sp.high if sp else None, "speedup_verdict": g.verdict,
+                "identical": all(r.identical for r in g.runs) if all(r.identical is not None for r in g.runs) else None,
+                "divergent_runs": g.divergent_runs or None, "acceptance_moved": g.acceptance_moved or None,
+                "baseline_tokens_per_s": db.median if db else None,
+                "candidate_tokens_per_s": dc.median if dc else None,
+            }.items() if v is not None})
+            m = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items()}
+        else:
+            m["runs"] = 1
+        out.append(m)
+    return out
+
+
 def measurement(result, infos, profile: str | None = None) -> dict:
     """One [[measurement]] from a PromptResult and both servers' identities (None values left out)."""
     b, c = result.baseline.figures, result.candidate.figures

@@ -174,12 +174,14 @@ class SessionWriter:
             ev = StreamFailed(self.base_ns, ev.message)
         self._write({"type": "event", "n": self.n, "side": side, **event_to_json(ev, self.base_ns)})
 
-    def result(self, baseline: SideRecorder, candidate: SideRecorder, divergence: Divergence | None, speedup) -> None:
+    def result(self, baseline: SideRecorder, candidate: SideRecorder, divergence: Divergence | None, speedup,
+               extra: dict | None = None) -> None:
         complete = baseline.done and candidate.done and not (baseline.failed or candidate.failed)
         self._write({"type": "result", "n": self.n, "baseline": baseline.figures.to_json(),
                      "candidate": candidate.figures.to_json(),
                      "identical": divergence is None if complete else None,
-                     "first_divergence": divergence.to_json() if divergence else None, "speedup": speedup})
+                     "first_divergence": divergence.to_json() if divergence else None, "speedup": speedup,
+                     **(extra or {})})
 
     def close(self) -> None:
         if self._fh is not None:
@@ -190,7 +192,8 @@ class SessionWriter:
         self.prompt(prompt, params, order)
 
     def prompt_finished(self, result) -> None:
-        self.result(result.baseline, result.candidate, result.divergence, result.speedup)
+        self.result(result.baseline, result.candidate, result.divergence, result.speedup,
+                    {"run": result.run, "runs": result.runs, "compared": result.compared})
 
 
 def is_session(path: Path) -> bool:
@@ -364,5 +367,12 @@ def results_for(session: Session) -> list[PromptResult]:
     out = []
     for sp in session.prompts:
         b, c, div = recorders_for(sp)
-        out.append(PromptResult(sp.prompt, b, c, divergence=div, damaged=sp.damaged))
+        r = PromptResult(sp.prompt, b, c, divergence=div, damaged=sp.damaged)
+        saved = sp.result if isinstance(sp.result, dict) else {}
+        run, runs = saved.get("run"), saved.get("runs")
+        if isinstance(run, int) and isinstance(runs, int) and 1 <= run <= runs:
+            r.run, r.runs = run, runs
+            if run > 1 and out and out[-1].prompt.id == sp.prompt.id:
+                r.prompt = out[-1].prompt  # one prompt object per group of repeats
+        out.append(r)
     return out

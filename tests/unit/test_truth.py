@@ -102,3 +102,61 @@ def test_rendered_prompts_that_differ_are_said_before_the_verdict():
     r = PromptResult(Prompt("p"), SideRecorder("b"), SideRecorder("c"),
                      rendered={"baseline": "<|im_start|>user\nhi", "candidate": "<|im_start|>user\n hi"})
     assert r.prompts_differ_at == len(b"<|im_start|>user\n")
+
+
+def test_the_sweep_takes_the_servers_counts_when_the_stream_has_none():
+    from spectui.labs.sweep import SideLevel
+
+    rec = SideRecorder("c")
+    rec.counts_from_metrics = True  # labels inferred from chunking, no per-request counts (vLLM summary mode)
+    lvl = SideLevel([rec], 1.0, metrics_drafted=40.0, metrics_accepted=22.0)
+    assert (lvl.drafted, lvl.accepted) == (40, 22) and lvl.acceptance_rate == pytest.approx(0.55)
+    assert lvl.metrics_check.startswith("ok (counts from the server")
+
+
+def test_the_sweep_plot_draws_a_missing_value_as_a_gap():
+    from spectui.labs.sweep import Level, SideLevel, svg_chart
+
+    ok = SideLevel([SideRecorder("b")], 1.0)
+    ok.recorders[0].figures.tokens = 100
+    failed = SideLevel([SideRecorder("c")], 0.0)  # wall 0: no rate at this level
+    svg = svg_chart([Level(1, ok, failed), Level(2, ok, ok)])
+    import re
+
+    cand = re.findall(r'<path d="([^"]*)" fill="none" stroke="#2ca02c"', svg)[0]
+    assert cand.startswith("M") and cand.count("M") == 1 and "L" not in cand  # one point, at level 2 only
+
+
+def test_vllm_steps_that_drafted_nothing_are_aligned_by_chunk():
+    # vLLM's per-step lists skip steps with no drafts (its scheduler tests: an empty step leaves no entry).
+    # Chunks after prefill: [3 tokens] [1: no drafts] [1: no drafts] [2 tokens]; reported steps: accepted
+    # [2, 1], drafted [3, 3]. By hand: chunk 1 = 2 accepted + target (✗1), chunks 2-3 the target's own,
+    # chunk 4 = 1 accepted + target (✗2).
+    from spectui.backends.chunks import ChunkLabeller
+    from spectui.core.events import SpecReport, StreamFinished
+
+    lab, rec = ChunkLabeller(True), SideRecorder("c")
+    rec.feed(StreamStarted(0, ""))
+    tid = iter(range(100))
+    for t, n in enumerate([1, 3, 1, 1, 2], 1):
+        for ev in lab.feed(b"x" * n, [next(tid) for _ in range(n)], n, t):
+            rec.feed(ev)
+    rec.feed(StreamFinished(9, "limit", spec=SpecReport("vLLM", [2, 1], [3, 3], 2, 3, 6, 8)))
+    assert [t.label for t in rec.tokens] == ["first", "accepted", "accepted", "target", "target", "target",
+                                             "accepted", "target"]
+    assert [t.rejected for t in rec.tokens] == [0, 0, 0, 1, 0, 0, 0, 2]
+    assert rec.figures.labels.startswith("exact (vLLM per-step counts)")
+
+
+def test_chunks_that_cannot_hold_the_reported_steps_are_inferred():
+    from spectui.backends.chunks import ChunkLabeller
+    from spectui.core.events import SpecReport, StreamFinished
+
+    lab, rec = ChunkLabeller(True), SideRecorder("c")
+    rec.feed(StreamStarted(0, ""))
+    tid = iter(range(100))
+    for t, n in enumerate([1, 5], 1):  # one chunk of 5 holding two engine steps of 2 + 3 tokens
+        for ev in lab.feed(b"x" * n, [next(tid) for _ in range(n)], n, t):
+            rec.feed(ev)
+    rec.feed(StreamFinished(9, "limit", spec=SpecReport("vLLM", [1, 2], [3, 3], 2, 3, 6, 6)))
+    assert rec.figures.labels.startswith("inferred")

@@ -24,6 +24,7 @@ demo: setup
 # lint (ruff) and the import layers (import-linter contracts in pyproject.toml)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check spectui tests bench
+	$(VENV)/bin/ruff format --check spectui tests bench
 	$(VENV)/bin/lint-imports
 
 # the tests also run a real vLLM for CPU (its own environment in the cache, installed once)

@@ -62,7 +62,9 @@ async def engine(client: httpx.AsyncClient) -> int:
 
 async def main(tokens: int, repeats: int) -> None:
     body = body_for(tokens)
-    transport = httpx.MockTransport(lambda req: httpx.Response(200, content=body, headers={"content-type": "text/event-stream"}))
+    transport = httpx.MockTransport(
+        lambda req: httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+    )
     async with httpx.AsyncClient(transport=transport) as client:
         best = {"bare": 0.0, "bare_json": 0.0, "engine": 0.0}
         counts = {}

@@ -34,7 +34,12 @@ DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "llamacpp-b11
 def build(path: Path, tokens: int) -> None:
     payloads = repeat_stream(load_payloads(DATA), tokens)
     w = SessionWriter(path)
-    w.servers({"baseline": ServerInfo("http://b", build="b11434-pypi"), "candidate": ServerInfo("http://c", build="b11434-pypi")})
+    w.servers(
+        {
+            "baseline": ServerInfo("http://b", build="b11434-pypi"),
+            "candidate": ServerInfo("http://c", build="b11434-pypi"),
+        }
+    )
     w.prompt(single("bench"), GenerationParams(max_tokens=tokens), "sequential")
     for side in ("baseline", "candidate"):
         lab = LlamaCppLabeller()
@@ -49,11 +54,17 @@ def build(path: Path, tokens: int) -> None:
 async def tui_replay(path: Path) -> tuple[float, int]:
     session = load_session(path)
     control = ReplayControl(None)
-    cfg = AppConfig("http://b", "http://c", prompts=[p.prompt for p in session.prompts],
-                    backends={s: SessionBackend(s, session, None, control) for s in ("baseline", "candidate")},
-                    replay_control=control, autorun_all=True, autosave=False,
-                    gpu_probe=GPUProbe(type("NoNVML", (), {"nvmlInit": lambda self: (_ for _ in ()).throw(RuntimeError())})()),
-                    host_probe=lambda: HostSample(2, 0.0, 1, 2))
+    cfg = AppConfig(
+        "http://b",
+        "http://c",
+        prompts=[p.prompt for p in session.prompts],
+        backends={s: SessionBackend(s, session, None, control) for s in ("baseline", "candidate")},
+        replay_control=control,
+        autorun_all=True,
+        autosave=False,
+        gpu_probe=GPUProbe(type("NoNVML", (), {"nvmlInit": lambda self: (_ for _ in ()).throw(RuntimeError())})()),
+        host_probe=lambda: HostSample(2, 0.0, 1, 2),
+    )
     app = make_app(cfg)
     t0 = time.perf_counter()
     async with app.run_test(size=(160, 50)) as pilot:
@@ -81,13 +92,17 @@ def main(tokens: int) -> None:
         tracemalloc.stop()
         del s2
         print(f"session: {tokens} tokens per side, {size / 1e6:.1f} MB on disk")
-        print(f"load + rebuild figures + compare (replay --no-tui): {t_load:.2f} s, "
-              f"{2 * tokens / t_load:,.0f} events/s, peak Python memory {peak / 1e6:.0f} MB; "
-              f"identical={div is None}, candidate acceptance {c.figures.acceptance_rate:.0%}")
+        print(
+            f"load + rebuild figures + compare (replay --no-tui): {t_load:.2f} s, "
+            f"{2 * tokens / t_load:,.0f} events/s, peak Python memory {peak / 1e6:.0f} MB; "
+            f"identical={div is None}, candidate acceptance {c.figures.acceptance_rate:.0%}"
+        )
         t_tui, n = asyncio.run(tui_replay(path))
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"TUI replay at max speed: {t_tui:.2f} s for {n} candidate tokens shown "
-              f"({2 * tokens / t_tui:,.0f} tokens/s across both panes); max RSS {rss:.0f} MB")
+        print(
+            f"TUI replay at max speed: {t_tui:.2f} s for {n} candidate tokens shown "
+            f"({2 * tokens / t_tui:,.0f} tokens/s across both panes); max RSS {rss:.0f} MB"
+        )
 
 
 if __name__ == "__main__":

@@ -70,8 +70,14 @@ async def live(max_tokens: int) -> list[tuple[str, float, float | None, bool]]:
                     if not server or not f.decode_tps:
                         continue
                     ttft_ok = f.ttft_ms is None or f.ttft_ms >= (t.get("prompt_ms") or 0)
-                    rows.append((f"{prompt.id}/{rec.name}", f.decode_tps / server,
-                                 f.observed_tps / server if f.observed_tps else None, ttft_ok))
+                    rows.append(
+                        (
+                            f"{prompt.id}/{rec.name}",
+                            f.decode_tps / server,
+                            f.observed_tps / server if f.observed_tps else None,
+                            ttft_ok,
+                        )
+                    )
     finally:
         launcher.stop_all()
     return rows
@@ -86,12 +92,16 @@ def main() -> None:
         print(f"{name:<48} {ratio:>13.4f} {'—':>15}")
     rows = asyncio.run(live(args.max_tokens))
     for name, ratio, obs, ttft_ok in rows:
-        print(f"{name:<48} {ratio:>13.4f} {obs if obs is None else format(obs, '.4f'):>15}"
-              + ("" if ttft_ok else "  TTFT below prompt_ms!"))
+        print(
+            f"{name:<48} {ratio:>13.4f} {obs if obs is None else format(obs, '.4f'):>15}"
+            + ("" if ttft_ok else "  TTFT below prompt_ms!")
+        )
     ratios = [r[1] for r in rows]
     observed = [r[2] for r in rows if r[2] is not None]
     print(f"TTFT below the server's prompt_ms: {sum(1 for r in rows if not r[3])} of {len(rows)}")
-    print(f"observed/server median {statistics.median(observed):.4f} (min {min(observed):.4f}, max {max(observed):.4f})")
+    print(
+        f"observed/server median {statistics.median(observed):.4f} (min {min(observed):.4f}, max {max(observed):.4f})"
+    )
     print(f"decode/server over {len(ratios)} live streams: min {min(ratios):.4f}, max {max(ratios):.4f}")
 
 

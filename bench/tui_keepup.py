@@ -46,10 +46,17 @@ async def main(rate: float, tokens: int) -> int:
         def nvmlInit(self):
             raise RuntimeError("no NVML in the benchmark")
 
-    config = AppConfig("replay://baseline", "replay://candidate", order="concurrent",
-                       params=GenerationParams(max_tokens=tokens), backend_factory=factory,
-                       gpu_probe=GPUProbe(NoNVML()), host_probe=lambda: HostSample(2, 0.0, 1, 2), autosave=False,
-                       initial_prompt="keep up")
+    config = AppConfig(
+        "replay://baseline",
+        "replay://candidate",
+        order="concurrent",
+        params=GenerationParams(max_tokens=tokens),
+        backend_factory=factory,
+        gpu_probe=GPUProbe(NoNVML()),
+        host_probe=lambda: HostSample(2, 0.0, 1, 2),
+        autosave=False,
+        initial_prompt="keep up",
+    )
     app = make_app(config)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
@@ -70,10 +77,14 @@ async def main(rate: float, tokens: int) -> int:
         print(f"{tokens} tokens per pane at {rate:.0f} tokens/s each, both panes at once")
         for side, url in (("baseline", config.baseline_url), ("candidate", config.candidate_url)):
             lag_ms = (shown_at[side] - backends[url].last_event_ns) / 1e6
-            print(f"  {side:<9}: tokens shown {len(app.pane(side).view.tokens)}/{tokens}, "
-                  f"display lag at stream end {max(lag_ms, 0):.1f} ms")
-        print(f"  stream time {streaming_s:.2f} s (ideal {tokens / rate:.2f} s), "
-              f"frames {app.frames} → {app.frames / streaming_s:.0f} redraws/s across both panes")
+            print(
+                f"  {side:<9}: tokens shown {len(app.pane(side).view.tokens)}/{tokens}, "
+                f"display lag at stream end {max(lag_ms, 0):.1f} ms"
+            )
+        print(
+            f"  stream time {streaming_s:.2f} s (ideal {tokens / rate:.2f} s), "
+            f"frames {app.frames} → {app.frames / streaming_s:.0f} redraws/s across both panes"
+        )
         print(f"  comparison: {'identical' if app.comparer.identical else app.comparer.divergence}")
     return 0
 

@@ -38,7 +38,11 @@ def _private_dirs(tmp_path_factory):
     base = tmp_path_factory.mktemp("home")
     # the user's own overrides must not reach the tests (assets are found through the shared cache)
     cleared = [k for k in os.environ if k.startswith("SPECTUI_LAB_")] + [
-        "SPECTUI_NOTEBOOK", "SPECTUI_LLAMA_SERVER", "SPECTUI_MODEL", "SPECTUI_DRAFT_MODEL"]
+        "SPECTUI_NOTEBOOK",
+        "SPECTUI_LLAMA_SERVER",
+        "SPECTUI_MODEL",
+        "SPECTUI_DRAFT_MODEL",
+    ]
     old = {k: os.environ.get(k) for k in ("SPECTUI_CONFIG_DIR", "SPECTUI_DATA_DIR", *cleared)}
     os.environ["SPECTUI_CONFIG_DIR"] = str(base / "config")
     os.environ["SPECTUI_DATA_DIR"] = str(base / "data")

@@ -12,8 +12,9 @@ class NVMLError(Exception):
 class FakeNVML:
     """Mimics the pynvml calls spectui makes; utilisation can be 'not supported' as on some boards."""
 
-    def __init__(self, gpus=(("NVIDIA GeForce RTX 4090", 24 * 1024**3, 6 * 1024**3, 37),), fail_init=False,
-                 util_supported=True):
+    def __init__(
+        self, gpus=(("NVIDIA GeForce RTX 4090", 24 * 1024**3, 6 * 1024**3, 37),), fail_init=False, util_supported=True
+    ):
         self.gpus = list(gpus)
         self.fail_init = fail_init
         self.util_supported = util_supported

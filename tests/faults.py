@@ -7,8 +7,13 @@ import asyncio
 import json
 import threading
 
-PROPS = {"default_generation_settings": {"n_ctx": 2048, "params": {}}, "build_info": "b11434-fault",
-         "model_path": "/m/SmolLM2-135M-Instruct.Q4_1.gguf", "total_slots": 1, "chat_template": "x"}
+PROPS = {
+    "default_generation_settings": {"n_ctx": 2048, "params": {}},
+    "build_info": "b11434-fault",
+    "model_path": "/m/SmolLM2-135M-Instruct.Q4_1.gguf",
+    "total_slots": 1,
+    "chat_template": "x",
+}
 
 
 class FaultServer:
@@ -70,8 +75,9 @@ class FaultServer:
     async def _answer(self, method, path, headers, writer) -> bool:
         def send(status, body, ctype="application/json"):
             data = body.encode() if isinstance(body, str) else body
-            writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n\r\n".encode()
-                         + data)
+            writer.write(
+                f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data
+            )
 
         if self.mode == "silent":
             await asyncio.sleep(3600)
@@ -90,7 +96,9 @@ class FaultServer:
         elif path == "/v1/models" and self.mode == "echo-auth":
             send("200 OK", json.dumps({"data": [{"id": "smollm2"}]}))
         elif path in ("/completion", "/v1/completions") and self.mode == "echo-auth":
-            send("500 Internal Server Error", json.dumps({"error": {"message": f"bad request, headers were {headers}"}}))
+            send(
+                "500 Internal Server Error", json.dumps({"error": {"message": f"bad request, headers were {headers}"}})
+            )
         elif path == "/completion":
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
 

@@ -15,5 +15,9 @@ async def until(pilot, predicate, timeout: float = 60.0, what: str = "condition"
 
 async def ready(pilot, app, timeout: float = 60.0) -> None:
     """Both panes connected (or failed, with the cause shown)."""
-    await until(pilot, lambda: all(app.pane(s).state in ("ready", "failed") for s in ("baseline", "candidate")),
-                timeout, "both panes to connect")
+    await until(
+        pilot,
+        lambda: all(app.pane(s).state in ("ready", "failed") for s in ("baseline", "candidate")),
+        timeout,
+        "both panes to connect",
+    )

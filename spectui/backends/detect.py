@@ -25,11 +25,15 @@ async def detect(url: str, client: httpx.AsyncClient, headers: dict | None = Non
         try:
             return await client.get(url + path, timeout=5, headers=headers or {})
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise ServerUnreachable(f"cannot connect to {shown} ({str(exc).splitlines()[0][:80] or 'refused'})") from None
+            raise ServerUnreachable(
+                f"cannot connect to {shown} ({str(exc).splitlines()[0][:80] or 'refused'})"
+            ) from None
         except httpx.TimeoutException:
             # it accepted the connection and then said nothing: asking other paths would only wait again
-            raise ServerUnreachable(f"{shown} accepted the connection but did not answer {path} within 5 s",
-                                    hint="the server may be stuck or still starting; check it, or name --backend") from None
+            raise ServerUnreachable(
+                f"{shown} accepted the connection but did not answer {path} within 5 s",
+                hint="the server may be stuck or still starting; check it, or name --backend",
+            ) from None
         except httpx.HTTPError:
             return None
 
@@ -60,8 +64,10 @@ async def detect(url: str, client: httpx.AsyncClient, headers: dict | None = Non
     r = await get("/v1/models")
     if r is not None and (r.status_code in (401, 403) or (r.status_code == 200 and body_of(r) is not None)):
         return "openai"
-    raise NotLlamaServer(f"{shown} is not a llama.cpp, vLLM, SGLang or OpenAI-compatible server",
-                         hint="check the URL, or name the kind with --backend")
+    raise NotLlamaServer(
+        f"{shown} is not a llama.cpp, vLLM, SGLang or OpenAI-compatible server",
+        hint="check the URL, or name the kind with --backend",
+    )
 
 
 def api_key_from(env_name: str | None) -> str | None:

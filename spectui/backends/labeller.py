@@ -63,8 +63,10 @@ class LlamaCppLabeller:
             if d < 0 or a < 0 or a > d:
                 # counters only rise, and a step cannot accept more than it drafted: stop trusting them,
                 # keep the labels already made, and label what follows as unknown
-                self.inconsistent = (f"draft counters went backwards or do not add up (drafted {self._draft_n} → "
-                                     f"{int(draft_n)}, accepted {self._draft_acc} → {int(draft_acc)})")
+                self.inconsistent = (
+                    f"draft counters went backwards or do not add up (drafted {self._draft_n} → "
+                    f"{int(draft_n)}, accepted {self._draft_acc} → {int(draft_acc)})"
+                )
             elif d > 0 or a > 0:
                 self.step += 1
                 self.drafted += d

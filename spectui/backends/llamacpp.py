@@ -38,8 +38,16 @@ class LlamaCppBackend(Backend):
     """One llama-server, reached over HTTP. Server quirks stay in here."""
 
     kind = "llama.cpp"
-    capabilities = Capabilities(slots=True, cache_reset=True, cache_prompt_control=True, per_step_counts=True,
-                                counters=True, logprobs=True, token_ids=True, chat_template=True)
+    capabilities = Capabilities(
+        slots=True,
+        cache_reset=True,
+        cache_prompt_control=True,
+        per_step_counts=True,
+        counters=True,
+        logprobs=True,
+        token_ids=True,
+        chat_template=True,
+    )
 
     def __init__(self, url: str, client: httpx.AsyncClient, clock: Callable[[], int] = time.perf_counter_ns):
         self.url = url.rstrip("/")
@@ -177,8 +185,14 @@ class LlamaCppBackend(Backend):
         labeller = LlamaCppLabeller()
         yield StreamStarted(self.clock(), prompt)
         try:
-            async for t, obj in post_sse(self.client, self.url + "/completion", self.request_body(prompt, params),
-                                         idle_timeout=params.idle_timeout, deadline=params.deadline, clock=self.clock):
+            async for t, obj in post_sse(
+                self.client,
+                self.url + "/completion",
+                self.request_body(prompt, params),
+                idle_timeout=params.idle_timeout,
+                deadline=params.deadline,
+                clock=self.clock,
+            ):
                 for ev in labeller.feed(obj, t):
                     if isinstance(ev, StreamFinished) and ev.settings and self.info is not None:
                         self._learn_settings(ev.settings)
@@ -212,9 +226,14 @@ class LlamaCppBackend(Backend):
         if m is None:
             return None
         pos = M.per_position(None, m, M.SPEC_PER_POS)
-        return ServerCounters(M.total(m, M.SPEC_DRAFTED), M.total(m, M.SPEC_ACCEPTED), M.total(m, M.SPEC_STEPS),
-                              tuple(pos) if pos is not None else None, M.total(m, M.PROMPT_TOKENS),
-                              M.total(m, M.PROMPT_CACHED))
+        return ServerCounters(
+            M.total(m, M.SPEC_DRAFTED),
+            M.total(m, M.SPEC_ACCEPTED),
+            M.total(m, M.SPEC_STEPS),
+            tuple(pos) if pos is not None else None,
+            M.total(m, M.PROMPT_TOKENS),
+            M.total(m, M.PROMPT_CACHED),
+        )
 
     async def reset_cache(self, slot: int = 0) -> str:
         """Erase the slot's cache (needs --slot-save-path); cold runs also send cache_prompt: false."""
@@ -284,8 +303,11 @@ async def slot_action(client: httpx.AsyncClient, url: str, action: str, slot: in
     except httpx.HTTPError as exc:
         raise ServerUnreachable(f"{url}/slots: {_why(exc)}") from None
     if r.status_code == 501:
-        raise ServerHTTPError(f"{url} cannot {action} slot caches: it was started without --slot-save-path", 501,
-                              hint="restart llama-server with --slot-save-path DIR")
+        raise ServerHTTPError(
+            f"{url} cannot {action} slot caches: it was started without --slot-save-path",
+            501,
+            hint="restart llama-server with --slot-save-path DIR",
+        )
     if r.status_code >= 400:
         raise ServerHTTPError(f"{url} slot {action} failed (HTTP {r.status_code}): {_error_text(r)}", r.status_code)
     try:

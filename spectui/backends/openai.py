@@ -41,8 +41,13 @@ class OpenAIBackend(Backend):
     capabilities = Capabilities(logprobs=True)
     ready_path = "/v1/models"  # polled until 200 while the server loads
 
-    def __init__(self, url: str, client: httpx.AsyncClient, api_key: str | None = None,
-                 clock: Callable[[], int] = time.perf_counter_ns) -> None:
+    def __init__(
+        self,
+        url: str,
+        client: httpx.AsyncClient,
+        api_key: str | None = None,
+        clock: Callable[[], int] = time.perf_counter_ns,
+    ) -> None:
         self.url = url.rstrip("/")
         self.client = client
         self.clock = clock
@@ -78,11 +83,16 @@ class OpenAIBackend(Backend):
                 if r.status_code == 200:
                     return
                 if r.status_code in (401, 403):
-                    raise ServerHTTPError(f"{self.url} refused the API key (HTTP {r.status_code})", r.status_code,
-                                          hint="check the environment variable named by --api-key-env")
+                    raise ServerHTTPError(
+                        f"{self.url} refused the API key (HTTP {r.status_code})",
+                        r.status_code,
+                        hint="check the environment variable named by --api-key-env",
+                    )
                 if r.status_code == 404:  # an answer, not "still loading": this path does not exist there
-                    raise NotLlamaServer(f"{self.url} has no {self.ready_path}: not a {self.kind} server",
-                                         hint="check the URL, or name the right kind with --backend")
+                    raise NotLlamaServer(
+                        f"{self.url} has no {self.ready_path}: not a {self.kind} server",
+                        hint="check the URL, or name the right kind with --backend",
+                    )
             except ServerUnreachable:
                 if time.monotonic() > deadline:
                     raise
@@ -109,8 +119,15 @@ class OpenAIBackend(Backend):
         return "".join(parts) + "<|im_start|>assistant\n"
 
     def request_body(self, prompt: str, params: GenerationParams) -> dict:
-        body = {"model": self.model, "prompt": prompt, "max_tokens": params.max_tokens, "temperature": params.temperature,
-                "seed": params.seed, "stream": True, "stream_options": {"include_usage": True}}
+        body = {
+            "model": self.model,
+            "prompt": prompt,
+            "max_tokens": params.max_tokens,
+            "temperature": params.temperature,
+            "seed": params.seed,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         return body
 
     def _labeller(self) -> ChunkLabeller:
@@ -124,8 +141,15 @@ class OpenAIBackend(Backend):
         extra: dict = {}
         finish = None
         try:
-            async for t, obj in post_sse(self.client, self.url + "/v1/completions", self.request_body(prompt, params),
-                                         self._headers, params.idle_timeout, params.deadline, clock=clock):
+            async for t, obj in post_sse(
+                self.client,
+                self.url + "/v1/completions",
+                self.request_body(prompt, params),
+                self._headers,
+                params.idle_timeout,
+                params.deadline,
+                clock=clock,
+            ):
                 if obj.get("usage"):
                     usage = checked(obj, "usage", dict, {})
                     extra = checked(obj, "metrics", dict, {})
@@ -155,8 +179,13 @@ class OpenAIBackend(Backend):
             timings["tokens_per_second_incl_prefill"] = extra["tokens_per_second"]
         if usage.get("completion_tokens") is not None:
             timings["completion_tokens"] = usage["completion_tokens"]
-        yield StreamFinished(clock(), STOP_TYPES.get(finish or "", finish or "none"), timings, usage.get("prompt_tokens"),
-                             spec=self._spec_report(extra.get("speculative_decoding"), usage.get("completion_tokens")))
+        yield StreamFinished(
+            clock(),
+            STOP_TYPES.get(finish or "", finish or "none"),
+            timings,
+            usage.get("prompt_tokens"),
+            spec=self._spec_report(extra.get("speculative_decoding"), usage.get("completion_tokens")),
+        )
 
     def _spec_report(self, sd: dict | None, completion_tokens: int | None) -> SpecReport | None:
         """vLLM's `metrics.speculative_decoding`: per-step lists with `detailed`, totals with `summary`."""
@@ -170,8 +199,15 @@ class OpenAIBackend(Backend):
         def num(key):
             return int(sd[key]) if sd.get(key) is not None else None
 
-        return SpecReport("vLLM", ints("per_step_accepted"), ints("per_step_drafted"), num("num_spec_steps"),
-                          num("num_accepted_draft_tokens"), num("num_draft_tokens"), completion_tokens)
+        return SpecReport(
+            "vLLM",
+            ints("per_step_accepted"),
+            ints("per_step_drafted"),
+            num("num_spec_steps"),
+            num("num_accepted_draft_tokens"),
+            num("num_draft_tokens"),
+            completion_tokens,
+        )
 
     async def metrics(self) -> dict[str, float] | None:
         try:

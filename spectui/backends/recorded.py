@@ -59,12 +59,20 @@ class ReplayBackend(Backend):
     kind = "replay"
     capabilities = Capabilities(per_step_counts=True, token_ids=True, recorded=True)
 
-    def __init__(self, url: str, payloads: list[dict], info: ServerInfo | None = None,
-                 tokens_per_s: float | None = None, fail_after: int | None = None,
-                 virtual_ms_per_event: float | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        payloads: list[dict],
+        info: ServerInfo | None = None,
+        tokens_per_s: float | None = None,
+        fail_after: int | None = None,
+        virtual_ms_per_event: float | None = None,
+    ) -> None:
         self.url = url
         self.payloads = payloads
-        self.info = info or ServerInfo(url=url, backend="replay", build="b11434-pypi", model="SmolLM2-135M-Instruct.Q4_1.gguf")
+        self.info = info or ServerInfo(
+            url=url, backend="replay", build="b11434-pypi", model="SmolLM2-135M-Instruct.Q4_1.gguf"
+        )
         self.tokens_per_s = tokens_per_s
         self.fail_after = fail_after
         # a virtual clock: events stamped start + k·interval, so figures are the same every run (snapshots)

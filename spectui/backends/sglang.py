@@ -52,17 +52,27 @@ def spec_report(meta: dict) -> SpecReport | None:
     rate = _first(meta, ACCEPT_RATE_KEYS)
     if drafted is None and rate and accepted is not None:
         drafted = round(int(accepted) / float(rate))
-    return SpecReport("SGLang", None, None, steps, None if accepted is None else int(accepted),
-                      None if drafted is None else int(drafted), completion)
+    return SpecReport(
+        "SGLang",
+        None,
+        None,
+        steps,
+        None if accepted is None else int(accepted),
+        None if drafted is None else int(drafted),
+        completion,
+    )
 
 
 class SGLangBackend(OpenAIBackend):
     kind = "sglang"
     capabilities = Capabilities(cache_reset=True, per_request_spec=True, counters=True, token_ids=True)
-    spec_metric_names = ("sglang:spec_num_draft_tokens_total", "sglang:spec_num_accepted_tokens_total",
-                         "sglang:spec_verify_ct_total", "sglang:spec_accepted_per_pos_total")
+    spec_metric_names = (
+        "sglang:spec_num_draft_tokens_total",
+        "sglang:spec_num_accepted_tokens_total",
+        "sglang:spec_verify_ct_total",
+        "sglang:spec_accepted_per_pos_total",
+    )
     ready_path = "/health"  # SGLang answers 200 here once the model is loaded
-
 
     async def identify(self) -> ServerInfo:
         body = None
@@ -74,9 +84,13 @@ class SGLangBackend(OpenAIBackend):
         if not isinstance(body, dict):
             raise NotLlamaServer(f"{self.url} has no /server_info: not an SGLang server")
         args = body.get("server_args", body)
-        info = ServerInfo(url=self.url, backend="sglang", build=f"sglang {body.get('version', '?')}",
-                          model=str(args.get("served_model_name") or args.get("model_path") or "?").rsplit("/", 1)[-1],
-                          n_ctx=args.get("context_length"))
+        info = ServerInfo(
+            url=self.url,
+            backend="sglang",
+            build=f"sglang {body.get('version', '?')}",
+            model=str(args.get("served_model_name") or args.get("model_path") or "?").rsplit("/", 1)[-1],
+            n_ctx=args.get("context_length"),
+        )
         algo = args.get("speculative_algorithm")
         self.speculative = bool(algo)
         info.speculative = {"type": algo or "none"}
@@ -97,7 +111,9 @@ class SGLangBackend(OpenAIBackend):
             r = await self.client.post(self.url + "/flush_cache", timeout=30, headers=self._headers)
         except httpx.HTTPError:
             return "could not reach /flush_cache"
-        return "/flush_cache done" if r.status_code == 200 else f"cannot clear: /flush_cache answered HTTP {r.status_code}"
+        return (
+            "/flush_cache done" if r.status_code == 200 else f"cannot clear: /flush_cache answered HTTP {r.status_code}"
+        )
 
     async def counters(self) -> ServerCounters | None:
         m = await self.metrics()
@@ -105,9 +121,14 @@ class SGLangBackend(OpenAIBackend):
             return None
         drafted, accepted, steps, per_pos = self.spec_metric_names
         pos = per_position(None, m, per_pos)
-        return ServerCounters(total(m, drafted), total(m, accepted), total(m, steps),
-                              tuple(pos) if pos is not None else None, total(m, "sglang:prompt_tokens_total"),
-                              total(m, "sglang:cached_tokens_total"))
+        return ServerCounters(
+            total(m, drafted),
+            total(m, accepted),
+            total(m, steps),
+            tuple(pos) if pos is not None else None,
+            total(m, "sglang:prompt_tokens_total"),
+            total(m, "sglang:cached_tokens_total"),
+        )
 
     async def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]:
         clock = self.clock
@@ -116,12 +137,25 @@ class SGLangBackend(OpenAIBackend):
         text_so_far, ids_so_far = "", 0
         mode: str | None = None
         meta: dict = {}
-        body = {"text": prompt, "stream": True,
-                "sampling_params": {"temperature": params.temperature, "max_new_tokens": params.max_tokens,
-                                    "sampling_seed": params.seed}}
+        body = {
+            "text": prompt,
+            "stream": True,
+            "sampling_params": {
+                "temperature": params.temperature,
+                "max_new_tokens": params.max_tokens,
+                "sampling_seed": params.seed,
+            },
+        }
         try:
-            async for t, obj in post_sse(self.client, self.url + "/generate", body, self._headers, params.idle_timeout,
-                                         params.deadline, clock=clock):
+            async for t, obj in post_sse(
+                self.client,
+                self.url + "/generate",
+                body,
+                self._headers,
+                params.idle_timeout,
+                params.deadline,
+                clock=clock,
+            ):
                 text = checked(obj, "text", str, "")
                 ids = checked(obj, "output_ids", list)
                 meta = checked(obj, "meta_info", dict) or meta
@@ -131,10 +165,12 @@ class SGLangBackend(OpenAIBackend):
                 if mode is None and text_so_far and text:
                     mode = "cumulative" if extends and len(text) > len(text_so_far) else "incremental"
                 if mode == "cumulative" and not extends:
-                    raise StreamBroken(f"SGLang's cumulative text stopped extending the previous text after "
-                                       f"{len(text_so_far.encode('utf-8'))} bytes")
+                    raise StreamBroken(
+                        f"SGLang's cumulative text stopped extending the previous text after "
+                        f"{len(text_so_far.encode('utf-8'))} bytes"
+                    )
                 if mode != "incremental" and extends:
-                    new_text = text[len(text_so_far):]
+                    new_text = text[len(text_so_far) :]
                     new_ids = ids[ids_so_far:] if isinstance(ids, list) else None
                     text_so_far = text
                     ids_so_far = len(ids) if isinstance(ids, list) else ids_so_far
@@ -158,8 +194,13 @@ class SGLangBackend(OpenAIBackend):
             timings["cache_n"] = meta["cached_tokens"]
         fin = meta.get("finish_reason")
         stop = fin.get("type") if isinstance(fin, dict) else fin
-        yield StreamFinished(clock(), STOP_TYPES.get(stop or "", stop or "none"), timings, meta.get("prompt_tokens"),
-                             spec=spec_report(meta))
+        yield StreamFinished(
+            clock(),
+            STOP_TYPES.get(stop or "", stop or "none"),
+            timings,
+            meta.get("prompt_tokens"),
+            spec=spec_report(meta),
+        )
 
     async def kv_usage(self):
         m = await self.metrics()

@@ -105,9 +105,15 @@ IDLE_TIMEOUT_S = 120.0  # the longest wait between two events (llama.cpp: a long
 DEADLINE_S = 3600.0  # the longest a whole request may take
 
 
-async def post_sse(client: httpx.AsyncClient, url: str, body: dict, headers: dict | None = None,
-                   idle_timeout: float = IDLE_TIMEOUT_S, deadline: float | None = DEADLINE_S,
-                   clock: Callable[[], int] = time.perf_counter_ns) -> AsyncIterator[tuple[int, dict]]:
+async def post_sse(
+    client: httpx.AsyncClient,
+    url: str,
+    body: dict,
+    headers: dict | None = None,
+    idle_timeout: float = IDLE_TIMEOUT_S,
+    deadline: float | None = DEADLINE_S,
+    clock: Callable[[], int] = time.perf_counter_ns,
+) -> AsyncIterator[tuple[int, dict]]:
     """POST a streaming request and yield (arrival time, JSON object) per event, until [DONE] or the end.
 
     Every way the stream can fail — an HTTP error, no connection, a dropped connection, malformed
@@ -120,8 +126,9 @@ async def post_sse(client: httpx.AsyncClient, url: str, body: dict, headers: dic
     last_event = started
     url_shown = redact(url)
     try:
-        async with client.stream("POST", url, json=body, headers=headers or {},
-                                 timeout=httpx.Timeout(30.0, read=idle_timeout)) as r:
+        async with client.stream(
+            "POST", url, json=body, headers=headers or {}, timeout=httpx.Timeout(30.0, read=idle_timeout)
+        ) as r:
             if r.status_code >= 400:
                 await r.aread()
                 raise StreamBroken(f"{url_shown} answered HTTP {r.status_code}: {error_text(r)}")
@@ -129,13 +136,17 @@ async def post_sse(client: httpx.AsyncClient, url: str, body: dict, headers: dic
                 t = clock()
                 now = time.monotonic()
                 if deadline is not None and now - started > deadline:
-                    raise StreamBroken(f"the request ran past its deadline of {deadline:g} s",
-                                       hint="raise --deadline for very long generations")
+                    raise StreamBroken(
+                        f"the request ran past its deadline of {deadline:g} s",
+                        hint="raise --deadline for very long generations",
+                    )
                 payload = decoder.feed(line)
                 if payload is None:
                     if now - last_event > idle_timeout:
-                        raise StreamBroken(f"no event for {idle_timeout:g} s (only keep-alives): idle timeout",
-                                           hint="the server may be stuck; raise --idle-timeout if it is just slow")
+                        raise StreamBroken(
+                            f"no event for {idle_timeout:g} s (only keep-alives): idle timeout",
+                            hint="the server may be stuck; raise --idle-timeout if it is just slow",
+                        )
                     continue
                 last_event = now
                 obj = parse_payload(payload)
@@ -151,7 +162,9 @@ async def post_sse(client: httpx.AsyncClient, url: str, body: dict, headers: dic
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
         raise StreamBroken(f"cannot connect to {url_shown} ({why(exc)})") from None
     except httpx.ReadTimeout:
-        raise StreamBroken(f"no answer for {idle_timeout:g} s: idle timeout",
-                           hint="the server may be stuck; raise --idle-timeout if it is just slow") from None
+        raise StreamBroken(
+            f"no answer for {idle_timeout:g} s: idle timeout",
+            hint="the server may be stuck; raise --idle-timeout if it is just slow",
+        ) from None
     except httpx.HTTPError as exc:
         raise StreamBroken(f"connection to {url_shown} lost ({why(exc)})") from None

@@ -21,8 +21,15 @@ class VLLMBackend(OpenAIBackend):
     """vLLM V1: token ids per chunk, /metrics counters, /version, /tokenize for the chat template."""
 
     kind = "vllm"
-    capabilities = Capabilities(cache_reset=True, per_request_spec=True, per_step_counts=True, counters=True,
-                                logprobs=True, token_ids=True, chat_template=True)
+    capabilities = Capabilities(
+        cache_reset=True,
+        per_request_spec=True,
+        per_step_counts=True,
+        counters=True,
+        logprobs=True,
+        token_ids=True,
+        chat_template=True,
+    )
 
     async def identify(self) -> ServerInfo:
         info = await super().identify()
@@ -59,9 +66,14 @@ class VLLMBackend(OpenAIBackend):
         if m is None:
             return None
         pos = M.per_position(None, m, M.VLLM_PER_POS)
-        return ServerCounters(M.total(m, M.VLLM_SPEC_DRAFTED), M.total(m, M.VLLM_SPEC_ACCEPTED),
-                              M.total(m, M.VLLM_SPEC_STEPS), tuple(pos) if pos is not None else None,
-                              M.total(m, M.VLLM_PROMPT_TOKENS), M.total(m, M.VLLM_PROMPT_CACHED))
+        return ServerCounters(
+            M.total(m, M.VLLM_SPEC_DRAFTED),
+            M.total(m, M.VLLM_SPEC_ACCEPTED),
+            M.total(m, M.VLLM_SPEC_STEPS),
+            tuple(pos) if pos is not None else None,
+            M.total(m, M.VLLM_PROMPT_TOKENS),
+            M.total(m, M.VLLM_PROMPT_CACHED),
+        )
 
     async def reset_cache(self) -> str:
         """POST /reset_prefix_cache (vLLM answers 200 when it emptied the prefix cache)."""
@@ -69,7 +81,11 @@ class VLLMBackend(OpenAIBackend):
             r = await self.client.post(self.url + "/reset_prefix_cache", timeout=30, headers=self._headers)
         except httpx.HTTPError:
             return "could not reach /reset_prefix_cache"
-        return "/reset_prefix_cache done" if r.status_code == 200 else f"cannot clear: /reset_prefix_cache answered HTTP {r.status_code}"
+        return (
+            "/reset_prefix_cache done"
+            if r.status_code == 200
+            else f"cannot clear: /reset_prefix_cache answered HTTP {r.status_code}"
+        )
 
     async def kv_usage(self):
         m = await self.metrics()

@@ -46,8 +46,14 @@ def params_from(args):
     from spectui.core.types import checked_params
 
     cache = {"off": False, "on": True, "server": None}[args.cache_prompt]
-    return checked_params(args.max_tokens, args.temperature, args.seed, cache,
-                          getattr(args, "idle_timeout", 120.0), getattr(args, "deadline", 3600.0))
+    return checked_params(
+        args.max_tokens,
+        args.temperature,
+        args.seed,
+        cache,
+        getattr(args, "idle_timeout", 120.0),
+        getattr(args, "deadline", 3600.0),
+    )
 
 
 def prompts_from(args):

@@ -68,8 +68,15 @@ async def cmd_compare(args) -> int:
             backends, infos = await connect_pair(client, args)
             if writer:
                 writer.servers(infos)
-            results = await runner.run_prompts(backends["baseline"], backends["candidate"], prompt_list, params, args.order,
-                                        _CliObserver(args.json, writer, infos), repeat=args.repeat)
+            results = await runner.run_prompts(
+                backends["baseline"],
+                backends["candidate"],
+                prompt_list,
+                params,
+                args.order,
+                _CliObserver(args.json, writer, infos),
+                repeat=args.repeat,
+            )
     finally:
         if writer:
             writer.close()
@@ -78,8 +85,10 @@ async def cmd_compare(args) -> int:
 
         path = notebook.notebook_path(args.notebook or None)
         where, warning = notebook.append(path, notebook.measurements(results, infos, args.profile))
-        print(f"spectui: {'warning: ' + warning if warning else f'appended {len(results)} measurements to {where}'}",
-              file=sys.stderr)
+        print(
+            f"spectui: {'warning: ' + warning if warning else f'appended {len(results)} measurements to {where}'}",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(json_report(infos, results, params, args.order), indent=2))
     else:

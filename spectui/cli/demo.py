@@ -27,9 +27,14 @@ def demo_config(base, cand, **overrides):
     from spectui.core.types import GenerationParams
     from spectui.tui.app import AppConfig
 
-    kw = dict(params=GenerationParams(max_tokens=96, cache_prompt=False),
-              pids={"baseline": base.pid, "candidate": cand.pid}, initial_prompt=DEMO_PROMPT,
-              autorun=True, launched={"baseline": base, "candidate": cand}, profile="cpu-demo")
+    kw = dict(
+        params=GenerationParams(max_tokens=96, cache_prompt=False),
+        pids={"baseline": base.pid, "candidate": cand.pid},
+        initial_prompt=DEMO_PROMPT,
+        autorun=True,
+        launched={"baseline": base, "candidate": cand},
+        profile="cpu-demo",
+    )
     kw.update(overrides)
     return AppConfig(base.url, cand.url, **kw)
 
@@ -47,14 +52,29 @@ def cmd_demo(args) -> int:
 
     old = signal.signal(signal.SIGTERM, on_term)
     try:
-        print(f"spectui demo: starting baseline and candidate [{desc}] on 127.0.0.1 ports "
-              f"{base.port} and {cand.port}", file=sys.stderr)
+        print(
+            f"spectui demo: starting baseline and candidate [{desc}] on 127.0.0.1 ports {base.port} and {cand.port}",
+            file=sys.stderr,
+        )
         launcher.start_all()
         if args.headless:
             from spectui.cli.main import main as cli_main
 
-            return cli_main(["compare", "--baseline", base.url, "--candidate", cand.url, "--prompt", DEMO_PROMPT,
-                             "--max-tokens", "96", "--repeat", str(args.repeat)])
+            return cli_main(
+                [
+                    "compare",
+                    "--baseline",
+                    base.url,
+                    "--candidate",
+                    cand.url,
+                    "--prompt",
+                    DEMO_PROMPT,
+                    "--max-tokens",
+                    "96",
+                    "--repeat",
+                    str(args.repeat),
+                ]
+            )
         from spectui.tui.app import make_app
 
         make_app(demo_config(base, cand)).run()

@@ -22,17 +22,23 @@ async def cmd_sweep(args) -> int:
         backends, infos = await connect_pair(client, args)
         for name, info in infos.items():
             if info.slots is not None and info.slots < max(levels):
-                print(f"spectui: warning: {name} has {info.slots} slot(s); requests beyond that queue "
-                      f"(start it with -np {max(levels)})", file=sys.stderr)
+                print(
+                    f"spectui: warning: {name} has {info.slots} slot(s); requests beyond that queue "
+                    f"(start it with -np {max(levels)})",
+                    file=sys.stderr,
+                )
 
         def progress(level):
             if not args.json:
                 print(f"spectui: concurrency {level.concurrency} done", file=sys.stderr)
 
         result = await sweep(backends["baseline"], backends["candidate"], prompt_list, levels, params, progress)
-    doc = {"baseline": infos["baseline"].to_json(), "candidate": infos["candidate"].to_json(),
-           "params": {"max_tokens": params.max_tokens, "temperature": params.temperature, "seed": params.seed},
-           "levels": [lv.to_json() for lv in result]}
+    doc = {
+        "baseline": infos["baseline"].to_json(),
+        "candidate": infos["candidate"].to_json(),
+        "params": {"max_tokens": params.max_tokens, "temperature": params.temperature, "seed": params.seed},
+        "levels": [lv.to_json() for lv in result],
+    }
     from pathlib import Path
 
     from spectui.store.locations import atomic_write
@@ -40,7 +46,9 @@ async def cmd_sweep(args) -> int:
     if args.save:
         atomic_write(Path(args.save).expanduser(), json.dumps(doc, indent=2) + "\n")
     if args.svg:
-        atomic_write(Path(args.svg).expanduser(), svg_chart(result, f"{infos['candidate'].describe_speedup()} vs baseline"))
+        atomic_write(
+            Path(args.svg).expanduser(), svg_chart(result, f"{infos['candidate'].describe_speedup()} vs baseline")
+        )
     if args.notebook is not None:
         import datetime as dt
 
@@ -48,19 +56,32 @@ async def cmd_sweep(args) -> int:
 
         rows = []
         for lv in result:
-            m = {"date": dt.datetime.now(dt.UTC).replace(microsecond=0), "kind": "sweep",
-                 "concurrency": lv.concurrency, "baseline_build": infos["baseline"].build,
-                 "candidate_build": infos["candidate"].build, "candidate_config": infos["candidate"].describe_speedup(),
-                 "baseline_tokens_per_s": lv.baseline.aggregate_tps, "candidate_tokens_per_s": lv.candidate.aggregate_tps,
-                 "acceptance_rate": lv.candidate.acceptance_rate, "speedup": lv.speedup, "identical": lv.identical}
+            m = {
+                "date": dt.datetime.now(dt.UTC).replace(microsecond=0),
+                "kind": "sweep",
+                "concurrency": lv.concurrency,
+                "baseline_build": infos["baseline"].build,
+                "candidate_build": infos["candidate"].build,
+                "candidate_config": infos["candidate"].describe_speedup(),
+                "baseline_tokens_per_s": lv.baseline.aggregate_tps,
+                "candidate_tokens_per_s": lv.candidate.aggregate_tps,
+                "acceptance_rate": lv.candidate.acceptance_rate,
+                "speedup": lv.speedup,
+                "identical": lv.identical,
+            }
             rows.append({k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items() if v is not None})
         where, warning = notebook.append(notebook.notebook_path(args.notebook or None), rows)
-        print(f"spectui: {'warning: ' + warning if warning else f'appended {len(rows)} measurements to {where}'}", file=sys.stderr)
+        print(
+            f"spectui: {'warning: ' + warning if warning else f'appended {len(rows)} measurements to {where}'}",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
         print(f"baseline  {infos['baseline'].url} ({infos['baseline'].build}) [{infos['baseline'].describe_speedup()}]")
-        print(f"candidate {infos['candidate'].url} ({infos['candidate'].build}) [{infos['candidate'].describe_speedup()}]")
+        print(
+            f"candidate {infos['candidate'].url} ({infos['candidate'].build}) [{infos['candidate'].describe_speedup()}]"
+        )
         print(text_table(result))
     if any(lv.identical is None for lv in result):
         return EXIT_SERVER
@@ -85,22 +106,38 @@ async def cmd_prefix(args) -> int:
 
             restore = await restore_experiment(backends["candidate"], [{"role": "user", "content": turns[0]}], params)
     if args.json:
-        print(json.dumps({"baseline": infos["baseline"].to_json(), "candidate": infos["candidate"].to_json(),
-                          "cleared": cleared, "turns": [t.to_json() for t in result],
-                          "identical": all(t.divergence is None for t in result), "restore_check": restore}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "baseline": infos["baseline"].to_json(),
+                    "candidate": infos["candidate"].to_json(),
+                    "cleared": cleared,
+                    "turns": [t.to_json() for t in result],
+                    "identical": all(t.divergence is None for t in result),
+                    "restore_check": restore,
+                },
+                indent=2,
+            )
+        )
     else:
         for name in ("baseline", "candidate"):
             print(f"{name:<9} {infos[name].url} ({infos[name].build}); before the run: {cleared[name]}")
         print(prefix_table(result))
         if restore:
             r = restore
-            print(f"\nsaved conversation cache: {r['tokens_saved']} tokens, {(r['file_bytes'] or 0) / 1e6:.1f} MB, "
-                  f"saved in {r['save_ms']:.1f} ms, restored in {r['restore_ms']:.1f} ms")
-            print(f"next turn recomputed: TTFT {r['recomputed']['ttft_ms']:.0f} ms, "
-                  f"{r['recomputed']['prompt_tokens_processed']} prompt tokens processed")
-            print(f"next turn restored:   TTFT {r['restored']['ttft_ms']:.0f} ms, "
-                  f"{r['restored']['prompt_tokens_processed']} processed, {r['restored']['prompt_tokens_reused']} reused; "
-                  f"output {'identical' if r['identical'] else 'DIFFERENT'} to the recomputed one")
+            print(
+                f"\nsaved conversation cache: {r['tokens_saved']} tokens, {(r['file_bytes'] or 0) / 1e6:.1f} MB, "
+                f"saved in {r['save_ms']:.1f} ms, restored in {r['restore_ms']:.1f} ms"
+            )
+            print(
+                f"next turn recomputed: TTFT {r['recomputed']['ttft_ms']:.0f} ms, "
+                f"{r['recomputed']['prompt_tokens_processed']} prompt tokens processed"
+            )
+            print(
+                f"next turn restored:   TTFT {r['restored']['ttft_ms']:.0f} ms, "
+                f"{r['restored']['prompt_tokens_processed']} processed, {r['restored']['prompt_tokens_reused']} reused; "
+                f"output {'identical' if r['identical'] else 'DIFFERENT'} to the recomputed one"
+            )
     if any(t.baseline.failed or t.candidate.failed for t in result):
         return EXIT_SERVER
     return EXIT_OK if all(t.divergence is None for t in result) else EXIT_DIFFERS
@@ -123,11 +160,15 @@ async def cmd_cache(args) -> int:
         wall = (time.perf_counter() - t0) * 1000
     timings = body.get("timings") or {}
     if args.action == "save":
-        print(f"saved slot {args.slot}: {body.get('n_saved')} tokens, {body.get('n_written', 0) / 1e6:.1f} MB to "
-              f"{body.get('filename', args.file)} in {timings.get('save_ms', wall):.1f} ms")
+        print(
+            f"saved slot {args.slot}: {body.get('n_saved')} tokens, {body.get('n_written', 0) / 1e6:.1f} MB to "
+            f"{body.get('filename', args.file)} in {timings.get('save_ms', wall):.1f} ms"
+        )
     elif args.action == "restore":
-        print(f"restored slot {args.slot}: {body.get('n_restored')} tokens, {body.get('n_read', 0) / 1e6:.1f} MB from "
-              f"{body.get('filename', args.file)} in {timings.get('restore_ms', wall):.1f} ms")
+        print(
+            f"restored slot {args.slot}: {body.get('n_restored')} tokens, {body.get('n_read', 0) / 1e6:.1f} MB from "
+            f"{body.get('filename', args.file)} in {timings.get('restore_ms', wall):.1f} ms"
+        )
     else:
         print(f"erased slot {args.slot}: {body.get('n_erased', '?')} tokens")
     return EXIT_OK

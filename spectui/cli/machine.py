@@ -45,7 +45,9 @@ def cmd_profiles(args) -> int:
         for p in profiles.values():
             ok, why = fits(p, hw)
             mark = "*" if chosen and p.name == chosen.name else " "
-            print(f"{mark} {p.name:<10} track {p.track or '—':<4} {'fits' if ok else 'does not fit: ' + why}  — {p.description}")
+            print(
+                f"{mark} {p.name:<10} track {p.track or '—':<4} {'fits' if ok else 'does not fit: ' + why}  — {p.description}"
+            )
         if chosen:
             print(f"* pre-selected: {chosen.name}")
         return EXIT_OK

@@ -40,26 +40,62 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=int, default=128, metavar="N", help="tokens to generate (default 128)")
     p.add_argument("--temperature", type=finite, default=0.0, metavar="T", help="0 is greedy (default)")
     p.add_argument("--seed", type=int, default=42, metavar="S")
-    p.add_argument("--order", choices=("sequential", "concurrent"), default="sequential",
-                   help="sequential (default: the sides do not distort each other's timing) or concurrent")
-    p.add_argument("--cache-prompt", choices=("off", "on", "server"), default="off",
-                   help="prompt cache per request: off (default, both sides cold), on, or the server's default")
-    p.add_argument("--ready-timeout", type=positive, default=120.0, metavar="SEC",
-                   help="how long to wait for a loading server (default 120)")
-    p.add_argument("--idle-timeout", type=positive, default=120.0, metavar="SEC",
-                   help="fail a side after this long without an event; keep-alives do not count (default 120)")
-    p.add_argument("--deadline", type=positive, default=3600.0, metavar="SEC",
-                   help="fail a side whose request takes longer than this (default 3600)")
-    p.add_argument("--backend", choices=("auto", "llama.cpp", "vllm", "sglang", "openai"), default="auto",
-                   help="server kind for both sides (default: detect each from its endpoints)")
-    p.add_argument("--baseline-backend", choices=("auto", "llama.cpp", "vllm", "sglang", "openai"), help=argparse.SUPPRESS)
-    p.add_argument("--candidate-backend", choices=("auto", "llama.cpp", "vllm", "sglang", "openai"), help=argparse.SUPPRESS)
-    p.add_argument("--api-key-env", metavar="NAME",
-                   help="environment variable holding a bearer token for OpenAI-compatible servers (never saved)")
+    p.add_argument(
+        "--order",
+        choices=("sequential", "concurrent"),
+        default="sequential",
+        help="sequential (default: the sides do not distort each other's timing) or concurrent",
+    )
+    p.add_argument(
+        "--cache-prompt",
+        choices=("off", "on", "server"),
+        default="off",
+        help="prompt cache per request: off (default, both sides cold), on, or the server's default",
+    )
+    p.add_argument(
+        "--ready-timeout",
+        type=positive,
+        default=120.0,
+        metavar="SEC",
+        help="how long to wait for a loading server (default 120)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=positive,
+        default=120.0,
+        metavar="SEC",
+        help="fail a side after this long without an event; keep-alives do not count (default 120)",
+    )
+    p.add_argument(
+        "--deadline",
+        type=positive,
+        default=3600.0,
+        metavar="SEC",
+        help="fail a side whose request takes longer than this (default 3600)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("auto", "llama.cpp", "vllm", "sglang", "openai"),
+        default="auto",
+        help="server kind for both sides (default: detect each from its endpoints)",
+    )
+    p.add_argument(
+        "--baseline-backend", choices=("auto", "llama.cpp", "vllm", "sglang", "openai"), help=argparse.SUPPRESS
+    )
+    p.add_argument(
+        "--candidate-backend", choices=("auto", "llama.cpp", "vllm", "sglang", "openai"), help=argparse.SUPPRESS
+    )
+    p.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="environment variable holding a bearer token for OpenAI-compatible servers (never saved)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="spectui", description="Is the candidate server faster than the baseline, and are the bytes the same?")
+    parser = _Parser(
+        prog="spectui", description="Is the candidate server faster than the baseline, and are the bytes the same?"
+    )
     parser.add_argument("--version", action="version", version=f"spectui {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
@@ -72,11 +108,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--raw", action="store_true", help="send --prompt unchanged, without the chat template")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--save", metavar="PATH", help="save the session (every event, replayable) to PATH")
-    p.add_argument("--notebook", nargs="?", const="", metavar="PATH",
-                   help="append each result to the lab notebook (PATH, else $SPECTUI_NOTEBOOK, else the default)")
+    p.add_argument(
+        "--notebook",
+        nargs="?",
+        const="",
+        metavar="PATH",
+        help="append each result to the lab notebook (PATH, else $SPECTUI_NOTEBOOK, else the default)",
+    )
     p.add_argument("--profile", metavar="NAME", help="hardware profile name recorded in the notebook")
-    p.add_argument("--repeat", type=int, default=1, metavar="N",
-                   help="run each prompt N times per side, interleaved, and report medians with 95%% intervals")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run each prompt N times per side, interleaved, and report medians with 95%% intervals",
+    )
     _add_run_options(p)
 
     p = sub.add_parser("replay", help="replay a saved session without any server")
@@ -101,7 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("setup", help="build llama-server and fetch SmolLM2 and its draft into the cache")
-    p.add_argument("--vllm", action="store_true", help="also install vLLM for CPU (its own environment) and convert the model")
+    p.add_argument(
+        "--vllm", action="store_true", help="also install vLLM for CPU (its own environment) and convert the model"
+    )
 
     p = sub.add_parser("tui", help="open the two-pane TUI on two running servers")
     p.add_argument("--no-autosave", action="store_true", help="do not record runs into the sessions folder")
@@ -114,8 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="launch the bundled pair of llama-servers and open the TUI on them")
     p.add_argument("--headless", action="store_true", help="run the comparison without the TUI and print it")
     p.add_argument("--repeat", type=int, default=1, metavar="N", help="with --headless: runs per side (interleaved)")
-    p.add_argument("--candidate", choices=("draft", "ngram", "kvq4", "prefix"), default="draft",
-                   help="which speed-up the candidate uses (default: draft-model speculation)")
+    p.add_argument(
+        "--candidate",
+        choices=("draft", "ngram", "kvq4", "prefix"),
+        default="draft",
+        help="which speed-up the candidate uses (default: draft-model speculation)",
+    )
 
     p = sub.add_parser("sweep", help="throughput and speed-up against concurrency: where the payoff collapses")
     p.add_argument("--baseline", required=True, metavar="URL")
@@ -133,9 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--candidate", required=True, metavar="URL", help="cache on")
     p.add_argument("--turns", type=int, default=3, metavar="N", help="conversation turns (default 3)")
     p.add_argument("--prompt", metavar="TEXT", help="send this (long) prompt N times instead of a conversation")
-    p.add_argument("--restore-check", action="store_true",
-                   help="also save the candidate's conversation cache and time the next turn restored vs recomputed "
-                        "(needs --slot-save-path)")
+    p.add_argument(
+        "--restore-check",
+        action="store_true",
+        help="also save the candidate's conversation cache and time the next turn restored vs recomputed "
+        "(needs --slot-save-path)",
+    )
     p.add_argument("--json", action="store_true")
     _add_run_options(p)
 
@@ -186,11 +241,21 @@ def main(argv: list[str] | None = None) -> int:
 
 # command → (module, function), imported only when run: `spectui --help` stays fast
 COMMANDS = {
-    "compare": ("compare", "cmd_compare"), "replay": ("compare", "cmd_replay"), "report": ("compare", "cmd_report"),
-    "sessions": ("compare", "cmd_sessions"), "notebook": ("compare", "cmd_notebook"),
-    "sweep": ("labs", "cmd_sweep"), "prefix": ("labs", "cmd_prefix"), "cache": ("labs", "cmd_cache"), "kv": ("labs", "cmd_kv"),
-    "theory": ("labs", "cmd_theory"), "setup": ("machine", "cmd_setup"), "doctor": ("machine", "cmd_doctor"),
-    "profiles": ("machine", "cmd_profiles"), "tui": ("tui", "cmd_tui"), "demo": ("demo", "cmd_demo"),
+    "compare": ("compare", "cmd_compare"),
+    "replay": ("compare", "cmd_replay"),
+    "report": ("compare", "cmd_report"),
+    "sessions": ("compare", "cmd_sessions"),
+    "notebook": ("compare", "cmd_notebook"),
+    "sweep": ("labs", "cmd_sweep"),
+    "prefix": ("labs", "cmd_prefix"),
+    "cache": ("labs", "cmd_cache"),
+    "kv": ("labs", "cmd_kv"),
+    "theory": ("labs", "cmd_theory"),
+    "setup": ("machine", "cmd_setup"),
+    "doctor": ("machine", "cmd_doctor"),
+    "profiles": ("machine", "cmd_profiles"),
+    "tui": ("tui", "cmd_tui"),
+    "demo": ("demo", "cmd_demo"),
 }
 
 

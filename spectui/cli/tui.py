@@ -21,10 +21,17 @@ def run_replay(session, speed: str) -> int:
         raise InputError(f"--speed must be a positive finite number or max, not {speed!r}")
     first = session.prompts[0]
     control = ReplayControl(rate)
-    config = AppConfig(session.infos["baseline"].url, session.infos["candidate"].url,
-                       params=first.params, order=first.order, prompts=[sp.prompt for sp in session.prompts],
-                       backends={s: SessionBackend(s, session, rate, control) for s in SIDES},
-                       replay_control=control, autorun_all=True, title=f"spectui replay · {session.path.name}")
+    config = AppConfig(
+        session.infos["baseline"].url,
+        session.infos["candidate"].url,
+        params=first.params,
+        order=first.order,
+        prompts=[sp.prompt for sp in session.prompts],
+        backends={s: SessionBackend(s, session, rate, control) for s in SIDES},
+        replay_control=control,
+        autorun_all=True,
+        title=f"spectui replay · {session.path.name}",
+    )
     make_app(config).run()
     return 0
 
@@ -39,12 +46,20 @@ def cmd_tui(args) -> int:
     from spectui.store.config import load as load_settings
 
     settings, _ = load_settings()  # autosave = false, auto_notebook = true, notebook = "…" in config.toml
-    config = AppConfig(args.baseline or "not started", args.candidate or "not started", prompt_set=args.prompts,
-                       params=params_from(args), order=args.order, ready_timeout=args.ready_timeout, pick_profile=pick,
-                       backend_kind=args.backend, api_key=api_key_from(args.api_key_env),
-                       autosave=bool(settings.get("autosave", True)) and not args.no_autosave,
-                       auto_notebook=bool(settings.get("auto_notebook", False)),
-                       notebook=args.notebook or settings.get("notebook"))
+    config = AppConfig(
+        args.baseline or "not started",
+        args.candidate or "not started",
+        prompt_set=args.prompts,
+        params=params_from(args),
+        order=args.order,
+        ready_timeout=args.ready_timeout,
+        pick_profile=pick,
+        backend_kind=args.backend,
+        api_key=api_key_from(args.api_key_env),
+        autosave=bool(settings.get("autosave", True)) and not args.no_autosave,
+        auto_notebook=bool(settings.get("auto_notebook", False)),
+        notebook=args.notebook or settings.get("notebook"),
+    )
     app = make_app(config)
 
     def on_term(signum, frame):  # a `kill` of spectui still stops the servers it started

@@ -185,11 +185,20 @@ def compare_ids(baseline_ids: list[int | None], candidate_ids: list[int | None])
     return None if len(baseline_ids) == len(candidate_ids) else n
 
 
-def token_divergence(baseline: list[bytes], candidate: list[bytes], index: int, kind: str, detail: str,
-                     context: int = 24) -> Divergence:
+def token_divergence(
+    baseline: list[bytes], candidate: list[bytes], index: int, kind: str, detail: str, context: int = 24
+) -> Divergence:
     """A divergence at token `index` (same bytes so far, other tokens): placed at that token's first byte."""
     a, b = b"".join(baseline), b"".join(candidate)
     at = sum(len(x) for x in baseline[:index])
     start = max(0, at - context)
-    return Divergence(at, index if index < len(baseline) else None, index if index < len(candidate) else None,
-                      a[start: at + context], b[start: at + context], start, kind, detail)
+    return Divergence(
+        at,
+        index if index < len(baseline) else None,
+        index if index < len(candidate) else None,
+        a[start : at + context],
+        b[start : at + context],
+        start,
+        kind,
+        detail,
+    )

@@ -1,16 +1,16 @@
 """The engine's exception tree; the CLI and the TUI turn these into one-line messages.
 
-    SpectuiError
-    ├── ServerError            a server could not be used
-    │   ├── ServerUnreachable  nothing answers at the URL
-    │   ├── ServerLoading      the server is still loading its model (timed out waiting)
-    │   ├── ServerHTTPError    the server answered with an HTTP error
-    │   ├── NotLlamaServer     something answers, but it is not the expected kind of server
-    │   ├── StreamBroken       the stream stopped or was malformed mid-response
-    │   └── BadEvent           an event's field has a type spectui cannot read
-    ├── Unsupported            the server cannot do what was asked (a capability it lacks)
-    ├── InputError             a file or option given by the user is wrong
-    └── SetupError             the llama-server build or the model could not be made ready
+SpectuiError
+├── ServerError            a server could not be used
+│   ├── ServerUnreachable  nothing answers at the URL
+│   ├── ServerLoading      the server is still loading its model (timed out waiting)
+│   ├── ServerHTTPError    the server answered with an HTTP error
+│   ├── NotLlamaServer     something answers, but it is not the expected kind of server
+│   ├── StreamBroken       the stream stopped or was malformed mid-response
+│   └── BadEvent           an event's field has a type spectui cannot read
+├── Unsupported            the server cannot do what was asked (a capability it lacks)
+├── InputError             a file or option given by the user is wrong
+└── SetupError             the llama-server build or the model could not be made ready
 """
 
 from __future__ import annotations
@@ -42,9 +42,11 @@ def describe(exc: BaseException) -> str:
 
 _SECRETS: set[str] = set()
 _USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")
-_KEYLIKE = re.compile(r"(?i)(?P<k>authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic)?\s*|"
-                      r"(?:api[_-]?key|x-api-key|token|password|secret)[\"']?\s*[:=]\s*[\"']?)"
-                      r"(?P<v>[^\s\"',;}]+)")
+_KEYLIKE = re.compile(
+    r"(?i)(?P<k>authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic)?\s*|"
+    r"(?:api[_-]?key|x-api-key|token|password|secret)[\"']?\s*[:=]\s*[\"']?)"
+    r"(?P<v>[^\s\"',;}]+)"
+)
 
 
 def register_secret(value: str | None) -> None:

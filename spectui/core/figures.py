@@ -130,9 +130,12 @@ class SideRecorder:
                 n_max = _num(ev.settings.get("speculative.n_max")) or self.n_max_hint
                 merged = sum(1 for st in self.steps if n_max and st.drafted > n_max)
                 f.steps_inferred = merged
-                f.labels = ("exact (draft counters)" if not merged else
-                            f"exact (draft counters) for {len(self.steps) - merged} steps, inferred for {merged} "
-                            f"(two steps' counters arrived together)")
+                f.labels = (
+                    "exact (draft counters)"
+                    if not merged
+                    else f"exact (draft counters) for {len(self.steps) - merged} steps, inferred for {merged} "
+                    f"(two steps' counters arrived together)"
+                )
             elif chunk_speculated:  # a speculating server that reported nothing at the end
                 f.labels, self.counts_from_metrics = "inferred from chunking", True
             elif self.tokens and self.tokens[-1].label != "unknown":
@@ -150,9 +153,12 @@ class SideRecorder:
             else:
                 expanded = tokens is not self.tokens  # one chunk per reported step, split by those counts
                 self.tokens, self.steps, agreed = exact_labels(tokens, acc, dr, ev.t_ns)
-                f.labels = (f"exact ({spec.source} per-step counts)" if agreed or expanded else
-                            f"inferred ({spec.source} per-step counts placed in order: the chunks do not match "
-                            "them, a chunk may hold two engine steps)")
+                f.labels = (
+                    f"exact ({spec.source} per-step counts)"
+                    if agreed or expanded
+                    else f"inferred ({spec.source} per-step counts placed in order: the chunks do not match "
+                    "them, a chunk may hold two engine steps)"
+                )
             f.tokens, f.drafted, f.accepted, f.steps = len(self.tokens), sum(dr), sum(acc), len(acc)
             f.label_counts = {}
             for t in self.tokens:
@@ -191,8 +197,12 @@ class SideRecorder:
         elif f.observed_tps:
             f.decode_tps, f.decode_source = f.observed_tps, "observed"
         completion = _num(t.get("completion_tokens"))
-        if self.tokens and all(tok.token_id is None for tok in self.tokens) and completion is not None \
-                and int(completion) != len(self.tokens):
+        if (
+            self.tokens
+            and all(tok.token_id is None for tok in self.tokens)
+            and completion is not None
+            and int(completion) != len(self.tokens)
+        ):
             f.rate_unit = "chunks/s"  # one event counted as one token: the server did not say how many
 
 

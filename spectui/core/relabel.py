@@ -59,7 +59,11 @@ def align(sizes: list[int], accepted: list[int]) -> tuple[list[int | None] | Non
     out: list[int | None] = []
     i = j = 0
     while i < n:
-        if j < m and (sizes[i] == accepted[j] + 1 or (i == n - 1 and sizes[i] <= accepted[j] + 1)) and ways(i + 1, j + 1):
+        if (
+            j < m
+            and (sizes[i] == accepted[j] + 1 or (i == n - 1 and sizes[i] <= accepted[j] + 1))
+            and ways(i + 1, j + 1)
+        ):
             out.append(j)
             j += 1
         else:
@@ -68,8 +72,9 @@ def align(sizes: list[int], accepted: list[int]) -> tuple[list[int | None] | Non
     return out, total == 1
 
 
-def aligned_labels(tokens: list[TokenEvent], per_step_accepted: list[int], per_step_drafted: list[int],
-                   t_ns: int) -> tuple[list[TokenEvent], list[StepEvent], str] | None:
+def aligned_labels(
+    tokens: list[TokenEvent], per_step_accepted: list[int], per_step_drafted: list[int], t_ns: int
+) -> tuple[list[TokenEvent], list[StepEvent], str] | None:
     """Labels from the server's per-step counts placed on the streamed chunks; None when they do not fit.
 
     Returns (tokens, steps, note): note is "" when exact, else says what is not.
@@ -81,7 +86,9 @@ def aligned_labels(tokens: list[TokenEvent], per_step_accepted: list[int], per_s
     if mapping is None:
         return None
     out = list(tokens)
-    steps = [StepEvent(i + 1, int(d), int(a), t_ns) for i, (a, d) in enumerate(zip(per_step_accepted, per_step_drafted))]
+    steps = [
+        StepEvent(i + 1, int(d), int(a), t_ns) for i, (a, d) in enumerate(zip(per_step_accepted, per_step_drafted))
+    ]
     for g, j in zip(groups, mapping):
         for k, idx in enumerate(g):
             if j is None:
@@ -92,18 +99,22 @@ def aligned_labels(tokens: list[TokenEvent], per_step_accepted: list[int], per_s
             cut = len(g) < s.accepted + 1  # the last step, cut short: its last token is still a draft
             if cut:
                 label = "accepted"
-            out[idx] = dataclasses.replace(out[idx], label=label, step=s.step,
-                                           rejected=s.drafted - s.accepted if label == "target" else 0)
+            out[idx] = dataclasses.replace(
+                out[idx], label=label, step=s.step, rejected=s.drafted - s.accepted if label == "target" else 0
+            )
     note = "" if unique else "; where rejected drafts sit is ambiguous for steps of one token"
     return out, steps, note
 
 
-def exact_labels(tokens: list[TokenEvent], per_step_accepted: list[int], per_step_drafted: list[int],
-                 t_ns: int) -> tuple[list[TokenEvent], list[StepEvent], bool]:
+def exact_labels(
+    tokens: list[TokenEvent], per_step_accepted: list[int], per_step_drafted: list[int], t_ns: int
+) -> tuple[list[TokenEvent], list[StepEvent], bool]:
     """Relabel from the server's per-step counts in order (one step per chunk, no empty steps);
     returns (tokens, steps, whether chunking agreed)."""
     out = list(tokens)
-    steps = [StepEvent(i + 1, int(d), int(a), t_ns) for i, (a, d) in enumerate(zip(per_step_accepted, per_step_drafted))]
+    steps = [
+        StepEvent(i + 1, int(d), int(a), t_ns) for i, (a, d) in enumerate(zip(per_step_accepted, per_step_drafted))
+    ]
     # the first token comes from prefill; each step then yields accepted + 1 tokens (the last can be cut short)
     i = 1
     agreed = True
@@ -124,7 +135,9 @@ def exact_labels(tokens: list[TokenEvent], per_step_accepted: list[int], per_ste
     return out, steps, agreed
 
 
-def expand_chunks(tokens: list[TokenEvent], per_step_accepted: list[int], completion_tokens: int | None) -> list[TokenEvent]:
+def expand_chunks(
+    tokens: list[TokenEvent], per_step_accepted: list[int], completion_tokens: int | None
+) -> list[TokenEvent]:
     """When a stream carried no token ids (one event per chunk), split each chunk into its tokens using
     the server's per-step counts: the prefill chunk is one token, each later chunk accepted+1 (the last
     cut to what completion_tokens leaves)."""

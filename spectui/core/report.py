@@ -52,10 +52,13 @@ def server_line(role: str, info: ServerInfo) -> str:
 
 
 def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], params: GenerationParams, order: str) -> str:
-    lines = [server_line("baseline", infos["baseline"]), server_line("candidate", infos["candidate"]),
-             f"params    max_tokens={params.max_tokens} temperature={params.temperature} seed={params.seed} "
-             f"order={order} prompt cache={'server default' if params.cache_prompt is None else ('on' if params.cache_prompt else 'off')}",
-             ""]
+    lines = [
+        server_line("baseline", infos["baseline"]),
+        server_line("candidate", infos["candidate"]),
+        f"params    max_tokens={params.max_tokens} temperature={params.temperature} seed={params.seed} "
+        f"order={order} prompt cache={'server default' if params.cache_prompt is None else ('on' if params.cache_prompt else 'off')}",
+        "",
+    ]
     head = f"{'prompt':<18} {'side':<9} {'TTFT ms':>8} {'tok/s':>7} {'srv tok/s':>9} {'tokens':>6} {'cached':>6}  {'acceptance':<16} {'mean len':>8}"
     lines.append(head)
     lines.append("-" * len(head))
@@ -76,11 +79,15 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
         if labels:
             lines.append(f"{'':<18} {'':<9} labels: {labels}")
         if r.prompts_differ_at is not None:
-            lines.append(f"{'':<18}   prompts differ: the two servers rendered the chat template differently at "
-                         f"byte {r.prompts_differ_at}")
+            lines.append(
+                f"{'':<18}   prompts differ: the two servers rendered the chat template differently at "
+                f"byte {r.prompts_differ_at}"
+            )
         spread = "; 1 run: no spread measured" if r.runs == 1 and r.speedup is not None else ""
-        lines.append(f"{'':<18} speed-up  {speedup_text(r)}{spread}   output: {verdict_text(r)}"
-                     + (f" (compared {r.compared})" if r.identical is not None else ""))
+        lines.append(
+            f"{'':<18} speed-up  {speedup_text(r)}{spread}   output: {verdict_text(r)}"
+            + (f" (compared {r.compared})" if r.identical is not None else "")
+        )
         if r.divergence is not None:
             d = r.divergence
             lines.append(f"{'':<18}   baseline  …{escape_bytes(d.baseline_excerpt)}…")
@@ -92,8 +99,11 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
     done = [r for r in results if r.identical is not None]
     same = sum(1 for r in done if r.identical)
     lines.append("")
-    lines.append(f"{same}/{len(done)} outputs identical" + (f", {len(results) - len(done)} not compared" if len(done) < len(results) else "")
-                 + f"; builds: baseline {infos['baseline'].build or '?'}, candidate {infos['candidate'].build or '?'}")
+    lines.append(
+        f"{same}/{len(done)} outputs identical"
+        + (f", {len(results) - len(done)} not compared" if len(done) < len(results) else "")
+        + f"; builds: baseline {infos['baseline'].build or '?'}, candidate {infos['candidate'].build or '?'}"
+    )
     return "\n".join(lines)
 
 
@@ -113,21 +123,36 @@ def repeat_lines(results: list[PromptResult]) -> list[str]:
     groups = grouped(results)
     if not any(len(g.runs) > 1 for g in groups):
         return []
-    out = ["", f"repeated runs (interleaved, alternating which side goes first; medians with {95}% bootstrap intervals)"]
+    out = [
+        "",
+        f"repeated runs (interleaved, alternating which side goes first; medians with {95}% bootstrap intervals)",
+    ]
     for g in groups:
         out.append(f"{g.prompt.id:<18} {repeat_text(g)}")
         for side in ("baseline", "candidate"):
             d, t = g.decode(side), g.ttft(side)
-            out.append(f"{'':<18}   {side:<9} decode tok/s {d.text('.1f') if d else '—'}   TTFT ms {t.text('.0f') if t else '—'}")
+            out.append(
+                f"{'':<18}   {side:<9} decode tok/s {d.text('.1f') if d else '—'}   TTFT ms {t.text('.0f') if t else '—'}"
+            )
         if g.acceptance_moved:
-            out.append(f"{'':<18}   acceptance moved between runs: {', '.join(fmt(a, '.0%') for a in g.acceptance)} "
-                       "(at temperature 0 it should not: a finding in itself)")
+            out.append(
+                f"{'':<18}   acceptance moved between runs: {', '.join(fmt(a, '.0%') for a in g.acceptance)} "
+                "(at temperature 0 it should not: a finding in itself)"
+            )
         div = g.divergent_runs
-        out.append(f"{'':<18}   outputs: " + (f"run {', '.join(map(str, div))} of {len(g.runs)} DIFFER"
-                                                if div else f"identical in every run ({len(g.runs)})"))
+        out.append(
+            f"{'':<18}   outputs: "
+            + (
+                f"run {', '.join(map(str, div))} of {len(g.runs)} DIFFER"
+                if div
+                else f"identical in every run ({len(g.runs)})"
+            )
+        )
     ratios = [r.speedup for r in results if r.speedup is not None]
     if len(groups) > 1 and len(ratios) > 1:
-        out.append(f"{'whole set':<18} speed-up {bootstrap_median(ratios).text(unit='×')} over {len(ratios)} paired runs")
+        out.append(
+            f"{'whole set':<18} speed-up {bootstrap_median(ratios).text(unit='×')} over {len(ratios)} paired runs"
+        )
     return out
 
 
@@ -138,67 +163,102 @@ def side_json(rec) -> dict:
     return d
 
 
-def json_report(infos: dict[str, ServerInfo], results: list[PromptResult], params: GenerationParams, order: str) -> dict:
+def json_report(
+    infos: dict[str, ServerInfo], results: list[PromptResult], params: GenerationParams, order: str
+) -> dict:
     prompts = []
     for r in results:
-        prompts.append({
-            "id": r.prompt.id,
-            "category": r.prompt.category,
-            "baseline": side_json(r.baseline),
-            "candidate": side_json(r.candidate),
-            "identical": r.identical,
-            "incomplete": r.incomplete,
-            "compared": r.compared,
-            "prompts_differ_at": r.prompts_differ_at,
-            "first_divergence": r.divergence.to_json() if r.divergence else None,
-            "speedup": r.speedup,
-            "run": r.run,
-            "acceptance_rate": r.candidate.figures.acceptance_rate,
-        })
+        prompts.append(
+            {
+                "id": r.prompt.id,
+                "category": r.prompt.category,
+                "baseline": side_json(r.baseline),
+                "candidate": side_json(r.candidate),
+                "identical": r.identical,
+                "incomplete": r.incomplete,
+                "compared": r.compared,
+                "prompts_differ_at": r.prompts_differ_at,
+                "first_divergence": r.divergence.to_json() if r.divergence else None,
+                "speedup": r.speedup,
+                "run": r.run,
+                "acceptance_rate": r.candidate.figures.acceptance_rate,
+            }
+        )
     return {
         "baseline": infos["baseline"].to_json(),
         "candidate": infos["candidate"].to_json(),
-        "params": {"max_tokens": params.max_tokens, "temperature": params.temperature, "seed": params.seed,
-                   "cache_prompt": params.cache_prompt, "order": order},
+        "params": {
+            "max_tokens": params.max_tokens,
+            "temperature": params.temperature,
+            "seed": params.seed,
+            "cache_prompt": params.cache_prompt,
+            "order": order,
+        },
         "prompts": prompts,
         "repeats": [g.to_json() for g in grouped(results)],
         "all_identical": (None if any(r.identical is None for r in results) else all(r.identical for r in results))
-        if results else None,
+        if results
+        else None,
     }
 
 
-def markdown_report(infos: dict[str, ServerInfo], results: list[PromptResult], params: GenerationParams, order: str,
-                    source: str | None = None) -> str:
+def markdown_report(
+    infos: dict[str, ServerInfo],
+    results: list[PromptResult],
+    params: GenerationParams,
+    order: str,
+    source: str | None = None,
+) -> str:
     """A readable report: the acceptance rate beside every speed-up, and the build tags."""
     b, c = infos["baseline"], infos["candidate"]
     out = ["# spectui comparison", ""]
     if source:
         out += [f"Session: `{source}`", ""]
-    out += ["| | URL | build | model | configuration |", "|---|---|---|---|---|",
-            f"| baseline | {b.url} | {b.build or '?'} | {b.model or '?'} | {b.describe_speedup()} |",
-            f"| candidate | {c.url} | {c.build or '?'} | {c.model or '?'} | {c.describe_speedup()} |", "",
-            f"Parameters: max tokens {params.max_tokens}, temperature {params.temperature}, seed {params.seed}, "
-            f"order {order}, prompt cache "
-            f"{'server default' if params.cache_prompt is None else ('on' if params.cache_prompt else 'off')}.", "",
-            "| prompt | baseline tok/s | candidate tok/s | speed-up (acceptance) | mean accepted length | TTFT ms (b / c) | output |",
-            "|---|---|---|---|---|---|---|"]
+    out += [
+        "| | URL | build | model | configuration |",
+        "|---|---|---|---|---|",
+        f"| baseline | {b.url} | {b.build or '?'} | {b.model or '?'} | {b.describe_speedup()} |",
+        f"| candidate | {c.url} | {c.build or '?'} | {c.model or '?'} | {c.describe_speedup()} |",
+        "",
+        f"Parameters: max tokens {params.max_tokens}, temperature {params.temperature}, seed {params.seed}, "
+        f"order {order}, prompt cache "
+        f"{'server default' if params.cache_prompt is None else ('on' if params.cache_prompt else 'off')}.",
+        "",
+        "| prompt | baseline tok/s | candidate tok/s | speed-up (acceptance) | mean accepted length | TTFT ms (b / c) | output |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         fb, fc = r.baseline.figures, r.candidate.figures
-        out.append(f"| {r.prompt.id} | {fmt(fb.decode_tps)} | {fmt(fc.decode_tps)} | {speedup_text(r)} | "
-                   f"{fmt(fc.mean_accepted_length, '.2f')} | {fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')} | "
-                   f"{verdict_text(r)} |")
+        out.append(
+            f"| {r.prompt.id} | {fmt(fb.decode_tps)} | {fmt(fc.decode_tps)} | {speedup_text(r)} | "
+            f"{fmt(fc.mean_accepted_length, '.2f')} | {fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')} | "
+            f"{verdict_text(r)} |"
+        )
     for r in results:
         if r.divergence is not None:
             d = r.divergence
-            out += ["", f"## {r.prompt.id}: first difference at byte {d.byte}", "",
-                    "```", f"baseline  …{escape_bytes(d.baseline_excerpt)}…",
-                    f"candidate …{escape_bytes(d.candidate_excerpt)}…", "```"]
+            out += [
+                "",
+                f"## {r.prompt.id}: first difference at byte {d.byte}",
+                "",
+                "```",
+                f"baseline  …{escape_bytes(d.baseline_excerpt)}…",
+                f"candidate …{escape_bytes(d.candidate_excerpt)}…",
+                "```",
+            ]
             cb, cc = r.baseline.figures.prompt_cached, r.candidate.figures.prompt_cached
             out.append(f"\nPrompt tokens reused from cache: baseline {cb}, candidate {cc}.")
         for rec in (r.baseline, r.candidate):
             if rec.failed is not None:
-                out += ["", f"**{r.prompt.id}: {rec.name} failed after {rec.figures.tokens} tokens:** {rec.failed.message}"]
+                out += [
+                    "",
+                    f"**{r.prompt.id}: {rec.name} failed after {rec.figures.tokens} tokens:** {rec.failed.message}",
+                ]
     done = [r for r in results if r.identical is not None]
-    out += ["", f"{sum(1 for r in done if r.identical)}/{len(done)} outputs identical. "
-            f"Builds: baseline {b.build or '?'}, candidate {c.build or '?'}.", ""]
+    out += [
+        "",
+        f"{sum(1 for r in done if r.identical)}/{len(done)} outputs identical. "
+        f"Builds: baseline {b.build or '?'}, candidate {c.build or '?'}.",
+        "",
+    ]
     return "\n".join(out)

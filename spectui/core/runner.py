@@ -133,8 +133,14 @@ def cross_check(rec: SideRecorder, before: ServerCounters | None, after: ServerC
         f.metrics_check = f"ok (steps {f.steps} in stream, {int(d.steps)} by server)"
 
 
-async def run_side(name: str, backend: Source, prompt_text: str, params: GenerationParams,
-                   sink: EventSink | None = None, rec: SideRecorder | None = None) -> SideRecorder:
+async def run_side(
+    name: str,
+    backend: Source,
+    prompt_text: str,
+    params: GenerationParams,
+    sink: EventSink | None = None,
+    rec: SideRecorder | None = None,
+) -> SideRecorder:
     """Stream one completion, with the server's counters read before and after to cross-check the counts."""
     rec = rec if rec is not None else SideRecorder(name)
     n_max = (backend.info.speculative or {}).get("n_max") if backend.info is not None else None
@@ -156,9 +162,16 @@ async def render_prompt(backend: Source, prompt: Prompt) -> str:
     return await backend.render_chat(prompt.messages)
 
 
-async def compare_prompt(baseline: Source, candidate: Source, prompt: Prompt, params: GenerationParams,
-                         order: str = "sequential", sink: EventSink | None = None,
-                         recorders: dict[str, SideRecorder] | None = None, first: str = "baseline") -> PromptResult:
+async def compare_prompt(
+    baseline: Source,
+    candidate: Source,
+    prompt: Prompt,
+    params: GenerationParams,
+    order: str = "sequential",
+    sink: EventSink | None = None,
+    recorders: dict[str, SideRecorder] | None = None,
+    first: str = "baseline",
+) -> PromptResult:
     """Sequential by default, so two servers sharing one machine do not distort each other's timing.
 
     `recorders` lets a caller that draws while the run goes on (the TUI) read the same recorders the
@@ -191,8 +204,9 @@ async def compare_prompt(baseline: Source, candidate: Source, prompt: Prompt, pa
         await side("candidate", candidate)
     result = PromptResult(prompt, recs["baseline"], recs["candidate"], rendered=rendered)
     if not result.failed:
-        result.divergence, result.compared = compare_sides(result.baseline, result.candidate,
-                                                           same_tokenizer(baseline.info, candidate.info))
+        result.divergence, result.compared = compare_sides(
+            result.baseline, result.candidate, same_tokenizer(baseline.info, candidate.info)
+        )
     return result
 
 
@@ -222,15 +236,26 @@ def compare_sides(b: SideRecorder, c: SideRecorder, ids_comparable: bool) -> tup
     nb, nc = b.figures.tokens, c.figures.tokens
     if nb != nc:
         i = min(nb, nc)
-        return token_divergence(tb, tc, i, "count", f"same text, but {nb} vs {nc} tokens generated "
-                                                    "(tokens at the end were never sent as text)"), compared
+        return token_divergence(
+            tb,
+            tc,
+            i,
+            "count",
+            f"same text, but {nb} vs {nc} tokens generated (tokens at the end were never sent as text)",
+        ), compared
     return None, compared
 
 
-async def run_prompts(baseline: Source, candidate: Source, prompts: list[Prompt], params: GenerationParams,
-                      order: str = "sequential", observer: RunObserver | None = None,
-                      recorders: Callable[[], dict[str, SideRecorder]] | None = None,
-                      repeat: int = 1) -> list[PromptResult]:
+async def run_prompts(
+    baseline: Source,
+    candidate: Source,
+    prompts: list[Prompt],
+    params: GenerationParams,
+    order: str = "sequential",
+    observer: RunObserver | None = None,
+    recorders: Callable[[], dict[str, SideRecorder]] | None = None,
+    repeat: int = 1,
+) -> list[PromptResult]:
     """Every prompt in turn through compare_prompt, `repeat` times each (B C, C B, B C, …), telling the
     observer as it goes. Each repeat is a result of its own, numbered by `run`."""
     obs = observer or RunObserver()
@@ -238,9 +263,16 @@ async def run_prompts(baseline: Source, candidate: Source, prompts: list[Prompt]
     for prompt in prompts:
         for k in range(1, repeat + 1):
             obs.prompt_started(prompt, params, order)
-            r = await compare_prompt(baseline, candidate, prompt, params, order, obs.event,
-                                     recorders() if recorders is not None else None,
-                                     first="baseline" if k % 2 else "candidate")
+            r = await compare_prompt(
+                baseline,
+                candidate,
+                prompt,
+                params,
+                order,
+                obs.event,
+                recorders() if recorders is not None else None,
+                first="baseline" if k % 2 else "candidate",
+            )
             r.run, r.runs = k, repeat
             obs.prompt_finished(r)
             results.append(r)
@@ -301,12 +333,18 @@ class Repeated:
 
     def to_json(self) -> dict:
         sp = self.speedup
-        return {"id": self.prompt.id, "runs": len(self.runs), "speedup": sp.to_json() if sp else None,
-                "verdict": self.verdict, "tolerance": self.tolerance,
-                "decode_tps": {s: (d.to_json() if (d := self.decode(s)) else None) for s in SIDES},
-                "ttft_ms": {s: (d.to_json() if (d := self.ttft(s)) else None) for s in SIDES},
-                "acceptance_rate": self.acceptance, "acceptance_moved": self.acceptance_moved,
-                "divergent_runs": self.divergent_runs}
+        return {
+            "id": self.prompt.id,
+            "runs": len(self.runs),
+            "speedup": sp.to_json() if sp else None,
+            "verdict": self.verdict,
+            "tolerance": self.tolerance,
+            "decode_tps": {s: (d.to_json() if (d := self.decode(s)) else None) for s in SIDES},
+            "ttft_ms": {s: (d.to_json() if (d := self.ttft(s)) else None) for s in SIDES},
+            "acceptance_rate": self.acceptance,
+            "acceptance_moved": self.acceptance_moved,
+            "divergent_runs": self.divergent_runs,
+        }
 
 
 def grouped(results: list[PromptResult]) -> list[Repeated]:

@@ -95,10 +95,14 @@ class Prompt:
         return d
 
 
-
-
-def checked_params(max_tokens: int, temperature: float, seed: int, cache_prompt: bool | None,
-                   idle_timeout: float = 120.0, deadline: float | None = 3600.0) -> GenerationParams:
+def checked_params(
+    max_tokens: int,
+    temperature: float,
+    seed: int,
+    cache_prompt: bool | None,
+    idle_timeout: float = 120.0,
+    deadline: float | None = 3600.0,
+) -> GenerationParams:
     """GenerationParams from user input, with a one-line error for values no server should get."""
     for name, v in (("--idle-timeout", idle_timeout), ("--deadline", deadline)):
         if v is not None and not (math.isfinite(v) and v > 0):
@@ -107,8 +111,14 @@ def checked_params(max_tokens: int, temperature: float, seed: int, cache_prompt:
         raise InputError(f"--max-tokens must be at least 1, not {max_tokens}")
     if not math.isfinite(temperature) or temperature < 0:
         raise InputError(f"--temperature must be a finite number >= 0, not {temperature}")
-    return GenerationParams(max_tokens=max_tokens, temperature=temperature, seed=seed, cache_prompt=cache_prompt,
-                            idle_timeout=idle_timeout, deadline=deadline)
+    return GenerationParams(
+        max_tokens=max_tokens,
+        temperature=temperature,
+        seed=seed,
+        cache_prompt=cache_prompt,
+        idle_timeout=idle_timeout,
+        deadline=deadline,
+    )
 
 
 @dataclass(frozen=True)
@@ -137,6 +147,11 @@ class ServerCounters:
         if self.accepted_per_position is not None:
             prev = before.accepted_per_position or ()
             pos = tuple(v - (prev[i] if i < len(prev) else 0.0) for i, v in enumerate(self.accepted_per_position))
-        return ServerCounters(d(self.drafted, before.drafted), d(self.accepted, before.accepted),
-                              d(self.steps, before.steps), pos, d(self.prompt_tokens, before.prompt_tokens),
-                              d(self.prompt_cached, before.prompt_cached))
+        return ServerCounters(
+            d(self.drafted, before.drafted),
+            d(self.accepted, before.accepted),
+            d(self.steps, before.steps),
+            pos,
+            d(self.prompt_tokens, before.prompt_tokens),
+            d(self.prompt_cached, before.prompt_cached),
+        )

@@ -13,16 +13,37 @@ from pathlib import Path
 from spectui.core.errors import InputError
 
 # bytes per element of llama.cpp's KV cache types (block formats: 32 values per block)
-KV_BYTES = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q5_1": 24 / 32, "q5_0": 22 / 32,
-            "q4_1": 20 / 32, "q4_0": 18 / 32, "iq4_nl": 18 / 32}
+KV_BYTES = {
+    "f32": 4.0,
+    "f16": 2.0,
+    "bf16": 2.0,
+    "q8_0": 34 / 32,
+    "q5_1": 24 / 32,
+    "q5_0": 22 / 32,
+    "q4_1": 20 / 32,
+    "q4_0": 18 / 32,
+    "iq4_nl": 18 / 32,
+}
 
 FLAGS = [
-    ("llama.cpp", "-ctk TYPE -ctv TYPE", "f16 (default), q8_0, q5_1, q5_0, q4_1, q4_0, iq4_nl; a quantised V needs -fa on",
-     "q8_0 about halves the cache with small drift; q4_0 quarters it and changes outputs sooner"),
-    ("vLLM", "--kv-cache-dtype auto|fp8|fp8_e4m3|fp8_e5m2", "fp8 halves the cache against bf16/f16",
-     "needs hardware fp8 support to be fast; scales may be calibrated; not bit-exact"),
-    ("SGLang", "--kv-cache-dtype fp8_e5m2|fp8_e4m3", "fp8 halves the cache",
-     "e5m2 keeps range, e4m3 keeps precision; not bit-exact"),
+    (
+        "llama.cpp",
+        "-ctk TYPE -ctv TYPE",
+        "f16 (default), q8_0, q5_1, q5_0, q4_1, q4_0, iq4_nl; a quantised V needs -fa on",
+        "q8_0 about halves the cache with small drift; q4_0 quarters it and changes outputs sooner",
+    ),
+    (
+        "vLLM",
+        "--kv-cache-dtype auto|fp8|fp8_e4m3|fp8_e5m2",
+        "fp8 halves the cache against bf16/f16",
+        "needs hardware fp8 support to be fast; scales may be calibrated; not bit-exact",
+    ),
+    (
+        "SGLang",
+        "--kv-cache-dtype fp8_e5m2|fp8_e4m3",
+        "fp8 halves the cache",
+        "e5m2 keeps range, e4m3 keeps precision; not bit-exact",
+    ),
 ]
 
 _GGUF_TYPES = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
@@ -38,14 +59,14 @@ def read_gguf_metadata(path: str | Path, wanted: set[str] | None = None) -> dict
     with fh:
         if fh.read(4) != b"GGUF":
             raise InputError(f"{p} is not a GGUF file")
-        version, = struct.unpack("<I", fh.read(4))
+        (version,) = struct.unpack("<I", fh.read(4))
         if version < 2:
             raise InputError(f"{p}: GGUF version {version} is too old")
         _tensors, n_kv = struct.unpack("<QQ", fh.read(16))
         out: dict = {}
 
         def read_str() -> str:
-            n, = struct.unpack("<Q", fh.read(8))
+            (n,) = struct.unpack("<Q", fh.read(8))
             return fh.read(n).decode("utf-8", errors="replace")
 
         def read_value(t: int):
@@ -64,7 +85,7 @@ def read_gguf_metadata(path: str | Path, wanted: set[str] | None = None) -> dict
 
         for _ in range(n_kv):
             key = read_str()
-            t, = struct.unpack("<I", fh.read(4))
+            (t,) = struct.unpack("<I", fh.read(4))
             value = read_value(t)
             if value is not None:
                 out[key] = value
@@ -87,8 +108,14 @@ def model_dims(path: str | Path) -> dict:
     head_v = get("attention.value_length") or head_k
     if not (layers and kv_heads and head_k):
         raise InputError(f"{path}: the GGUF header lacks the attention dimensions spectui needs")
-    return {"arch": arch, "layers": int(layers), "kv_heads": int(kv_heads), "head_k": int(head_k), "head_v": int(head_v),
-            "context_trained": get("context_length")}
+    return {
+        "arch": arch,
+        "layers": int(layers),
+        "kv_heads": int(kv_heads),
+        "head_k": int(head_k),
+        "head_v": int(head_v),
+        "context_trained": get("context_length"),
+    }
 
 
 def kv_bytes(dims: dict, ctx: int, type_k: str = "f16", type_v: str | None = None) -> int:
@@ -103,9 +130,12 @@ def kv_bytes(dims: dict, ctx: int, type_k: str = "f16", type_v: str | None = Non
 def kv_text(model: str | Path, ctx: int) -> str:
     dims = model_dims(model)
     base = kv_bytes(dims, ctx, "f16")
-    lines = [f"model {Path(model).name}: {dims['layers']} layers, {dims['kv_heads']} KV heads × {dims['head_k']} "
-             f"(computed from the GGUF header); context {ctx}", "",
-             f"{'KV type':<10} {'memory':>10} {'saved vs f16':>13}"]
+    lines = [
+        f"model {Path(model).name}: {dims['layers']} layers, {dims['kv_heads']} KV heads × {dims['head_k']} "
+        f"(computed from the GGUF header); context {ctx}",
+        "",
+        f"{'KV type':<10} {'memory':>10} {'saved vs f16':>13}",
+    ]
     for t in ("f16", "q8_0", "q5_1", "q4_0"):
         b = kv_bytes(dims, ctx, t)
         lines.append(f"{t:<10} {b / 2**20:>8.1f} MiB {(1 - b / base):>12.0%}")

@@ -44,14 +44,24 @@ class Turn:
     def to_json(self) -> dict:
         def side(rec: SideRecorder, name: str) -> dict:
             f = rec.figures
-            return {"ttft_ms": f.ttft_ms, "prompt_tokens_processed": f.prompt_tokens, "prompt_tokens_reused": f.prompt_cached,
-                    "metrics_prompt_tokens_cached": self.metrics_cached.get(name), "tokens": f.tokens,
-                    "decode_tps": f.decode_tps, "failed": rec.failed.message if rec.failed else None}
+            return {
+                "ttft_ms": f.ttft_ms,
+                "prompt_tokens_processed": f.prompt_tokens,
+                "prompt_tokens_reused": f.prompt_cached,
+                "metrics_prompt_tokens_cached": self.metrics_cached.get(name),
+                "tokens": f.tokens,
+                "decode_tps": f.decode_tps,
+                "failed": rec.failed.message if rec.failed else None,
+            }
 
-        return {"turn": self.n, "baseline": side(self.baseline, "baseline"), "candidate": side(self.candidate, "candidate"),
-                "ttft_speedup": self.ttft_speedup,
-                "identical": None if (self.baseline.failed or self.candidate.failed) else self.divergence is None,
-                "first_divergence": self.divergence.to_json() if self.divergence else None}
+        return {
+            "turn": self.n,
+            "baseline": side(self.baseline, "baseline"),
+            "candidate": side(self.candidate, "candidate"),
+            "ttft_speedup": self.ttft_speedup,
+            "identical": None if (self.baseline.failed or self.candidate.failed) else self.divergence is None,
+            "first_divergence": self.divergence.to_json() if self.divergence else None,
+        }
 
 
 async def clear_cache(backend: Backend) -> str:
@@ -61,8 +71,9 @@ async def clear_cache(backend: Backend) -> str:
     return await backend.reset_cache()
 
 
-async def run_prefix(baseline: Backend, candidate: Backend, turns: list[str], params: GenerationParams,
-                     on_turn=None) -> tuple[list[Turn], dict[str, str]]:
+async def run_prefix(
+    baseline: Backend, candidate: Backend, turns: list[str], params: GenerationParams, on_turn=None
+) -> tuple[list[Turn], dict[str, str]]:
     cleared = {"baseline": await clear_cache(baseline), "candidate": await clear_cache(candidate)}
     messages: list[dict] = []
     out: list[Turn] = []
@@ -72,8 +83,9 @@ async def run_prefix(baseline: Backend, candidate: Backend, turns: list[str], pa
         for name, backend, cache in (("baseline", baseline, False), ("candidate", candidate, True)):
             prompt = await backend.render_chat(messages)
             before = await counters_or_none(backend)
-            recs[name] = await run_side(name, backend, prompt,
-                                        GenerationParams(params.max_tokens, params.temperature, params.seed, cache))
+            recs[name] = await run_side(
+                name, backend, prompt, GenerationParams(params.max_tokens, params.temperature, params.seed, cache)
+            )
             after = await counters_or_none(backend)
             cached[name] = after.minus(before).prompt_cached if after is not None and before is not None else None
         div = None
@@ -88,7 +100,6 @@ async def run_prefix(baseline: Backend, candidate: Backend, turns: list[str], pa
     return out, cleared
 
 
-
 def prefix_table(turns: list[Turn]) -> str:
     from spectui.core.report import fmt
 
@@ -96,44 +107,68 @@ def prefix_table(turns: list[Turn]) -> str:
     lines = [head, "-" * len(head)]
     for t in turns:
         b, c = t.baseline.figures, t.candidate.figures
-        same = {True: "identical", False: f"DIFFERS at byte {t.divergence.byte if t.divergence else '?'}", None: "a side failed"}[
-            None if (t.baseline.failed or t.candidate.failed) else t.divergence is None]
-        lines.append(f"{t.n:>4} {fmt(b.ttft_ms, '.0f'):>12} {fmt(c.ttft_ms, '.0f'):>12} "
-                     f"{fmt(b.prompt_tokens, 'd') + ' / ' + fmt(c.prompt_tokens, 'd'):>20} {fmt(c.prompt_cached, 'd'):>11} "
-                     f"{(fmt(t.ttft_speedup, '.2f') + '×') if t.ttft_speedup else '—':>13}  {same}")
+        same = {
+            True: "identical",
+            False: f"DIFFERS at byte {t.divergence.byte if t.divergence else '?'}",
+            None: "a side failed",
+        }[None if (t.baseline.failed or t.candidate.failed) else t.divergence is None]
+        lines.append(
+            f"{t.n:>4} {fmt(b.ttft_ms, '.0f'):>12} {fmt(c.ttft_ms, '.0f'):>12} "
+            f"{fmt(b.prompt_tokens, 'd') + ' / ' + fmt(c.prompt_tokens, 'd'):>20} {fmt(c.prompt_cached, 'd'):>11} "
+            f"{(fmt(t.ttft_speedup, '.2f') + '×') if t.ttft_speedup else '—':>13}  {same}"
+        )
     if any(t.divergence for t in turns):
-        lines.append("a turn that reused cached prompt tokens gave different bytes than recomputing them: reuse is "
-                     "not guaranteed bit-exact on this server; the reused-token count is beside each verdict")
+        lines.append(
+            "a turn that reused cached prompt tokens gave different bytes than recomputing them: reuse is "
+            "not guaranteed bit-exact on this server; the reused-token count is beside each verdict"
+        )
     return "\n".join(lines)
 
 
 # -- saved conversation caches (llama.cpp /slots) -------------------------------------------------------
-async def restore_experiment(backend: Backend, messages: list[dict], params: GenerationParams,
-                             filename: str = "spectui-restore-check.bin", slot: int = 0) -> dict:
+async def restore_experiment(
+    backend: Backend,
+    messages: list[dict],
+    params: GenerationParams,
+    filename: str = "spectui-restore-check.bin",
+    slot: int = 0,
+) -> dict:
     """Save the conversation's cache, then time its next turn recomputed (slot erased) and restored."""
     import time
 
     p = GenerationParams(params.max_tokens, params.temperature, params.seed, True)
     first = await run_side("candidate", backend, await backend.render_chat(messages), p)
-    convo = messages + [{"role": "assistant", "content": first.output().decode("utf-8", errors="replace")},
-                        {"role": "user", "content": "Please go on."}]
+    convo = messages + [
+        {"role": "assistant", "content": first.output().decode("utf-8", errors="replace")},
+        {"role": "user", "content": "Please go on."},
+    ]
     nxt = await backend.render_chat(convo)
     t0 = time.perf_counter()
     saved = await backend.slot_action("save", slot, filename)
     save_ms = (saved.get("timings") or {}).get("save_ms", (time.perf_counter() - t0) * 1000)
     await backend.slot_action("erase", slot, None)
     # recompute for real: the server can also keep prompts in a host-memory cache beyond the slot
-    recomputed = await run_side("candidate", backend, nxt,
-                                GenerationParams(p.max_tokens, p.temperature, p.seed, False))
+    recomputed = await run_side("candidate", backend, nxt, GenerationParams(p.max_tokens, p.temperature, p.seed, False))
     await backend.slot_action("erase", slot, None)
     t0 = time.perf_counter()
     restored = await backend.slot_action("restore", slot, filename)
     restore_ms = (restored.get("timings") or {}).get("restore_ms", (time.perf_counter() - t0) * 1000)
     after = await run_side("candidate", backend, nxt, p)
-    return {"tokens_saved": saved.get("n_saved"), "file_bytes": saved.get("n_written"), "save_ms": save_ms,
-            "restore_ms": restore_ms, "tokens_restored": restored.get("n_restored"),
-            "recomputed": {"ttft_ms": recomputed.figures.ttft_ms, "prompt_tokens_processed": recomputed.figures.prompt_tokens,
-                           "prompt_tokens_reused": recomputed.figures.prompt_cached},
-            "restored": {"ttft_ms": after.figures.ttft_ms, "prompt_tokens_processed": after.figures.prompt_tokens,
-                         "prompt_tokens_reused": after.figures.prompt_cached},
-            "identical": recomputed.output() == after.output()}
+    return {
+        "tokens_saved": saved.get("n_saved"),
+        "file_bytes": saved.get("n_written"),
+        "save_ms": save_ms,
+        "restore_ms": restore_ms,
+        "tokens_restored": restored.get("n_restored"),
+        "recomputed": {
+            "ttft_ms": recomputed.figures.ttft_ms,
+            "prompt_tokens_processed": recomputed.figures.prompt_tokens,
+            "prompt_tokens_reused": recomputed.figures.prompt_cached,
+        },
+        "restored": {
+            "ttft_ms": after.figures.ttft_ms,
+            "prompt_tokens_processed": after.figures.prompt_tokens,
+            "prompt_tokens_reused": after.figures.prompt_cached,
+        },
+        "identical": recomputed.output() == after.output(),
+    }

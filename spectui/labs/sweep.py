@@ -72,7 +72,9 @@ class SideLevel:
             return "ok (counts from the server's counters; labels inferred from chunking)"
         own = (sum(r.figures.drafted for r in self.recorders), sum(r.figures.accepted for r in self.recorders))
         server = (int(self.metrics_drafted), int(self.metrics_accepted))
-        return "ok" if own == server else f"mismatch: drafted/accepted {own[0]}/{own[1]} vs server {server[0]}/{server[1]}"
+        return (
+            "ok" if own == server else f"mismatch: drafted/accepted {own[0]}/{own[1]} vs server {server[0]}/{server[1]}"
+        )
 
     @property
     def acceptance_rate(self) -> float | None:
@@ -83,10 +85,20 @@ class SideLevel:
         return [r.failed.message for r in self.recorders if r.failed is not None]
 
     def to_json(self) -> dict:
-        return {"aggregate_tps": self.aggregate_tps, "per_request_tps": self.per_request_tps, "ttft_ms": self.ttft_ms,
-                "tokens": self.tokens, "wall_s": self.wall_s, "drafted": self.drafted, "accepted": self.accepted,
-                "acceptance_rate": self.acceptance_rate, "metrics_drafted": self.metrics_drafted,
-                "metrics_accepted": self.metrics_accepted, "metrics_check": self.metrics_check, "failed": self.failed}
+        return {
+            "aggregate_tps": self.aggregate_tps,
+            "per_request_tps": self.per_request_tps,
+            "ttft_ms": self.ttft_ms,
+            "tokens": self.tokens,
+            "wall_s": self.wall_s,
+            "drafted": self.drafted,
+            "accepted": self.accepted,
+            "acceptance_rate": self.acceptance_rate,
+            "metrics_drafted": self.metrics_drafted,
+            "metrics_accepted": self.metrics_accepted,
+            "metrics_check": self.metrics_check,
+            "failed": self.failed,
+        }
 
 
 @dataclass
@@ -112,11 +124,17 @@ class Level:
         return all(d is None for d in self.divergences)
 
     def to_json(self) -> dict:
-        return {"concurrency": self.concurrency, "baseline": self.baseline.to_json(), "candidate": self.candidate.to_json(),
-                "speedup": self.speedup, "acceptance_rate": self.candidate.acceptance_rate,
-                "identical": self.identical, "outputs_compared": self.compared,
-                "differing_requests": [i for i, d in enumerate(self.divergences) if d is not None],
-                "first_divergences": [d.to_json() if d else None for d in self.divergences]}
+        return {
+            "concurrency": self.concurrency,
+            "baseline": self.baseline.to_json(),
+            "candidate": self.candidate.to_json(),
+            "speedup": self.speedup,
+            "acceptance_rate": self.candidate.acceptance_rate,
+            "identical": self.identical,
+            "outputs_compared": self.compared,
+            "differing_requests": [i for i, d in enumerate(self.divergences) if d is not None],
+            "first_divergences": [d.to_json() if d else None for d in self.divergences],
+        }
 
 
 async def _run_side(backend: Backend, texts: list[str], params: GenerationParams, name: str) -> SideLevel:
@@ -138,9 +156,14 @@ async def _run_side(backend: Backend, texts: list[str], params: GenerationParams
     return lvl
 
 
-
-async def sweep(baseline: Backend, candidate: Backend, prompts: list[Prompt], levels: list[int],
-                params: GenerationParams, on_level=None) -> list[Level]:
+async def sweep(
+    baseline: Backend,
+    candidate: Backend,
+    prompts: list[Prompt],
+    levels: list[int],
+    params: GenerationParams,
+    on_level=None,
+) -> list[Level]:
     out = []
     rendered: dict[str, dict[str, str]] = {"baseline": {}, "candidate": {}}
     for side, b in (("baseline", baseline), ("candidate", candidate)):
@@ -177,18 +200,26 @@ def parse_levels(text: str) -> list[int]:
 def text_table(levels: list[Level]) -> str:
     from spectui.core.report import fmt
 
-    head = (f"{'conc':>4} {'base agg tok/s':>14} {'cand agg tok/s':>14} {'base req tok/s':>14} {'cand req tok/s':>14} "
-            f"{'TTFT ms b/c':>13}  {'speed-up (acceptance)':<28} outputs")
+    head = (
+        f"{'conc':>4} {'base agg tok/s':>14} {'cand agg tok/s':>14} {'base req tok/s':>14} {'cand req tok/s':>14} "
+        f"{'TTFT ms b/c':>13}  {'speed-up (acceptance)':<28} outputs"
+    )
     lines = [head, "-" * len(head)]
     for lv in levels:
         acc = lv.candidate.acceptance_rate
-        sp = f"{lv.speedup:.2f}× at {acc:.0%} accepted" if lv.speedup and acc is not None else (
-            f"{lv.speedup:.2f}× (no drafts)" if lv.speedup else "—")
+        sp = (
+            f"{lv.speedup:.2f}× at {acc:.0%} accepted"
+            if lv.speedup and acc is not None
+            else (f"{lv.speedup:.2f}× (no drafts)" if lv.speedup else "—")
+        )
         same = {True: f"{lv.compared}/{lv.compared} identical", None: "a side failed"}.get(
-            lv.identical, f"{sum(1 for d in lv.divergences if d)}/{lv.compared} DIFFER")
-        lines.append(f"{lv.concurrency:>4} {fmt(lv.baseline.aggregate_tps):>14} {fmt(lv.candidate.aggregate_tps):>14} "
-                     f"{fmt(lv.baseline.per_request_tps):>14} {fmt(lv.candidate.per_request_tps):>14} "
-                     f"{fmt(lv.baseline.ttft_ms, '.0f') + '/' + fmt(lv.candidate.ttft_ms, '.0f'):>13}  {sp:<28} {same}")
+            lv.identical, f"{sum(1 for d in lv.divergences if d)}/{lv.compared} DIFFER"
+        )
+        lines.append(
+            f"{lv.concurrency:>4} {fmt(lv.baseline.aggregate_tps):>14} {fmt(lv.candidate.aggregate_tps):>14} "
+            f"{fmt(lv.baseline.per_request_tps):>14} {fmt(lv.candidate.per_request_tps):>14} "
+            f"{fmt(lv.baseline.ttft_ms, '.0f') + '/' + fmt(lv.candidate.ttft_ms, '.0f'):>13}  {sp:<28} {same}"
+        )
     return "\n".join(lines)
 
 
@@ -220,17 +251,19 @@ def svg_chart(levels: list[Level], title: str = "spectui sweep") -> str:
             pen_down = True
         return " ".join(out) or "M0,0"
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
-             f'<rect width="{W}" height="{H}" fill="white"/>',
-             f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="14">{title}</text>',
-             f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="black"/>',
-             f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="black"/>',
-             f'<line x1="{W - R}" y1="{T}" x2="{W - R}" y2="{H - B}" stroke="#999"/>',
-             f'<line x1="{L}" y1="{py(1, smax):.1f}" x2="{W - R}" y2="{py(1, smax):.1f}" stroke="#999" stroke-dasharray="4"/>',
-             f'<text x="{W - R + 4}" y="{py(1, smax) + 4:.1f}" fill="#666">1×</text>',
-             f'<path d="{path(ys_b, ymax)}" fill="none" stroke="#1f77b4" stroke-width="2"/>',
-             f'<path d="{path(ys_c, ymax)}" fill="none" stroke="#2ca02c" stroke-width="2"/>',
-             f'<path d="{path(sp, smax)}" fill="none" stroke="#d62728" stroke-width="2" stroke-dasharray="6 3"/>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
+        f'<rect width="{W}" height="{H}" fill="white"/>',
+        f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="14">{title}</text>',
+        f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="black"/>',
+        f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="black"/>',
+        f'<line x1="{W - R}" y1="{T}" x2="{W - R}" y2="{H - B}" stroke="#999"/>',
+        f'<line x1="{L}" y1="{py(1, smax):.1f}" x2="{W - R}" y2="{py(1, smax):.1f}" stroke="#999" stroke-dasharray="4"/>',
+        f'<text x="{W - R + 4}" y="{py(1, smax) + 4:.1f}" fill="#666">1×</text>',
+        f'<path d="{path(ys_b, ymax)}" fill="none" stroke="#1f77b4" stroke-width="2"/>',
+        f'<path d="{path(ys_c, ymax)}" fill="none" stroke="#2ca02c" stroke-width="2"/>',
+        f'<path d="{path(sp, smax)}" fill="none" stroke="#d62728" stroke-width="2" stroke-dasharray="6 3"/>',
+    ]
     for i, x in enumerate(xs):
         parts.append(f'<text x="{px(i):.1f}" y="{H - B + 16}" text-anchor="middle">{x}</text>')
     parts.append(f'<text x="{W / 2}" y="{H - 12}" text-anchor="middle">concurrent requests</text>')
@@ -238,8 +271,13 @@ def svg_chart(levels: list[Level], title: str = "spectui sweep") -> str:
         v = ymax * k / 4
         parts.append(f'<text x="{L - 6}" y="{py(v, ymax) + 4:.1f}" text-anchor="end">{v:.0f}</text>')
         s = smax * k / 4
-        parts.append(f'<text x="{W - R + 24}" y="{py(s, smax) + 4:.1f}" text-anchor="start" fill="#d62728">{s:.2f}</text>')
-    parts += [f'<text x="{L + 8}" y="{T + 12}" fill="#1f77b4">baseline tok/s (aggregate)</text>',
-              f'<text x="{L + 8}" y="{T + 28}" fill="#2ca02c">candidate tok/s (aggregate)</text>',
-              f'<text x="{L + 8}" y="{T + 44}" fill="#d62728">speed-up (right axis)</text>', "</svg>"]
+        parts.append(
+            f'<text x="{W - R + 24}" y="{py(s, smax) + 4:.1f}" text-anchor="start" fill="#d62728">{s:.2f}</text>'
+        )
+    parts += [
+        f'<text x="{L + 8}" y="{T + 12}" fill="#1f77b4">baseline tok/s (aggregate)</text>',
+        f'<text x="{L + 8}" y="{T + 28}" fill="#2ca02c">candidate tok/s (aggregate)</text>',
+        f'<text x="{L + 8}" y="{T + 44}" fill="#d62728">speed-up (right axis)</text>',
+        "</svg>",
+    ]
     return "\n".join(parts)

@@ -74,7 +74,8 @@ def text(t: dict) -> str:
         f"α = {t['alpha']}, γ = {t['gamma']}, c = {t['cost']}",
         f"tokens per verification step E = (1−α^(γ+1))/(1−α) = {t['tokens_per_step']:.2f}",
         f"speed-up S = E/(γc+1) = {t['speedup']:.2f}×",
-        "break-even acceptance rate (S = 1): " + (f"{be:.3f}" if be is not None else "none — this draft never pays at this γ and c"),
+        "break-even acceptance rate (S = 1): "
+        + (f"{be:.3f}" if be is not None else "none — this draft never pays at this γ and c"),
         f"best γ for α = {t['alpha']}, c = {t['cost']}: {t['best_gamma']} (S = {t['best_speedup']:.2f}×)",
         "",
         "  α     S",
@@ -86,8 +87,9 @@ def text(t: dict) -> str:
     return "\n".join(lines)
 
 
-def from_measurement(baseline_tps: float | None, candidate_tps: float | None, drafted: int, accepted: int,
-                     steps: int) -> dict | None:
+def from_measurement(
+    baseline_tps: float | None, candidate_tps: float | None, drafted: int, accepted: int, steps: int
+) -> dict | None:
     """Fill the formula from a measured run, and say why prediction and measurement differ.
 
     α = accepted/drafted and γ = drafted/steps come from the server's counters. The draft cost ratio c
@@ -109,17 +111,23 @@ def from_measurement(baseline_tps: float | None, candidate_tps: float | None, dr
     a = min(alpha, 0.999999)
     predicted_free = speedup(a, g, 0.0)
     return {
-        "alpha": alpha, "gamma": gamma, "implied_cost": c, "step_time_over_target_step": step_time / t,
+        "alpha": alpha,
+        "gamma": gamma,
+        "implied_cost": c,
+        "step_time_over_target_step": step_time / t,
         "measured_speedup": candidate_tps / baseline_tps,
         "predicted_speedup_free_draft": predicted_free,
-        "predicted_tokens_per_step": tokens_per_step_safe(a, g), "measured_tokens_per_step": tokens_per_step,
+        "predicted_tokens_per_step": tokens_per_step_safe(a, g),
+        "measured_tokens_per_step": tokens_per_step,
         "break_even_alpha": break_even_alpha(g, c) if c < 1e9 else None,
-        "why": (f"a verification step took {step_time / t:.1f}× a target step here; the formula charges it 1× "
-                f"plus γ·c for drafting. With a free draft it predicts {predicted_free:.2f}×; the measured "
-                f"{candidate_tps / baseline_tps:.2f}× implies c = {c:.2f} — on compute-bound hardware (a CPU) or "
-                "under batching, verifying γ+1 tokens is not one step's cost, so the payoff shrinks or reverses. "
-                f"Tokens per step: measured {tokens_per_step:.2f}, formula {tokens_per_step_safe(a, g):.2f} (it "
-                "assumes each draft is accepted independently with probability α; real acceptance comes in runs)."),
+        "why": (
+            f"a verification step took {step_time / t:.1f}× a target step here; the formula charges it 1× "
+            f"plus γ·c for drafting. With a free draft it predicts {predicted_free:.2f}×; the measured "
+            f"{candidate_tps / baseline_tps:.2f}× implies c = {c:.2f} — on compute-bound hardware (a CPU) or "
+            "under batching, verifying γ+1 tokens is not one step's cost, so the payoff shrinks or reverses. "
+            f"Tokens per step: measured {tokens_per_step:.2f}, formula {tokens_per_step_safe(a, g):.2f} (it "
+            "assumes each draft is accepted independently with probability α; real acceptance comes in runs)."
+        ),
     }
 
 

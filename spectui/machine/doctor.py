@@ -43,6 +43,8 @@ def doctor_text(r: dict) -> str:
     else:
         lines.append(f"GPUs           none ({r['gpu_note']})")
     h = r["host"]
-    lines.append(f"host           {h['system']} {h['machine']}, {h['cpu_count']} CPUs, "
-                 f"{h['memory_total'] / gib:.1f} GiB RAM ({h['memory_used'] / gib:.1f} GiB used)")
+    lines.append(
+        f"host           {h['system']} {h['machine']}, {h['cpu_count']} CPUs, "
+        f"{h['memory_total'] / gib:.1f} GiB RAM ({h['memory_used'] / gib:.1f} GiB used)"
+    )
     return "\n".join(lines)

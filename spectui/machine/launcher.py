@@ -81,17 +81,21 @@ class ServerProcess:
         import shutil
 
         if not (Path(self.argv[0]).is_file() or shutil.which(self.argv[0])):
-            how = {"llama.cpp": "run `spectui setup` to build llama-server, or set SPECTUI_LLAMA_SERVER",
-                   "vllm": "install vLLM in this environment (pip install vllm)",
-                   "sglang": "install SGLang in this environment (pip install sglang)"}.get(self.backend, "install it")
+            how = {
+                "llama.cpp": "run `spectui setup` to build llama-server, or set SPECTUI_LLAMA_SERVER",
+                "vllm": "install vLLM in this environment (pip install vllm)",
+                "sglang": "install SGLang in this environment (pip install sglang)",
+            }.get(self.backend, "install it")
             raise SetupError(f"{self.name}: server program {self.argv[0]!r} not found", hint=how)
         if port_in_use(self.port, self.host):
             from spectui.machine.probes import pid_listening_on
 
             holder = pid_listening_on(self.port)
             who = f" by PID {holder}" if holder else ""
-            raise ServerError(f"{self.name}: port {self.port} on {self.host} is already in use{who}",
-                              hint="pick another port or leave it empty for a free one")
+            raise ServerError(
+                f"{self.name}: port {self.port} on {self.host} is already in use{who}",
+                hint="pick another port or leave it empty for a free one",
+            )
         env = {**os.environ, **{k: str(v) for k, v in self.env.items()}} if self.env else None
         self.proc = subprocess.Popen(
             self.argv,
@@ -162,8 +166,24 @@ def llama_server_argv(
     threads: int = 1,
     slots: int = 1,
 ) -> list[str]:
-    return [str(binary), "-m", str(model), "--host", host, "--port", str(port), "-c", str(ctx),
-            "-t", str(threads), "-np", str(slots), "--metrics", "--no-webui", *extra]
+    return [
+        str(binary),
+        "-m",
+        str(model),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "-c",
+        str(ctx),
+        "-t",
+        str(threads),
+        "-np",
+        str(slots),
+        "--metrics",
+        "--no-webui",
+        *extra,
+    ]
 
 
 class Launcher:

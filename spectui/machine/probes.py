@@ -96,13 +96,15 @@ class GPUProbe:
                 name = name.decode(errors="replace")
             mem = _try(lambda h=handle: nv.nvmlDeviceGetMemoryInfo(h))
             util = _try(lambda h=handle: nv.nvmlDeviceGetUtilizationRates(h))
-            out.append(GPUSample(
-                index=i,
-                name=name or f"GPU {i}",
-                memory_used=int(mem.used) if mem is not None else None,
-                memory_total=int(mem.total) if mem is not None else None,
-                utilisation=int(util.gpu) if util is not None else None,
-            ))
+            out.append(
+                GPUSample(
+                    index=i,
+                    name=name or f"GPU {i}",
+                    memory_used=int(mem.used) if mem is not None else None,
+                    memory_total=int(mem.total) if mem is not None else None,
+                    utilisation=int(util.gpu) if util is not None else None,
+                )
+            )
         return out
 
     def close(self) -> None:

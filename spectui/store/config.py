@@ -11,7 +11,6 @@ from spectui.store.locations import atomic_write, config_path
 KNOWN = {"theme", "profile", "autosave", "auto_notebook", "notebook"}
 
 
-
 def load() -> tuple[dict, list[str]]:
     path = config_path()
     if not path.exists():

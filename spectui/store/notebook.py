@@ -38,15 +38,26 @@ def measurements(results, infos, profile: str | None = None) -> list[dict]:
         m = measurement(g.runs[0], infos, profile)
         if len(g.runs) > 1:
             sp, db, dc = g.speedup, g.decode("baseline"), g.decode("candidate")
-            m.update({k: v for k, v in {
-                "runs": len(g.runs),
-                "speedup": sp.median if sp else None, "speedup_low": sp.low if sp else None,
-                "speedup_high": sp.high if sp else None, "speedup_verdict": g.verdict,
-                "identical": all(r.identical for r in g.runs) if all(r.identical is not None for r in g.runs) else None,
-                "divergent_runs": g.divergent_runs or None, "acceptance_moved": g.acceptance_moved or None,
-                "baseline_tokens_per_s": db.median if db else None,
-                "candidate_tokens_per_s": dc.median if dc else None,
-            }.items() if v is not None})
+            m.update(
+                {
+                    k: v
+                    for k, v in {
+                        "runs": len(g.runs),
+                        "speedup": sp.median if sp else None,
+                        "speedup_low": sp.low if sp else None,
+                        "speedup_high": sp.high if sp else None,
+                        "speedup_verdict": g.verdict,
+                        "identical": all(r.identical for r in g.runs)
+                        if all(r.identical is not None for r in g.runs)
+                        else None,
+                        "divergent_runs": g.divergent_runs or None,
+                        "acceptance_moved": g.acceptance_moved or None,
+                        "baseline_tokens_per_s": db.median if db else None,
+                        "candidate_tokens_per_s": dc.median if dc else None,
+                    }.items()
+                    if v is not None
+                }
+            )
             m = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items()}
         else:
             m["runs"] = 1
@@ -76,7 +87,9 @@ def measurement(result, infos, profile: str | None = None) -> dict:
         "speedup": result.speedup,
         "identical": result.identical,
         "first_divergence_byte": result.divergence.byte if result.divergence else None,
-        "prompt_cached": [b.prompt_cached, c.prompt_cached] if b.prompt_cached is not None and c.prompt_cached is not None else None,
+        "prompt_cached": [b.prompt_cached, c.prompt_cached]
+        if b.prompt_cached is not None and c.prompt_cached is not None
+        else None,
     }
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items() if v is not None}
 
@@ -173,6 +186,8 @@ def show_text(path: Path) -> str:
         sp = f"{m['speedup']:.2f}×" if "speedup" in m else "—"
         ml = f"{m['mean_accepted_length']:.2f}" if "mean_accepted_length" in m else "—"
         same = {True: "identical", False: "DIFFERS"}.get(m.get("identical"), "—")
-        lines.append(f"{str(m.get('date', '?'))[:19]:<20} {m.get('prompt_id', '?'):<16} {sp:>8} {acc:>7} {ml:>8} "
-                     f"{same:<9} {m.get('candidate_config', '')} ({m.get('candidate_build', '?')})")
+        lines.append(
+            f"{str(m.get('date', '?'))[:19]:<20} {m.get('prompt_id', '?'):<16} {sp:>8} {acc:>7} {ml:>8} "
+            f"{same:<9} {m.get('candidate_config', '')} ({m.get('candidate_build', '?')})"
+        )
     return "\n".join(lines)

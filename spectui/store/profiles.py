@@ -94,8 +94,10 @@ class Profile:
         for c in self.comparisons:
             if c.id == cid:
                 return c
-        raise InputError(f"profile {self.name} has no comparison {cid!r}",
-                         hint=f"its comparisons: {', '.join(c.id for c in self.comparisons)}")
+        raise InputError(
+            f"profile {self.name} has no comparison {cid!r}",
+            hint=f"its comparisons: {', '.join(c.id for c in self.comparisons)}",
+        )
 
 
 def _line_of(text: str, key: str) -> int | None:
@@ -138,7 +140,7 @@ def parse_profile(text: str, path: str) -> Profile:
         raise err("variables", "must be a table of [variables.NAME] tables")
     for vname, v in raw_vars.items():
         if not isinstance(v, dict) or not isinstance(v.get("env"), str):
-            raise err(f"variables.{vname}", "needs env = \"NAME_OF_ENVIRONMENT_VARIABLE\"")
+            raise err(f"variables.{vname}", 'needs env = "NAME_OF_ENVIRONMENT_VARIABLE"')
         variables[vname] = Variable(vname, v["env"], str(v.get("description", "")), v.get("default"))
     comps = []
     raw = data.get("comparison")
@@ -187,8 +189,18 @@ def parse_profile(text: str, path: str) -> Profile:
                 raise err(f"{where}.{side}.host", "must be a host name or address")
             sides[side] = ServerSpec(backend, list(argv), host, port, dict(env), float(ready))
         comps.append(Comparison(cid, str(c.get("title", cid)), kind, sides["baseline"], sides["candidate"]))
-    return Profile(name, str(data.get("description", "")), str(data.get("track", "")), vendor,
-                   nums["min_gpu_memory_gib"], nums["min_memory_gib"], variables, comps, path, warnings)
+    return Profile(
+        name,
+        str(data.get("description", "")),
+        str(data.get("track", "")),
+        vendor,
+        nums["min_gpu_memory_gib"],
+        nums["min_memory_gib"],
+        variables,
+        comps,
+        path,
+        warnings,
+    )
 
 
 def user_profile_dir() -> Path:
@@ -250,11 +262,15 @@ def fits(profile: Profile, hw: Hardware) -> tuple[bool, str]:
         return False, f"needs {profile.min_memory_gib:g} GB of RAM, this machine has {hw.memory / GIB:.0f} GB"
     if need == "nvidia":
         if hw.gpu_vendor != "nvidia":
-            return False, "needs an NVIDIA GPU; " + ("this is Apple Silicon" if hw.gpu_vendor == "apple" else "none found")
+            return False, "needs an NVIDIA GPU; " + (
+                "this is Apple Silicon" if hw.gpu_vendor == "apple" else "none found"
+            )
         best = max(m for _, m in hw.gpus)
         if best < profile.min_gpu_memory_gib * GIB:
-            return False, (f"needs {profile.min_gpu_memory_gib:g} GB of GPU memory (the full lab's floor), "
-                           f"the largest GPU here has {best / GIB:.1f} GB")
+            return False, (
+                f"needs {profile.min_gpu_memory_gib:g} GB of GPU memory (the full lab's floor), "
+                f"the largest GPU here has {best / GIB:.1f} GB"
+            )
     if need == "apple":
         if hw.gpu_vendor != "apple":
             return False, "needs Apple Silicon (unified memory, Metal)"
@@ -269,8 +285,14 @@ def preselect(profiles: dict[str, Profile], hw: Hardware) -> Profile | None:
     if not fitting:
         return None
     order = {"nvidia": 3, "apple": 2, "any": 1, "none": 0}
-    return max(fitting, key=lambda p: (order[p.gpu_vendor] if p.gpu_vendor == hw.gpu_vendor else -1,
-                                       p.min_gpu_memory_gib, p.min_memory_gib))
+    return max(
+        fitting,
+        key=lambda p: (
+            order[p.gpu_vendor] if p.gpu_vendor == hw.gpu_vendor else -1,
+            p.min_gpu_memory_gib,
+            p.min_memory_gib,
+        ),
+    )
 
 
 # -- making a comparison runnable ------------------------------------------------------------------------
@@ -278,9 +300,11 @@ def builtin_values() -> dict[str, str | None]:
     from spectui.machine import assets
 
     found = assets.find_all()
-    return {"llama_server": str(found.llama_server) if found.llama_server else None,
-            "model": str(found.model) if found.model else None,
-            "draft_model": str(found.draft_model) if found.draft_model else None}
+    return {
+        "llama_server": str(found.llama_server) if found.llama_server else None,
+        "model": str(found.model) if found.model else None,
+        "draft_model": str(found.draft_model) if found.draft_model else None,
+    }
 
 
 def resolve_argv(profile: Profile, spec: ServerSpec, host: str, port: int, values: dict | None = None) -> list[str]:
@@ -295,12 +319,20 @@ def resolve_argv(profile: Profile, spec: ServerSpec, host: str, port: int, value
     vals["host"], vals["port"] = host, str(port)
     out = []
     for arg in spec.argv:
+
         def sub(m: re.Match) -> str:
             key = m.group(1)
             if vals.get(key) is None:
                 var = profile.variables.get(key)
-                how = f"set {var.env} ({var.description})" if var else (
-                    "run `spectui setup`" if key in ("llama_server", "model", "draft_model") else "define it in [variables]")
+                how = (
+                    f"set {var.env} ({var.description})"
+                    if var
+                    else (
+                        "run `spectui setup`"
+                        if key in ("llama_server", "model", "draft_model")
+                        else "define it in [variables]"
+                    )
+                )
                 raise InputError(f"profile {profile.name}: {{{key}}} has no value", hint=how)
             return str(vals[key])
 
@@ -310,8 +342,10 @@ def resolve_argv(profile: Profile, spec: ServerSpec, host: str, port: int, value
     for arg, nxt in zip(out, out[1:] + [""]):
         if arg in ("-m", "--model", "-md", "--spec-draft-model", "--model-path") and nxt and "/" in nxt:
             if not Path(nxt).exists() and not nxt.startswith(("hf:", "http")) and spec.backend == "llama.cpp":
-                raise InputError(f"profile {profile.name}: model file {nxt} does not exist",
-                                 hint="set the variable that names it (spectui profiles show " + profile.name + ")")
+                raise InputError(
+                    f"profile {profile.name}: model file {nxt} does not exist",
+                    hint="set the variable that names it (spectui profiles show " + profile.name + ")",
+                )
     return out
 
 
@@ -323,15 +357,28 @@ def servers_for(profile: Profile, comparison: Comparison, values: dict | None = 
     for side, spec in (("baseline", comparison.baseline), ("candidate", comparison.candidate)):
         port = spec.port or free_port(spec.host)
         argv = resolve_argv(profile, spec, spec.host, port, values)
-        out.append(ServerProcess(side, argv, host=spec.host, port=port, env=spec.env,
-                                 ready_timeout=spec.ready_timeout, backend=spec.backend))
+        out.append(
+            ServerProcess(
+                side,
+                argv,
+                host=spec.host,
+                port=port,
+                env=spec.env,
+                ready_timeout=spec.ready_timeout,
+                backend=spec.backend,
+            )
+        )
     return out[0], out[1]
 
 
 def profile_text(p: Profile, hw: Hardware | None = None) -> str:
-    lines = [f"{p.name} (track {p.track or '—'}): {p.description}", f"  file: {p.path}",
-             f"  hardware: GPU {p.gpu_vendor}" + (f", ≥ {p.min_gpu_memory_gib:g} GB GPU memory" if p.min_gpu_memory_gib else "")
-             + f", ≥ {p.min_memory_gib:g} GB RAM"]
+    lines = [
+        f"{p.name} (track {p.track or '—'}): {p.description}",
+        f"  file: {p.path}",
+        f"  hardware: GPU {p.gpu_vendor}"
+        + (f", ≥ {p.min_gpu_memory_gib:g} GB GPU memory" if p.min_gpu_memory_gib else "")
+        + f", ≥ {p.min_memory_gib:g} GB RAM",
+    ]
     if hw is not None:
         ok, why = fits(p, hw)
         lines.append(f"  this machine: {'fits' if ok else 'does not fit: ' + why}")

@@ -59,8 +59,10 @@ def load_set(name_or_path: str) -> tuple[str, list[Prompt]]:
         if candidate.is_file():
             path = candidate
         else:
-            raise InputError(f"no prompt set named {name_or_path!r}",
-                             hint=f"bundled sets: {', '.join(bundled_names())}, or give a file path")
+            raise InputError(
+                f"no prompt set named {name_or_path!r}",
+                hint=f"bundled sets: {', '.join(bundled_names())}, or give a file path",
+            )
     if not path.is_file():
         raise InputError(f"prompts file {path} does not exist")
     try:
@@ -91,7 +93,9 @@ def parse_set(data: dict, where: str) -> tuple[str, list[Prompt]]:
         ctx = f"{where}: prompt {pid!r}"
         unknown = set(item) - {"id", "category", "text", "messages", "raw"}
         if unknown:
-            raise InputError(f"{ctx}: unknown key {sorted(unknown)[0]!r}", hint="keys: id, category, text, messages, raw")
+            raise InputError(
+                f"{ctx}: unknown key {sorted(unknown)[0]!r}", hint="keys: id, category, text, messages, raw"
+            )
         given = [k for k in ("text", "messages", "raw") if k in item]
         if len(given) != 1:
             raise InputError(f"{ctx}: give exactly one of text, messages or raw")

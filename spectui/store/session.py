@@ -52,8 +52,15 @@ VERSION = 1
 def event_to_json(ev: StreamEvent, base_ns: int) -> dict:
     t = ev.t_ns - base_ns
     if isinstance(ev, TokenEvent):
-        d: dict = {"ev": "token", "t": t, "i": ev.index, "id": ev.token_id, "label": ev.label,
-                   "step": ev.step, "rej": ev.rejected}
+        d: dict = {
+            "ev": "token",
+            "t": t,
+            "i": ev.index,
+            "id": ev.token_id,
+            "label": ev.label,
+            "step": ev.step,
+            "rej": ev.rejected,
+        }
         try:
             d["d"] = ev.data.decode("utf-8")
         except UnicodeDecodeError:
@@ -64,8 +71,15 @@ def event_to_json(ev: StreamEvent, base_ns: int) -> dict:
     if isinstance(ev, StreamStarted):
         return {"ev": "start", "t": t}
     if isinstance(ev, StreamFinished):
-        d = {"ev": "finish", "t": t, "stop_type": ev.stop_type, "timings": ev.timings, "settings": ev.settings,
-             "tokens_evaluated": ev.tokens_evaluated, "tokens_predicted": ev.tokens_predicted}
+        d = {
+            "ev": "finish",
+            "t": t,
+            "stop_type": ev.stop_type,
+            "timings": ev.timings,
+            "settings": ev.settings,
+            "tokens_evaluated": ev.tokens_evaluated,
+            "tokens_predicted": ev.tokens_predicted,
+        }
         try:
             d["tail"] = ev.tail.decode("utf-8")
         except UnicodeDecodeError:
@@ -96,8 +110,9 @@ def event_from_json(d: dict, base_ns: int = 0) -> StreamEvent:
         label = d["label"]
         if label not in LABELS:
             raise ValueError(f"label {label!r}")
-        return TokenEvent(_typed(d, "i", int), _typed(d, "id", int), data, t, label, _typed(d, "step", int),
-                          _typed(d, "rej", int, 0))
+        return TokenEvent(
+            _typed(d, "i", int), _typed(d, "id", int), data, t, label, _typed(d, "step", int), _typed(d, "rej", int, 0)
+        )
     if kind == "step":
         return StepEvent(_typed(d, "step", int), _typed(d, "drafted", int), _typed(d, "accepted", int), t)
     if kind == "start":
@@ -106,9 +121,16 @@ def event_from_json(d: dict, base_ns: int = 0) -> StreamEvent:
         spec = SpecReport(**d["spec"]) if isinstance(d.get("spec"), dict) else None
         tail = _typed(d, "tail", str, "") or ""
         tail_b = bytes.fromhex(d["tail_x"]) if isinstance(d.get("tail_x"), str) else tail.encode("utf-8")
-        return StreamFinished(t, str(d.get("stop_type", "none")), _typed(d, "timings", dict) or {},
-                              _typed(d, "tokens_evaluated", int), tail_b, _typed(d, "settings", dict) or {}, spec,
-                              _typed(d, "tokens_predicted", int))
+        return StreamFinished(
+            t,
+            str(d.get("stop_type", "none")),
+            _typed(d, "timings", dict) or {},
+            _typed(d, "tokens_evaluated", int),
+            tail_b,
+            _typed(d, "settings", dict) or {},
+            spec,
+            _typed(d, "tokens_predicted", int),
+        )
     if kind == "failed":
         return StreamFailed(t, str(d.get("message", "")))
     raise ValueError(f"unknown event kind {kind!r}")
@@ -126,8 +148,10 @@ class SessionWriter:
             if self.path.is_dir():
                 raise InputError(f"{self.path} is a folder", hint="give --save a file name")
             if self.path.exists() and self.path.stat().st_size > 0 and not is_session(self.path):
-                raise InputError(f"{self.path} exists and is not a spectui session; not appending to it",
-                                 hint="give --save a new file name (or an existing session to add to)")
+                raise InputError(
+                    f"{self.path} exists and is not a spectui session; not appending to it",
+                    hint="give --save a new file name (or an existing session to add to)",
+                )
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._fh = open(self.path, "a", encoding="utf-8")
@@ -136,9 +160,14 @@ class SessionWriter:
         self.n = -1
         self.base_ns = 0
         if self._fh is None or self._fh.tell() == 0:
-            self._write({"format": FORMAT, "version": VERSION,
-                         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                         "spectui": __version__})
+            self._write(
+                {
+                    "format": FORMAT,
+                    "version": VERSION,
+                    "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                    "spectui": __version__,
+                }
+            )
 
     def _write(self, obj: dict) -> None:
         line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -156,8 +185,15 @@ class SessionWriter:
         return dest
 
     def probe(self, gpus: list, host) -> None:
-        self._write({"type": "probe", "n": self.n, "t": time.perf_counter_ns() - self.base_ns,
-                     "gpus": [g.to_json() for g in gpus], "host": host.to_json() if host else None})
+        self._write(
+            {
+                "type": "probe",
+                "n": self.n,
+                "t": time.perf_counter_ns() - self.base_ns,
+                "gpus": [g.to_json() for g in gpus],
+                "host": host.to_json() if host else None,
+            }
+        )
 
     def servers(self, infos: dict[str, ServerInfo]) -> None:
         self._write({"type": "servers", **{k: v.to_json() for k, v in infos.items()}})
@@ -165,23 +201,47 @@ class SessionWriter:
     def prompt(self, prompt: Prompt, params: GenerationParams, order: str) -> None:
         self.n += 1
         self.base_ns = time.perf_counter_ns()
-        self._write({"type": "prompt", "n": self.n, "prompt": prompt.to_json(), "order": order,
-                     "params": {"max_tokens": params.max_tokens, "temperature": params.temperature,
-                                "seed": params.seed, "cache_prompt": params.cache_prompt}})
+        self._write(
+            {
+                "type": "prompt",
+                "n": self.n,
+                "prompt": prompt.to_json(),
+                "order": order,
+                "params": {
+                    "max_tokens": params.max_tokens,
+                    "temperature": params.temperature,
+                    "seed": params.seed,
+                    "cache_prompt": params.cache_prompt,
+                },
+            }
+        )
 
     def event(self, side: str, ev: StreamEvent) -> None:
         if isinstance(ev, StreamFailed) and ev.t_ns == 0:
             ev = StreamFailed(self.base_ns, ev.message)
         self._write({"type": "event", "n": self.n, "side": side, **event_to_json(ev, self.base_ns)})
 
-    def result(self, baseline: SideRecorder, candidate: SideRecorder, divergence: Divergence | None, speedup,
-               extra: dict | None = None) -> None:
+    def result(
+        self,
+        baseline: SideRecorder,
+        candidate: SideRecorder,
+        divergence: Divergence | None,
+        speedup,
+        extra: dict | None = None,
+    ) -> None:
         complete = baseline.done and candidate.done and not (baseline.failed or candidate.failed)
-        self._write({"type": "result", "n": self.n, "baseline": baseline.figures.to_json(),
-                     "candidate": candidate.figures.to_json(),
-                     "identical": divergence is None if complete else None,
-                     "first_divergence": divergence.to_json() if divergence else None, "speedup": speedup,
-                     **(extra or {})})
+        self._write(
+            {
+                "type": "result",
+                "n": self.n,
+                "baseline": baseline.figures.to_json(),
+                "candidate": candidate.figures.to_json(),
+                "identical": divergence is None if complete else None,
+                "first_divergence": divergence.to_json() if divergence else None,
+                "speedup": speedup,
+                **(extra or {}),
+            }
+        )
 
     def close(self) -> None:
         if self._fh is not None:
@@ -192,8 +252,13 @@ class SessionWriter:
         self.prompt(prompt, params, order)
 
     def prompt_finished(self, result) -> None:
-        self.result(result.baseline, result.candidate, result.divergence, result.speedup,
-                    {"run": result.run, "runs": result.runs, "compared": result.compared})
+        self.result(
+            result.baseline,
+            result.candidate,
+            result.divergence,
+            result.speedup,
+            {"run": result.run, "runs": result.runs, "compared": result.compared},
+        )
 
 
 def is_session(path: Path) -> bool:
@@ -229,11 +294,23 @@ class Session:
 def probe_from_json(rec: dict):
     from spectui.machine.probes import GPUSample, HostSample
 
-    gpus = [GPUSample(int(g["index"]), str(g["name"]), g.get("memory_used"), g.get("memory_total"), g.get("utilisation"))
-            for g in rec.get("gpus") or []]
+    gpus = [
+        GPUSample(int(g["index"]), str(g["name"]), g.get("memory_used"), g.get("memory_total"), g.get("utilisation"))
+        for g in rec.get("gpus") or []
+    ]
     h = rec.get("host")
-    host = HostSample(int(h["cpu_count"]), float(h["cpu_percent"]), int(h["memory_used"]), int(h["memory_total"]),
-                      str(h.get("machine", "")), str(h.get("system", ""))) if h else None
+    host = (
+        HostSample(
+            int(h["cpu_count"]),
+            float(h["cpu_percent"]),
+            int(h["memory_used"]),
+            int(h["memory_total"]),
+            str(h.get("machine", "")),
+            str(h.get("system", "")),
+        )
+        if h
+        else None
+    )
     return int(rec["t"]), gpus, host
 
 
@@ -247,10 +324,17 @@ def _typed(d: dict, key: str, kinds, default=None):
 def _info(d: dict) -> ServerInfo:
     if not isinstance(d, dict):
         raise TypeError(f"server is {type(d).__name__}, not an object")
-    return ServerInfo(url=str(d.get("url", "?")), backend=str(d.get("backend", "llama.cpp")),
-                      build=_typed(d, "build", str), model=_typed(d, "model", str), n_ctx=_typed(d, "n_ctx", int),
-                      slots=_typed(d, "slots", int), speculative=_typed(d, "speculative", dict) or {},
-                      kv_cache=_typed(d, "kv_cache", dict) or {}, cache_prompt=_typed(d, "cache_prompt", bool))
+    return ServerInfo(
+        url=str(d.get("url", "?")),
+        backend=str(d.get("backend", "llama.cpp")),
+        build=_typed(d, "build", str),
+        model=_typed(d, "model", str),
+        n_ctx=_typed(d, "n_ctx", int),
+        slots=_typed(d, "slots", int),
+        speculative=_typed(d, "speculative", dict) or {},
+        kv_cache=_typed(d, "kv_cache", dict) or {},
+        cache_prompt=_typed(d, "cache_prompt", bool),
+    )
 
 
 def _prompt(rec: dict) -> SessionPrompt:
@@ -262,11 +346,17 @@ def _prompt(rec: dict) -> SessionPrompt:
         raise TypeError("messages are not {role, content} objects")
     prompt = Prompt(str(pr["id"]), str(pr.get("category", "")), messages, _typed(pr, "raw", str))
     pa = _typed(rec, "params", dict) or {}
-    max_tokens, temperature, seed = _typed(pa, "max_tokens", int, 128), _typed(pa, "temperature", (int, float), 0.0), \
-        _typed(pa, "seed", int, 42)
+    max_tokens, temperature, seed = (
+        _typed(pa, "max_tokens", int, 128),
+        _typed(pa, "temperature", (int, float), 0.0),
+        _typed(pa, "seed", int, 42),
+    )
     order = _typed(rec, "order", str, "sequential")
-    return SessionPrompt(prompt, GenerationParams(max_tokens, float(temperature), seed, _typed(pa, "cache_prompt", bool)),
-                         order if order in ("sequential", "concurrent") else "sequential")
+    return SessionPrompt(
+        prompt,
+        GenerationParams(max_tokens, float(temperature), seed, _typed(pa, "cache_prompt", bool)),
+        order if order in ("sequential", "concurrent") else "sequential",
+    )
 
 
 def load_session(path: str | Path) -> Session:
@@ -287,11 +377,15 @@ def load_session(path: str | Path) -> Session:
         raise InputError(f"{p} is not a spectui session (its first line is not a spectui header)")
     version = head.get("version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise InputError(f"{p}: the session header's version is {version!r}, not a whole number",
-                         hint="the file is damaged or not written by spectui")
+        raise InputError(
+            f"{p}: the session header's version is {version!r}, not a whole number",
+            hint="the file is damaged or not written by spectui",
+        )
     if version > VERSION:
-        raise InputError(f"{p} is session format version {head.get('version')}; this spectui reads up to {VERSION}",
-                         hint="upgrade spectui to replay it")
+        raise InputError(
+            f"{p} is session format version {head.get('version')}; this spectui reads up to {VERSION}",
+            hint="upgrade spectui to replay it",
+        )
     infos = {"baseline": ServerInfo(url="?"), "candidate": ServerInfo(url="?")}
     prompts: list[SessionPrompt] = []
     body = lines[1:-1] if truncated else lines[1:]
@@ -341,7 +435,13 @@ def recorders_for(sp: SessionPrompt) -> tuple[SideRecorder, SideRecorder, Diverg
             rec.feed(ev)
         saved = (sp.result or {}).get(side) or {}
         if isinstance(saved, dict):
-            for key in ("metrics_drafted", "metrics_accepted", "metrics_steps", "metrics_check", "accepted_per_position"):
+            for key in (
+                "metrics_drafted",
+                "metrics_accepted",
+                "metrics_steps",
+                "metrics_check",
+                "accepted_per_position",
+            ):
                 if key in saved:
                     setattr(rec.figures, key, saved[key])
         recs[side] = rec

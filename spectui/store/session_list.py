@@ -26,10 +26,15 @@ class SessionSummary:
         if self.problem:
             return f"{self.path.name}: {self.problem}"
         same = {True: "identical", False: "DIFFERS", None: "—"}[self.identical]
-        sp = f"{self.speedup:.2f}× at {self.acceptance:.0%} accepted" if self.speedup and self.acceptance is not None else (
-            f"{self.speedup:.2f}× (no drafts)" if self.speedup else "—")
-        return (f"{self.created[:19]:<20} {self.path.name:<40} {self.prompt:<16} {self.n_prompts:>2} prompts  "
-                f"{same:<9} {sp}  [{self.candidate}]")
+        sp = (
+            f"{self.speedup:.2f}× at {self.acceptance:.0%} accepted"
+            if self.speedup and self.acceptance is not None
+            else (f"{self.speedup:.2f}× (no drafts)" if self.speedup else "—")
+        )
+        return (
+            f"{self.created[:19]:<20} {self.path.name:<40} {self.prompt:<16} {self.n_prompts:>2} prompts  "
+            f"{same:<9} {sp}  [{self.candidate}]"
+        )
 
 
 def summarise(path: Path) -> SessionSummary:
@@ -44,9 +49,17 @@ def summarise(path: Path) -> SessionSummary:
         identical = False if False in flags else (True if all(f is True for f in flags) else None)
     last = results[-1] if results else {}
     cand = last.get("candidate") or {}
-    return SessionSummary(path, s.created, s.infos["baseline"].describe_speedup(), s.infos["candidate"].describe_speedup(),
-                          s.prompts[0].prompt.id if s.prompts else "—", len(s.prompts), identical,
-                          last.get("speedup"), cand.get("acceptance_rate"))
+    return SessionSummary(
+        path,
+        s.created,
+        s.infos["baseline"].describe_speedup(),
+        s.infos["candidate"].describe_speedup(),
+        s.prompts[0].prompt.id if s.prompts else "—",
+        len(s.prompts),
+        identical,
+        last.get("speedup"),
+        cand.get("acceptance_rate"),
+    )
 
 
 def list_sessions(folder: Path) -> list[SessionSummary]:

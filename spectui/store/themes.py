@@ -14,8 +14,18 @@ from spectui.store.locations import config_dir, resource_dir
 
 MARKS = ("accepted", "target", "first", "rejected", "diverge")
 HEX = re.compile(r"#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})")
-COLOURS = ("primary", "secondary", "accent", "background", "surface", "panel", "foreground",
-           "success", "warning", "error")
+COLOURS = (
+    "primary",
+    "secondary",
+    "accent",
+    "background",
+    "surface",
+    "panel",
+    "foreground",
+    "success",
+    "warning",
+    "error",
+)
 
 
 def user_theme_dir() -> Path:

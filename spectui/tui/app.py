@@ -175,10 +175,17 @@ class SpectuiApp(App):
         yield Header()
         with Horizontal(id="prompt-row"):
             yield Input(placeholder="type a prompt and press Enter (↑/↓ history)", id="prompt")
-            yield Select(prompt_sets.available_sets() if self.config.prompts is None else [("session", "session")],
-                         prompt=f"set: {self.prompt_set_name}", id="set-picker", allow_blank=True)
-            yield Select([(f"{p.id} · {p.category}", p.id) for p in self.prompt_list],
-                         prompt=f"prompt ({len(self.prompt_list)})", id="prompt-set")
+            yield Select(
+                prompt_sets.available_sets() if self.config.prompts is None else [("session", "session")],
+                prompt=f"set: {self.prompt_set_name}",
+                id="set-picker",
+                allow_blank=True,
+            )
+            yield Select(
+                [(f"{p.id} · {p.category}", p.id) for p in self.prompt_list],
+                prompt=f"prompt ({len(self.prompt_list)})",
+                id="prompt-set",
+            )
         with Horizontal(id="settings"):
             yield Label("max tokens")
             yield Input(str(self.params.max_tokens), id="max-tokens", type="integer")
@@ -198,8 +205,10 @@ class SpectuiApp(App):
 
     def _legend(self) -> str:
         m = self.marks
-        return (f"candidate marks: [{m['accepted']} underline]accepted draft[/] · [{m['target']}]target's own[/] · "
-                f"[bold {m['rejected']}]✗n[/] drafts rejected · [bold reverse {m['diverge']}]first difference[/]")
+        return (
+            f"candidate marks: [{m['accepted']} underline]accepted draft[/] · [{m['target']}]target's own[/] · "
+            f"[bold {m['rejected']}]✗n[/] drafts rejected · [bold reverse {m['diverge']}]first difference[/]"
+        )
 
     @property
     def marks(self) -> dict[str, str]:
@@ -213,8 +222,10 @@ class SpectuiApp(App):
         if self.config.backends:
             self.backends = dict(self.config.backends)
         else:
-            self.backends = {"baseline": self.make_backend(self.config.baseline_url),
-                             "candidate": self.make_backend(self.config.candidate_url)}
+            self.backends = {
+                "baseline": self.make_backend(self.config.baseline_url),
+                "candidate": self.make_backend(self.config.candidate_url),
+            }
         self.servers.connect_all()
         self.set_interval(FLUSH_S, self.runs.flush)
         self.servers.start_probes()
@@ -295,8 +306,14 @@ class SpectuiApp(App):
             steps = int(c.metrics_steps) if c.metrics_steps else c.steps
             measured = theory.from_measurement(b.decode_tps, c.decode_tps, c.drafted, c.accepted, steps)
         if measured:
-            self.push_screen(TheoryScreen(min(measured["alpha"], 0.999), max(1, round(measured["gamma"])),
-                                          round(measured["implied_cost"], 3), measured))
+            self.push_screen(
+                TheoryScreen(
+                    min(measured["alpha"], 0.999),
+                    max(1, round(measured["gamma"])),
+                    round(measured["implied_cost"], 3),
+                    measured,
+                )
+            )
         else:
             self.push_screen(TheoryScreen())
 
@@ -328,7 +345,11 @@ class SpectuiApp(App):
         profiles, problems = load_profiles()
         hw = detect(self.gpu_probe)
         remembered = load_settings()[0].get("profile")
-        chosen = remembered if remembered in profiles else (preselect(profiles, hw).name if preselect(profiles, hw) else None)
+        chosen = (
+            remembered
+            if remembered in profiles
+            else (preselect(profiles, hw).name if preselect(profiles, hw) else None)
+        )
 
         def picked(result) -> None:
             if result is None:
@@ -367,8 +388,9 @@ class SpectuiApp(App):
                 continue
             if b.action in ("quit",):
                 continue
-            yield SystemCommand(f"{b.description} ({b.key})", f"spectui: {b.description.lower()}",
-                                lambda a=b.action: self.run_action(a))
+            yield SystemCommand(
+                f"{b.description} ({b.key})", f"spectui: {b.description.lower()}", lambda a=b.action: self.run_action(a)
+            )
 
     # -- recording, notebook, export -------------------------------------------------------------------
     @property
@@ -479,8 +501,13 @@ class SpectuiApp(App):
             v.rebuild()
 
     def action_diff(self) -> None:
-        self.push_screen(DiffScreen(self.runs.recorders["baseline"].output(), self.runs.recorders["candidate"].output(),
-                                    self.runs.comparer.divergence))
+        self.push_screen(
+            DiffScreen(
+                self.runs.recorders["baseline"].output(),
+                self.runs.recorders["candidate"].output(),
+                self.runs.comparer.divergence,
+            )
+        )
 
     def action_toggle_logs(self) -> None:
         self.servers.toggle_logs()
@@ -527,9 +554,17 @@ class SpectuiApp(App):
 def launch_note(argv: list[str]) -> str:
     """The speed-up configuration as launched, read from the server's argv (llama.cpp, vLLM, SGLang)."""
     notes = []
-    flags = {"--spec-type": "spec", "-md": "draft", "--spec-draft-model": "draft", "--spec-draft-n-max": "n_max",
-             "-ctk": "K", "-ctv": "V", "--kv-cache-dtype": "kv", "--speculative-algorithm": "spec",
-             "--speculative-config": "spec-config"}
+    flags = {
+        "--spec-type": "spec",
+        "-md": "draft",
+        "--spec-draft-model": "draft",
+        "--spec-draft-n-max": "n_max",
+        "-ctk": "K",
+        "-ctv": "V",
+        "--kv-cache-dtype": "kv",
+        "--speculative-algorithm": "spec",
+        "--speculative-config": "spec-config",
+    }
     for i, a in enumerate(argv):
         if a in flags and i + 1 < len(argv):
             v = argv[i + 1]

@@ -121,10 +121,17 @@ class RunController:
             usable = {s: app.backends[s] for s in SIDES}
             if app.replaying:
                 probes = asyncio.create_task(app.recording.replay_probes())
-            await runner.run_prompts(usable["baseline"], usable["candidate"], prompts, params, order,
-                              _Observer(self, writer), recorders=lambda: self.recorders)
+            await runner.run_prompts(
+                usable["baseline"],
+                usable["candidate"],
+                prompts,
+                params,
+                order,
+                _Observer(self, writer),
+                recorders=lambda: self.recorders,
+            )
             if app.config.auto_notebook and not app.replaying:
-                app.recording.append_notebook(self.results[-len(prompts):])
+                app.recording.append_notebook(self.results[-len(prompts) :])
         except asyncio.CancelledError:
             self.flush()
             for s in SIDES:
@@ -171,8 +178,10 @@ class RunController:
         banner = app.q(Banner)
         b, c = result.baseline, result.candidate
         if result.prompts_differ_at is not None:
-            banner.show_running(f"prompts differ: the two servers rendered the chat template differently at byte "
-                                f"{result.prompts_differ_at}; a difference in the output may come from the prompt")
+            banner.show_running(
+                f"prompts differ: the two servers rendered the chat template differently at byte "
+                f"{result.prompts_differ_at}; a difference in the output may come from the prompt"
+            )
         if result.divergence is not None:
             # the banner went up mid-stream; now both sides' cache reuse is known, say it
             cached = (b.figures.prompt_cached, c.figures.prompt_cached)
@@ -180,8 +189,10 @@ class RunController:
         elif result.failed:
             failed = [s for s in SIDES if self.recorders[s].failed is not None]
             agreed = min(len(self.comparer.data["baseline"]), len(self.comparer.data["candidate"]))
-            banner.show_running(f"not compared: {' and '.join(failed)} failed (see its pane); "
-                                f"the outputs agreed for the first {agreed} bytes")
+            banner.show_running(
+                f"not compared: {' and '.join(failed)} failed (see its pane); "
+                f"the outputs agreed for the first {agreed} bytes"
+            )
         elif result.incomplete:
             banner.show_running("incomplete: the recording stops inside this prompt; no verdict")
 
@@ -264,6 +275,3 @@ class RunController:
         if self.comparer.identical and not banner.has_class("-identical"):
             if all(self.recorders[s].finished is not None for s in SIDES):
                 banner.show_identical(len(self.comparer.data["baseline"]), cached)
-
-
-

@@ -61,8 +61,9 @@ class SessionKeeper:
             return
         path = notebook.notebook_path(app.config.notebook)
         try:
-            where, warning = notebook.append(path, [notebook.measurement(r, app.infos(), app.config.profile)
-                                                    for r in results])
+            where, warning = notebook.append(
+                path, [notebook.measurement(r, app.infos(), app.config.profile) for r in results]
+            )
         except Exception as exc:
             app.notify(f"notebook not written: {describe(exc)}", severity="error")
             return
@@ -75,7 +76,7 @@ class SessionKeeper:
         from spectui.core.report import json_report, markdown_report
 
         app = self.app
-        stem = (self.writer.path.stem if self.writer and self.writer.path else autosave_path().stem)
+        stem = self.writer.path.stem if self.writer and self.writer.path else autosave_path().stem
         folder = self.session_dir()
         md, js = folder / f"{stem}.md", folder / f"{stem}.json"
         source = str(self.writer.path) if self.writer and self.writer.path else None

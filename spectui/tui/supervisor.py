@@ -149,8 +149,10 @@ class ServerSupervisor:
             return
         if not logs.display:
             return
-        logs.show({side: server.tail(6) for side, server in launched.items()},
-                  {side: server.exited() for side, server in launched.items()})
+        logs.show(
+            {side: server.tail(6) for side, server in launched.items()},
+            {side: server.exited() for side, server in launched.items()},
+        )
 
     # -- live panel ---------------------------------------------------------------------------------
     def start_probes(self) -> None:

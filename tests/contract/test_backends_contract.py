@@ -37,6 +37,7 @@ def run(backend, prompt="x", params=GenerationParams(max_tokens=32)):
         async for ev in backend.stream(prompt, params):
             rec.feed(ev)
         return rec
+
     return asyncio.run(go())
 
 
@@ -55,12 +56,15 @@ def vllm_transport(stream_file: str, speculative_metrics: str):
         if path == "/metrics":
             return httpx.Response(200, text=(CAP / speculative_metrics).read_text())
         return httpx.Response(404, json={"detail": "Not Found"})
+
     return httpx.MockTransport(handler)
 
 
 def test_vllm_detailed_metrics_make_labels_exact():
     async def go():
-        async with httpx.AsyncClient(transport=vllm_transport("spec_completions_stream_usage.sse", "spec_metrics_final.txt")) as c:
+        async with httpx.AsyncClient(
+            transport=vllm_transport("spec_completions_stream_usage.sse", "spec_metrics_final.txt")
+        ) as c:
             assert await detect("http://vllm", c) == "vllm"
             b = make_backend("vllm", "http://vllm", c)
             info = await b.identify()
@@ -69,6 +73,7 @@ def test_vllm_detailed_metrics_make_labels_exact():
             async for ev in b.stream("x", GenerationParams(max_tokens=32)):
                 rec.feed(ev)
             return rec
+
     rec = asyncio.run(go())
     f = rec.figures
     # the captured stream: 9 chunks, per_step_accepted [3,4,4,1,4,4,1,4], per_step_drafted [4]*8, 32 tokens
@@ -108,6 +113,7 @@ def test_vllm_http_error_is_reported_not_raised():
             async for ev in b.stream("x", GenerationParams(max_tokens=5000)):
                 rec.feed(ev)
             return rec
+
     rec = asyncio.run(go())
     assert rec.failed is not None and "HTTP 400" in rec.failed.message and "max_tokens" in rec.failed.message
 
@@ -116,9 +122,15 @@ def _sse(objs):
     return "".join(f"data: {json.dumps(o)}\n\n" for o in objs).encode() + b"data: [DONE]\n\n"
 
 
-SGLANG_INFO = {"version": "0.5.23", "model_path": "/models/smollm2", "served_model_name": "smollm2",
-               "speculative_algorithm": "EAGLE3", "speculative_num_draft_tokens": 4, "disable_radix_cache": False,
-               "context_length": 2048}
+SGLANG_INFO = {
+    "version": "0.5.23",
+    "model_path": "/models/smollm2",
+    "served_model_name": "smollm2",
+    "speculative_algorithm": "EAGLE3",
+    "speculative_num_draft_tokens": 4,
+    "disable_radix_cache": False,
+    "context_length": 2048,
+}
 
 
 def sglang_transport(chunks: list[dict]):
@@ -136,11 +148,18 @@ def sglang_transport(chunks: list[dict]):
         if req.url.path == "/flush_cache":
             return httpx.Response(200)
         return httpx.Response(404)
+
     return httpx.MockTransport(handler)
 
 
-META = {"prompt_tokens": 20, "completion_tokens": 9, "cached_tokens": 16, "finish_reason": {"type": "length"},
-        "spec_verify_ct": 3, "spec_accept_length": 2.67}
+META = {
+    "prompt_tokens": 20,
+    "completion_tokens": 9,
+    "cached_tokens": 16,
+    "finish_reason": {"type": "length"},
+    "spec_verify_ct": 3,
+    "spec_accept_length": 2.67,
+}
 
 
 def _chunks(cumulative: bool):
@@ -150,7 +169,9 @@ def _chunks(cumulative: bool):
         text += t
         ids += tid
         meta = META if i == len(steps) - 1 else {"prompt_tokens": 20}
-        out.append({"text": text if cumulative else t, "output_ids": list(ids) if cumulative else tid, "meta_info": meta})
+        out.append(
+            {"text": text if cumulative else t, "output_ids": list(ids) if cumulative else tid, "meta_info": meta}
+        )
     return out
 
 
@@ -168,6 +189,7 @@ def test_sglang_stream_both_modes(cumulative):
             async for ev in b.stream("x", GenerationParams(max_tokens=9)):
                 rec.feed(ev)
             return rec
+
     rec = asyncio.run(go())
     assert rec.output() == b"Hello there, my friend. How are you"
     assert rec.figures.tokens == 9 and rec.figures.steps == 3
@@ -190,9 +212,11 @@ def test_openai_compatible_uses_the_bearer_token_and_labels_unknown(monkeypatch)
         if req.url.path == "/v1/models":
             return httpx.Response(200, json={"data": [{"id": "gw-model"}]})
         if req.url.path == "/v1/completions":
-            chunks = [{"choices": [{"text": "Hi", "finish_reason": None}]},
-                      {"choices": [{"text": " there", "finish_reason": "stop"}]},
-                      {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}]
+            chunks = [
+                {"choices": [{"text": "Hi", "finish_reason": None}]},
+                {"choices": [{"text": " there", "finish_reason": "stop"}]},
+                {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2}},
+            ]
             return httpx.Response(200, content=_sse(chunks))
         return httpx.Response(404)
 
@@ -205,6 +229,7 @@ def test_openai_compatible_uses_the_bearer_token_and_labels_unknown(monkeypatch)
             async for ev in b.stream("x", GenerationParams(max_tokens=4)):
                 rec.feed(ev)
             return rec
+
     rec = asyncio.run(go())
     assert all(h == "Bearer sk-test-123" for h in seen[-3:])
     assert rec.output() == b"Hi there" and rec.figures.ttft_ms is not None
@@ -234,6 +259,7 @@ def test_really_cold_runs_clear_each_servers_cache():
             s = await clear_cache(make_backend("sglang", "http://s", c))
             o = await clear_cache(make_backend("openai", "http://o", c))
             return v, s, o
+
     v, s, o = asyncio.run(go())
     assert ("POST", "/reset_prefix_cache") in calls and ("POST", "/flush_cache") in calls
     assert v == "/reset_prefix_cache done" and s == "/flush_cache done"

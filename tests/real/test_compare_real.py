@@ -19,8 +19,17 @@ def run_compare(capsys, *args):
 
 @pytest.mark.parametrize("candidate", ["draft", "ngram"])
 def test_speculation_is_identical_and_counts_match_metrics(llama_servers, capsys, candidate):
-    code, doc = run_compare(capsys, "--baseline", llama_servers["baseline"], "--candidate", llama_servers[candidate],
-                            "--prompts", "quick", "--max-tokens", "64")
+    code, doc = run_compare(
+        capsys,
+        "--baseline",
+        llama_servers["baseline"],
+        "--candidate",
+        llama_servers[candidate],
+        "--prompts",
+        "quick",
+        "--max-tokens",
+        "64",
+    )
     assert code == 0, doc
     assert doc["all_identical"] is True
     assert doc["candidate"]["build"] and doc["baseline"]["build"]
@@ -45,9 +54,17 @@ def test_speculation_is_identical_and_counts_match_metrics(llama_servers, capsys
 
 
 def test_quantised_kv_cache_is_flagged_at_the_right_byte(llama_servers, capsys):
-    code, doc = run_compare(capsys, "--baseline", llama_servers["baseline"], "--candidate", llama_servers["kvq4"],
-                            "--prompt", "Write a Python function fizzbuzz(n) that returns a list of strings for 1..n. Keep it short.",
-                            "--max-tokens", "64")
+    code, doc = run_compare(
+        capsys,
+        "--baseline",
+        llama_servers["baseline"],
+        "--candidate",
+        llama_servers["kvq4"],
+        "--prompt",
+        "Write a Python function fizzbuzz(n) that returns a list of strings for 1..n. Keep it short.",
+        "--max-tokens",
+        "64",
+    )
     assert code == 3
     p = doc["prompts"][0]
     assert p["identical"] is False
@@ -59,8 +76,19 @@ def test_quantised_kv_cache_is_flagged_at_the_right_byte(llama_servers, capsys):
 
 
 def test_text_report_puts_acceptance_beside_speedup(llama_servers, capsys):
-    code = main(["compare", "--baseline", llama_servers["baseline"], "--candidate", llama_servers["draft"],
-                 "--prompt", "What is 2+2?", "--max-tokens", "16"])
+    code = main(
+        [
+            "compare",
+            "--baseline",
+            llama_servers["baseline"],
+            "--candidate",
+            llama_servers["draft"],
+            "--prompt",
+            "What is 2+2?",
+            "--max-tokens",
+            "16",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     line = [ln for ln in out.splitlines() if "speed-up" in ln and "×" in ln][0]
@@ -128,9 +156,19 @@ def test_server_dying_mid_stream_reports_the_other_side(llama_servers, assets_fo
             victim.proc.kill()
 
         threading.Thread(target=kill_soon, daemon=True).start()
-        code, doc = run_compare(capsys, "--baseline", llama_servers["baseline"], "--candidate", victim.url,
-                                "--prompt", "Count from 1 to 300, one number per line.", "--max-tokens", "1500",
-                                "--order", "concurrent")
+        code, doc = run_compare(
+            capsys,
+            "--baseline",
+            llama_servers["baseline"],
+            "--candidate",
+            victim.url,
+            "--prompt",
+            "Count from 1 to 300, one number per line.",
+            "--max-tokens",
+            "1500",
+            "--order",
+            "concurrent",
+        )
     assert code == 1
     p = doc["prompts"][0]
     assert p["baseline"]["failed"] is None and p["baseline"]["tokens"] > 0

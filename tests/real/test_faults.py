@@ -16,11 +16,30 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def compare(baseline: str, candidate: str, *extra, env=None, timeout=120):
-    backend = [] if any(a.startswith("--backend") or a.endswith("-backend") for a in extra) else ["--backend", "llama.cpp"]
-    argv = [sys.executable, "-m", "spectui", "compare", "--baseline", baseline, "--candidate", candidate,
-            "--prompt", "Say hi.", "--max-tokens", "8", *backend, "--json", *extra]
+    backend = (
+        [] if any(a.startswith("--backend") or a.endswith("-backend") for a in extra) else ["--backend", "llama.cpp"]
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "spectui",
+        "compare",
+        "--baseline",
+        baseline,
+        "--candidate",
+        candidate,
+        "--prompt",
+        "Say hi.",
+        "--max-tokens",
+        "8",
+        *backend,
+        "--json",
+        *extra,
+    ]
     t0 = time.monotonic()
-    r = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=timeout, env={**os.environ, **(env or {})})
+    r = subprocess.run(
+        argv, capture_output=True, text=True, cwd=ROOT, timeout=timeout, env={**os.environ, **(env or {})}
+    )
     return r, time.monotonic() - t0
 
 
@@ -65,18 +84,34 @@ def test_a_wrong_typed_event_fails_that_side_only(llama_servers, tmp_path):
     assert p["baseline"]["failed"] is None and p["baseline"]["tokens"] == 8
     assert "the server sent an event spectui cannot read: content is int" in p["candidate"]["failed"]
     assert p["identical"] is None
-    replay = subprocess.run([sys.executable, "-m", "spectui", "replay", str(session), "--no-tui"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=60)
+    replay = subprocess.run(
+        [sys.executable, "-m", "spectui", "replay", str(session), "--no-tui"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert replay.returncode == 1 and "not compared" in replay.stdout  # the session kept both sides
 
 
 def test_an_error_body_echoing_the_key_never_reaches_a_file(llama_servers, tmp_path):
     session, nb = tmp_path / "s.jsonl", tmp_path / "nb.toml"
     with FaultServer("echo-auth") as bad:
-        r, _ = compare(llama_servers["baseline"], bad.url.replace("http://", "http://alice:pw@"), "--save",
-                       str(session), "--notebook", str(nb), "--api-key-env", "FAULT_KEY",
-                       "--baseline-backend", "llama.cpp", "--candidate-backend", "openai",
-                       env={"FAULT_KEY": "sk-fault-31337"})
+        r, _ = compare(
+            llama_servers["baseline"],
+            bad.url.replace("http://", "http://alice:pw@"),
+            "--save",
+            str(session),
+            "--notebook",
+            str(nb),
+            "--api-key-env",
+            "FAULT_KEY",
+            "--baseline-backend",
+            "llama.cpp",
+            "--candidate-backend",
+            "openai",
+            env={"FAULT_KEY": "sk-fault-31337"},
+        )
     assert r.returncode == 1 and "bad request, headers were" in r.stdout  # the echo did come back…
     written = r.stdout + r.stderr + session.read_text() + nb.read_text()
     assert "sk-fault-31337" not in written and "alice" not in written and ":pw@" not in written

@@ -39,8 +39,18 @@ def test_every_bundled_profile_loads_and_validates():
     kinds = {c.kind for p in profiles.values() for c in p.comparisons}
     assert kinds == {"speculation", "prefix-cache", "kv-cache"}
     flags = " ".join(" ".join(c.candidate.argv + c.baseline.argv) for p in profiles.values() for c in p.comparisons)
-    for flag in ("-md", "--spec-type", "-ctk", "--cache-prompt", "--speculative-config", "--kv-cache-dtype",
-                 "--enable-prefix-caching", "--speculative-algorithm", "--disable-radix-cache", "eagle3"):
+    for flag in (
+        "-md",
+        "--spec-type",
+        "-ctk",
+        "--cache-prompt",
+        "--speculative-config",
+        "--kv-cache-dtype",
+        "--enable-prefix-caching",
+        "--speculative-algorithm",
+        "--disable-radix-cache",
+        "eagle3",
+    ):
         assert flag in flags, flag
 
 
@@ -69,13 +79,22 @@ def test_detect_with_a_fake_nvidia_gpu():
 def test_profile_errors_name_file_line_and_key(tmp_path):
     with pytest.raises(InputError, match=r"bad\.toml.*line 1"):
         parse_profile("name = \n", "bad.toml")
-    text = 'name = "x"\n[[comparison]]\nid = "a"\nbaseline = { backend = "llama.cpp", argv = "llama-server -m m" }\n' \
-           'candidate = { backend = "llama.cpp", argv = ["llama-server"] }\n'
+    text = (
+        'name = "x"\n[[comparison]]\nid = "a"\nbaseline = { backend = "llama.cpp", argv = "llama-server -m m" }\n'
+        'candidate = { backend = "llama.cpp", argv = ["llama-server"] }\n'
+    )
     with pytest.raises(InputError) as exc:
         parse_profile(text, "p.toml")
-    assert "p.toml" in str(exc.value) and "comparison[1].baseline.argv" in str(exc.value) and "shell string" in str(exc.value)
-    warn = parse_profile('name = "x"\ncolour = 1\n[[comparison]]\nid = "a"\nbaseline = { backend = "vllm", argv = ["v"] }\n'
-                         'candidate = { backend = "vllm", argv = ["v"] }\n', "w.toml")
+    assert (
+        "p.toml" in str(exc.value)
+        and "comparison[1].baseline.argv" in str(exc.value)
+        and "shell string" in str(exc.value)
+    )
+    warn = parse_profile(
+        'name = "x"\ncolour = 1\n[[comparison]]\nid = "a"\nbaseline = { backend = "vllm", argv = ["v"] }\n'
+        'candidate = { backend = "vllm", argv = ["v"] }\n',
+        "w.toml",
+    )
     assert any("unknown key 'colour'" in w for w in warn.warnings)
 
 
@@ -95,8 +114,10 @@ def test_missing_model_names_the_variable_to_set(monkeypatch):
 def test_user_profiles_override_bundled(tmp_path):
     from spectui.store.locations import resource_dir
 
-    (tmp_path / "mine.toml").write_text('name = "cpu-demo"\ndescription = "mine"\n[[comparison]]\nid = "a"\n'
-                                        'baseline = { backend = "llama.cpp", argv = ["x"] }\ncandidate = { backend = "llama.cpp", argv = ["x"] }\n')
+    (tmp_path / "mine.toml").write_text(
+        'name = "cpu-demo"\ndescription = "mine"\n[[comparison]]\nid = "a"\n'
+        'baseline = { backend = "llama.cpp", argv = ["x"] }\ncandidate = { backend = "llama.cpp", argv = ["x"] }\n'
+    )
     (tmp_path / "broken.toml").write_text("[[[")
     profiles, problems = load_profiles([resource_dir("profiles"), tmp_path])
     assert profiles["cpu-demo"].description == "mine"
@@ -145,8 +166,13 @@ def test_port_in_use_names_the_holder(llama_servers, assets_found):
 
 def _demo_process():
     env = {**os.environ}
-    return subprocess.Popen([sys.executable, "-m", "spectui", "demo", "--headless"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, cwd=Path(__file__).parent.parent.parent)
+    return subprocess.Popen(
+        [sys.executable, "-m", "spectui", "demo", "--headless"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=Path(__file__).parent.parent.parent,
+    )
 
 
 def _children_servers(pid):
@@ -224,13 +250,22 @@ async def test_theme_switch_is_remembered_and_user_themes_load(tmp_path, monkeyp
     monkeypatch.setenv("SPECTUI_CONFIG_DIR", str(tmp_path / "cfg"))  # remembered settings stay in this test
     themes = config_dir() / "themes"
     themes.mkdir(parents=True, exist_ok=True)
-    (themes / "mine.toml").write_text('name = "my-theme"\n[colors]\nprimary = "#ff00ff"\n[spectui]\naccepted = "#00ff00"\n')
+    (themes / "mine.toml").write_text(
+        'name = "my-theme"\n[colors]\nprimary = "#ff00ff"\n[spectui]\naccepted = "#00ff00"\n'
+    )
     (themes / "broken.toml").write_text("name = [\n")
 
     def make():
-        return make_app(AppConfig("replay://b", "replay://c", params=GenerationParams(), autosave=False,
-                                  backend_factory=lambda url, client: ReplayBackend(url, []),
-                                  gpu_probe=GPUProbe(FakeNVML(fail_init=True))))
+        return make_app(
+            AppConfig(
+                "replay://b",
+                "replay://c",
+                params=GenerationParams(),
+                autosave=False,
+                backend_factory=lambda url, client: ReplayBackend(url, []),
+                gpu_probe=GPUProbe(FakeNVML(fail_init=True)),
+            )
+        )
 
     app = make()
     async with app.run_test() as pilot:

@@ -22,8 +22,19 @@ def counting(monkeypatch):
 
 def test_the_cli_runs_through_the_core_loop(llama_servers, monkeypatch, capsys):
     calls = counting(monkeypatch)
-    code = main(["compare", "--baseline", llama_servers["baseline"], "--candidate", llama_servers["ngram"],
-                 "--prompt", "Count to five.", "--max-tokens", "12"])
+    code = main(
+        [
+            "compare",
+            "--baseline",
+            llama_servers["baseline"],
+            "--candidate",
+            llama_servers["ngram"],
+            "--prompt",
+            "Count to five.",
+            "--max-tokens",
+            "12",
+        ]
+    )
     assert code in (0, 3) and len(calls) == 1 and calls[0][0].messages[0]["content"] == "Count to five."
 
 

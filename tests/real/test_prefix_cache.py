@@ -28,8 +28,9 @@ def slot_servers(tmp_path_factory):
         cold = launcher.add(ServerProcess("baseline", []))
         warm = launcher.add(ServerProcess("candidate", []))
         for s in (cold, warm):
-            s.argv = llama_server_argv(found.llama_server, found.model, s.port, ctx=4096,
-                                       extra=["--slot-save-path", str(slots)])
+            s.argv = llama_server_argv(
+                found.llama_server, found.model, s.port, ctx=4096, extra=["--slot-save-path", str(slots)]
+            )
         launcher.start_all()
         yield cold.url, warm.url, slots
 
@@ -73,8 +74,21 @@ def test_save_erase_restore_then_the_next_turn_reuses_the_restored_tokens(slot_s
 
 def test_restore_check_reuses_the_restored_conversation(slot_servers, capsys):
     cold, warm, _ = slot_servers
-    code = main(["prefix", "--baseline", cold, "--candidate", warm, "--turns", "1", "--max-tokens", "24",
-                 "--restore-check", "--json"])
+    code = main(
+        [
+            "prefix",
+            "--baseline",
+            cold,
+            "--candidate",
+            warm,
+            "--turns",
+            "1",
+            "--max-tokens",
+            "24",
+            "--restore-check",
+            "--json",
+        ]
+    )
     doc = json.loads(capsys.readouterr().out)
     assert code in (0, 3)
     r = doc["restore_check"]
@@ -112,15 +126,24 @@ async def test_prefix_screen_runs_turns_and_saves_the_slot(slot_servers):
     from tests.fakes import FakeNVML
 
     cold, warm, slots = slot_servers
-    app = make_app(AppConfig(cold, warm, params=GenerationParams(max_tokens=24), autosave=False,
-                             gpu_probe=GPUProbe(FakeNVML(fail_init=True))))
+    app = make_app(
+        AppConfig(
+            cold,
+            warm,
+            params=GenerationParams(max_tokens=24),
+            autosave=False,
+            gpu_probe=GPUProbe(FakeNVML(fail_init=True)),
+        )
+    )
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot, app)
         await pilot.press("ctrl+f")
         await pilot.pause()
         await pilot.press("enter")
         table = app.screen.query_one("#turns")
-        await until(pilot, lambda: table.row_count == 3 and "done" in str(app.screen.query_one("#status").render()), timeout=30)
+        await until(
+            pilot, lambda: table.row_count == 3 and "done" in str(app.screen.query_one("#status").render()), timeout=30
+        )
         assert table.row_count == 3
         reused = table.get_row_at(1)[4]
         assert reused not in ("—", "0")

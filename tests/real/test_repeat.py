@@ -10,8 +10,23 @@ from tests.conftest import _need_assets, server_spec
 
 
 def run(capsys, baseline, candidate, repeat, *extra):
-    code = main(["compare", "--baseline", baseline, "--candidate", candidate, "--prompt",
-                 "Write a Python function fizzbuzz(n).", "--max-tokens", "32", "--repeat", str(repeat), "--json", *extra])
+    code = main(
+        [
+            "compare",
+            "--baseline",
+            baseline,
+            "--candidate",
+            candidate,
+            "--prompt",
+            "Write a Python function fizzbuzz(n).",
+            "--max-tokens",
+            "32",
+            "--repeat",
+            str(repeat),
+            "--json",
+            *extra,
+        ]
+    )
     return code, json.loads(capsys.readouterr().out)
 
 
@@ -40,5 +55,19 @@ def test_draft_speculation_on_this_cpu_is_slower_with_its_interval_below_one(lla
 
 
 def test_repeat_zero_is_a_usage_error(capsys):
-    assert main(["compare", "--baseline", "http://127.0.0.1:9", "--candidate", "http://127.0.0.1:9",
-                 "--prompt", "x", "--repeat", "0"]) == 2
+    assert (
+        main(
+            [
+                "compare",
+                "--baseline",
+                "http://127.0.0.1:9",
+                "--candidate",
+                "http://127.0.0.1:9",
+                "--prompt",
+                "x",
+                "--repeat",
+                "0",
+            ]
+        )
+        == 2
+    )

@@ -20,9 +20,14 @@ def four_slot_servers(assets_found_module):
         base = launcher.add(ServerProcess("baseline", []))
         cand = launcher.add(ServerProcess("candidate", []))
         base.argv = llama_server_argv(found.llama_server, found.model, base.port, slots=4, ctx=4096)
-        cand.argv = llama_server_argv(found.llama_server, found.model, cand.port, slots=4, ctx=4096,
-                                      extra=["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3",
-                                             "--spec-ngram-simple-size-m", "8"])
+        cand.argv = llama_server_argv(
+            found.llama_server,
+            found.model,
+            cand.port,
+            slots=4,
+            ctx=4096,
+            extra=["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3", "--spec-ngram-simple-size-m", "8"],
+        )
         launcher.start_all()
         yield base.url, cand.url
 
@@ -39,9 +44,28 @@ def test_sweep_1_2_4_completes_with_every_output_compared(four_slot_servers, cap
     base, cand = four_slot_servers
     svg = tmp_path / "sweep.svg"
     nb = tmp_path / "nb.toml"
-    code = main(["sweep", "--baseline", base, "--candidate", cand, "--concurrency", "1,2,4", "--prompts", "quick",
-                 "--max-tokens", "32", "--json", "--svg", str(svg), "--save", str(tmp_path / "sweep.json"),
-                 "--notebook", str(nb)])
+    code = main(
+        [
+            "sweep",
+            "--baseline",
+            base,
+            "--candidate",
+            cand,
+            "--concurrency",
+            "1,2,4",
+            "--prompts",
+            "quick",
+            "--max-tokens",
+            "32",
+            "--json",
+            "--svg",
+            str(svg),
+            "--save",
+            str(tmp_path / "sweep.json"),
+            "--notebook",
+            str(nb),
+        ]
+    )
     doc = json.loads(capsys.readouterr().out)
     assert code in (0, 3)
     assert [lv["concurrency"] for lv in doc["levels"]] == [1, 2, 4]
@@ -102,14 +126,24 @@ async def test_sweep_screen_fills_every_level(four_slot_servers):
     from tests.fakes import FakeNVML
 
     base, cand = four_slot_servers
-    app = make_app(AppConfig(base, cand, prompt_set="quick", params=GenerationParams(max_tokens=16), autosave=False,
-                             gpu_probe=GPUProbe(FakeNVML(fail_init=True))))
+    app = make_app(
+        AppConfig(
+            base,
+            cand,
+            prompt_set="quick",
+            params=GenerationParams(max_tokens=16),
+            autosave=False,
+            gpu_probe=GPUProbe(FakeNVML(fail_init=True)),
+        )
+    )
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot, app)
         await pilot.press("ctrl+u")
         await pilot.pause()
         await pilot.press("enter")
         table = app.screen.query_one("#levels")
-        await until(pilot, lambda: table.row_count == 3 and "done" in str(app.screen.query_one("#status").render()), timeout=45)
+        await until(
+            pilot, lambda: table.row_count == 3 and "done" in str(app.screen.query_one("#status").render()), timeout=45
+        )
         assert [table.get_row_at(i)[0] for i in range(3)] == ["1", "2", "4"]
         assert all("identical" in table.get_row_at(i)[6] or "DIFFER" in table.get_row_at(i)[6] for i in range(3))

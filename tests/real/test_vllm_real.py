@@ -31,8 +31,14 @@ def start(launcher, name, extra, tmp):
     return s
 
 
-NGRAM = ["--enable-prompt-tokens-details", "--enable-per-request-metrics", "--per-request-spec-decode-metrics", "detailed",
-         "--speculative-config", '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":2}']
+NGRAM = [
+    "--enable-prompt-tokens-details",
+    "--enable-per-request-metrics",
+    "--per-request-spec-decode-metrics",
+    "detailed",
+    "--speculative-config",
+    '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":2}',
+]
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +78,9 @@ def check_prompt(p, exact: bool):
 
 def test_vllm_ngram_exact_labels_and_metrics(vllm_pair, capsys):
     base, cand, _, _ = vllm_pair
-    code, doc = compare_json(capsys, "--baseline", base, "--candidate", cand, "--prompts", "quick", "--max-tokens", "64")
+    code, doc = compare_json(
+        capsys, "--baseline", base, "--candidate", cand, "--prompts", "quick", "--max-tokens", "64"
+    )
     assert code in (0, 3)
     assert doc["baseline"]["backend"] == "vllm" and doc["candidate"]["build"] == "vllm 0.32.0"
     total_drafted = 0
@@ -90,8 +98,9 @@ def test_vllm_draft_model_speculation(vllm_pair, capsys):
         draft = start(second, "draft", ["--speculative-config", spec], tmp)
         launcher.servers[1].stop()  # make room: ~5 GB a server on a 24 GB machine
         second.start_all()
-        code, doc = compare_json(capsys, "--baseline", base, "--candidate", draft.url, "--prompts", "quick",
-                                 "--max-tokens", "48")
+        code, doc = compare_json(
+            capsys, "--baseline", base, "--candidate", draft.url, "--prompts", "quick", "--max-tokens", "48"
+        )
     assert code in (0, 3)
     for p in doc["prompts"]:
         check_prompt(p, exact=False)
@@ -100,8 +109,17 @@ def test_vllm_draft_model_speculation(vllm_pair, capsys):
 
 def test_mixed_llama_cpp_baseline_vs_vllm_candidate(vllm_pair, llama_servers, capsys):
     base, _, _, _ = vllm_pair
-    code, doc = compare_json(capsys, "--baseline", llama_servers["baseline"], "--candidate", base,
-                             "--prompt", "What is the capital of France?", "--max-tokens", "24")
+    code, doc = compare_json(
+        capsys,
+        "--baseline",
+        llama_servers["baseline"],
+        "--candidate",
+        base,
+        "--prompt",
+        "What is the capital of France?",
+        "--max-tokens",
+        "24",
+    )
     assert code in (0, 3)  # a difference is a result, not an error
     p = doc["prompts"][0]
     assert doc["baseline"]["backend"] == "llama.cpp" and doc["candidate"]["backend"] == "vllm"

@@ -32,21 +32,41 @@ def diverging(payloads):
 
 def make(candidate="draft", fail_after=None, size_note=""):
     infos = {
-        "replay://baseline": ServerInfo("http://127.0.0.1:8080", build="b11434-pypi", model="SmolLM2-135M-Instruct.Q4_1.gguf",
-                                        speculative={"type": "none"}),
-        "replay://candidate": ServerInfo("http://127.0.0.1:8081", build="b11434-pypi", model="SmolLM2-135M-Instruct.Q4_1.gguf",
-                                         speculative={"type": "draft-simple", "n_max": 8}),
+        "replay://baseline": ServerInfo(
+            "http://127.0.0.1:8080",
+            build="b11434-pypi",
+            model="SmolLM2-135M-Instruct.Q4_1.gguf",
+            speculative={"type": "none"},
+        ),
+        "replay://candidate": ServerInfo(
+            "http://127.0.0.1:8081",
+            build="b11434-pypi",
+            model="SmolLM2-135M-Instruct.Q4_1.gguf",
+            speculative={"type": "draft-simple", "n_max": 8},
+        ),
     }
     streams = {"replay://baseline": BASE, "replay://candidate": DRAFT if candidate == "draft" else diverging(DRAFT)}
 
     def factory(url, client):
-        return ReplayBackend(url, streams[url], infos[url], virtual_ms_per_event=12.5,
-                             fail_after=fail_after if url.endswith("candidate") else None)
+        return ReplayBackend(
+            url,
+            streams[url],
+            infos[url],
+            virtual_ms_per_event=12.5,
+            fail_after=fail_after if url.endswith("candidate") else None,
+        )
 
-    cfg = AppConfig("replay://baseline", "replay://candidate", params=GenerationParams(max_tokens=64),
-                    backend_factory=factory, gpu_probe=GPUProbe(FakeNVML()),
-                    host_probe=lambda: HostSample(2, 12.0, 3 * 1024**3, 24 * 1024**3, "x86_64", "Linux"),
-                    probe_interval=3600, autosave=False, initial_prompt="Write a Python function fizzbuzz(n).")
+    cfg = AppConfig(
+        "replay://baseline",
+        "replay://candidate",
+        params=GenerationParams(max_tokens=64),
+        backend_factory=factory,
+        gpu_probe=GPUProbe(FakeNVML()),
+        host_probe=lambda: HostSample(2, 12.0, 3 * 1024**3, 24 * 1024**3, "x86_64", "Linux"),
+        probe_interval=3600,
+        autosave=False,
+        initial_prompt="Write a Python function fizzbuzz(n).",
+    )
     return make_app(cfg)
 
 
@@ -110,8 +130,12 @@ def test_streaming(snap_compare):
 
         backend.stream = stalled
         app.action_run()
-        await until(pilot, lambda: len(app.recorders["candidate"].tokens) >= 30 and not app.runs.pending["candidate"],
-                    timeout=60, what="30 candidate tokens drawn")
+        await until(
+            pilot,
+            lambda: len(app.recorders["candidate"].tokens) >= 30 and not app.runs.pending["candidate"],
+            timeout=60,
+            what="30 candidate tokens drawn",
+        )
         await pilot.pause()
 
     assert snap_compare(make(), terminal_size=(160, 48), run_before=part_way)

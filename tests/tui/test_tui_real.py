@@ -23,13 +23,16 @@ class NoNVML:
         raise RuntimeError("NVML Shared Library Not Found")
 
 
-
 def app_for(baseline, candidate, **kw):
-    cfg = AppConfig(baseline, candidate, params=GenerationParams(max_tokens=kw.pop("max_tokens", 64), cache_prompt=False),
-                    gpu_probe=GPUProbe(NoNVML()), autosave=False, **kw)
+    cfg = AppConfig(
+        baseline,
+        candidate,
+        params=GenerationParams(max_tokens=kw.pop("max_tokens", 64), cache_prompt=False),
+        gpu_probe=GPUProbe(NoNVML()),
+        autosave=False,
+        **kw,
+    )
     return make_app(cfg)
-
-
 
 
 async def test_run_shows_both_outputs_identical_and_acceptance(llama_servers):
@@ -63,8 +66,11 @@ async def test_cancel_stops_both_streams(llama_servers):
         await ready(pilot, app)
         app.query_one("#prompt").value = "Count from 1 to 500, one number per line."
         app.action_run()
-        await until(pilot, lambda: all(len(app.recorders[s].tokens) > 5 for s in ("baseline", "candidate")),
-                    what="both streams to start")
+        await until(
+            pilot,
+            lambda: all(len(app.recorders[s].tokens) > 5 for s in ("baseline", "candidate")),
+            what="both streams to start",
+        )
         await pilot.press("escape")
         await until(pilot, lambda: app.run_done.is_set(), what="cancel")
         assert app.pane("baseline").state == "cancelled" and app.pane("candidate").state == "cancelled"

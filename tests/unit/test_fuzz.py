@@ -21,15 +21,38 @@ from spectui.core.types import GenerationParams
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=True)
-                           | st.text(max_size=8), lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
-                           max_leaves=8)
-KEYS = ["content", "tokens", "tokens_predicted", "stop", "stop_type", "timings", "tokens_evaluated",
-        "generation_settings", "choices", "usage", "metrics", "text", "output_ids", "meta_info", "error"]
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats(allow_nan=True) | st.text(max_size=8),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
+    max_leaves=8,
+)
+KEYS = [
+    "content",
+    "tokens",
+    "tokens_predicted",
+    "stop",
+    "stop_type",
+    "timings",
+    "tokens_evaluated",
+    "generation_settings",
+    "choices",
+    "usage",
+    "metrics",
+    "text",
+    "output_ids",
+    "meta_info",
+    "error",
+]
 events = st.dictionaries(st.sampled_from(KEYS), json_values, max_size=6)
-timing_events = st.builds(lambda e, t: {**e, "timings": t}, events,
-                          st.dictionaries(st.sampled_from(["draft_n", "draft_n_accepted", "predicted_per_second",
-                                                           "prompt_ms", "cache_n"]), json_values, max_size=4))
+timing_events = st.builds(
+    lambda e, t: {**e, "timings": t},
+    events,
+    st.dictionaries(
+        st.sampled_from(["draft_n", "draft_n_accepted", "predicted_per_second", "prompt_ms", "cache_n"]),
+        json_values,
+        max_size=4,
+    ),
+)
 
 
 def _only_ours(fn, *a):
@@ -70,7 +93,9 @@ def _run_backend(kind: str, body: bytes):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(["llama.cpp", "openai", "vllm", "sglang"]), st.lists(st.one_of(events, timing_events), max_size=6))
+@given(
+    st.sampled_from(["llama.cpp", "openai", "vllm", "sglang"]), st.lists(st.one_of(events, timing_events), max_size=6)
+)
 def test_every_backend_turns_any_event_into_events_never_an_exception(kind, objs):
     body = "".join(f"data: {json.dumps(o)}\n\n" for o in objs).encode() + b"data: [DONE]\n\n"
     evs = _run_backend(kind, body)
@@ -78,10 +103,35 @@ def test_every_backend_turns_any_event_into_events_never_an_exception(kind, objs
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.one_of(st.dictionaries(st.sampled_from(["type", "n", "side", "ev", "t", "i", "d", "label", "prompt",
-                                                            "params", "baseline", "candidate", "version"]),
-                                          json_values, max_size=6),
-                          st.text(max_size=20)), max_size=10))
+@given(
+    st.lists(
+        st.one_of(
+            st.dictionaries(
+                st.sampled_from(
+                    [
+                        "type",
+                        "n",
+                        "side",
+                        "ev",
+                        "t",
+                        "i",
+                        "d",
+                        "label",
+                        "prompt",
+                        "params",
+                        "baseline",
+                        "candidate",
+                        "version",
+                    ]
+                ),
+                json_values,
+                max_size=6,
+            ),
+            st.text(max_size=20),
+        ),
+        max_size=10,
+    )
+)
 def test_session_loader_raises_only_input_errors(tmp_path_factory, records):
     from spectui.store.session import load_session, results_for
 
@@ -95,9 +145,15 @@ def test_session_loader_raises_only_input_errors(tmp_path_factory, records):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.text(max_size=80), st.dictionaries(st.text("abcdef_", min_size=1, max_size=6),
-                                             st.integers() | st.text(max_size=5) | st.floats(allow_nan=False),
-                                             min_size=1, max_size=4))
+@given(
+    st.text(max_size=80),
+    st.dictionaries(
+        st.text("abcdef_", min_size=1, max_size=6),
+        st.integers() | st.text(max_size=5) | st.floats(allow_nan=False),
+        min_size=1,
+        max_size=4,
+    ),
+)
 def test_notebook_append_never_leaves_a_file_that_does_not_parse(tmp_path_factory, existing, entry):
     from spectui.store import notebook
 

@@ -26,8 +26,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # -- the notebook ---------------------------------------------------------------------------------------
 def test_twenty_processes_appending_at_once_all_land(tmp_path):
     nb = tmp_path / "notebook.toml"
-    code = ("import sys; from pathlib import Path; from spectui.store import notebook\n"
-            "notebook.append(Path(sys.argv[1]), [{'prompt_id': sys.argv[2], 'speedup': 1.0}])\n")
+    code = (
+        "import sys; from pathlib import Path; from spectui.store import notebook\n"
+        "notebook.append(Path(sys.argv[1]), [{'prompt_id': sys.argv[2], 'speedup': 1.0}])\n"
+    )
     procs = [subprocess.Popen([sys.executable, "-c", code, str(nb), f"p{i}"]) for i in range(20)]
     assert all(p.wait(timeout=120) == 0 for p in procs)
     rows = tomllib.loads(nb.read_text())["measurement"]
@@ -80,8 +82,14 @@ def test_a_failing_replace_loses_nothing(tmp_path, monkeypatch):
 
 # -- sessions -------------------------------------------------------------------------------------------
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "spectui", *args], capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, **(env or {})}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "spectui", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
 
 
 def test_save_onto_a_file_that_is_not_a_session_is_refused(tmp_path):
@@ -145,8 +153,9 @@ def test_a_garbage_line_in_the_middle_is_skipped_and_named(tmp_path):
     assert r.returncode == 1
 
 
-@pytest.mark.parametrize("head", [{"format": "spectui-session", "version": "abc"},
-                                  {"format": "spectui-session", "version": None}])
+@pytest.mark.parametrize(
+    "head", [{"format": "spectui-session", "version": "abc"}, {"format": "spectui-session", "version": None}]
+)
 def test_a_malformed_header_is_one_line(tmp_path, head):
     p = tmp_path / "s.jsonl"
     p.write_text(json.dumps(head) + "\n")
@@ -154,8 +163,14 @@ def test_a_malformed_header_is_one_line(tmp_path, head):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "version" in r.stderr
 
 
-@pytest.mark.parametrize("bad", [{"type": "servers", "baseline": "x", "candidate": "y"},
-                                 {**PROMPT, "params": ["x"]}, _ev("baseline", "token", 5, i=0, d=5, label="first")])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"type": "servers", "baseline": "x", "candidate": "y"},
+        {**PROMPT, "params": ["x"]},
+        _ev("baseline", "token", 5, i=0, d=5, label="first"),
+    ],
+)
 def test_malformed_fields_never_crash_replay_report_or_listing(tmp_path, bad):
     p = _session(tmp_path, [PROMPT, bad, *_side("baseline", "hi"), *_side("candidate", "hi")])
     good = _session(tmp_path / "x" if (tmp_path / "x").mkdir() is None else tmp_path, [PROMPT])
@@ -168,10 +183,16 @@ def test_malformed_fields_never_crash_replay_report_or_listing(tmp_path, bad):
 
 
 # -- server events --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("obj,field", [({"content": 5}, "content"), ({"timings": [1]}, "timings"),
-                                       ({"tokens_predicted": "x"}, "tokens_predicted"),
-                                       ({"timings": {"draft_n": "8", "draft_n_accepted": 1}}, "draft_n"),
-                                       ({"tokens": ["a"]}, "tokens[]")])
+@pytest.mark.parametrize(
+    "obj,field",
+    [
+        ({"content": 5}, "content"),
+        ({"timings": [1]}, "timings"),
+        ({"tokens_predicted": "x"}, "tokens_predicted"),
+        ({"timings": {"draft_n": "8", "draft_n_accepted": 1}}, "draft_n"),
+        ({"tokens": ["a"]}, "tokens[]"),
+    ],
+)
 def test_a_wrong_typed_llamacpp_field_is_named(obj, field):
     with pytest.raises(BadEvent, match=f"{field.replace('[', '.').replace(']', '.')} is"):
         LlamaCppLabeller().feed(obj, 0)
@@ -180,11 +201,13 @@ def test_a_wrong_typed_llamacpp_field_is_named(obj, field):
 def test_counters_that_go_backwards_are_reported_and_later_tokens_unknown():
     lab = LlamaCppLabeller()
     evs = []
-    for obj in ({"content": "a", "tokens": [1], "tokens_predicted": 1},
-                {"content": "b", "tokens": [2], "tokens_predicted": 2, "timings": {"draft_n": 8, "draft_n_accepted": 0}},
-                {"content": "c", "tokens": [3], "tokens_predicted": 3, "timings": {"draft_n": 16, "draft_n_accepted": 1}},
-                {"content": "d", "tokens": [4], "tokens_predicted": 4, "timings": {"draft_n": 4, "draft_n_accepted": 1}},
-                {"content": "e", "tokens": [5], "tokens_predicted": 5, "timings": {"draft_n": 20, "draft_n_accepted": 2}}):
+    for obj in (
+        {"content": "a", "tokens": [1], "tokens_predicted": 1},
+        {"content": "b", "tokens": [2], "tokens_predicted": 2, "timings": {"draft_n": 8, "draft_n_accepted": 0}},
+        {"content": "c", "tokens": [3], "tokens_predicted": 3, "timings": {"draft_n": 16, "draft_n_accepted": 1}},
+        {"content": "d", "tokens": [4], "tokens_predicted": 4, "timings": {"draft_n": 4, "draft_n_accepted": 1}},
+        {"content": "e", "tokens": [5], "tokens_predicted": 5, "timings": {"draft_n": 20, "draft_n_accepted": 2}},
+    ):
         evs += lab.feed(obj, 0)
     assert lab.inconsistent and "backwards" in lab.inconsistent
     labels = [e.label for e in evs if hasattr(e, "label")]
@@ -216,7 +239,8 @@ def test_same_text_different_token_counts_is_a_difference():
     def rec(final_predicted):
         lab, r = LlamaCppLabeller(), SideRecorder("x")
         for ev in lab.feed({"content": "ok", "tokens": [11], "tokens_predicted": 1}, 0) + lab.feed(
-                {"content": "", "tokens": [], "tokens_predicted": final_predicted, "stop": True}, 1):
+            {"content": "", "tokens": [], "tokens_predicted": final_predicted, "stop": True}, 1
+        ):
             r.feed(ev)
         return r
 
@@ -236,14 +260,17 @@ def test_credentials_are_redacted_everywhere_spectui_writes():
 
 
 # -- command-line values --------------------------------------------------------------------------------
-@pytest.mark.parametrize("args", [
-    ["compare", "--baseline", "http://x", "--candidate", "http://y", "--prompt", "hi", "--temperature", "nan"],
-    ["compare", "--baseline", "http://x", "--candidate", "http://y", "--prompt", "hi", "--temperature", "inf"],
-    ["compare", "--baseline", "http://x", "--candidate", "http://y", "--prompt", "hi", "--ready-timeout", "nan"],
-    ["compare", "--baseline", "http://x", "--candidate", "http://y", "--prompt", "hi", "--max-tokens", "0"],
-    ["theory", "--alpha", "0.5", "--gamma", "4", "--cost", "nan"],
-    ["theory", "--alpha", "0.5", "--gamma", "4", "--cost", "inf"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compare", "--baseline", "http://x", "--candidate", "http://y", "--prompt", "hi", "--temperature", "nan"],
+        ["compare", "--baseline", "http://x", "--candidate", "http://y", "--prompt", "hi", "--temperature", "inf"],
+        ["compare", "--baseline", "http://x", "--candidate", "http://y", "--prompt", "hi", "--ready-timeout", "nan"],
+        ["compare", "--baseline", "http://x", "--candidate", "http://y", "--prompt", "hi", "--max-tokens", "0"],
+        ["theory", "--alpha", "0.5", "--gamma", "4", "--cost", "nan"],
+        ["theory", "--alpha", "0.5", "--gamma", "4", "--cost", "inf"],
+    ],
+)
 def test_bad_values_are_one_line_usage_errors(args):
     r = _cli(*args)
     assert r.returncode == 2, r.stderr
@@ -269,14 +296,17 @@ def test_bad_themes_are_reported_and_skipped(tmp_path, text):
     assert loaded.themes == [] and len(loaded.problems) == 1 and "skipped" in loaded.problems[0]
 
 
-@pytest.mark.parametrize("server,key", [('env = "FOO=1"', "env"), ('ready_timeout = "soon"', "ready_timeout"),
-                                        ("port = true", "port")])
+@pytest.mark.parametrize(
+    "server,key", [('env = "FOO=1"', "env"), ('ready_timeout = "soon"', "ready_timeout"), ("port = true", "port")]
+)
 def test_bad_profile_fields_name_the_key(server, key):
     from spectui.core.errors import InputError
     from spectui.store.profiles import parse_profile
 
-    text = (f'name = "p"\n[[comparison]]\nid = "c"\nbaseline = {{ backend = "llama.cpp", argv = ["x"] }}\n'
-            f'candidate = {{ backend = "llama.cpp", argv = ["x"], {server} }}\n')
+    text = (
+        f'name = "p"\n[[comparison]]\nid = "c"\nbaseline = {{ backend = "llama.cpp", argv = ["x"] }}\n'
+        f'candidate = {{ backend = "llama.cpp", argv = ["x"], {server} }}\n'
+    )
     with pytest.raises(InputError, match=key):
         parse_profile(text, "p.toml")
 

@@ -94,13 +94,25 @@ def test_next_steps_counters_before_the_last_steps_tokens():
     lab = LlamaCppLabeller()
     ev = []
     ev += lab.feed({"content": "a", "tokens": [1], "tokens_predicted": 1, "timings": {}}, 0)
-    ev += lab.feed({"content": "b", "tokens": [2], "tokens_predicted": 2, "timings": {"draft_n": 4, "draft_n_accepted": 2}}, 1)
+    ev += lab.feed(
+        {"content": "b", "tokens": [2], "tokens_predicted": 2, "timings": {"draft_n": 4, "draft_n_accepted": 2}}, 1
+    )
     # step 2's counters arrive while step 1 still owes an accepted token and its target token
-    ev += lab.feed({"content": "cde", "tokens": [5], "tokens_predicted": 5, "timings": {"draft_n": 8, "draft_n_accepted": 3}}, 2)
-    ev += lab.feed({"content": "f", "tokens": [6], "tokens_predicted": 6, "timings": {"draft_n": 8, "draft_n_accepted": 3}}, 3)
+    ev += lab.feed(
+        {"content": "cde", "tokens": [5], "tokens_predicted": 5, "timings": {"draft_n": 8, "draft_n_accepted": 3}}, 2
+    )
+    ev += lab.feed(
+        {"content": "f", "tokens": [6], "tokens_predicted": 6, "timings": {"draft_n": 8, "draft_n_accepted": 3}}, 3
+    )
     toks = tokens(ev)
     assert [(t.label, t.step) for t in toks] == [
-        ("first", None), ("accepted", 1), ("accepted", 1), ("target", 1), ("accepted", 2), ("target", 2)]
+        ("first", None),
+        ("accepted", 1),
+        ("accepted", 1),
+        ("target", 1),
+        ("accepted", 2),
+        ("target", 2),
+    ]
     assert toks[3].rejected == 2 and toks[5].rejected == 3
     assert b"".join(t.data for t in toks) == b"abcdef"
 
@@ -109,9 +121,20 @@ def test_last_step_cut_short_by_stop():
     lab = LlamaCppLabeller()
     ev = []
     ev += lab.feed({"content": "a", "tokens": [1], "tokens_predicted": 1, "timings": {}}, 0)
-    ev += lab.feed({"content": "b", "tokens": [2], "tokens_predicted": 2, "timings": {"draft_n": 4, "draft_n_accepted": 3}}, 1)
-    ev += lab.feed({"content": "", "tokens": [], "stop": True, "stop_type": "limit", "tokens_predicted": 2,
-                    "timings": {"draft_n": 4, "draft_n_accepted": 3}}, 2)
+    ev += lab.feed(
+        {"content": "b", "tokens": [2], "tokens_predicted": 2, "timings": {"draft_n": 4, "draft_n_accepted": 3}}, 1
+    )
+    ev += lab.feed(
+        {
+            "content": "",
+            "tokens": [],
+            "stop": True,
+            "stop_type": "limit",
+            "tokens_predicted": 2,
+            "timings": {"draft_n": 4, "draft_n_accepted": 3},
+        },
+        2,
+    )
     toks = tokens(ev)
     assert [t.label for t in toks] == ["first", "accepted"]
     assert isinstance(ev[-1], StreamFinished) and ev[-1].stop_type == "limit"

@@ -33,15 +33,22 @@ def test_import_contracts_hold():
     assert "broken" in r.stdout and "0 broken" in r.stdout
 
 
-def test_ruff_lint_is_clean():
+def test_ruff_lint_and_format_are_clean():
     exe = Path(sys.executable).with_name("ruff")
     r = subprocess.run([str(exe), "check", "spectui", "tests", "bench"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout[-3000:]
+    r = subprocess.run(
+        [str(exe), "format", "--check", "spectui", "tests", "bench"], capture_output=True, text=True, cwd=ROOT
+    )
     assert r.returncode == 0, r.stdout[-3000:]
 
 
 def test_no_module_over_600_lines():
-    long = [(str(p.relative_to(ROOT)), n) for p in (ROOT / "spectui").rglob("*.py")
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600]
+    long = [
+        (str(p.relative_to(ROOT)), n)
+        for p in (ROOT / "spectui").rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600
+    ]
     assert not long, long
 
 
@@ -60,8 +67,22 @@ def test_themes_and_profiles_are_in_the_wheel(tmp_path):
     import zipfile
 
     # hatchling is installed by `make test` (the test extra), so no package index is needed here
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                        str(tmp_path), str(ROOT)], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     [whl] = tmp_path.glob("spectui-*.whl")
     names = zipfile.ZipFile(whl).namelist()

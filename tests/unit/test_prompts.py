@@ -21,14 +21,17 @@ def test_user_file(tmp_path):
     assert name == "mine" and items[0].raw == "def f(" and items[1].messages[0]["content"] == "hi"
 
 
-@pytest.mark.parametrize("content,needle", [
-    ("", "no [[prompt]]"),
-    ("[[prompt]\n", "invalid TOML"),
-    ('[[prompt]]\nid="a"\n', "exactly one of"),
-    ('[[prompt]]\ntext="a"\nbogus=1\n', "unknown key 'bogus'"),
-    ('[[prompt]]\nmessages=[{role="user", content="a"}, {role="assistant", content="b"}]\n', "last message"),
-    ('[[prompt]]\nid="a"\ntext="x"\n[[prompt]]\nid="a"\ntext="y"\n', "duplicate id"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("", "no [[prompt]]"),
+        ("[[prompt]\n", "invalid TOML"),
+        ('[[prompt]]\nid="a"\n', "exactly one of"),
+        ('[[prompt]]\ntext="a"\nbogus=1\n', "unknown key 'bogus'"),
+        ('[[prompt]]\nmessages=[{role="user", content="a"}, {role="assistant", content="b"}]\n', "last message"),
+        ('[[prompt]]\nid="a"\ntext="x"\n[[prompt]]\nid="a"\ntext="y"\n', "duplicate id"),
+    ],
+)
 def test_bad_files_say_what_is_wrong(tmp_path, content, needle):
     f = tmp_path / "bad.toml"
     f.write_text(content)

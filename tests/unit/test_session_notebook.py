@@ -23,8 +23,22 @@ def recorded(llama_servers, tmp_path_factory):
     path = tmp_path_factory.mktemp("s") / "run.jsonl"
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = main(["compare", "--baseline", llama_servers["baseline"], "--candidate", llama_servers["draft"],
-                     "--prompts", "quick", "--max-tokens", "48", "--save", str(path), "--json"])
+        code = main(
+            [
+                "compare",
+                "--baseline",
+                llama_servers["baseline"],
+                "--candidate",
+                llama_servers["draft"],
+                "--prompts",
+                "quick",
+                "--max-tokens",
+                "48",
+                "--save",
+                str(path),
+                "--json",
+            ]
+        )
     assert code == 0
     return path, json.loads(out.getvalue())
 
@@ -37,8 +51,19 @@ def test_replay_gives_the_same_labels_figures_and_verdict(recorded, capsys):
     for a, b in zip(live["prompts"], replayed["prompts"], strict=True):
         assert a["identical"] == b["identical"] and a["first_divergence"] == b["first_divergence"]
         for side in ("baseline", "candidate"):
-            for key in ("tokens", "label_counts", "drafted", "accepted", "steps", "ttft_ms", "decode_tps",
-                        "acceptance_rate", "mean_accepted_length", "output", "metrics_check"):
+            for key in (
+                "tokens",
+                "label_counts",
+                "drafted",
+                "accepted",
+                "steps",
+                "ttft_ms",
+                "decode_tps",
+                "acceptance_rate",
+                "mean_accepted_length",
+                "output",
+                "metrics_check",
+            ):
                 assert a[side][key] == b[side][key], (side, key)
         assert a["speedup"] == b["speedup"]
     assert replayed["candidate"]["build"] == live["candidate"]["build"]
@@ -89,8 +114,10 @@ class _R:  # the parts of a PromptResult that a measurement reads
 def _infos():
     from spectui.core.types import ServerInfo
 
-    return {"baseline": ServerInfo("http://a", build="b11434-pypi", model="m.gguf"),
-            "candidate": ServerInfo("http://b", build="b11434-pypi", model="m.gguf", speculative={"type": "draft-simple"})}
+    return {
+        "baseline": ServerInfo("http://a", build="b11434-pypi", model="m.gguf"),
+        "candidate": ServerInfo("http://b", build="b11434-pypi", model="m.gguf", speculative={"type": "draft-simple"}),
+    }
 
 
 def test_notebook_append_keeps_earlier_entries_byte_for_byte(tmp_path):
@@ -138,9 +165,16 @@ async def test_replay_in_the_tui_matches_the_live_run(recorded):
     path, live = recorded
     session = load_session(path)
     control = ReplayControl(None)
-    cfg = AppConfig(session.infos["baseline"].url, session.infos["candidate"].url, prompts=[p.prompt for p in session.prompts],
-                    backends={s: SessionBackend(s, session, None, control) for s in ("baseline", "candidate")},
-                    replay_control=control, autorun_all=True, gpu_probe=GPUProbe(FakeNVML(fail_init=True)), autosave=False)
+    cfg = AppConfig(
+        session.infos["baseline"].url,
+        session.infos["candidate"].url,
+        prompts=[p.prompt for p in session.prompts],
+        backends={s: SessionBackend(s, session, None, control) for s in ("baseline", "candidate")},
+        replay_control=control,
+        autorun_all=True,
+        gpu_probe=GPUProbe(FakeNVML(fail_init=True)),
+        autosave=False,
+    )
     app = make_app(cfg)
     async with app.run_test(size=(160, 50)) as pilot:
         await until(pilot, lambda: len(app.results) == len(live["prompts"]) and app.run_done.is_set(), timeout=20)
@@ -150,8 +184,12 @@ async def test_replay_in_the_tui_matches_the_live_run(recorded):
             for side in ("baseline", "candidate"):
                 f = getattr(r, side).figures
                 assert f.label_counts == want[side]["label_counts"]
-                assert (f.tokens, f.drafted, f.accepted, f.steps) == tuple(want[side][k] for k in ("tokens", "drafted", "accepted", "steps"))
-                assert f.ttft_ms == pytest.approx(want[side]["ttft_ms"]) and f.decode_tps == pytest.approx(want[side]["decode_tps"])
+                assert (f.tokens, f.drafted, f.accepted, f.steps) == tuple(
+                    want[side][k] for k in ("tokens", "drafted", "accepted", "steps")
+                )
+                assert f.ttft_ms == pytest.approx(want[side]["ttft_ms"]) and f.decode_tps == pytest.approx(
+                    want[side]["decode_tps"]
+                )
         banner = str(app.q("#banner").render())
         assert "IDENTICAL" in banner
 
@@ -164,9 +202,15 @@ async def test_tui_autosaves_and_appends_to_the_notebook(llama_servers, tmp_path
     from tests.fakes import FakeNVML
 
     nb = tmp_path / "lab.toml"
-    cfg = AppConfig(llama_servers["baseline"], llama_servers["ngram"], params=GenerationParams(max_tokens=24, cache_prompt=False),
-                    gpu_probe=GPUProbe(FakeNVML()), session_dir=str(tmp_path / "sessions"), notebook=str(nb),
-                    initial_prompt="Name three colours.")
+    cfg = AppConfig(
+        llama_servers["baseline"],
+        llama_servers["ngram"],
+        params=GenerationParams(max_tokens=24, cache_prompt=False),
+        gpu_probe=GPUProbe(FakeNVML()),
+        session_dir=str(tmp_path / "sessions"),
+        notebook=str(nb),
+        initial_prompt="Name three colours.",
+    )
     app = make_app(cfg)
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot, app)

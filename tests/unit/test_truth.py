@@ -16,8 +16,12 @@ from spectui.core.events import StreamStarted, TokenEvent
 from spectui.core.figures import SideRecorder
 
 DATA = Path(__file__).parent.parent / "data"
-STREAMS = ["llamacpp-b11434-baseline-fizzbuzz.sse", "llamacpp-b11434-draft-simple-fizzbuzz.sse",
-           "llamacpp-b11434-draft-simple-emoji-utf8.sse", "llamacpp-b11434-draft-simple-stop-word.sse"]
+STREAMS = [
+    "llamacpp-b11434-baseline-fizzbuzz.sse",
+    "llamacpp-b11434-draft-simple-fizzbuzz.sse",
+    "llamacpp-b11434-draft-simple-emoji-utf8.sse",
+    "llamacpp-b11434-draft-simple-stop-word.sse",
+]
 
 
 def replay(name: str, n_max: float | None = None) -> tuple[SideRecorder, dict]:
@@ -77,8 +81,11 @@ def test_vllm_tokens_per_second_is_not_shown_as_a_decode_rate():
     rec.feed(StreamStarted(0, ""))
     rec.feed(TokenEvent(0, 1, b"a", 10, "first"))
     rec.feed(TokenEvent(1, 2, b"b", 20, "target"))
-    rec.feed(StreamFinished(30, "limit", {"tokens_per_second_incl_prefill": 55.0, "completion_tokens": 2},
-                            spec=SpecReport("vLLM")))
+    rec.feed(
+        StreamFinished(
+            30, "limit", {"tokens_per_second_incl_prefill": 55.0, "completion_tokens": 2}, spec=SpecReport("vLLM")
+        )
+    )
     f = rec.figures
     assert f.server_decode_tps is None and f.server_tps_incl_prefill == 55.0
     assert f.decode_source == "observed"
@@ -99,8 +106,12 @@ def test_rendered_prompts_that_differ_are_said_before_the_verdict():
     from spectui.core.runner import PromptResult
     from spectui.core.types import Prompt
 
-    r = PromptResult(Prompt("p"), SideRecorder("b"), SideRecorder("c"),
-                     rendered={"baseline": "<|im_start|>user\nhi", "candidate": "<|im_start|>user\n hi"})
+    r = PromptResult(
+        Prompt("p"),
+        SideRecorder("b"),
+        SideRecorder("c"),
+        rendered={"baseline": "<|im_start|>user\nhi", "candidate": "<|im_start|>user\n hi"},
+    )
     assert r.prompts_differ_at == len(b"<|im_start|>user\n")
 
 
@@ -142,8 +153,16 @@ def test_vllm_steps_that_drafted_nothing_are_aligned_by_chunk():
         for ev in lab.feed(b"x" * n, [next(tid) for _ in range(n)], n, t):
             rec.feed(ev)
     rec.feed(StreamFinished(9, "limit", spec=SpecReport("vLLM", [2, 1], [3, 3], 2, 3, 6, 8)))
-    assert [t.label for t in rec.tokens] == ["first", "accepted", "accepted", "target", "target", "target",
-                                             "accepted", "target"]
+    assert [t.label for t in rec.tokens] == [
+        "first",
+        "accepted",
+        "accepted",
+        "target",
+        "target",
+        "target",
+        "accepted",
+        "target",
+    ]
     assert [t.rejected for t in rec.tokens] == [0, 0, 0, 1, 0, 0, 0, 2]
     assert rec.figures.labels.startswith("exact (vLLM per-step counts)")
 

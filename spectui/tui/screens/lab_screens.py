@@ -41,16 +41,21 @@ class PrefixScreen(Screen):
         self.params = params
 
     def compose(self) -> ComposeResult:
-        yield Static("prefix caching: the baseline recomputes every turn (cache_prompt off), the candidate reuses "
-                     "the conversation (cache on). Enter runs 3 turns; s/r/e save, restore, erase the candidate's "
-                     "slot 0 (needs --slot-save-path).", id="status")
+        yield Static(
+            "prefix caching: the baseline recomputes every turn (cache_prompt off), the candidate reuses "
+            "the conversation (cache on). Enter runs 3 turns; s/r/e save, restore, erase the candidate's "
+            "slot 0 (needs --slot-save-path).",
+            id="status",
+        )
         yield DataTable(id="turns")
         yield Static("", id="kv")
         yield Footer()
 
     def on_mount(self) -> None:
         t = self.query_one(DataTable)
-        t.add_columns("turn", "TTFT cold ms", "TTFT warm ms", "processed cold/warm", "reused warm", "TTFT speed-up", "output")
+        t.add_columns(
+            "turn", "TTFT cold ms", "TTFT warm ms", "processed cold/warm", "reused warm", "TTFT speed-up", "output"
+        )
         self._show_kv()
 
     def _show_kv(self) -> None:
@@ -65,7 +70,9 @@ class PrefixScreen(Screen):
             except Exception as exc:
                 self.query_one("#kv", Static).update(f"KV sizes unavailable: {exc}")
                 return
-        self.query_one("#kv", Static).update("KV sizes: the model file is not on this machine (spectui kv --model PATH)")
+        self.query_one("#kv", Static).update(
+            "KV sizes: the model file is not on this machine (spectui kv --model PATH)"
+        )
 
     def action_run(self) -> None:
         self.query_one("#status", Static).update("running 3 turns on both servers…")
@@ -81,19 +88,31 @@ class PrefixScreen(Screen):
         def add(turn) -> None:
             b, c = turn.baseline.figures, turn.candidate.figures
             same = "identical" if turn.divergence is None else f"DIFFERS at byte {turn.divergence.byte}"
-            table.add_row(str(turn.n), _fmt(b.ttft_ms), _fmt(c.ttft_ms), f"{_fmt(b.prompt_tokens, 'd')} / {_fmt(c.prompt_tokens, 'd')}",
-                          _fmt(c.prompt_cached, "d"), f"{turn.ttft_speedup:.2f}×" if turn.ttft_speedup else "—", same)
+            table.add_row(
+                str(turn.n),
+                _fmt(b.ttft_ms),
+                _fmt(c.ttft_ms),
+                f"{_fmt(b.prompt_tokens, 'd')} / {_fmt(c.prompt_tokens, 'd')}",
+                _fmt(c.prompt_cached, "d"),
+                f"{turn.ttft_speedup:.2f}×" if turn.ttft_speedup else "—",
+                same,
+            )
 
         try:
-            turns, cleared = await run_prefix(self.backends["baseline"], self.backends["candidate"], FOLLOW_UPS[:3],
-                                              GenerationParams(min(self.params.max_tokens, 64), self.params.temperature,
-                                                               self.params.seed), add)
+            turns, cleared = await run_prefix(
+                self.backends["baseline"],
+                self.backends["candidate"],
+                FOLLOW_UPS[:3],
+                GenerationParams(min(self.params.max_tokens, 64), self.params.temperature, self.params.seed),
+                add,
+            )
         except Exception as exc:
             self.query_one("#status", Static).update(Text(f"failed: {exc}", style="bold red"))
             return
         note = " A cache hit changed the output (see the last column)." if any(t.divergence for t in turns) else ""
         self.query_one("#status", Static).update(
-            f"done. before the run: baseline {cleared['baseline']}; candidate {cleared['candidate']}.{note}")
+            f"done. before the run: baseline {cleared['baseline']}; candidate {cleared['candidate']}.{note}"
+        )
 
     @work(exclusive=True, group="slot", exit_on_error=False)
     async def action_slot(self, action: str) -> None:
@@ -104,7 +123,8 @@ class PrefixScreen(Screen):
         b = self.backends["candidate"]
         if not b.capabilities.slots:
             self.query_one("#status", Static).update(
-                Text(f"the candidate ({b.kind}) has no slot caches to {action}", style="bold red"))
+                Text(f"the candidate ({b.kind}) has no slot caches to {action}", style="bold red")
+            )
             return
         t0 = time.perf_counter()
         try:
@@ -118,13 +138,17 @@ class PrefixScreen(Screen):
         self.query_one("#status", Static).update(
             f"{action}: {body.get('n_saved') or body.get('n_restored') or body.get('n_erased') or 0} tokens"
             + (f", {size / 1e6:.1f} MB" if size else "")
-            + f", {t.get('save_ms') or t.get('restore_ms') or ms:.1f} ms. Enter runs the next turns.")
+            + f", {t.get('save_ms') or t.get('restore_ms') or ms:.1f} ms. Enter runs the next turns."
+        )
 
 
 class SweepScreen(Screen):
     """Aggregate throughput and speed-up against concurrency, with the byte comparison at each level."""
 
-    BINDINGS = [Binding("enter", "run", "Run 1,2,4", id="sweep_run", priority=True), Binding("escape", "app.pop_screen", "Back", id="sweep_back")]
+    BINDINGS = [
+        Binding("enter", "run", "Run 1,2,4", id="sweep_run", priority=True),
+        Binding("escape", "app.pop_screen", "Back", id="sweep_back"),
+    ]
     DEFAULT_CSS = "SweepScreen DataTable { height: auto; max-height: 10; } SweepScreen PlotextPlot { height: 1fr; } SweepScreen #status { padding: 0 1; }"
 
     def __init__(self, backends: dict, prompts: list, params: GenerationParams) -> None:
@@ -133,15 +157,26 @@ class SweepScreen(Screen):
 
     def compose(self) -> ComposeResult:
         slots = [b.info.slots if b.info is not None else None for b in self.backends.values()]
-        warn = "" if all(s and s >= 4 for s in slots) else " (the servers have fewer than 4 slots: requests will queue; start them with -np 4)"
+        warn = (
+            ""
+            if all(s and s >= 4 for s in slots)
+            else " (the servers have fewer than 4 slots: requests will queue; start them with -np 4)"
+        )
         yield Static(f"concurrency sweep at 1, 2, 4 over the prompt set; Enter to run{warn}", id="status")
         yield DataTable(id="levels")
         yield PlotextPlot(id="sweep-plot")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns("concurrency", "baseline tok/s", "candidate tok/s", "per-request b/c",
-                                              "TTFT ms b/c", "speed-up (acceptance)", "outputs")
+        self.query_one(DataTable).add_columns(
+            "concurrency",
+            "baseline tok/s",
+            "candidate tok/s",
+            "per-request b/c",
+            "TTFT ms b/c",
+            "speed-up (acceptance)",
+            "outputs",
+        )
 
     def action_run(self) -> None:
         self.query_one("#status", Static).update("running…")
@@ -158,17 +193,36 @@ class SweepScreen(Screen):
         def add(lv) -> None:
             levels.append(lv)
             acc = lv.candidate.acceptance_rate
-            sp = f"{lv.speedup:.2f}× at {acc:.0%}" if lv.speedup and acc is not None else (f"{lv.speedup:.2f}×" if lv.speedup else "—")
-            same = f"{lv.compared}/{lv.compared} identical" if lv.identical else (
-                "a side failed" if lv.identical is None else f"{sum(1 for d in lv.divergences if d)} DIFFER")
-            table.add_row(str(lv.concurrency), _fmt(lv.baseline.aggregate_tps, ".1f"), _fmt(lv.candidate.aggregate_tps, ".1f"),
-                          f"{_fmt(lv.baseline.per_request_tps, '.1f')} / {_fmt(lv.candidate.per_request_tps, '.1f')}",
-                          f"{_fmt(lv.baseline.ttft_ms)} / {_fmt(lv.candidate.ttft_ms)}", sp, same)
+            sp = (
+                f"{lv.speedup:.2f}× at {acc:.0%}"
+                if lv.speedup and acc is not None
+                else (f"{lv.speedup:.2f}×" if lv.speedup else "—")
+            )
+            same = (
+                f"{lv.compared}/{lv.compared} identical"
+                if lv.identical
+                else ("a side failed" if lv.identical is None else f"{sum(1 for d in lv.divergences if d)} DIFFER")
+            )
+            table.add_row(
+                str(lv.concurrency),
+                _fmt(lv.baseline.aggregate_tps, ".1f"),
+                _fmt(lv.candidate.aggregate_tps, ".1f"),
+                f"{_fmt(lv.baseline.per_request_tps, '.1f')} / {_fmt(lv.candidate.per_request_tps, '.1f')}",
+                f"{_fmt(lv.baseline.ttft_ms)} / {_fmt(lv.candidate.ttft_ms)}",
+                sp,
+                same,
+            )
             self._plot(levels)
 
         try:
-            await sweep(self.backends["baseline"], self.backends["candidate"], self.prompts, [1, 2, 4],
-                        GenerationParams(min(self.params.max_tokens, 64), self.params.temperature, self.params.seed), add)
+            await sweep(
+                self.backends["baseline"],
+                self.backends["candidate"],
+                self.prompts,
+                [1, 2, 4],
+                GenerationParams(min(self.params.max_tokens, 64), self.params.temperature, self.params.seed),
+                add,
+            )
         except Exception as exc:
             self.query_one("#status", Static).update(Text(f"failed: {exc}", style="bold red"))
             return

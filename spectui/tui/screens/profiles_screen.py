@@ -21,7 +21,9 @@ class ProfilePicker(Screen[tuple[Profile, str] | None]):
     ProfilePicker #detail { color: $text-muted; }
     """
 
-    def __init__(self, profiles: dict[str, Profile], hw: Hardware, preselected: str | None, problems: list[str]) -> None:
+    def __init__(
+        self, profiles: dict[str, Profile], hw: Hardware, preselected: str | None, problems: list[str]
+    ) -> None:
         super().__init__()
         self.profiles = profiles
         self.hw = hw

@@ -40,7 +40,9 @@ class SessionBrowser(Screen):
         Binding("delete,x", "delete", "Delete", id="browser_delete"),
         Binding("escape", "app.pop_screen", "Back", id="browser_back"),
     ]
-    DEFAULT_CSS = "SessionBrowser DataTable { height: 1fr; } SessionBrowser #where { padding: 0 1; color: $text-muted; }"
+    DEFAULT_CSS = (
+        "SessionBrowser DataTable { height: 1fr; } SessionBrowser #where { padding: 0 1; color: $text-muted; }"
+    )
 
     def __init__(self, folder: Path) -> None:
         super().__init__()
@@ -66,8 +68,11 @@ class SessionBrowser(Screen):
                 table.add_row("", r.path.name, r.problem, "", "", "", "")
                 continue
             same = {True: "identical", False: "DIFFERS", None: "—"}[r.identical]
-            sp = (f"{r.speedup:.2f}× at {r.acceptance:.0%}" if r.speedup and r.acceptance is not None
-                  else (f"{r.speedup:.2f}× (no drafts)" if r.speedup else "—"))
+            sp = (
+                f"{r.speedup:.2f}× at {r.acceptance:.0%}"
+                if r.speedup and r.acceptance is not None
+                else (f"{r.speedup:.2f}× (no drafts)" if r.speedup else "—")
+            )
             table.add_row(r.created[:19], r.path.name, r.prompt, str(r.n_prompts), same, sp, r.candidate)
 
     def _current(self):

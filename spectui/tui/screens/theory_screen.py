@@ -73,16 +73,23 @@ class TheoryScreen(Screen):
         text.append(f"best γ at this α,c {t['best_gamma']} (S {t['best_speedup']:.2f}×)\n\n")
         text.append("  α     S\n", style="dim")
         for row in t["table"]:
-            text.append(f"  {row['alpha']:.1f}  {row['speedup']:5.2f}\n", style="green" if row["speedup"] >= 1 else "red")
-        text.append("\nassumes verifying γ+1 tokens costs one target step:\ntrue while decoding is memory-bound, false on\n"
-                    "a CPU and under concurrency (see spectui sweep)", style="dim")
+            text.append(
+                f"  {row['alpha']:.1f}  {row['speedup']:5.2f}\n", style="green" if row["speedup"] >= 1 else "red"
+            )
+        text.append(
+            "\nassumes verifying γ+1 tokens costs one target step:\ntrue while decoding is memory-bound, false on\n"
+            "a CPU and under concurrency (see spectui sweep)",
+            style="dim",
+        )
         table.update(text)
         plot = self.query_one(PlotextPlot)
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
         xs = [i / 100 for i in range(0, 100)]
-        plt.plot(xs, [theory.speedup(a, self.gamma, self.cost) for a in xs], label=f"S(α), γ={self.gamma}, c={self.cost:g}")
+        plt.plot(
+            xs, [theory.speedup(a, self.gamma, self.cost) for a in xs], label=f"S(α), γ={self.gamma}, c={self.cost:g}"
+        )
         plt.plot(xs, [1.0] * len(xs), label="break-even S = 1")
         if be is not None:
             plt.vertical_line(be)
@@ -95,8 +102,12 @@ class TheoryScreen(Screen):
         m = self.query_one("#measured", Static)
         if self.measured:
             d = self.measured
-            m.update(Text(f"measured run: α = {d['alpha']:.2f}, γ = {d['gamma']:.2f} drafts/step (server counters), "
-                          f"implied c = {d['implied_cost']:.2f}; predicted with a free draft "
-                          f"{d['predicted_speedup_free_draft']:.2f}×, measured {d['measured_speedup']:.2f}×.\n{d['why']}"))
+            m.update(
+                Text(
+                    f"measured run: α = {d['alpha']:.2f}, γ = {d['gamma']:.2f} drafts/step (server counters), "
+                    f"implied c = {d['implied_cost']:.2f}; predicted with a free draft "
+                    f"{d['predicted_speedup_free_draft']:.2f}×, measured {d['measured_speedup']:.2f}×.\n{d['why']}"
+                )
+            )
         else:
             m.update("run a comparison first to put a measured point here (α, γ from the server's counters)")

@@ -17,8 +17,13 @@ from spectui.core.figures import SideRecorder
 from spectui.core.types import ServerInfo
 from spectui.machine.probes import GPUSample, HostSample, ProcessSample
 
-DEFAULT_MARKS = {"accepted": "#5fd787", "target": "#87afff", "first": "#d0d0d0",
-                 "rejected": "#ff5f87", "diverge": "#ff3030"}
+DEFAULT_MARKS = {
+    "accepted": "#5fd787",
+    "target": "#87afff",
+    "first": "#d0d0d0",
+    "rejected": "#ff5f87",
+    "diverge": "#ff3030",
+}
 
 
 class TokenView(ScrollView, can_focus=True):
@@ -234,9 +239,16 @@ class SidePane(Vertical):
     def set_state(self, state: str, cause: str = "") -> None:
         self.state = state
         self.cause = cause
-        icons = {"connecting": "… connecting", "loading": "… loading model", "ready": "● ready",
-                 "streaming": "▶ streaming", "done": "✓ done", "failed": "✗ failed", "cancelled": "■ cancelled",
-                 "waiting": "… waiting for the other side"}
+        icons = {
+            "connecting": "… connecting",
+            "loading": "… loading model",
+            "ready": "● ready",
+            "streaming": "▶ streaming",
+            "done": "✓ done",
+            "failed": "✗ failed",
+            "cancelled": "■ cancelled",
+            "waiting": "… waiting for the other side",
+        }
         text = Text(icons.get(state, state))
         if cause:
             text.append(f": {cause}", style="bold")
@@ -346,8 +358,14 @@ class LivePanel(Vertical):
             yield Label("GPU0 memory, last 60 s")
             yield Sparkline([], id="spark-gpu")
 
-    def show(self, gpus: list[GPUSample], host: HostSample | None, procs: dict[str, ProcessSample],
-             kv: dict[str, tuple[int, int] | None], gpu_note: str | None) -> None:
+    def show(
+        self,
+        gpus: list[GPUSample],
+        host: HostSample | None,
+        procs: dict[str, ProcessSample],
+        kv: dict[str, tuple[int, int] | None],
+        gpu_note: str | None,
+    ) -> None:
         t = Text()
         if gpus:
             for g in gpus:
@@ -356,8 +374,10 @@ class LivePanel(Vertical):
         else:
             t.append(f"GPU: none ({gpu_note or 'no NVIDIA GPU'})\n", style="dim")
         if host:
-            t.append(f"host RAM {fmt_bytes(host.memory_used)}/{fmt_bytes(host.memory_total)} "
-                     f"CPU {host.cpu_percent:.0f}% of {host.cpu_count}")
+            t.append(
+                f"host RAM {fmt_bytes(host.memory_used)}/{fmt_bytes(host.memory_total)} "
+                f"CPU {host.cpu_percent:.0f}% of {host.cpu_count}"
+            )
         for side in ("baseline", "candidate"):
             t.append(f"\n{side}: ")
             k = kv.get(side)

@@ -79,6 +79,11 @@ class Backend(abc.ABC):
         """(used, capacity) of the KV cache where the server tells, else None."""
         return None
 
+    async def top_logprobs(self, prompt: str, prefix_ids: list[int], n: int = 3) -> list[tuple[int | None, str, float]]:
+        """The next token's top-n (id, text, log-probability) after the prompt and the given generated token
+        ids, greedy and uncached. Needs capabilities.logprobs."""
+        raise Unsupported(f"{self.kind} server at {self.url} gives no log-probabilities")
+
     async def reset_cache(self) -> str:
         """Empty the server's prompt cache; returns what was done. Needs capabilities.cache_reset."""
         raise Unsupported(f"{self.kind} server at {self.url} offers no way to clear its cache")

@@ -235,6 +235,27 @@ class LlamaCppBackend(Backend):
             M.total(m, M.PROMPT_CACHED),
         )
 
+    async def top_logprobs(self, prompt: str, prefix_ids: list[int], n: int = 3) -> list[tuple[int | None, str, float]]:
+        """POST /completion with the prompt's tokens plus `prefix_ids`, n_predict 1 and n_probs: the server's
+        own top tokens at that position (ids, text, logprob), computed without the prompt cache."""
+        tok = await self._post_json("/tokenize", {"content": prompt, "add_special": True})
+        ids = tok.get("tokens")
+        if not isinstance(ids, list):
+            raise NotLlamaServer(f"{self.url}/tokenize did not return tokens")
+        body = await self._post_json(
+            "/completion",
+            {"prompt": [*ids, *prefix_ids], "n_predict": 1, "n_probs": n, "temperature": 0, "cache_prompt": False},
+            timeout=120,
+        )
+        probs = body.get("completion_probabilities")
+        if not isinstance(probs, list) or not probs or not isinstance(probs[0], dict):
+            raise NotLlamaServer(f"{self.url}/completion returned no completion_probabilities")
+        out = []
+        for e in probs[0].get("top_logprobs") or []:
+            if isinstance(e, dict) and isinstance(e.get("logprob"), (int, float)):
+                out.append((e.get("id"), str(e.get("token", "")), float(e["logprob"])))
+        return out
+
     async def reset_cache(self, slot: int = 0) -> str:
         """Erase the slot's cache (needs --slot-save-path); cold runs also send cache_prompt: false."""
         try:

@@ -41,6 +41,21 @@ class _CliObserver(RunObserver):
             self.writer.prompt_finished(result)
 
 
+async def triage_results(backends, results, params, args, writer) -> None:
+    """Triage the first `--triage-limit` divergent prompts; the finding goes into the result and the session."""
+    from spectui.labs.triage import triage
+
+    divergent = [(i, r) for i, r in enumerate(results) if r.divergence is not None and not r.failed]
+    for i, r in divergent[: args.triage_limit]:
+        if not args.json:
+            print(f"spectui: {r.prompt.id} differs: triage (reruns, cache, log-probabilities) …", file=sys.stderr)
+        found = await triage(backends["baseline"], backends["candidate"], r, params, args.near_tie)
+        if found is not None:
+            r.triage = found.to_json()
+            if writer is not None:
+                writer.triage(i, r.triage)
+
+
 def exit_for(results) -> int:
     """1 when a side failed or a prompt is incomplete (no verdict), 3 when outputs differ, else 0."""
     if any(r.failed or r.incomplete for r in results):
@@ -77,6 +92,8 @@ async def cmd_compare(args) -> int:
                 _CliObserver(args.json, writer, infos),
                 repeat=args.repeat,
             )
+            if args.triage:
+                await triage_results(backends, results, params, args, writer)
     finally:
         if writer:
             writer.close()

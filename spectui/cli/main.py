@@ -123,6 +123,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="run each prompt N times per side, interleaved, and report medians with 95%% intervals",
     )
+    p.add_argument(
+        "--triage",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="when outputs differ, rerun and ask for log-probabilities to say why (default: off)",
+    )
+    p.add_argument("--triage-limit", type=int, default=1, metavar="N", help="divergent prompts to triage (default 1)")
+    p.add_argument(
+        "--near-tie",
+        type=positive,
+        default=0.05,
+        metavar="NATS",
+        help="a margin under this between the two chosen tokens is a near-tie (default 0.05)",
+    )
     _add_run_options(p)
 
     p = sub.add_parser("replay", help="replay a saved session without any server")
@@ -157,11 +171,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", metavar="URL")
     p.add_argument("--candidate", metavar="URL")
     p.add_argument("--prompts", metavar="SET|FILE", default="default")
+    p.add_argument(
+        "--triage",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="when outputs differ, find out why (default: on)",
+    )
     _add_run_options(p)
 
     p = sub.add_parser("demo", help="launch the bundled pair of llama-servers and open the TUI on them")
     p.add_argument("--headless", action="store_true", help="run the comparison without the TUI and print it")
     p.add_argument("--repeat", type=int, default=1, metavar="N", help="with --headless: runs per side (interleaved)")
+    p.add_argument(
+        "--triage",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="when outputs differ, find out why (default: on; --no-triage to skip)",
+    )
     p.add_argument(
         "--candidate",
         choices=("draft", "ngram", "kvq4", "prefix"),

@@ -95,6 +95,18 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
             cb, cc = r.baseline.figures.prompt_cached, r.candidate.figures.prompt_cached
             if cb is not None and cc is not None and cb != cc:
                 lines.append(f"{'':<18}   note: prompt tokens reused from cache differ ({cb} vs {cc})")
+            if r.triage:
+                t = r.triage
+                lines.append(
+                    f"{'':<18}   cause: {t.get('cause')} — {t.get('summary')} (reruns: {len(t.get('reruns') or [])})"
+                )
+                lp = t.get("logprobs") or {}
+                for side in ("baseline", "candidate"):
+                    if lp.get(side):
+                        top = ", ".join(f"{escape_bytes(str(tok).encode())!r} {v:.3f}" for tok, v in lp[side])
+                        lines.append(f"{'':<18}     {side} top tokens at {lp.get('position')}: {top}")
+                for n in t.get("notes") or []:
+                    lines.append(f"{'':<18}     ({n})")
     lines += repeat_lines(results)
     done = [r for r in results if r.identical is not None]
     same = sum(1 for r in done if r.identical)
@@ -181,6 +193,7 @@ def json_report(
                 "first_divergence": r.divergence.to_json() if r.divergence else None,
                 "speedup": r.speedup,
                 "run": r.run,
+                "triage": r.triage,
                 "acceptance_rate": r.candidate.figures.acceptance_rate,
             }
         )

@@ -59,6 +59,7 @@ class PromptResult:
     run: int = 1  # which repeat of this prompt (1-based) and how many were made
     runs: int = 1
     compared: str = "text"  # what the verdict compared: "text+ids" or "text"
+    triage: dict | None = None  # labs.triage's finding for a divergent prompt (its to_json form)
 
     @property
     def failed(self) -> bool:

@@ -87,6 +87,7 @@ def measurement(result, infos, profile: str | None = None) -> dict:
         "speedup": result.speedup,
         "identical": result.identical,
         "first_divergence_byte": result.divergence.byte if result.divergence else None,
+        "cause": (result.triage or {}).get("cause"),
         "prompt_cached": [b.prompt_cached, c.prompt_cached]
         if b.prompt_cached is not None and c.prompt_cached is not None
         else None,

@@ -146,3 +146,7 @@ class SessionBackend(Backend):
         """Back to the start of the prompt last played (for seeking backwards)."""
         self._cursor = max(0, self._cursor - 1)
         self.control.prompt = -1
+
+    def saved_triage(self) -> dict | None:
+        """Triage's finding recorded with the prompt last played (replay shows it without any server)."""
+        return self.session.prompts[self._cursor - 1].triage if self._cursor else None

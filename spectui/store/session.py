@@ -243,6 +243,10 @@ class SessionWriter:
             }
         )
 
+    def triage(self, n: int, finding: dict) -> None:
+        """Triage's finding for prompt n of this writer (written after the prompt's result)."""
+        self._write({"type": "triage", "n": n, "triage": finding})
+
     def close(self) -> None:
         if self._fh is not None:
             self._fh.close()
@@ -280,6 +284,7 @@ class SessionPrompt:
     result: dict | None = None
     probes: list = field(default_factory=list)  # (t_ns, [GPUSample], HostSample | None)
     damaged: bool = False  # a record of this prompt could not be read: no verdict from it
+    triage: dict | None = None
 
 
 @dataclass
@@ -392,6 +397,7 @@ def load_session(path: str | Path) -> Session:
     if truncated:
         warnings.append(f"{p}: the last line is incomplete (the run was cut off); replaying up to the last whole event")
     bad = 0
+    by_n: dict = {}  # the writer's prompt numbers → prompts (a later triage record names one)
     for lineno, line in enumerate(body, 2):
         if not line.strip():
             continue
@@ -413,6 +419,9 @@ def load_session(path: str | Path) -> Session:
                 prompts[-1].events[side].append(event_from_json(rec))
             elif kind == "result" and prompts:
                 prompts[-1].result = rec
+                by_n[rec.get("n")] = prompts[-1]
+            elif kind == "triage" and isinstance(rec.get("triage"), dict) and rec.get("n") in by_n:
+                by_n[rec["n"]].triage = rec["triage"]
             elif kind == "probe" and prompts:
                 prompts[-1].probes.append(probe_from_json(rec))
         except (orjson.JSONDecodeError, KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:
@@ -467,7 +476,7 @@ def results_for(session: Session) -> list[PromptResult]:
     out = []
     for sp in session.prompts:
         b, c, div = recorders_for(sp)
-        r = PromptResult(sp.prompt, b, c, divergence=div, damaged=sp.damaged)
+        r = PromptResult(sp.prompt, b, c, divergence=div, damaged=sp.damaged, triage=sp.triage)
         saved = sp.result if isinstance(sp.result, dict) else {}
         run, runs = saved.get("run"), saved.get("runs")
         if isinstance(run, int) and isinstance(runs, int) and 1 <= run <= runs:

@@ -61,6 +61,7 @@ class AppConfig:
     pick_profile: bool = False  # open the profile picker on start
     backend_kind: str = "auto"
     api_key: str | None = None  # from the environment variable the user named; never written anywhere
+    triage: bool = True  # when outputs differ, rerun and ask for log-probabilities to say why
 
 
 class SpectuiApp(App):
@@ -90,6 +91,7 @@ class SpectuiApp(App):
         Binding("ctrl+o", "toggle_order", "Order", id="toggle_order", priority=True),
         Binding("ctrl+t", "toggle_boundaries", "Tokens", id="toggle_boundaries", priority=True),
         Binding("ctrl+d", "diff", "Diff", id="diff", priority=True),
+        Binding("ctrl+x", "triage", "Triage", id="triage", priority=True),
         Binding("ctrl+s", "save_session", "Save", id="save_session", priority=True),
         Binding("ctrl+n", "notebook", "Notebook", id="notebook", priority=True),
         Binding("ctrl+e", "export", "Export", id="export", priority=True),
@@ -401,6 +403,9 @@ class SpectuiApp(App):
         # True: shown; None: shown greyed out; False: hidden (Textual's convention)
         if action.startswith("replay_"):
             return True if self.replaying else False
+        if action == "triage":
+            last = self.runs.results[-1] if self.runs.results else None
+            return None if self.replaying or last is None or last.divergence is None else True
         if action in ("notebook", "export") and not self.runs.results:
             return None
         return True
@@ -511,6 +516,9 @@ class SpectuiApp(App):
 
     def action_toggle_logs(self) -> None:
         self.servers.toggle_logs()
+
+    def action_triage(self) -> None:
+        self.runs.triage_last()
 
     def action_save_session(self) -> None:
         self.recording.save()

@@ -121,7 +121,7 @@ class RunController:
             usable = {s: app.backends[s] for s in SIDES}
             if app.replaying:
                 probes = asyncio.create_task(app.recording.replay_probes())
-            await runner.run_prompts(
+            results = await runner.run_prompts(
                 usable["baseline"],
                 usable["candidate"],
                 prompts,
@@ -130,6 +130,9 @@ class RunController:
                 _Observer(self, writer),
                 recorders=lambda: self.recorders,
             )
+            first_diff = next((r for r in results if r.divergence is not None and not r.failed), None)
+            if app.config.triage and not app.replaying and first_diff is not None:
+                await self._triage(first_diff, params, writer)
             if app.config.auto_notebook and not app.replaying:
                 app.recording.append_notebook(self.results[-len(prompts) :])
         except asyncio.CancelledError:
@@ -146,6 +149,36 @@ class RunController:
                 probes.cancel()
             self.running = False
             self.run_done.set()
+
+    async def _triage(self, result: PromptResult, params: GenerationParams, writer) -> None:
+        from spectui.labs.triage import triage
+
+        app = self.app
+        banner = app.q(Banner)
+        banner.show_cause("triage: rerunning both sides and asking for log-probabilities…")
+        try:
+            found = await triage(app.backends["baseline"], app.backends["candidate"], result, params)
+        except Exception as exc:  # a side going away during triage must not take the result with it
+            banner.show_cause(f"triage stopped: {describe(exc)}")
+            return
+        if found is None:
+            return
+        result.triage = found.to_json()
+        if result is self.results[-1]:
+            banner.show_cause(found.line())
+        if writer is not None:
+            writer.triage(writer.n - (len(self.results) - 1 - self.results.index(result)), result.triage)
+
+    def triage_last(self) -> None:
+        """Ctrl+X: triage the prompt on screen (when its outputs differ)."""
+        app = self.app
+        last = self.results[-1] if self.results else None
+        if last is None or last.divergence is None or app.replaying:
+            app.notify("nothing to triage: the outputs on screen do not differ", severity="warning")
+            return
+        app.run_worker(
+            self._triage(last, app.params, app.recording.writer), group="run", exclusive=True, exit_on_error=False
+        )
 
     def prompt_started(self, prompt: Prompt) -> None:
         app = self.app
@@ -186,6 +219,10 @@ class RunController:
             # the banner went up mid-stream; now both sides' cache reuse is known, say it
             cached = (b.figures.prompt_cached, c.figures.prompt_cached)
             banner.show_diverged(result.divergence, cached, self._kv_note())
+            saved = app.backends["baseline"].saved_triage() if app.replaying else None
+            if saved:
+                result.triage = saved
+                banner.show_cause(f"cause: {saved.get('cause')} — {saved.get('summary')} (recorded)")
         elif result.failed:
             failed = [s for s in SIDES if self.recorders[s].failed is not None]
             agreed = min(len(self.comparer.data["baseline"]), len(self.comparer.data["candidate"]))

@@ -126,6 +126,9 @@ async def test_quantised_kv_candidate_shows_divergence_banner_at_the_right_place
         assert (d.baseline_token, d.candidate_token) == (expected.baseline_token, expected.candidate_token)
         banner = str(app.query_one(Banner).render())
         assert f"byte {expected.byte}" in banner and "DIVERGED" in banner
+        # triage ran after the difference (the TUI's default) and the banner says its cause
+        cause = app.results[-1].triage["cause"]
+        assert cause in ("configuration", "near-tie") and f"cause: {cause}" in banner
         assert app.pane("candidate").view.diverge_token == expected.candidate_token
         await pilot.press("ctrl+d")
         await pilot.pause()

@@ -323,6 +323,14 @@ class Banner(Static):
         if note:
             t.append(f" · {note}")
         t.append("  — press ctrl+d for the diff view")
+        self._diverged = t
+        self.update(t)
+
+    def show_cause(self, line: str) -> None:
+        """Triage's finding, under the divergence it explains."""
+        t = getattr(self, "_diverged", None) or Text("")
+        t = t.copy()
+        t.append("\n" + line, style="bold")
         self.update(t)
 
 

@@ -1,0 +1,224 @@
+"""Divergence triage: when the outputs differ, run the experiments a careful person would, in order,
+and say which explained it — with the evidence.
+
+1. run-to-run: each side again under the same conditions; a side that does not reproduce itself is
+   `nondeterminism` (which side, where it moved);
+2. cache: a side that reused prompt-cache tokens, recomputed without them (llama.cpp cache_prompt false
+   and a slot erase where allowed, vLLM /reset_prefix_cache, SGLang /flush_cache); if it then equals
+   the other side, the cause is `cache`;
+3. near-tie: both sides' top log-probabilities at the divergent position, from the common prefix's
+   token ids; a margin between the two chosen tokens under a threshold is `near-tie`;
+4. otherwise `configuration`: the two servers compute different distributions, with what differs.
+
+Reruns use recorders of their own: they never touch the run's figures, its session events or the
+notebook. A step a side cannot do is said, and triage goes on with the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+from spectui.backends.base import Backend
+from spectui.core.compare import compare_tokens
+from spectui.core.errors import describe
+from spectui.core.runner import PromptResult, run_side
+from spectui.core.types import GenerationParams
+
+NEAR_TIE_NATS = 0.05
+
+
+@dataclass
+class Triage:
+    cause: str  # "nondeterminism" | "cache" | "near-tie" | "configuration"
+    summary: str
+    reruns: list[dict] = field(default_factory=list)
+    logprobs: dict | None = None
+    notes: list[str] = field(default_factory=list)  # steps a side could not do
+
+    def to_json(self) -> dict:
+        return {
+            "cause": self.cause,
+            "summary": self.summary,
+            "reruns": self.reruns,
+            "logprobs": self.logprobs,
+            "notes": self.notes,
+        }
+
+    def line(self) -> str:
+        return f"cause: {self.cause} — {self.summary} (reruns: {len(self.reruns)})"
+
+
+def _first_byte(a, b) -> int | None:
+    d = compare_tokens(a.token_bytes(), b.token_bytes())
+    return None if d is None else d.byte
+
+
+async def _rerun(name: str, backend: Backend, text: str, params: GenerationParams):
+    rec = await run_side(name, backend, text, params)
+    return rec if rec.failed is None else None
+
+
+def _margins(top: list[tuple], chosen_b: int | None, chosen_c: int | None) -> tuple[float | None, bool]:
+    """log p(baseline's token) − log p(candidate's token) in one side's top list; (value, exact)."""
+    by_id = {t[0]: t[2] for t in top if t[0] is not None}
+    lb, lc = by_id.get(chosen_b), by_id.get(chosen_c)
+    if lb is not None and lc is not None:
+        return lb - lc, True
+    if top and (lb is not None or lc is not None):
+        floor = min(t[2] for t in top)  # the missing one is at most the smallest listed
+        return ((lb - floor) if lb is not None else (floor - lc)), False
+    return None, False
+
+
+async def triage(
+    baseline: Backend,
+    candidate: Backend,
+    result: PromptResult,
+    params: GenerationParams,
+    threshold: float = NEAR_TIE_NATS,
+) -> Triage | None:
+    """Why the two outputs of `result` differ; None when they do not (identical pairs run no triage)."""
+    div = result.divergence
+    if div is None or result.failed:
+        return None
+    sides = {"baseline": (baseline, result.baseline), "candidate": (candidate, result.candidate)}
+    reruns: list[dict] = []
+    notes: list[str] = []
+    text = result.rendered
+
+    # 1. run-to-run, under the run's own conditions (its cache setting included)
+    for name, (backend, orig) in sides.items():
+        if name not in text:
+            notes.append(f"{name}: its rendered prompt is unknown; no rerun")
+            continue
+        rec = await _rerun(name, backend, text[name], params)
+        if rec is None:
+            notes.append(f"{name}: the rerun failed")
+            continue
+        moved = _first_byte(orig, rec)
+        reruns.append(
+            {"what": f"{name} again under the same conditions", "identical": moved is None, "first_divergence": moved}
+        )
+        if moved is not None:
+            return Triage(
+                "nondeterminism",
+                f"the {name} does not reproduce itself: its rerun differs from its first run at byte {moved}",
+                reruns,
+                None,
+                notes,
+            )
+
+    # 2. the prompt cache
+    for name, (backend, orig) in sides.items():
+        if not (orig.figures.prompt_cached or 0) or name not in text:
+            continue
+        other = result.candidate if name == "baseline" else result.baseline
+        done = []
+        if backend.capabilities.cache_reset:
+            done.append(await backend.reset_cache())
+        cold = dataclasses.replace(params, cache_prompt=False) if backend.capabilities.cache_prompt_control else params
+        if not backend.capabilities.cache_reset and not backend.capabilities.cache_prompt_control:
+            notes.append(
+                f"{name}: reused {orig.figures.prompt_cached} cached prompt tokens but offers no way to run cold"
+            )
+            continue
+        rec = await _rerun(name, backend, text[name], cold)
+        if rec is None:
+            notes.append(f"{name}: the cold rerun failed")
+            continue
+        at = _first_byte(other, rec)
+        reruns.append(
+            {
+                "what": f"{name} recomputed without its prompt cache ({'; '.join(done) or 'cache_prompt: false'})",
+                "identical": at is None,
+                "first_divergence": at,
+                "prompt_cached_before": orig.figures.prompt_cached,
+                "prompt_cached_now": rec.figures.prompt_cached,
+            }
+        )
+        if at is None:
+            return Triage(
+                "cache",
+                f"a prompt-cache hit changed the greedy output ({orig.figures.prompt_cached} tokens "
+                f"reused); recomputed, the {name} is identical to the {other.name}",
+                reruns,
+                None,
+                notes,
+            )
+
+    # 3. a near-tie at the divergent position
+    evidence = await _near_tie(sides, result, text, notes)
+    if evidence is not None and evidence.get("margin") is not None and abs(evidence["margin"]) < threshold:
+        return Triage(
+            "near-tie",
+            f"the two chosen tokens were {abs(evidence['margin']):.3f} nats apart at token "
+            f"{evidence['position']} (under {threshold:g}): a numerical difference between two almost equally "
+            "likely tokens",
+            reruns,
+            evidence,
+            notes,
+        )
+
+    # 4. the servers compute different distributions
+    diffs = _config_differences(baseline, candidate)
+    summary = "the two servers compute different distributions: " + (
+        "; ".join(diffs) if diffs else "no configuration difference is reported"
+    )
+    if evidence is not None and evidence.get("margin") is not None:
+        summary += f" (margin at the divergence {abs(evidence['margin']):.3f} nats)"
+    return Triage("configuration", summary, reruns, evidence, notes)
+
+
+async def _near_tie(sides, result: PromptResult, text: dict, notes: list[str]) -> dict | None:
+    div = result.divergence
+    b_toks, c_toks = result.baseline.tokens, result.candidate.tokens
+    ks = [k for k in (div.baseline_token, div.candidate_token) if k is not None]
+    if not ks:
+        notes.append("near-tie: the divergence is past the end of both outputs; no position to ask about")
+        return None
+    k = min(ks)
+    prefix_b = [t.token_id for t in b_toks[:k]]
+    prefix_c = [t.token_id for t in c_toks[:k]]
+    if None in prefix_b or prefix_b != prefix_c:
+        notes.append("near-tie: the sides' token ids before the divergence are unknown or differ; not asked")
+        return None
+    chosen_b = b_toks[k].token_id if k < len(b_toks) else None
+    chosen_c = c_toks[k].token_id if k < len(c_toks) else None
+    out: dict = {"position": k, "baseline_token": chosen_b, "candidate_token": chosen_c}
+    margins = []
+    for name, (backend, _orig) in sides.items():
+        if not backend.capabilities.logprobs:
+            notes.append(f"{name}: gives no log-probabilities; near-tie not checked on this side")
+            continue
+        try:
+            top = await backend.top_logprobs(text[name], prefix_b, 3)
+        except Exception as exc:
+            notes.append(f"{name}: log-probabilities unavailable ({describe(exc)})")
+            continue
+        out[name] = [[tok, lp] for _id, tok, lp in top]
+        m, exact = _margins(top, chosen_b, chosen_c)
+        if m is not None and math.isfinite(m):
+            out[f"{name}_margin"] = m
+            out[f"{name}_margin_exact"] = exact
+            margins.append(m)
+    if not margins:
+        return out if len(out) > 3 else None
+    out["margin"] = min(margins, key=abs)
+    return out
+
+
+def _config_differences(baseline: Backend, candidate: Backend) -> list[str]:
+    b, c = baseline.info, candidate.info
+    if b is None or c is None:
+        return []
+    out = []
+    for what, vb, vc in (
+        ("model", b.model, c.model),
+        ("build", b.build, c.build),
+        ("configuration", b.describe_speedup(), c.describe_speedup()),
+    ):
+        if vb != vc:
+            out.append(f"{what} {vb or '?'} vs {vc or '?'}")
+    return out

@@ -506,11 +506,13 @@ class SpectuiApp(App):
             v.rebuild()
 
     def action_diff(self) -> None:
+        last = self.runs.results[-1] if self.runs.results else None
         self.push_screen(
             DiffScreen(
                 self.runs.recorders["baseline"].output(),
                 self.runs.recorders["candidate"].output(),
                 self.runs.comparer.divergence,
+                last.triage if last is not None else None,
             )
         )
 

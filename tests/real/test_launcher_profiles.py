@@ -162,6 +162,8 @@ def test_port_in_use_names_the_holder(llama_servers, assets_found):
     with pytest.raises(ServerError) as exc:
         s.start()
     assert f"port {port}" in str(exc.value) and "in use" in str(exc.value)
+    # the holder is the fixture's own baseline server, whose PID the launcher knows independently
+    assert f"by PID {llama_servers['_procs']['baseline'].pid}" in str(exc.value)
 
 
 def _demo_process():
@@ -218,25 +220,42 @@ def test_no_orphan_servers_when_spectui_is_interrupted_or_killed(assets_found, h
 
 
 @pytest.mark.server
-async def test_demo_reaches_a_finished_identical_comparison_and_stops_its_servers(assets_found):
-    from spectui.cli.demo import demo_config, demo_servers
+async def test_the_app_launches_a_pair_reaches_identical_and_leaves_no_server_when_it_quits(assets_found):
+    """The TUI's own launch (what Ctrl+K does): nothing but the app stops these servers, so they must be
+    gone as soon as it quits."""
+    from spectui.cli.demo import DEMO_PROMPT
+    from spectui.core.types import GenerationParams
     from spectui.machine.probes import GPUProbe
-    from spectui.tui.app import make_app
+    from spectui.store.profiles import load_profiles
+    from spectui.tui.app import AppConfig, make_app
 
-    _, base, cand = demo_servers("draft")
-    with Launcher() as launcher:
-        launcher.add(base)
-        launcher.add(cand)
-        launcher.start_all()
-        pids = [base.pid, cand.pid]
-        app = make_app(demo_config(base, cand, autosave=False, gpu_probe=GPUProbe(FakeNVML(fail_init=True))))
-        async with app.run_test(size=(160, 50)) as pilot:
-            await until(pilot, lambda: app.results and app.run_done.is_set(), timeout=60)
-            assert app.results and app.results[0].identical is True
-            assert "IDENTICAL" in str(app.q("#banner").render())
-            assert app.results[0].candidate.figures.drafted > 0
-            await pilot.press("ctrl+q")
-    assert _gone([psutil.Process(p) for p in pids if psutil.pid_exists(p)])
+    profile = load_profiles()[0]["cpu-demo"]
+    app = make_app(
+        AppConfig(
+            "not started",
+            "not started",
+            params=GenerationParams(max_tokens=96, cache_prompt=False),
+            initial_prompt=DEMO_PROMPT,
+            autorun=True,
+            autosave=False,
+            gpu_probe=GPUProbe(FakeNVML(fail_init=True)),
+        )
+    )
+    async with app.run_test(size=(160, 50)) as pilot:
+        app.servers.launch(profile, profile.comparison("draft"))
+        await until(pilot, lambda: app.results and app.run_done.is_set(), timeout=120, what="the launched pair's run")
+        assert app.results[0].identical is True
+        assert "IDENTICAL" in str(app.q("#banner").render())
+        assert app.results[0].candidate.figures.drafted > 0
+        procs = [psutil.Process(s.pid) for s in app.config.launched.values()]
+        assert len(procs) == 2 and all(p.is_running() for p in procs)
+        await pilot.press("ctrl+q")
+    try:
+        assert _gone(procs), "the app left its servers running"
+    finally:  # never leave a server behind, even when the assertion fails
+        for p in procs:
+            if p.is_running():
+                p.kill()
 
 
 async def test_theme_switch_is_remembered_and_user_themes_load(tmp_path, monkeypatch):

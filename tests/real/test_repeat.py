@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 
 from spectui.cli.main import main
-from spectui.machine.launcher import Launcher
-from tests.conftest import _need_assets, server_spec
 
 
 def run(capsys, baseline, candidate, repeat, *extra):
@@ -30,19 +28,16 @@ def run(capsys, baseline, candidate, repeat, *extra):
     return code, json.loads(capsys.readouterr().out)
 
 
-def test_two_identical_servers_show_no_measurable_difference(llama_servers, capsys):
-    found = _need_assets()
-    with Launcher() as launcher:
-        twin = launcher.add(server_spec("baseline", found))
-        twin.argv[twin.argv.index("--port") + 1] = str(twin.port)
-        launcher.start_all(timeout=120)
-        code, doc = run(capsys, llama_servers["baseline"], twin.url, 5)
+def test_the_same_server_on_both_sides_shows_no_measurable_difference(llama_servers, capsys):
+    # One llama-server as both sides: two separately started identical servers are not identical in
+    # speed on this 2-core machine (1-thread processes land on different cores beside the other test
+    # servers): measured 1.013x [1.004-1.016] for a fresh twin alone, and [0.888-0.996] with the suite's
+    # other servers up. With one process the interleaved ratio carries only the run-to-run noise.
+    code, doc = run(capsys, llama_servers["baseline"], llama_servers["baseline"], 5)
     [rep] = doc["repeats"]
     assert code == 0 and rep["runs"] == 5 and rep["divergent_runs"] == []
     assert all(p["identical"] for p in doc["prompts"]) and [p["run"] for p in doc["prompts"]] == [1, 2, 3, 4, 5]
     sp = rep["speedup"]
-    # the interval contains 1.00, or lies inside the ±2 % that two identical processes already differ by
-    # on this machine (measured: 1.013× [1.004–1.016] for a freshly started twin)
     assert sp["low"] <= 1.0 <= sp["high"] or (sp["low"] >= 0.98 and sp["high"] <= 1.02), sp
     assert rep["verdict"] == "no measurable difference"
 

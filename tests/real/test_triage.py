@@ -61,3 +61,53 @@ def test_triage_never_touches_the_notebook_or_the_figures(llama_servers, capsys,
     assert len(rows) == 1 and rows[0]["cause"] == doc["prompts"][0]["triage"]["cause"]  # one entry, not one per rerun
     p = doc["prompts"][0]
     assert p["candidate"]["tokens"] == len(p["candidate"]["output"].encode()) or p["candidate"]["tokens"] <= 64
+
+
+def test_a_prompt_cache_hit_that_changes_the_output_is_cause_cache(capsys, tmp_path):
+    """A baseline that never caches against a candidate that reuses the whole prompt (warmed by one
+    request first): on chat-pets the cache hit changed SmolLM2's greedy output here (89 tokens reused)."""
+    import httpx
+    import tomli_w
+
+    from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
+    from spectui.store.prompts import load_set
+    from tests.conftest import _need_assets
+
+    found = _need_assets()
+    pets = next(p for p in load_set("default")[1] if p.id == "chat-pets")
+    prompts = tmp_path / "pets.toml"
+    prompts.write_text(tomli_w.dumps({"name": "pets", "prompt": [{"id": pets.id, "messages": pets.messages}]}))
+    with Launcher() as launcher:
+        cold = launcher.add(
+            ServerProcess("cold", llama_server_argv(found.llama_server, found.model, 0, extra=["--no-cache-prompt"]))
+        )
+        warm = launcher.add(ServerProcess("warm", llama_server_argv(found.llama_server, found.model, 0)))
+        for s in (cold, warm):
+            s.argv[s.argv.index("--port") + 1] = str(s.port)
+        launcher.start_all(timeout=120)
+        text = httpx.post(warm.url + "/apply-template", json={"messages": pets.messages}).json()["prompt"]
+        httpx.post(warm.url + "/completion", json={"prompt": text, "n_predict": 1}, timeout=60)
+        code = main(
+            [
+                "compare",
+                "--baseline",
+                cold.url,
+                "--candidate",
+                warm.url,
+                "--prompts",
+                str(prompts),
+                "--max-tokens",
+                "64",
+                "--cache-prompt",
+                "server",
+                "--triage",
+                "--json",
+            ]
+        )
+        doc = json.loads(capsys.readouterr().out)
+    p = doc["prompts"][0]
+    assert code == 3 and p["baseline"]["prompt_cached"] == 0 and p["candidate"]["prompt_cached"] > 0
+    t = p["triage"]
+    assert t["cause"] == "cache", t
+    cold_rerun = t["reruns"][-1]
+    assert cold_rerun["identical"] is True and "without its prompt cache" in cold_rerun["what"]

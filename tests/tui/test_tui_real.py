@@ -134,3 +134,5 @@ async def test_quantised_kv_candidate_shows_divergence_banner_at_the_right_place
         await pilot.pause()
         body = str(app.screen.query_one("#diff-body").render())
         assert f"first difference at byte {expected.byte}" in body
+        assert f"cause: {cause}" in body and "rerun: baseline again under the same conditions: identical" in body
+        assert "top tokens at token" in body  # both llama.cpp sides gave their top log-probabilities

@@ -105,6 +105,7 @@ class _R:  # the parts of a PromptResult that a measurement reads
         from spectui.core.types import Prompt
 
         self.prompt = Prompt("p1", "code", [{"role": "user", "content": "x"}])
+        self.triage = None
         self.baseline, self.candidate = SideRecorder("baseline"), SideRecorder("candidate")
         self.baseline.figures.decode_tps, self.candidate.figures.decode_tps = 80.0, 24.0
         self.candidate.figures.drafted, self.candidate.figures.accepted, self.candidate.figures.steps = 120, 45, 15

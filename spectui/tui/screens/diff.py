@@ -32,9 +32,11 @@ class DiffScreen(ModalScreen):
     DiffScreen > VerticalScroll { width: 95%; height: 90%; border: thick $warning; background: $surface; padding: 0 1; }
     """
 
-    def __init__(self, baseline: bytes, candidate: bytes, divergence: Divergence | None) -> None:
+    def __init__(
+        self, baseline: bytes, candidate: bytes, divergence: Divergence | None, triage: dict | None = None
+    ) -> None:
         super().__init__()
-        self.a, self.b, self.divergence = baseline, candidate, divergence
+        self.a, self.b, self.divergence, self.triage = baseline, candidate, divergence, triage
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -59,5 +61,25 @@ class DiffScreen(ModalScreen):
             t.append(escape_bytes(self.a[at : at + 48]) or "(ends here)", style="bold")
             t.append("\ncandidate ▸ ", style="dim")
             t.append(escape_bytes(self.b[at : at + 48]) or "(ends here)", style="bold")
+        if self.triage:
+            self._triage(t, self.triage)
         t.append("\n\nEsc to close")
         return t
+
+    @staticmethod
+    def _triage(t: Text, tr: dict) -> None:
+        """Triage's reruns and the top tokens at the divergence, under the bytes."""
+        t.append(f"\n\ncause: {tr.get('cause')}", style="bold")
+        t.append(f" — {tr.get('summary')}\n")
+        for r in tr.get("reruns") or []:
+            same = "identical" if r.get("identical") else f"differs at byte {r.get('first_divergence')}"
+            t.append(f"  rerun: {r.get('what')}: {same}\n")
+        lp = tr.get("logprobs") or {}
+        for side in ("baseline", "candidate"):
+            if lp.get(side):
+                top = "   ".join(f"{escape_bytes(str(tok).encode())!r} {v:.3f}" for tok, v in lp[side])
+                t.append(f"  {side} top tokens at token {lp.get('position')}: {top}\n")
+        if lp.get("margin") is not None:
+            t.append(f"  margin between the two chosen tokens: {abs(lp['margin']):.3f} nats\n")
+        for n in tr.get("notes") or []:
+            t.append(f"  ({n})\n", style="dim")

@@ -178,6 +178,8 @@ class LlamaCppBackend(Backend):
         }
         if params.cache_prompt is not None:
             body["cache_prompt"] = params.cache_prompt
+        if params.top_p is not None:
+            body["top_p"] = params.top_p
         return body
 
     async def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]:

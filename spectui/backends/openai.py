@@ -128,6 +128,8 @@ class OpenAIBackend(Backend):
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        if params.top_p is not None:
+            body["top_p"] = params.top_p
         return body
 
     def _labeller(self) -> ChunkLabeller:

@@ -144,6 +144,7 @@ class SGLangBackend(OpenAIBackend):
                 "temperature": params.temperature,
                 "max_new_tokens": params.max_tokens,
                 "sampling_seed": params.seed,
+                **({"top_p": params.top_p} if params.top_p is not None else {}),
             },
         }
         try:

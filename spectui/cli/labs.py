@@ -196,3 +196,120 @@ def cmd_theory(args) -> int:
     else:
         print(theory.text(t))
     return EXIT_OK
+
+
+async def cmd_sampling(args) -> int:
+    import httpx
+
+    from spectui.labs.sampling import sampling
+
+    if args.temperature == 0:
+        raise InputError(
+            "--temperature 0 is greedy decoding: `spectui compare` checks it byte for byte",
+            hint="give a temperature above 0, e.g. --temperature 0.8",
+        )
+    if args.samples < 2:
+        raise InputError(f"--samples must be at least 2, not {args.samples}")
+    if args.max_tokens < 1:
+        raise InputError(f"--max-tokens must be at least 1, not {args.max_tokens}")
+    if args.top_p is not None and not 0 < args.top_p <= 1:
+        raise InputError(f"--top-p must be in (0, 1], not {args.top_p}")
+    import dataclasses
+
+    params = dataclasses.replace(params_from(args), top_p=args.top_p)
+    prompt_list = prompts_from(args)
+    writer = None
+    if args.save:
+        from spectui.store.session import SessionWriter
+
+        writer = SessionWriter(args.save)
+
+    def progress(prompt, done, total):
+        if not args.json:
+            print(f"\rspectui: {prompt.id}: sample {done}/{total}", end="" if done < total else "\n", file=sys.stderr)
+
+    try:
+        async with httpx.AsyncClient() as client:
+            backends, infos = await connect_pair(client, args)
+            if writer:
+                writer.servers(infos)
+            results = await sampling(
+                backends["baseline"],
+                backends["candidate"],
+                prompt_list,
+                params,
+                args.samples,
+                args.seed_base,
+                args.distribution,
+                writer,
+                progress,
+            )
+    finally:
+        if writer:
+            writer.close()
+    doc = {
+        "baseline": infos["baseline"].to_json(),
+        "candidate": infos["candidate"].to_json(),
+        "params": {
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "max_tokens": params.max_tokens,
+            "samples": args.samples,
+            "seed_base": args.seed_base,
+        },
+        "prompts": [r.to_json() for r in results],
+    }
+    if args.notebook is not None:
+        import datetime as dt
+
+        from spectui.store import notebook
+
+        rows = []
+        for r in results:
+            j = r.to_json()
+            rows.append(
+                {
+                    k: (round(v, 4) if isinstance(v, float) else v)
+                    for k, v in {
+                        "date": dt.datetime.now(dt.UTC).replace(microsecond=0),
+                        "kind": "sampling",
+                        "prompt_id": r.prompt.id,
+                        "temperature": params.temperature,
+                        "top_p": params.top_p,
+                        "samples": j["samples"],
+                        "seeded_identical": j["seeded_identical"],
+                        "verdict": j["verdict"],
+                        "min_p_holm": min((t.p_holm for t in r.positions), default=None),
+                        "max_tvd": max((t.tvd for t in r.positions), default=None),
+                        "smallest_detectable_tvd": j["smallest_detectable_tvd"],
+                        "acceptance_rate": j["acceptance_rate"],
+                        "baseline_build": infos["baseline"].build,
+                        "candidate_build": infos["candidate"].build,
+                        "candidate_config": infos["candidate"].describe_speedup(),
+                    }.items()
+                    if v is not None
+                }
+            )
+        where, warning = notebook.append(notebook.notebook_path(args.notebook or None), rows)
+        print(
+            f"spectui: {'warning: ' + warning if warning else f'appended {len(rows)} measurements to {where}'}",
+            file=sys.stderr,
+        )
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"baseline  {infos['baseline'].url} ({infos['baseline'].build}) [{infos['baseline'].describe_speedup()}]")
+        print(
+            f"candidate {infos['candidate'].url} ({infos['candidate'].build}) [{infos['candidate'].describe_speedup()}]"
+        )
+        print(
+            f"temperature {params.temperature}, top_p {params.top_p or 'server default'}, {args.samples} seeds from "
+            f"{args.seed_base}, first {params.max_tokens} tokens"
+        )
+        for r in results:
+            print(r.text())
+    if any(x.failed for r in results for x in r.runs):
+        return EXIT_SERVER
+    return (
+        EXIT_DIFFERS if any(r.verdict == "different" or r.seeded_identical < len(r.runs) for r in results) else EXIT_OK
+    )

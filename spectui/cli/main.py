@@ -206,6 +206,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--notebook", nargs="?", const="", metavar="PATH", help="append one measurement per level")
     _add_run_options(p)
 
+    p = sub.add_parser("sampling", help="exact under sampling: seeded bytes and the two output distributions")
+    p.add_argument("--baseline", required=True, metavar="URL")
+    p.add_argument("--candidate", required=True, metavar="URL")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--prompt", metavar="TEXT")
+    g.add_argument("--prompts", metavar="SET|FILE")
+    p.add_argument("--raw", action="store_true", help="send --prompt unchanged, without the chat template")
+    p.add_argument("--top-p", type=finite, metavar="P", help="nucleus sampling, 0 < P <= 1 (default: the server's)")
+    p.add_argument("--samples", type=int, default=20, metavar="N", help="seeds (samples) per prompt and side (20)")
+    p.add_argument("--seed-base", type=int, default=1000, metavar="S", help="seeds S, S+1, … (default 1000)")
+    p.add_argument("--distribution", action="store_true", help="run the distribution pass even when every seed matched")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--save", metavar="PATH", help="save every sample as a session")
+    p.add_argument("--notebook", nargs="?", const="", metavar="PATH", help="append one measurement per prompt")
+    _add_run_options(p)
+    p.set_defaults(max_tokens=16, temperature=0.8)
+
     p = sub.add_parser("prefix", help="prefix caching: cold vs warm turns, tokens reused, TTFT, and the bytes")
     p.add_argument("--baseline", required=True, metavar="URL", help="cache off (every turn recomputed)")
     p.add_argument("--candidate", required=True, metavar="URL", help="cache on")
@@ -273,6 +290,7 @@ COMMANDS = {
     "sessions": ("compare", "cmd_sessions"),
     "notebook": ("compare", "cmd_notebook"),
     "sweep": ("labs", "cmd_sweep"),
+    "sampling": ("labs", "cmd_sampling"),
     "prefix": ("labs", "cmd_prefix"),
     "cache": ("labs", "cmd_cache"),
     "kv": ("labs", "cmd_kv"),

@@ -60,6 +60,7 @@ class PromptResult:
     runs: int = 1
     compared: str = "text"  # what the verdict compared: "text+ids" or "text"
     triage: dict | None = None  # labs.triage's finding for a divergent prompt (its to_json form)
+    seed: int | None = None  # the request seed, where a lab varies it per run (sampling)
 
     @property
     def failed(self) -> bool:

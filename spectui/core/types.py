@@ -18,6 +18,7 @@ class GenerationParams:
     cache_prompt: bool | None = None  # None: the server's default
     idle_timeout: float = 120.0  # seconds without an event (keep-alives do not count) before a side fails
     deadline: float | None = 3600.0  # seconds a whole request may take
+    top_p: float | None = None  # nucleus sampling (None: the server's default)
 
 
 @dataclass

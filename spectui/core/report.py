@@ -103,7 +103,7 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
                 lp = t.get("logprobs") or {}
                 for side in ("baseline", "candidate"):
                     if lp.get(side):
-                        top = ", ".join(f"{escape_bytes(str(tok).encode())!r} {v:.3f}" for tok, v in lp[side])
+                        top = ", ".join(f"'{escape_bytes(str(tok).encode())}' {v:.3f}" for tok, v in lp[side])
                         lines.append(f"{'':<18}     {side} top tokens at {lp.get('position')}: {top}")
                 for n in t.get("notes") or []:
                     lines.append(f"{'':<18}     ({n})")

@@ -78,6 +78,7 @@ async def triage(
     result: PromptResult,
     params: GenerationParams,
     threshold: float = NEAR_TIE_NATS,
+    launched: dict[str, str] | None = None,
 ) -> Triage | None:
     """Why the two outputs of `result` differ; None when they do not (identical pairs run no triage)."""
     div = result.divergence
@@ -163,6 +164,11 @@ async def triage(
 
     # 4. the servers compute different distributions
     diffs = _config_differences(baseline, candidate)
+    if launched and launched.get("baseline") != launched.get("candidate"):
+        # what the servers do not report (llama.cpp's /props has no KV cache type) but their argv says
+        diffs.append(
+            f"{launched.get('baseline') or 'not launched by spectui'} vs {launched.get('candidate') or 'not launched by spectui'}"
+        )
     summary = "the two servers compute different distributions: " + (
         "; ".join(diffs) if diffs else "no configuration difference is reported"
     )

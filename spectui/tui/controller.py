@@ -157,7 +157,10 @@ class RunController:
         banner = app.q(Banner)
         banner.show_cause("triage: rerunning both sides and asking for log-probabilities…")
         try:
-            found = await triage(app.backends["baseline"], app.backends["candidate"], result, params)
+            launched = {s: app.pane(s).launch_note for s in SIDES if app.pane(s).launch_note}
+            found = await triage(
+                app.backends["baseline"], app.backends["candidate"], result, params, launched=launched or None
+            )
         except Exception as exc:  # a side going away during triage must not take the result with it
             banner.show_cause(f"triage stopped: {describe(exc)}")
             return

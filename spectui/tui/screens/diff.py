@@ -77,7 +77,7 @@ class DiffScreen(ModalScreen):
         lp = tr.get("logprobs") or {}
         for side in ("baseline", "candidate"):
             if lp.get(side):
-                top = "   ".join(f"{escape_bytes(str(tok).encode())!r} {v:.3f}" for tok, v in lp[side])
+                top = "   ".join(f"'{escape_bytes(str(tok).encode())}' {v:.3f}" for tok, v in lp[side])
                 t.append(f"  {side} top tokens at token {lp.get('position')}: {top}\n")
         if lp.get("margin") is not None:
             t.append(f"  margin between the two chosen tokens: {abs(lp['margin']):.3f} nats\n")

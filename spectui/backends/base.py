@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from spectui.backends.metrics import CounterNames, counters_from
 from spectui.core.errors import Unsupported
 from spectui.core.events import StreamEvent
 from spectui.core.types import GenerationParams, ServerCounters, ServerInfo
@@ -71,9 +72,14 @@ class Backend(abc.ABC):
         """The raw /metrics samples, or None where the server has none."""
         return None
 
+    counter_names: ClassVar[CounterNames | None] = None  # its /metrics names, where it exports counters
+
     async def counters(self) -> ServerCounters | None:
         """Cumulative counters in spectui's terms, or None where the server exports none."""
-        return None
+        if self.counter_names is None:
+            return None
+        m = await self.metrics()
+        return counters_from(m, self.counter_names) if m is not None else None
 
     async def kv_usage(self) -> tuple[int, int] | None:
         """(used, capacity) of the KV cache where the server tells, else None."""

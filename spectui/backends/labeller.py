@@ -54,9 +54,16 @@ class LlamaCppLabeller:
     def feed(self, obj: dict, t_ns: int) -> list[StreamEvent]:
         """One event's JSON object; BadEvent when a field spectui reads has the wrong type."""
         out: list[StreamEvent] = []
-        timings = checked(obj, "timings", dict, {})
-        draft_n = checked(timings, "draft_n", NUM)
-        draft_acc = checked(timings, "draft_n_accepted", NUM)
+        # the per-token hot path: exact-type checks inline, checked() (which names the field) only when one fails
+        timings = obj.get("timings")
+        if type(timings) is not dict:
+            timings = checked(obj, "timings", dict, {})
+        draft_n = timings.get("draft_n")
+        draft_acc = timings.get("draft_n_accepted")
+        if draft_n is not None and type(draft_n) is not int:
+            draft_n = checked(timings, "draft_n", NUM)
+        if draft_acc is not None and type(draft_acc) is not int:
+            draft_acc = checked(timings, "draft_n_accepted", NUM)
         if draft_n is not None and draft_acc is not None and self.inconsistent is None:
             d = int(draft_n) - self._draft_n
             a = int(draft_acc) - self._draft_acc
@@ -75,12 +82,19 @@ class LlamaCppLabeller:
                 self._draft_n, self._draft_acc = int(draft_n), int(draft_acc)
                 out.append(StepEvent(self.step, d, a, t_ns))
 
-        content = checked(obj, "content", str, "")
+        content = obj.get("content")
+        if type(content) is not str:
+            content = checked(obj, "content", str, "")
         data = content.encode("utf-8") if content else b""
-        ids = checked(obj, "tokens", list, [])
-        if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-            raise BadEvent("tokens[]", next(i for i in ids if not isinstance(i, int) or isinstance(i, bool)))
-        predicted = checked(obj, "tokens_predicted", int)
+        ids = obj.get("tokens")
+        if type(ids) is not list:
+            ids = checked(obj, "tokens", list, [])
+        for i in ids:
+            if type(i) is not int:
+                raise BadEvent("tokens[]", i)
+        predicted = obj.get("tokens_predicted")
+        if predicted is not None and type(predicted) is not int:
+            predicted = checked(obj, "tokens_predicted", int)
         n_new = len(ids)
         if predicted is not None:
             # a withheld incomplete-UTF-8 token has no event of its own: tokens_predicted jumps by 2; the
@@ -88,7 +102,10 @@ class LlamaCppLabeller:
             n_new = max(n_new, predicted - max(self._tokens_predicted, self.index))
             self._tokens_predicted = max(self._tokens_predicted, predicted)
 
-        if checked(obj, "stop", bool, False):
+        stop = obj.get("stop", False)
+        if stop is not False and type(stop) is not bool:
+            stop = checked(obj, "stop", bool, False)
+        if stop:
             if n_new or data:
                 out.extend(self._emit(ids, max(n_new, 0), data, t_ns))
             settings = checked(obj, "generation_settings", dict, {})

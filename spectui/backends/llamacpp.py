@@ -25,7 +25,7 @@ from spectui.core.errors import (
     describe,
 )
 from spectui.core.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted
-from spectui.core.types import GenerationParams, ServerCounters, ServerInfo
+from spectui.core.types import GenerationParams, ServerInfo
 
 
 def _basename(path: str | None) -> str | None:
@@ -48,6 +48,7 @@ class LlamaCppBackend(Backend):
         token_ids=True,
         chat_template=True,
     )
+    counter_names = M.LLAMACPP
 
     def __init__(self, url: str, client: httpx.AsyncClient, clock: Callable[[], int] = time.perf_counter_ns):
         self.url = url.rstrip("/")
@@ -222,20 +223,6 @@ class LlamaCppBackend(Backend):
         if r.status_code != 200:
             return None
         return parse_metrics(r.text)
-
-    async def counters(self) -> ServerCounters | None:
-        m = await self.metrics()
-        if m is None:
-            return None
-        pos = M.per_position(None, m, M.SPEC_PER_POS)
-        return ServerCounters(
-            M.total(m, M.SPEC_DRAFTED),
-            M.total(m, M.SPEC_ACCEPTED),
-            M.total(m, M.SPEC_STEPS),
-            tuple(pos) if pos is not None else None,
-            M.total(m, M.PROMPT_TOKENS),
-            M.total(m, M.PROMPT_CACHED),
-        )
 
     async def top_logprobs(self, prompt: str, prefix_ids: list[int], n: int = 3) -> list[tuple[int | None, str, float]]:
         """POST /completion with the prompt's tokens plus `prefix_ids`, n_predict 1 and n_probs: the server's

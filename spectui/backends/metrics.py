@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from prometheus_client.parser import text_string_to_metric_families
+
+from spectui.core.types import ServerCounters
 
 # llama.cpp's speculative counters (llamacpp: prefix); they only move when a request finishes
 SPEC_DRAFTED = "llamacpp:spec_decode_num_draft_tokens_total"
@@ -70,3 +74,41 @@ VLLM_PREFIX_QUERIES = "vllm:prefix_cache_queries_total"
 VLLM_PREFIX_HITS = "vllm:prefix_cache_hits_total"
 VLLM_PROMPT_CACHED = "vllm:prompt_tokens_cached_total"
 VLLM_PROMPT_TOKENS = "vllm:prompt_tokens_total"
+
+
+@dataclass(frozen=True)
+class CounterNames:
+    """One server's metric names for the counters spectui reads (ServerCounters' fields)."""
+
+    drafted: str
+    accepted: str
+    steps: str
+    per_position: str
+    prompt_tokens: str
+    prompt_cached: str
+
+
+def counters_from(metrics: dict[str, float], names: CounterNames) -> ServerCounters:
+    pos = per_position(None, metrics, names.per_position)
+    return ServerCounters(
+        total(metrics, names.drafted),
+        total(metrics, names.accepted),
+        total(metrics, names.steps),
+        tuple(pos) if pos is not None else None,
+        total(metrics, names.prompt_tokens),
+        total(metrics, names.prompt_cached),
+    )
+
+
+LLAMACPP = CounterNames(SPEC_DRAFTED, SPEC_ACCEPTED, SPEC_STEPS, SPEC_PER_POS, PROMPT_TOKENS, PROMPT_CACHED)
+VLLM = CounterNames(
+    VLLM_SPEC_DRAFTED, VLLM_SPEC_ACCEPTED, VLLM_SPEC_STEPS, VLLM_PER_POS, VLLM_PROMPT_TOKENS, VLLM_PROMPT_CACHED
+)
+SGLANG = CounterNames(
+    "sglang:spec_num_draft_tokens_total",
+    "sglang:spec_num_accepted_tokens_total",
+    "sglang:spec_verify_ct_total",
+    "sglang:spec_accepted_per_pos_total",
+    "sglang:prompt_tokens_total",
+    "sglang:cached_tokens_total",
+)

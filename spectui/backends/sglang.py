@@ -17,12 +17,12 @@ import httpx
 
 from spectui.backends.base import Capabilities
 from spectui.backends.chunks import ChunkLabeller
-from spectui.backends.metrics import per_position, total
+from spectui.backends.metrics import SGLANG, total
 from spectui.backends.openai import STOP_TYPES, OpenAIBackend
 from spectui.backends.sse import post_sse
 from spectui.core.errors import BadEvent, NotLlamaServer, StreamBroken, checked, describe
 from spectui.core.events import SpecReport, StreamEvent, StreamFailed, StreamFinished, StreamStarted
-from spectui.core.types import GenerationParams, ServerCounters, ServerInfo
+from spectui.core.types import GenerationParams, ServerInfo
 
 STEP_KEYS = ("spec_verify_ct", "spec_verify_count", "spec_num_verify")
 ACCEPT_LEN_KEYS = ("spec_accept_length", "spec_avg_accept_length", "avg_spec_accept_length")
@@ -66,12 +66,7 @@ def spec_report(meta: dict) -> SpecReport | None:
 class SGLangBackend(OpenAIBackend):
     kind = "sglang"
     capabilities = Capabilities(cache_reset=True, per_request_spec=True, counters=True, token_ids=True)
-    spec_metric_names = (
-        "sglang:spec_num_draft_tokens_total",
-        "sglang:spec_num_accepted_tokens_total",
-        "sglang:spec_verify_ct_total",
-        "sglang:spec_accepted_per_pos_total",
-    )
+    counter_names = SGLANG
     ready_path = "/health"  # SGLang answers 200 here once the model is loaded
 
     async def identify(self) -> ServerInfo:
@@ -113,21 +108,6 @@ class SGLangBackend(OpenAIBackend):
             return "could not reach /flush_cache"
         return (
             "/flush_cache done" if r.status_code == 200 else f"cannot clear: /flush_cache answered HTTP {r.status_code}"
-        )
-
-    async def counters(self) -> ServerCounters | None:
-        m = await self.metrics()
-        if m is None:
-            return None
-        drafted, accepted, steps, per_pos = self.spec_metric_names
-        pos = per_position(None, m, per_pos)
-        return ServerCounters(
-            total(m, drafted),
-            total(m, accepted),
-            total(m, steps),
-            tuple(pos) if pos is not None else None,
-            total(m, "sglang:prompt_tokens_total"),
-            total(m, "sglang:cached_tokens_total"),
         )
 
     async def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]:

@@ -122,8 +122,11 @@ async def post_sse(
     says which; the caller adds how far it got. The arrival time is taken when the line arrives.
     """
     decoder = SSEDecoder()
-    started = time.monotonic()
+    # the arrival clock is monotonic (perf_counter_ns): one reading per line serves the stamp and both limits
+    started = clock()
     last_event = started
+    idle_ns = int(idle_timeout * 1e9)
+    deadline_at = started + int(deadline * 1e9) if deadline is not None else None
     url_shown = redact(url)
     try:
         async with client.stream(
@@ -134,21 +137,20 @@ async def post_sse(
                 raise StreamBroken(f"{url_shown} answered HTTP {r.status_code}: {error_text(r)}")
             async for line in r.aiter_lines():
                 t = clock()
-                now = time.monotonic()
-                if deadline is not None and now - started > deadline:
+                if deadline_at is not None and t > deadline_at:
                     raise StreamBroken(
                         f"the request ran past its deadline of {deadline:g} s",
                         hint="raise --deadline for very long generations",
                     )
                 payload = decoder.feed(line)
                 if payload is None:
-                    if now - last_event > idle_timeout:
+                    if t - last_event > idle_ns:
                         raise StreamBroken(
                             f"no event for {idle_timeout:g} s (only keep-alives): idle timeout",
                             hint="the server may be stuck; raise --idle-timeout if it is just slow",
                         )
                     continue
-                last_event = now
+                last_event = t
                 obj = parse_payload(payload)
                 if obj is None:
                     continue

@@ -14,7 +14,7 @@ from spectui.backends import metrics as M
 from spectui.backends.base import Capabilities
 from spectui.backends.chunks import ChunkLabeller
 from spectui.backends.openai import OpenAIBackend
-from spectui.core.types import GenerationParams, ServerCounters, ServerInfo
+from spectui.core.types import GenerationParams, ServerInfo
 
 
 class VLLMBackend(OpenAIBackend):
@@ -30,6 +30,7 @@ class VLLMBackend(OpenAIBackend):
         token_ids=True,
         chat_template=True,
     )
+    counter_names = M.VLLM
 
     async def identify(self) -> ServerInfo:
         info = await super().identify()
@@ -60,20 +61,6 @@ class VLLMBackend(OpenAIBackend):
 
     def _labeller(self) -> ChunkLabeller:
         return ChunkLabeller(self.speculative)
-
-    async def counters(self) -> ServerCounters | None:
-        m = await self.metrics()
-        if m is None:
-            return None
-        pos = M.per_position(None, m, M.VLLM_PER_POS)
-        return ServerCounters(
-            M.total(m, M.VLLM_SPEC_DRAFTED),
-            M.total(m, M.VLLM_SPEC_ACCEPTED),
-            M.total(m, M.VLLM_SPEC_STEPS),
-            tuple(pos) if pos is not None else None,
-            M.total(m, M.VLLM_PROMPT_TOKENS),
-            M.total(m, M.VLLM_PROMPT_CACHED),
-        )
 
     async def reset_cache(self) -> str:
         """POST /reset_prefix_cache (vLLM answers 200 when it emptied the prefix cache)."""

@@ -66,3 +66,14 @@ def prompts_from(args):
             raise InputError("--prompt is not valid UTF-8 text", hint="pass the prompt in UTF-8") from None
         return [prompts.single(args.prompt, raw=args.raw)]
     return prompts.load_set(args.prompts)[1]
+
+
+def append_to_notebook(args, rows: list[dict]) -> None:
+    """--notebook [PATH]: append the rows and say where they went (or why they went beside it)."""
+    from spectui.store import notebook
+
+    where, warning = notebook.append(notebook.notebook_path(args.notebook or None), rows)
+    print(
+        f"spectui: {'warning: ' + warning if warning else f'appended {len(rows)} measurements to {where}'}",
+        file=sys.stderr,
+    )

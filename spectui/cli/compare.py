@@ -6,7 +6,16 @@ import json
 import sys
 from pathlib import Path
 
-from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, EXIT_USAGE, connect_pair, params_from, prompts_from  # noqa: F401
+from spectui.cli.common import (  # noqa: F401
+    EXIT_DIFFERS,
+    EXIT_OK,
+    EXIT_SERVER,
+    EXIT_USAGE,
+    append_to_notebook,
+    connect_pair,
+    params_from,
+    prompts_from,
+)
 from spectui.core.errors import InputError
 from spectui.core.runner import RunObserver
 
@@ -100,12 +109,8 @@ async def cmd_compare(args) -> int:
     if args.notebook is not None:
         from spectui.store import notebook
 
-        path = notebook.notebook_path(args.notebook or None)
-        where, warning = notebook.append(path, notebook.measurements(results, infos, args.profile))
-        print(
-            f"spectui: {'warning: ' + warning if warning else f'appended {len(results)} measurements to {where}'}",
-            file=sys.stderr,
-        )
+        # one row per prompt (repeats are one row with their spread), so count the rows, not the runs
+        append_to_notebook(args, notebook.measurements(results, infos, args.profile))
     if args.json:
         print(json.dumps(json_report(infos, results, params, args.order), indent=2))
     else:

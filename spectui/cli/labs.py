@@ -5,7 +5,16 @@ from __future__ import annotations
 import json
 import sys
 
-from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, EXIT_USAGE, connect_pair, params_from, prompts_from  # noqa: F401
+from spectui.cli.common import (  # noqa: F401
+    EXIT_DIFFERS,
+    EXIT_OK,
+    EXIT_SERVER,
+    EXIT_USAGE,
+    append_to_notebook,
+    connect_pair,
+    params_from,
+    prompts_from,
+)
 from spectui.core.errors import InputError  # noqa: F401
 
 
@@ -52,8 +61,6 @@ async def cmd_sweep(args) -> int:
     if args.notebook is not None:
         import datetime as dt
 
-        from spectui.store import notebook
-
         rows = []
         for lv in result:
             m = {
@@ -70,11 +77,7 @@ async def cmd_sweep(args) -> int:
                 "identical": lv.identical,
             }
             rows.append({k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items() if v is not None})
-        where, warning = notebook.append(notebook.notebook_path(args.notebook or None), rows)
-        print(
-            f"spectui: {'warning: ' + warning if warning else f'appended {len(rows)} measurements to {where}'}",
-            file=sys.stderr,
-        )
+        append_to_notebook(args, rows)
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
@@ -262,8 +265,6 @@ async def cmd_sampling(args) -> int:
     if args.notebook is not None:
         import datetime as dt
 
-        from spectui.store import notebook
-
         rows = []
         for r in results:
             j = r.to_json()
@@ -290,11 +291,7 @@ async def cmd_sampling(args) -> int:
                     if v is not None
                 }
             )
-        where, warning = notebook.append(notebook.notebook_path(args.notebook or None), rows)
-        print(
-            f"spectui: {'warning: ' + warning if warning else f'appended {len(rows)} measurements to {where}'}",
-            file=sys.stderr,
-        )
+        append_to_notebook(args, rows)
     if args.json:
         print(json.dumps(doc, indent=2))
     else:

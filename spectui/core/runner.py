@@ -235,8 +235,11 @@ def compare_sides(b: SideRecorder, c: SideRecorder, ids_comparable: bool) -> tup
         i = compare_ids(ids_b, ids_c)
         if i is not None:
             return token_divergence(tb, tc, i, "ids", f"same text, different token ids from token {i}"), compared
-    nb, nc = b.figures.tokens, c.figures.tokens
-    if nb != nc:
+    # only the servers' own counts (llama.cpp tokens_predicted): chunk counts from servers that give no
+    # ids differ with chunking, not with the tokens
+    nb = b.finished.tokens_predicted if b.finished is not None else None
+    nc = c.finished.tokens_predicted if c.finished is not None else None
+    if nb is not None and nc is not None and nb != nc:
         i = min(nb, nc)
         return token_divergence(
             tb,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spectui.core.errors import InputError
-from spectui.store.session import load_session
+from spectui.store.session import load_session, results_for
 
 
 @dataclass
@@ -42,13 +42,11 @@ def summarise(path: Path) -> SessionSummary:
         s = load_session(path)
     except InputError as exc:
         return SessionSummary(path, "", "", "", "", 0, None, None, None, problem=str(exc))
-    results = [sp.result for sp in s.prompts if sp.result]
-    identical = None
-    if results:
-        flags = [r.get("identical") for r in results]
-        identical = False if False in flags else (True if all(f is True for f in flags) else None)
-    last = results[-1] if results else {}
-    cand = last.get("candidate") or {}
+    # verdicts rebuilt from the recorded events, as replay does (a saved result line may be missing or stale)
+    results = results_for(s)
+    flags = [r.identical for r in results]
+    identical = False if False in flags else (True if flags and all(f is True for f in flags) else None)
+    last = results[-1] if results else None
     return SessionSummary(
         path,
         s.created,
@@ -57,8 +55,8 @@ def summarise(path: Path) -> SessionSummary:
         s.prompts[0].prompt.id if s.prompts else "—",
         len(s.prompts),
         identical,
-        last.get("speedup"),
-        cand.get("acceptance_rate"),
+        last.speedup if last else None,
+        last.candidate.figures.acceptance_rate if last else None,
     )
 
 

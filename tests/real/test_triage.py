@@ -53,14 +53,25 @@ def test_identical_pairs_run_no_triage(llama_servers, capsys):
 
 
 def test_triage_never_touches_the_notebook_or_the_figures(llama_servers, capsys, tmp_path):
-    nb = tmp_path / "nb.toml"
-    code, doc = compare(capsys, llama_servers["baseline"], llama_servers["kvq4"], "--triage", "--notebook", str(nb))
     import tomllib
 
+    import httpx
+
+    from spectui.backends.metrics import PREDICTED, parse_metrics, total
+
+    def predicted():  # the candidate server's own count of every token it generated
+        return total(parse_metrics(httpx.get(llama_servers["kvq4"] + "/metrics").text), PREDICTED)
+
+    nb = tmp_path / "nb.toml"
+    before = predicted()
+    code, doc = compare(capsys, llama_servers["baseline"], llama_servers["kvq4"], "--triage", "--notebook", str(nb))
+    generated = predicted() - before
     rows = tomllib.loads(nb.read_text())["measurement"]
     assert len(rows) == 1 and rows[0]["cause"] == doc["prompts"][0]["triage"]["cause"]  # one entry, not one per rerun
-    p = doc["prompts"][0]
-    assert p["candidate"]["tokens"] == len(p["candidate"]["output"].encode()) or p["candidate"]["tokens"] <= 64
+    tokens = doc["prompts"][0]["candidate"]["tokens"]
+    # the server made the run's tokens, the identical rerun's, and one for the log-probability request;
+    # the figures report only the run's
+    assert generated == 2 * tokens + 1, (generated, tokens)
 
 
 def test_a_prompt_cache_hit_that_changes_the_output_is_cause_cache(capsys, tmp_path):

@@ -104,6 +104,7 @@ def test_save_onto_a_file_that_is_not_a_session_is_refused(tmp_path):
 
 
 def _session(tmp_path, lines) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     p = tmp_path / "s.jsonl"
     head = {"format": "spectui-session", "version": 1, "created": "2026-12-01T00:00:00+00:00"}
     p.write_text("\n".join(json.dumps(x) for x in [head, *lines]) + "\n")
@@ -136,8 +137,9 @@ def test_a_session_cut_inside_the_candidate_is_incomplete_not_a_verdict(tmp_path
 
 def test_a_prompt_with_no_events_is_incomplete(tmp_path):
     p = _session(tmp_path, [PROMPT])
-    r = _cli("replay", str(p), "--no-tui")
-    assert r.returncode == 1 and "incomplete" in r.stdout and "identical" not in r.stdout.splitlines()[-1][:12]
+    r = _cli("replay", str(p), "--no-tui", "--json")
+    [prompt] = json.loads(r.stdout)["prompts"]
+    assert r.returncode == 1 and prompt["incomplete"] is True and prompt["identical"] is None
 
 
 def test_a_garbage_line_in_the_middle_is_skipped_and_named(tmp_path):
@@ -173,13 +175,16 @@ def test_a_malformed_header_is_one_line(tmp_path, head):
 )
 def test_malformed_fields_never_crash_replay_report_or_listing(tmp_path, bad):
     p = _session(tmp_path, [PROMPT, bad, *_side("baseline", "hi"), *_side("candidate", "hi")])
-    good = _session(tmp_path / "x" if (tmp_path / "x").mkdir() is None else tmp_path, [PROMPT])
+    good = tmp_path / "good.jsonl"
+    _session(tmp_path / "g", [PROMPT, *_side("baseline", "hi"), *_side("candidate", "hi")]).rename(good)
     for args in (("replay", str(p), "--no-tui"), ("report", str(p))):
         r = _cli(*args)
         assert "Traceback" not in r.stderr, r.stderr
+        assert "unreadable record" in r.stderr  # the bad line is named, not silently skipped
     r = _cli("sessions", str(tmp_path))
-    assert "Traceback" not in r.stderr and p.name in r.stdout
-    assert good.exists()
+    lines = r.stdout.splitlines()
+    assert "Traceback" not in r.stderr and len(lines) == 2  # the damaged file does not hide the good one
+    assert any(good.name in ln and "identical" in ln for ln in lines)
 
 
 # -- server events --------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from spectui.core.types import GenerationParams, ServerInfo
 from spectui.machine.probes import GPUProbe, HostSample
 from spectui.tui.app import AppConfig, make_app
 from tests.fakes import FakeNVML
-from tests.pilot import until
+from tests.pilot import settled, until
 
 DATA = Path(__file__).parent.parent / "data"
 BASE = load_payloads(DATA / "llamacpp-b11434-baseline-fizzbuzz.sse")
@@ -74,7 +74,7 @@ async def steady(pilot):
     """No blinking cursor: its phase at capture time made the picture differ between runs."""
     for inp in pilot.app.query("Input"):
         inp.cursor_blink = False
-    await pilot.pause()
+    await settled(pilot)
 
 
 async def run_and_wait(pilot):
@@ -82,7 +82,7 @@ async def run_and_wait(pilot):
     await steady(pilot)
     app.action_run()
     await asyncio.wait_for(app.run_done.wait(), 60)  # a deadline: a run that never ends fails, not hangs
-    await pilot.pause()
+    await settled(pilot)
 
 
 @pytest.mark.parametrize("size", [(160, 48), (90, 60)], ids=["wide", "narrow"])
@@ -107,7 +107,7 @@ def test_diff_view(snap_compare):
     async def open_diff(pilot):
         await run_and_wait(pilot)
         await pilot.press("ctrl+d")
-        await pilot.pause()
+        await settled(pilot)
 
     assert snap_compare(make("diverge"), terminal_size=(160, 48), run_before=open_diff)
 
@@ -136,6 +136,6 @@ def test_streaming(snap_compare):
             timeout=60,
             what="30 candidate tokens drawn",
         )
-        await pilot.pause()
+        await settled(pilot)
 
     assert snap_compare(make(), terminal_size=(160, 48), run_before=part_way)

@@ -194,6 +194,11 @@ class TokenView(ScrollView, can_focus=True):
         return strip.crop_extend(0, width, self.rich_style)
 
 
+def _rows(text: str, width: int) -> int:
+    """Screen rows a text takes when wrapped at `width` (close enough to tell a change of height)."""
+    return sum(max(1, -(-len(line) // width)) for line in text.split("\n")) if text else 0
+
+
 class SidePane(Vertical):
     """One server: header, state, figures strip and the output."""
 
@@ -217,6 +222,8 @@ class SidePane(Vertical):
         self.cause = ""
         self.launch_note = ""
         self.border_title = f"{side} · {url}"
+        self._figures_plain = ""
+        self._figures_spans: list = []
 
     def compose(self) -> ComposeResult:
         yield Static(self.url, classes="header", id=f"header-{self.side}")
@@ -292,7 +299,18 @@ class SidePane(Vertical):
             if speedup_line:
                 t.append("\n")
                 t.append(speedup_line, style="bold")
-        self.query_one(".figures", Static).update(t)
+        fig = self.query_one(".figures", Static)
+        if t.plain == self._figures_plain and t.spans == self._figures_spans:
+            return  # nothing new: no relayout of the pane each frame
+        width = max(1, fig.content_size.width)
+        grew = _rows(t.plain, width) != _rows(self._figures_plain, width)
+        self._figures_plain, self._figures_spans = t.plain, list(t.spans)
+        fig.update(t)
+        if grew:
+            # the header gained or lost lines: lay the whole pane out again, or the figures keep the
+            # height measured for the old text when the update lands mid-layout (seen under load)
+            fig.clear_cached_dimensions()
+            self.refresh(layout=True)
 
 
 class Banner(Static):

@@ -90,6 +90,20 @@ class Backend(abc.ABC):
         ids, greedy and uncached. Needs capabilities.logprobs."""
         raise Unsupported(f"{self.kind} server at {self.url} gives no log-probabilities")
 
+    async def tokenize(self, text: str) -> list[int]:
+        """The token ids the server makes of a prompt text, as its completion endpoint would (special
+        tokens parsed). Needs capabilities.token_ids."""
+        raise Unsupported(f"{self.kind} server at {self.url} does not tokenize text")
+
+    async def detokenize(self, ids: list[int]) -> str:
+        """The text of token ids. Needs capabilities.token_ids."""
+        raise Unsupported(f"{self.kind} server at {self.url} does not detokenize")
+
+    async def greedy_ids(self, context: list[int], n: int) -> list[int]:
+        """The model's n greedy next tokens after the context ids (no sampling, end-of-generation allowed
+        to cut it short). Needs capabilities.token_ids."""
+        raise Unsupported(f"{self.kind} server at {self.url} cannot continue from token ids")
+
     async def reset_cache(self) -> str:
         """Empty the server's prompt cache; returns what was done. Needs capabilities.cache_reset."""
         raise Unsupported(f"{self.kind} server at {self.url} offers no way to clear its cache")

@@ -245,6 +245,50 @@ class LlamaCppBackend(Backend):
                 out.append((e.get("id"), str(e.get("token", "")), float(e["logprob"])))
         return out
 
+    async def tokenize(self, text: str) -> list[int]:
+        # /completion tokenizes a prompt string with add_special and parse_special on; so do we
+        body = await self._post_json("/tokenize", {"content": text, "add_special": True, "parse_special": True})
+        ids = body.get("tokens")
+        if not isinstance(ids, list) or not all(type(i) is int for i in ids):
+            raise NotLlamaServer(f"{self.url}/tokenize did not return token ids")
+        return ids
+
+    async def detokenize(self, ids: list[int]) -> str:
+        body = await self._post_json("/detokenize", {"tokens": list(ids)})
+        content = body.get("content")
+        if not isinstance(content, str):
+            raise NotLlamaServer(f"{self.url}/detokenize did not return text")
+        return content
+
+    async def greedy_ids(self, context: list[int], n: int, cache: bool = True) -> list[int]:
+        """n greedy tokens after `context` (ids), the way a drafter takes its top-1 token.
+
+        A drafter does not stop at end-of-generation, the server does: when it stops early on an
+        end-of-generation token, go on from the context plus what came so far. The prompt cache stays on
+        (by default) so each step's longer context reuses the last one's.
+        """
+        out: list[int] = []
+        while len(out) < n:
+            body = await self._post_json(
+                "/completion",
+                {
+                    "prompt": [*context, *out],
+                    "n_predict": n - len(out),
+                    "temperature": 0,
+                    "cache_prompt": cache,
+                    "return_tokens": True,
+                    "stream": False,
+                },
+                timeout=120,
+            )
+            ids = body.get("tokens")
+            if not isinstance(ids, list) or not all(type(i) is int for i in ids):
+                raise NotLlamaServer(f"{self.url}/completion did not return token ids (return_tokens)")
+            out += ids
+            if not ids or body.get("stop_type") != "eos":
+                break  # a limit, a stop word or nothing at all: no more to ask for
+        return out[:n]
+
     async def reset_cache(self, slot: int = 0) -> str:
         """Erase the slot's cache (needs --slot-save-path); cold runs also send cache_prompt: false."""
         try:

@@ -99,9 +99,9 @@ class Backend(abc.ABC):
         """The text of token ids. Needs capabilities.token_ids."""
         raise Unsupported(f"{self.kind} server at {self.url} does not detokenize")
 
-    async def greedy_ids(self, context: list[int], n: int) -> list[int]:
-        """The model's n greedy next tokens after the context ids (no sampling, end-of-generation allowed
-        to cut it short). Needs capabilities.token_ids."""
+    async def greedy_ids(self, context: list[int], n: int, top: int = 2) -> list[tuple[int, list[tuple[int, float]]]]:
+        """The model's n greedy next tokens after the context ids, each with its position's `top` best
+        (id, log-probability). Needs capabilities.token_ids."""
         raise Unsupported(f"{self.kind} server at {self.url} cannot continue from token ids")
 
     async def reset_cache(self) -> str:

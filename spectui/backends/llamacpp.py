@@ -260,23 +260,25 @@ class LlamaCppBackend(Backend):
             raise NotLlamaServer(f"{self.url}/detokenize did not return text")
         return content
 
-    async def greedy_ids(self, context: list[int], n: int, cache: bool = True) -> list[int]:
-        """n greedy tokens after `context` (ids), the way a drafter takes its top-1 token.
+    async def greedy_ids(self, context: list[int], n: int, top: int = 2) -> list[tuple[int, list[tuple[int, float]]]]:
+        """n greedy tokens after `context` (ids), the way a drafter takes its top-1 token, each with the
+        `top` best (id, log-probability) at its position.
 
         A drafter does not stop at end-of-generation, the server does: when it stops early on an
         end-of-generation token, go on from the context plus what came so far. The prompt cache stays on
-        (by default) so each step's longer context reuses the last one's.
+        so each step's longer context reuses the last one's.
         """
-        out: list[int] = []
+        out: list[tuple[int, list[tuple[int, float]]]] = []
         while len(out) < n:
             body = await self._post_json(
                 "/completion",
                 {
-                    "prompt": [*context, *out],
+                    "prompt": [*context, *(i for i, _ in out)],
                     "n_predict": n - len(out),
                     "temperature": 0,
-                    "cache_prompt": cache,
+                    "cache_prompt": True,
                     "return_tokens": True,
+                    "n_probs": top,
                     "stream": False,
                 },
                 timeout=120,
@@ -284,7 +286,16 @@ class LlamaCppBackend(Backend):
             ids = body.get("tokens")
             if not isinstance(ids, list) or not all(type(i) is int for i in ids):
                 raise NotLlamaServer(f"{self.url}/completion did not return token ids (return_tokens)")
-            out += ids
+            probs = body.get("completion_probabilities")
+            probs = probs if isinstance(probs, list) else []
+            for k, tid in enumerate(ids):
+                entry = probs[k] if k < len(probs) and isinstance(probs[k], dict) else {}
+                alts = [
+                    (e["id"], float(e["logprob"]))
+                    for e in entry.get("top_logprobs") or []
+                    if isinstance(e, dict) and type(e.get("id")) is int and isinstance(e.get("logprob"), (int, float))
+                ]
+                out.append((tid, alts))
             if not ids or body.get("stop_type") != "eos":
                 break  # a limit, a stop word or nothing at all: no more to ask for
         return out[:n]

@@ -65,6 +65,47 @@ async def triage_results(backends, results, params, args, writer) -> None:
                 writer.triage(i, r.triage)
 
 
+def _say(line: str) -> None:
+    print(f"spectui: {line}", file=sys.stderr)
+
+
+def ngram_sizes(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    try:
+        n, m = (int(x) for x in text.split(","))
+    except ValueError:
+        raise InputError(f"--ngram-size takes N,M (two whole numbers), not {text!r}") from None
+    if n < 1 or m < 1:
+        raise InputError(f"--ngram-size N,M must be positive, not {text!r}")
+    return n, m
+
+
+async def probe_results(client, backends, results, args, writer) -> None:
+    """--probe-drafts: rebuild each prompt's drafts after the timed run (a draft model runs on its own
+    llama-server, launched here on 127.0.0.1 and stopped before returning)."""
+    from spectui.labs import probe as drafts
+
+    candidate = backends["candidate"]
+    kind = drafts.drafter_kind(candidate.info.speculative if candidate.info else {})
+    launcher = drafter = None
+    try:
+        if kind == "draft-simple":
+            from spectui.machine.drafter import start_drafter
+
+            launcher, drafter = await start_drafter(client, args.draft_model, None if args.json else _say)
+        for i, r in enumerate(results):
+            if not args.json:
+                print(f"spectui: {r.prompt.id}: rebuilding the candidate's drafts …", file=sys.stderr)
+            found = await drafts.probe_prompt(candidate, r, drafter, ngram_sizes(args.ngram_size))
+            r.drafts = found.to_json()
+            if writer is not None:
+                writer.drafts(i, r.drafts)
+    finally:
+        if launcher is not None:
+            launcher.stop_all()
+
+
 def exit_for(results) -> int:
     """1 when a side failed or a prompt is incomplete (no verdict), 3 when outputs differ, else 0."""
     if any(r.failed or r.incomplete for r in results):
@@ -82,6 +123,7 @@ async def cmd_compare(args) -> int:
     prompt_list = prompts_from(args)
     if args.repeat < 1:
         raise InputError(f"--repeat must be at least 1, not {args.repeat}")
+    ngram_sizes(args.ngram_size)  # a bad value is a usage error before any server is asked
     writer = None
     if args.save:
         from spectui.store.session import SessionWriter
@@ -103,6 +145,8 @@ async def cmd_compare(args) -> int:
             )
             if args.triage:
                 await triage_results(backends, results, params, args, writer)
+            if args.probe_drafts:
+                await probe_results(client, backends, results, args, writer)
     finally:
         if writer:
             writer.close()

@@ -137,6 +137,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NATS",
         help="a margin under this between the two chosen tokens is a near-tie (default 0.05)",
     )
+    p.add_argument(
+        "--probe-drafts",
+        action="store_true",
+        help="after the run, rebuild what the candidate's drafter proposed at each step and show the rejected text",
+    )
+    p.add_argument(
+        "--draft-model",
+        metavar="GGUF",
+        help="with --probe-drafts on a draft-model candidate: its draft GGUF (default: spectui's bundled draft)",
+    )
+    p.add_argument(
+        "--ngram-size",
+        metavar="N,M",
+        help="with --probe-drafts on an ngram-simple candidate: its --spec-ngram-simple-size-n,-m (default 12,48)",
+    )
     _add_run_options(p)
 
     p = sub.add_parser("replay", help="replay a saved session without any server")

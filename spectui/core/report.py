@@ -107,6 +107,7 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
                         lines.append(f"{'':<18}     {side} top tokens at {lp.get('position')}: {top}")
                 for n in t.get("notes") or []:
                     lines.append(f"{'':<18}     ({n})")
+        lines += drafts_lines(r)
     lines += repeat_lines(results)
     done = [r for r in results if r.identical is not None]
     same = sum(1 for r in done if r.identical)
@@ -194,6 +195,7 @@ def json_report(
                 "speedup": r.speedup,
                 "run": r.run,
                 "triage": r.triage,
+                "drafts": r.drafts,
                 "acceptance_rate": r.candidate.figures.acceptance_rate,
             }
         )
@@ -275,3 +277,27 @@ def markdown_report(
         "",
     ]
     return "\n".join(out)
+
+
+def drafts_lines(r, examples: int = 5) -> list[str]:
+    """The draft probe's summary and a few steps: what the draft guessed where the target said no."""
+    d = r.drafts
+    if not d:
+        return []
+    out = [f"{'':<18}   drafts: {d.get('summary')}"]
+    toks = r.candidate.tokens
+    shown = 0
+    for s in d.get("steps") or []:
+        if shown >= examples or not isinstance(s, dict):
+            break
+        if not s.get("agrees") or not s.get("rejected_text"):
+            continue
+        at = s["position"] + s["accepted"]
+        wrote = toks[at].data if at < len(toks) else b""
+        out.append(
+            f"{'':<18}     step {s['step']} at token {s['position']}: kept {s['accepted']}/{s['drafted']}, "
+            f"draft guessed '{escape_bytes(str(s['rejected_text']).encode())}', "
+            f"target wrote '{escape_bytes(wrote)}'"
+        )
+        shown += 1
+    return out

@@ -61,6 +61,7 @@ class PromptResult:
     compared: str = "text"  # what the verdict compared: "text+ids" or "text"
     triage: dict | None = None  # labs.triage's finding for a divergent prompt (its to_json form)
     seed: int | None = None  # the request seed, where a lab varies it per run (sampling)
+    drafts: dict | None = None  # labs.probe's reconstruction of the rejected drafts (its to_json form)
 
     @property
     def failed(self) -> bool:

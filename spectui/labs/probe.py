@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 from spectui.core.figures import SideRecorder
 
-DraftFn = Callable[[list[int], int], Awaitable[list[int]]]  # (context ids, n) -> the drafter's n proposals
+DraftFn = Callable[[list[int], int], Awaitable[list[tuple[int, list[tuple[int, float]]]]]]  # context, n -> proposal
 TextFn = Callable[[list[int]], Awaitable[str]]  # ids -> their text
 
 
@@ -50,6 +50,7 @@ class ProbeStep:
     rejected_text: str = ""
     agrees: bool | None = None  # None: the step could not be checked (note says why)
     note: str = ""
+    near_ties: list[float] = field(default_factory=list)  # margins (nats) of near-ties the evidence resolved
 
     @property
     def rejected(self) -> int:
@@ -79,7 +80,9 @@ class ProbeResult:
         with_rej = [s for s in self.steps if s.rejected > 0]
         shown = sum(1 for s in with_rej if s.agrees)
         unchecked = len(self.steps) - self.checked
+        ties = sum(1 for s in self.steps if s.agrees and s.near_ties)
         tail = f", {unchecked} not checkable" if unchecked else ""
+        tail += f", {ties} after resolving a near-tie" if ties else ""
         return (
             f"rejected drafts reconstructed for {self.agreed}/{len(self.steps)} steps ({self.method}); "
             f"{shown}/{len(with_rej)} steps with rejections show their text{tail}"
@@ -113,6 +116,7 @@ class ProbeResult:
                             str(s.get("rejected_text") or ""),
                             s.get("agrees") if isinstance(s.get("agrees"), bool) else None,
                             str(s.get("note") or ""),
+                            [float(m) for m in s.get("near_ties") or []],
                         )
                     )
                 except (KeyError, TypeError, ValueError):
@@ -133,9 +137,16 @@ def step_spans(rec: SideRecorder) -> list[StepSpan]:
     return [StepSpan(s.step, first[s.step], s.drafted, s.accepted) for s in rec.steps if s.step in first]
 
 
-def check_step(span: StepSpan, proposal: list[int], out_ids: list[int | None]) -> tuple[bool | None, str]:
+def check_step(
+    span: StepSpan, proposal: list[int], out_ids: list[int | None], eog_at: int | None = None
+) -> tuple[bool | None, str]:
     """The self-check: accepted drafts equal the kept tokens; the first rejected draft differs from the
-    target's token there. None where the ids needed are missing."""
+    target's token there. None where the ids needed are missing.
+
+    `eog_at` is the output index of an end-of-generation token the stream ended with: llama.cpp's
+    verifier (common_sampler_sample_and_accept_n) never counts a drafted end-of-generation token as
+    accepted while drafts follow it, so a draft equal to the target's token is right there.
+    """
     d, a, p = span.drafted, span.accepted, span.position
     if len(proposal) < d:
         return False, f"the probe proposed {len(proposal)} of the {d} drafted tokens"
@@ -144,7 +155,7 @@ def check_step(span: StepSpan, proposal: list[int], out_ids: list[int | None]) -
         return None, "token ids missing in the output"
     if [int(i) for i in kept[:a] if i is not None] != proposal[: len(kept[:a])]:
         return False, "the probe's proposal differs from the tokens the target accepted"
-    if d > a and len(kept) > a and kept[a] is not None and proposal[a] == kept[a]:
+    if d > a and len(kept) > a and kept[a] is not None and proposal[a] == kept[a] and p + a != eog_at:
         return False, "the probe's first rejected draft equals the target's token (it would have been accepted)"
     return True, ""
 
@@ -173,38 +184,103 @@ def ngram_simple_draft(tokens: list[int], sampled: int, size_n: int, size_m: int
     return tokens[match_pos + size_n : match_pos + size_n + copy_max]
 
 
-def draft_model_fn(draft_greedy: DraftFn) -> Callable[[list[int], list[int], StepSpan], Awaitable[list[int]]]:
+Proposal = list[tuple[int, list[tuple[int, float]]]]  # each drafted id with its position's top (id, logprob)
+Proposer = Callable[[list[int], list[int], StepSpan], Awaitable[Proposal]]
+NEAR_TIE = 0.25  # nats between a draft model's top-1 and the token the server's evidence names
+
+
+def draft_model_fn(draft_greedy: DraftFn) -> Proposer:
     """A proposer that asks a draft model for the step's drafted count of greedy tokens."""
 
-    async def propose(prompt_ids: list[int], out_ids: list[int], span: StepSpan) -> list[int]:
+    async def propose(prompt_ids: list[int], out_ids: list[int], span: StepSpan) -> Proposal:
         return await draft_greedy(prompt_ids + out_ids[: span.position], span.drafted)
 
     return propose
 
 
-def ngram_fn(size_n: int, size_m: int) -> Callable[[list[int], list[int], StepSpan], Awaitable[list[int]]]:
-    async def propose(prompt_ids: list[int], out_ids: list[int], span: StepSpan) -> list[int]:
+def ngram_fn(size_n: int, size_m: int) -> Proposer:
+    async def propose(prompt_ids: list[int], out_ids: list[int], span: StepSpan) -> Proposal:
         history = prompt_ids + out_ids[: span.position - 1]
-        return ngram_simple_draft(history, out_ids[span.position - 1], size_n, size_m)
+        return [(i, []) for i in ngram_simple_draft(history, out_ids[span.position - 1], size_n, size_m)]
 
     return propose
+
+
+def _first_wrong(span: StepSpan, ids: list[int], out_ids: list[int | None], eog_at: int | None) -> int | None:
+    """Where a proposal first breaks the self-check (an index into it), or None."""
+    a, p = span.accepted, span.position
+    kept = out_ids[p : p + a + 1]
+    for k in range(min(a, len(kept), len(ids))):
+        if ids[k] != kept[k]:
+            return k
+    if span.drafted > a and len(kept) > a and len(ids) > a and ids[a] == kept[a] and p + a != eog_at:
+        return a
+    return None
+
+
+async def _resolve_ties(
+    span: StepSpan,
+    prop: Proposal,
+    out_ids: list[int | None],
+    eog_at: int | None,
+    again: Callable[[list[int], int], Awaitable[Proposal]],
+    near_tie: float,
+) -> tuple[Proposal, list[float]]:
+    """Where a draft model's proposal breaks the self-check at a near-tie (its top-1 within `near_tie`
+    nats of the token the server's evidence names), take that token and draft the rest again from it.
+
+    The drafter inside the server computed the same distribution with other batch shapes, so between
+    two almost equally likely tokens either can come out; the target's accepted tokens (or, at the first
+    rejection, the fact that the draft was not the target's token) say which one the drafter took.
+    Beyond the threshold nothing is changed: the step then disagrees, and says so.
+    """
+    margins: list[float] = []
+    a, p = span.accepted, span.position
+    for _ in range(span.drafted):
+        ids = [i for i, _ in prop]
+        k = _first_wrong(span, ids, out_ids, eog_at)
+        if k is None or k >= len(prop):
+            break
+        top = prop[k][1]
+        if not top:
+            break
+        best = max(lp for _, lp in top)
+        if k < a:
+            want = out_ids[p + k]
+            choice = next(((i, lp) for i, lp in top if i == want), None)
+        else:  # the first rejected draft: the drafter's token was not the target's
+            choice = max(((i, lp) for i, lp in top if i != ids[k]), key=lambda x: x[1], default=None)
+        if choice is None or best - choice[1] > near_tie:
+            break
+        margins.append(round(best - choice[1], 4))
+        rest = await again(ids[:k] + [choice[0]], span.drafted - k - 1) if span.drafted - k - 1 > 0 else []
+        prop = prop[:k] + [(choice[0], top)] + rest
+    return prop, margins
 
 
 async def probe(
     rec: SideRecorder,
     prompt_ids: list[int],
-    propose: Callable[[list[int], list[int], StepSpan], Awaitable[list[int]]],
+    propose: Proposer,
     text: TextFn,
     method: str,
     n_max: int | None = None,
+    again: Callable[[list[int], int], Awaitable[Proposal]] | None = None,
+    near_tie: float = NEAR_TIE,
 ) -> ProbeResult:
-    """Rebuild every step's proposal with `propose`, check it, and keep the rejected text of those that agree."""
+    """Rebuild every step's proposal with `propose`, check it, and keep the rejected text of those that agree.
+
+    `again(context_after_prompt_and_kept, n)` drafts on from a chosen token (draft models only): with it,
+    near-ties are resolved as _resolve_ties says, and each step records the margins it resolved.
+    """
     result = ProbeResult(method)
     spans = step_spans(rec)
     if not spans:
         result.unavailable = "the candidate made no verification steps on this prompt"
         return result
     out_ids: list[int | None] = [t.token_id for t in rec.tokens]
+    ended_eog = rec.finished is not None and rec.finished.stop_type == "eos" and rec.tokens
+    eog_at = len(rec.tokens) - 1 if ended_eog else None
     for span in spans:
         st = ProbeStep(span.step, span.position, span.drafted, span.accepted)
         result.steps.append(st)
@@ -215,9 +291,21 @@ async def probe(
         if span.position < 1 or any(i is None for i in known):
             st.note = "token ids missing before this step"
             continue
-        proposal = await propose(prompt_ids, [int(i) for i in known if i is not None], span)
+        context = [int(i) for i in known if i is not None]
+        prop = await propose(prompt_ids, context, span)
+        if again is not None:
+
+            async def more(chosen: list[int], n: int, _ctx=context) -> Proposal:
+                return await again(prompt_ids + _ctx + chosen, n)
+
+            prop, st.near_ties = await _resolve_ties(span, prop, out_ids, eog_at, more, near_tie)
+        proposal = [i for i, _ in prop]
         st.draft_ids = proposal[: span.drafted]
-        st.agrees, st.note = check_step(span, proposal, out_ids)
+        st.agrees, st.note = check_step(span, proposal, out_ids, eog_at)
+        if st.agrees and st.near_ties:
+            st.note = (
+                f"near-tie resolved by the server's tokens (margin {', '.join(f'{m:.3f}' for m in st.near_ties)} nats)"
+            )
         if st.draft_ids:
             st.draft_text = await text(st.draft_ids)
         if st.agrees and st.rejected > 0:
@@ -236,3 +324,90 @@ def per_position_examples(results: list[tuple[str, ProbeResult]], limit: int = 3
                 if len(ex) < limit:
                     ex.append(s.rejected_text)
     return out
+
+
+# -- running it on a finished prompt ------------------------------------------------------------------
+def drafter_kind(speculative: dict) -> str | None:
+    """Which of llama.cpp's drafters the candidate used, from what it reported ('draft-simple',
+    'ngram-simple'), or None when the probe has no reconstruction for it."""
+    kinds = {t.strip() for t in str(speculative.get("type") or "").split(",")}
+    for k in ("draft-simple", "ngram-simple"):
+        if k in kinds:
+            return k
+    return None
+
+
+def ngram_sizes_from_argv(argv: list[str] | None) -> tuple[int, int] | None:
+    """--spec-ngram-simple-size-n/-m from a launch command line (llama.cpp's defaults where absent)."""
+    if not argv:
+        return None
+    n, m = 12, 48  # common/common.h: common_params_speculative_ngram_map size_n / size_m
+
+    def after(flag: str, default: int) -> int:
+        if flag in argv and argv.index(flag) + 1 < len(argv):
+            try:
+                return int(argv[argv.index(flag) + 1])
+            except ValueError:
+                return default
+        return default
+
+    return after("--spec-ngram-simple-size-n", n), after("--spec-ngram-simple-size-m", m)
+
+
+async def probe_prompt(
+    candidate,
+    result,
+    drafter=None,
+    ngram: tuple[int, int] | None = None,
+    n_max: int | None = None,
+    near_tie: float = NEAR_TIE,
+) -> ProbeResult:
+    """Probe the candidate's side of one finished prompt (a core.runner.PromptResult).
+
+    `candidate` is its backend (for the prompt's token ids and the text of draft tokens), `drafter` a
+    backend serving the draft model (draft-simple), `ngram` the n-gram sizes (ngram-simple; llama.cpp's
+    defaults 12/48 when not known). Never raises for a server that cannot do it: the result says why.
+    """
+    from spectui.core.errors import SpectuiError, describe
+
+    info = candidate.info.speculative if candidate.info is not None else {}
+    kind = drafter_kind(info)
+    rec = result.candidate
+    if rec.failed is not None or rec.finished is None:
+        return ProbeResult("none", unavailable="the candidate did not finish this prompt")
+    if kind is None:
+        what = info.get("type") or "none reported"
+        return ProbeResult("none", unavailable=f"no reconstruction for this server's drafter ({what})")
+    if not candidate.capabilities.token_ids:
+        return ProbeResult(kind, unavailable=f"{candidate.kind} gives no token ids to rebuild drafts from")
+    n_max = n_max or _int(info.get("n_max")) or rec.n_max_hint
+    try:
+        prompt_ids = await candidate.tokenize(result.rendered.get("candidate", ""))
+        if kind == "draft-simple":
+            if drafter is None:
+                return ProbeResult(kind, unavailable="no draft model to ask (give --draft-model GGUF)")
+            name = drafter.info.model if drafter.info is not None else drafter.url
+            return await probe(
+                rec,
+                prompt_ids,
+                draft_model_fn(drafter.greedy_ids),
+                drafter.detokenize,
+                f"draft model {name}, greedy",
+                n_max=_int(n_max),
+                again=drafter.greedy_ids,
+                near_tie=near_tie,
+            )
+        n, m = ngram or (12, 48)
+        assumed = "" if ngram else ", llama.cpp's default sizes assumed"
+        return await probe(
+            rec, prompt_ids, ngram_fn(n, m), candidate.detokenize, f"ngram-simple n={n} m={m}{assumed}", _int(n_max)
+        )
+    except SpectuiError as exc:
+        return ProbeResult(kind, unavailable=describe(exc))
+
+
+def _int(v) -> int | None:
+    try:
+        return int(v) if v is not None else None
+    except (TypeError, ValueError):
+        return None

@@ -147,6 +147,10 @@ class SessionBackend(Backend):
         self._cursor = max(0, self._cursor - 1)
         self.control.prompt = -1
 
+    def saved_drafts(self) -> dict | None:
+        """The draft probe's reconstruction recorded for the prompt just replayed, if any."""
+        return self.session.prompts[self._cursor - 1].drafts if self._cursor else None
+
     def saved_triage(self) -> dict | None:
         """Triage's finding recorded with the prompt last played (replay shows it without any server)."""
         return self.session.prompts[self._cursor - 1].triage if self._cursor else None

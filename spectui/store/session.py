@@ -247,6 +247,10 @@ class SessionWriter:
         """Triage's finding for prompt n of this writer (written after the prompt's result)."""
         self._write({"type": "triage", "n": n, "triage": finding})
 
+    def drafts(self, n: int, found: dict) -> None:
+        """The draft probe's reconstruction for prompt n of this writer (written after the prompt's result)."""
+        self._write({"type": "drafts", "n": n, "drafts": found})
+
     def close(self) -> None:
         if self._fh is not None:
             self._fh.close()
@@ -285,6 +289,7 @@ class SessionPrompt:
     probes: list = field(default_factory=list)  # (t_ns, [GPUSample], HostSample | None)
     damaged: bool = False  # a record of this prompt could not be read: no verdict from it
     triage: dict | None = None
+    drafts: dict | None = None
 
 
 @dataclass
@@ -422,6 +427,8 @@ def load_session(path: str | Path) -> Session:
                 by_n[rec.get("n")] = prompts[-1]
             elif kind == "triage" and isinstance(rec.get("triage"), dict) and rec.get("n") in by_n:
                 by_n[rec["n"]].triage = rec["triage"]
+            elif kind == "drafts" and isinstance(rec.get("drafts"), dict) and rec.get("n") in by_n:
+                by_n[rec["n"]].drafts = rec["drafts"]
             elif kind == "probe" and prompts:
                 prompts[-1].probes.append(probe_from_json(rec))
         except (orjson.JSONDecodeError, KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:
@@ -476,7 +483,7 @@ def results_for(session: Session) -> list[PromptResult]:
     out = []
     for sp in session.prompts:
         b, c, div = recorders_for(sp)
-        r = PromptResult(sp.prompt, b, c, divergence=div, damaged=sp.damaged, triage=sp.triage)
+        r = PromptResult(sp.prompt, b, c, divergence=div, damaged=sp.damaged, triage=sp.triage, drafts=sp.drafts)
         saved = sp.result if isinstance(sp.result, dict) else {}
         run, runs = saved.get("run"), saved.get("runs")
         if isinstance(run, int) and isinstance(runs, int) and 1 <= run <= runs:

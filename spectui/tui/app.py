@@ -92,6 +92,7 @@ class SpectuiApp(App):
         Binding("ctrl+t", "toggle_boundaries", "Tokens", id="toggle_boundaries", priority=True),
         Binding("ctrl+d", "diff", "Diff", id="diff", priority=True),
         Binding("ctrl+x", "triage", "Triage", id="triage", priority=True),
+        Binding("ctrl+b", "drafts", "Drafts", id="drafts", priority=True),
         Binding("ctrl+s", "save_session", "Save", id="save_session", priority=True),
         Binding("ctrl+n", "notebook", "Notebook", id="notebook", priority=True),
         Binding("ctrl+e", "export", "Export", id="export", priority=True),
@@ -513,6 +514,7 @@ class SpectuiApp(App):
                 self.runs.recorders["candidate"].output(),
                 self.runs.comparer.divergence,
                 last.triage if last is not None else None,
+                last.drafts if last is not None else None,
             )
         )
 
@@ -521,6 +523,9 @@ class SpectuiApp(App):
 
     def action_triage(self) -> None:
         self.runs.triage_last()
+
+    def action_drafts(self) -> None:
+        self.runs.drafts_toggle()
 
     def action_save_session(self) -> None:
         self.recording.save()

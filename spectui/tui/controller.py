@@ -183,6 +183,65 @@ class RunController:
             self._triage(last, app.params, app.recording.writer), group="run", exclusive=True, exit_on_error=False
         )
 
+    # -- the draft probe (Ctrl+B) ------------------------------------------------------------------
+    def drafts_toggle(self) -> None:
+        """Show or hide what the draft proposed where the target said no; probe it first if not yet done."""
+        app = self.app
+        last = self.results[-1] if self.results else None
+        view = app.pane("candidate").view
+        if last is None:
+            app.notify("run a prompt first: the probe rebuilds the drafts of the prompt on screen", severity="warning")
+            return
+        if last.drafts is not None or view.show_rejected:
+            self.show_drafts(last.drafts, not view.show_rejected)
+            return
+        if app.replaying:
+            app.notify("this recording holds no draft probe for the prompt", severity="warning")
+            return
+        app.run_worker(self._probe(last), group="run", exclusive=True, exit_on_error=False)
+
+    def show_drafts(self, drafts: dict | None, show: bool = True) -> None:
+        from spectui.labs.probe import ProbeResult
+
+        app = self.app
+        view = app.pane("candidate").view
+        found = ProbeResult.from_json(drafts) if drafts else None
+        view.rejected_text = found.rejected_at() if found is not None else {}
+        view.show_rejected = show and found is not None
+        view.rebuild()
+        if found is not None and show:
+            app.q(Banner).show_cause(found.summary())
+
+    async def _probe(self, result: PromptResult) -> None:
+        from spectui.labs import probe as drafts
+        from spectui.machine.drafter import draft_model_from_argv, start_drafter
+
+        app = self.app
+        banner = app.q(Banner)
+        candidate = app.backends["candidate"]
+        launched = (app.config.launched or {}).get("candidate")
+        argv = list(launched.argv) if launched is not None else None
+        launcher = drafter = None
+        try:
+            kind = drafts.drafter_kind(candidate.info.speculative if candidate.info else {})
+            if kind == "draft-simple":
+                banner.show_cause("draft probe: starting the draft model on its own server…")
+                launcher, drafter = await start_drafter(app.client, draft_model_from_argv(argv))
+            banner.show_cause("draft probe: rebuilding each step's drafts…")
+            found = await drafts.probe_prompt(candidate, result, drafter, drafts.ngram_sizes_from_argv(argv))
+        except Exception as exc:  # the probe is extra: it never takes the run's result with it
+            banner.show_cause(f"draft probe stopped: {describe(exc)}")
+            return
+        finally:
+            if launcher is not None:
+                launcher.stop_all()
+        result.drafts = found.to_json()
+        writer = app.recording.writer
+        if writer is not None and result in self.results:
+            writer.drafts(writer.n - (len(self.results) - 1 - self.results.index(result)), result.drafts)
+        if result is self.results[-1]:
+            self.show_drafts(result.drafts)
+
     def prompt_started(self, prompt: Prompt) -> None:
         app = self.app
         self.last_prompt = prompt
@@ -235,6 +294,10 @@ class RunController:
             )
         elif result.incomplete:
             banner.show_running("incomplete: the recording stops inside this prompt; no verdict")
+        recorded = app.backends["baseline"].saved_drafts() if app.replaying else None
+        if recorded:  # replay shows the recorded probe without any server
+            result.drafts = recorded
+            self.show_drafts(recorded)
 
     # -- drawing ------------------------------------------------------------------------------------
     def flush(self) -> None:

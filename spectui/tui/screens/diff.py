@@ -33,10 +33,16 @@ class DiffScreen(ModalScreen):
     """
 
     def __init__(
-        self, baseline: bytes, candidate: bytes, divergence: Divergence | None, triage: dict | None = None
+        self,
+        baseline: bytes,
+        candidate: bytes,
+        divergence: Divergence | None,
+        triage: dict | None = None,
+        drafts: dict | None = None,
     ) -> None:
         super().__init__()
         self.a, self.b, self.divergence, self.triage = baseline, candidate, divergence, triage
+        self.drafts = drafts
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -63,6 +69,8 @@ class DiffScreen(ModalScreen):
             t.append(escape_bytes(self.b[at : at + 48]) or "(ends here)", style="bold")
         if self.triage:
             self._triage(t, self.triage)
+        if self.drafts:
+            self._drafts(t, self.drafts)
         t.append("\n\nEsc to close")
         return t
 
@@ -83,3 +91,22 @@ class DiffScreen(ModalScreen):
             t.append(f"  margin between the two chosen tokens: {abs(lp['margin']):.3f} nats\n")
         for n in tr.get("notes") or []:
             t.append(f"  ({n})\n", style="dim")
+
+    @staticmethod
+    def _drafts(t: Text, d: dict) -> None:
+        """The draft probe: each step's drafted, accepted and rejected text."""
+        t.append(f"\n\ndrafts: {d.get('summary')}\n", style="bold")
+        for s in d.get("steps") or []:
+            if not isinstance(s, dict):
+                continue
+            head = f"  step {s.get('step')} at token {s.get('position')}: kept {s.get('accepted')}/{s.get('drafted')}"
+            if s.get("agrees"):
+                drafted = escape_bytes(str(s.get("draft_text") or "").encode())
+                rejected = escape_bytes(str(s.get("rejected_text") or "").encode())
+                t.append(f"{head}  drafted '{drafted}'")
+                if rejected:
+                    t.append("  rejected ")
+                    t.append(f"'{rejected}'", style="strike red")
+                t.append("\n")
+            else:
+                t.append(f"{head}  (probe disagrees: {s.get('note') or 'not checkable'})\n", style="dim")

@@ -44,6 +44,8 @@ class TokenView(ScrollView, can_focus=True):
         self.tail = b""
         self.boundaries = False
         self.diverge_token: int | None = None
+        self.rejected_text: dict[int, str] = {}  # token index → the draft it replaced (the draft probe)
+        self.show_rejected = False
         self._pending_bytes = b""  # bytes not yet decodable (a split UTF-8 sequence)
         self._lines: list[Text] = [Text()]
         self._wrapped: list[list[Strip]] = [[]]  # display lines of each logical line
@@ -58,6 +60,7 @@ class TokenView(ScrollView, can_focus=True):
         self.tokens.clear()
         self.tail = b""
         self.diverge_token = None
+        self.rejected_text = {}
         self._clear()
 
     def _clear(self) -> None:
@@ -103,6 +106,9 @@ class TokenView(ScrollView, can_focus=True):
     def _append(self, ev: TokenEvent) -> None:
         if self.marked and ev.rejected:
             self._emit_text(f"✗{ev.rejected}", f"bold {self.marks['rejected']}")
+            guessed = self.rejected_text.get(ev.index) if self.show_rejected else None
+            if guessed:  # what the draft proposed there, struck through: the target wrote what follows
+                self._emit_text(guessed, f"strike {self.marks['rejected']}")
         if self.boundaries and ev.index:
             self._emit_text("│", "dim")
         style = None

@@ -1,0 +1,52 @@
+"""A llama-server for the draft model alone, so the draft probe can ask it what it would have drafted.
+
+Started on 127.0.0.1 at a free port, after the timed run, and stopped by the caller's launcher: its
+requests never reach the candidate, so the measured figures stay untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from spectui.backends.llamacpp import LlamaCppBackend
+from spectui.core.errors import InputError
+from spectui.machine import assets
+from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
+
+
+def draft_model_from_argv(argv: list[str] | None) -> Path | None:
+    """The draft GGUF a launched candidate was given (-md / --model-draft / --spec-draft-model)."""
+    for flag in ("-md", "--model-draft", "--spec-draft-model"):
+        if argv and flag in argv and argv.index(flag) + 1 < len(argv):
+            return Path(argv[argv.index(flag) + 1])
+    return None
+
+
+async def start_drafter(
+    client, draft_model: str | Path | None, say: Callable[[str], None] | None = None
+) -> tuple[Launcher, LlamaCppBackend]:
+    """A llama-server serving the draft model (spectui's bundled draft unless one is named), and its backend."""
+    found = assets.find_all()
+    model = Path(draft_model).expanduser() if draft_model else found.draft_model
+    if model is None or not model.is_file():
+        raise InputError(
+            f"draft model {model or '(none)'} not found",
+            hint="give --draft-model GGUF, or run `spectui setup` for the bundled draft",
+        )
+    if found.llama_server is None:
+        raise InputError("llama-server not found to serve the draft model", hint="run `spectui setup`")
+    launcher = Launcher()
+    proc = launcher.add(ServerProcess("draft-probe", llama_server_argv(found.llama_server, model, 0)))
+    proc.argv[proc.argv.index("--port") + 1] = str(proc.port)
+    if say is not None:
+        say(f"starting the draft model {model.name} on {proc.url} for the probe …")
+    try:
+        await asyncio.to_thread(launcher.start_all, 120)
+        backend = LlamaCppBackend(proc.url, client)
+        await backend.identify()
+    except BaseException:
+        launcher.stop_all()
+        raise
+    return launcher, backend

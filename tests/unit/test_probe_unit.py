@@ -1,0 +1,69 @@
+"""The draft probe's pieces on hand-made inputs: llama.cpp's n-gram drafter, the self-check, the record."""
+
+from __future__ import annotations
+
+from spectui.labs.probe import ProbeResult, StepSpan, check_step, ngram_simple_draft, ngram_sizes_from_argv
+
+
+def test_ngram_simple_draft_follows_llamacpp():
+    # history 1 2 3 4 5 1 2 | sampled 3, n=3 m=2: pattern (1 2 3) matched at 0? position 0 never matches
+    assert ngram_simple_draft([1, 2, 3, 4, 5, 1, 2], 3, 3, 2) == []
+    # with a token before it the match at 1 counts; the draft copies what followed: 4 5 … (m=3 → 4 5 9)
+    hist = [9, 1, 2, 3, 4, 5, 9, 1, 2]
+    assert ngram_simple_draft(hist, 3, 3, 3) == [4, 5, 9]
+    # a history of n + m + 1 tokens or fewer: nothing (11 <= 3 + 8 + 1)
+    assert ngram_simple_draft([9, 1, 2, 3, 4, 1, 2, 7, 7, 1, 2], 3, 3, 8) == []
+    assert ngram_simple_draft([1, 2], 3, 3, 8) == []
+    # the most recent earlier match wins (searched backwards)
+    hist = [0, 1, 2, 3, 7, 7, 7, 1, 2, 3, 8, 8, 8, 5, 5, 1, 2]
+    assert ngram_simple_draft(hist, 3, 3, 3) == [8, 8, 8]
+
+
+def test_copy_length():
+    # match at 1, copy_max = min(8, 14 − (1 + 3)) = 8: the eight tokens after the match
+    assert ngram_simple_draft([0, 1, 2, 3, 4, 5, 6, 1, 2, 9, 9, 9, 1, 2], 3, 3, 8) == [4, 5, 6, 1, 2, 9, 9, 9]
+    # match at 2, copy_max = min(1, 7 − 5) = 1 < n = 3: nothing
+    assert ngram_simple_draft([0, 5, 1, 2, 3, 1, 2], 3, 3, 1) == []
+
+
+def test_self_check():
+    out = [10, 11, 12, 13, 14, 15]
+    span = StepSpan(step=1, position=1, drafted=4, accepted=2)  # kept 11 12, target wrote 13
+    assert check_step(span, [11, 12, 99, 98], out) == (True, "")
+    ok, why = check_step(span, [11, 77, 99, 98], out)
+    assert ok is False and "accepted" in why
+    ok, why = check_step(span, [11, 12, 13, 98], out)  # the rejected draft equals the target's token
+    assert ok is False and "would have been accepted" in why
+    ok, why = check_step(span, [11, 12], out)
+    assert ok is False and "2 of the 4" in why
+    # llama.cpp never accepts a drafted end-of-generation token while drafts follow it
+    assert check_step(span, [11, 12, 13, 98], out, eog_at=3) == (True, "")
+    assert check_step(span, [11, 12, 99, 98], [10, None, 12, 13])[0] is None
+
+
+def test_record_round_trip_and_damage():
+    d = {
+        "method": "m",
+        "steps": [
+            {
+                "step": 1,
+                "position": 3,
+                "drafted": 4,
+                "accepted": 1,
+                "draft_ids": [1, 2, 3, 4],
+                "rejected_text": "x",
+                "agrees": True,
+            },
+            {"step": "bad"},
+            "junk",
+        ],
+    }
+    r = ProbeResult.from_json(d)
+    assert len(r.steps) == 1 and r.agreed == 1 and r.rejected_at() == {4: "x"}
+    assert ProbeResult.from_json(r.to_json()).to_json() == r.to_json()
+
+
+def test_ngram_sizes_from_argv():
+    argv = ["llama-server", "--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3"]
+    assert ngram_sizes_from_argv(argv) == (3, 48)
+    assert ngram_sizes_from_argv(None) is None

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+import psutil
 import pytest
 
 from spectui.core.compare import compare_tokens
 from spectui.core.types import GenerationParams
+from spectui.machine import assets
 from spectui.machine.launcher import Launcher
 from spectui.machine.probes import GPUProbe
 from spectui.tui.app import AppConfig, make_app
@@ -136,3 +138,37 @@ async def test_quantised_kv_candidate_shows_divergence_banner_at_the_right_place
         assert f"first difference at byte {expected.byte}" in body
         assert f"cause: {cause}" in body and "rerun: baseline again under the same conditions: identical" in body
         assert "top tokens at token" in body  # both llama.cpp sides gave their top log-probabilities
+
+
+async def test_ctrl_b_shows_the_rejected_drafts_inline(llama_servers):
+    """Ctrl+B probes the prompt on screen (the draft model on its own server) and strikes each step's
+    rejected draft text in after its ✗n mark; the diff view lists the steps."""
+    app = app_for(llama_servers["baseline"], llama_servers["draft"])
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot, app)
+        await pilot.click("#prompt")
+        await pilot.press(*PROMPT)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.run_done.is_set() and app.results, what="the run to finish")
+        view = app.pane("candidate").view
+        before = view.plain()
+        await pilot.press("ctrl+b")
+        await until(pilot, lambda: view.show_rejected, timeout=180, what="the draft probe to finish")
+        drafts = app.results[-1].drafts
+        assert drafts and drafts["agreed"] >= 1
+        shown = [s["rejected_text"] for s in drafts["steps"] if s["agrees"] and s["rejected_text"]]
+        assert shown and shown[0] in view.plain() and len(view.plain()) > len(before)
+        assert "reconstructed" in str(app.query_one(Banner).render())
+        await pilot.press("ctrl+b")  # hide again: the output reads as before
+        await until(pilot, lambda: not view.show_rejected, what="the rejected text to hide")
+        assert view.plain() == before
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+        assert "drafts:" in str(app.screen.query_one("#diff-body").render())
+    # the probe's own llama-server (the draft model as its main model) is gone with it
+    draft = str(assets.find_all().draft_model)
+
+    def serves_draft(cmd):
+        return any(a == "-m" and b == draft for a, b in zip(cmd, cmd[1:]))
+
+    assert not [p for p in psutil.process_iter(["cmdline"]) if serves_draft(p.info["cmdline"] or [])]

@@ -65,7 +65,10 @@ def prompts_from(args):
         except UnicodeEncodeError:
             raise InputError("--prompt is not valid UTF-8 text", hint="pass the prompt in UTF-8") from None
         return [prompts.single(args.prompt, raw=args.raw)]
-    return prompts.load_set(args.prompts)[1]
+    items = prompts.load_set(args.prompts)[1]
+    return prompts.pick(
+        items, getattr(args, "limit", None), getattr(args, "sample", None), getattr(args, "sample_seed", 0)
+    )
 
 
 def append_to_notebook(args, rows: list[dict]) -> None:

@@ -37,6 +37,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N prompts of the set or file")
+    p.add_argument("--sample", type=int, metavar="N", help="N prompts of the set or file, drawn at random")
+    p.add_argument("--sample-seed", type=int, default=0, metavar="S", help="the draw's seed for --sample (default 0)")
     p.add_argument("--max-tokens", type=int, default=128, metavar="N", help="tokens to generate (default 128)")
     p.add_argument("--temperature", type=finite, default=0.0, metavar="T", help="0 is greedy (default)")
     p.add_argument("--seed", type=int, default=42, metavar="S")

@@ -65,6 +65,10 @@ def load_set(name_or_path: str) -> tuple[str, list[Prompt]]:
             )
     if not path.is_file():
         raise InputError(f"prompts file {path} does not exist")
+    from spectui.store import prompt_files
+
+    if prompt_files.is_json_prompts(path):
+        return prompt_files.load(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
@@ -122,3 +126,19 @@ def parse_set(data: dict, where: str) -> tuple[str, list[Prompt]]:
             raise InputError(f"{ctx}: the last message must be from the user")
         out.append(Prompt(pid, category, messages=clean))
     return str(data.get("name") or Path(where).stem), out
+
+
+def pick(prompts: list[Prompt], limit: int | None = None, sample: int | None = None, seed: int = 0) -> list[Prompt]:
+    """--limit N: the first N; --sample N: N drawn at random with --sample-seed S (kept in file order)."""
+    import random
+
+    for name, v in (("--limit", limit), ("--sample", sample)):
+        if v is not None and v < 1:
+            raise InputError(f"{name} must be at least 1, not {v}")
+    if sample is not None:
+        if sample < len(prompts):
+            chosen = sorted(random.Random(seed).sample(range(len(prompts)), sample))
+            prompts = [prompts[i] for i in chosen]
+    if limit is not None:
+        prompts = prompts[:limit]
+    return prompts

@@ -205,6 +205,10 @@ def cmd_report(args) -> int:
     params, order = session.prompts[0].params, session.prompts[0].order
     if args.format == "md":
         text = markdown_report(session.infos, results, params, order, str(session.path))
+    elif args.format == "html":
+        from spectui.labs.html_report import html_report
+
+        text = html_report(session.infos, results, params, order, str(session.path))
     else:
         text = json.dumps(json_report(session.infos, results, params, order), indent=2) + "\n"
     if args.output:

@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="export a saved session as Markdown or JSON")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--format", choices=("md", "json", "html"), default="md", help="html: one self-contained page")
     p.add_argument("-o", "--output", metavar="PATH", help="write here (atomically) instead of printing")
 
     p = sub.add_parser("sessions", help="list saved sessions (the autosave folder by default)")

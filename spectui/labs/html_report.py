@@ -1,0 +1,193 @@
+"""A report a person can send: one self-contained HTML file (inline CSS and SVG, no network).
+
+Both outputs side by side with the TUI's marks (accepted drafts, the target's own tokens, ✗n where drafts
+were rejected, the rejected text where the draft probe rebuilt it, the first difference), the figures
+with the acceptance rate beside every speed-up, both builds, the verdict and triage, and for each prompt
+the arithmetic's S(α) curve with the measured point as an inline SVG.
+"""
+
+from __future__ import annotations
+
+import html
+from string import Template
+
+from spectui.core.report import acceptance_text, fmt, speedup_text, verdict_text
+from spectui.core.runner import PromptResult
+from spectui.core.types import GenerationParams, ServerInfo
+from spectui.labs import theory
+
+MARKS = {"accepted": "#1a7f37", "target": "#0550ae", "first": "#57606a", "rejected": "#cf222e", "diverge": "#cf222e"}
+
+CSS = Template(
+    """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1400px; color: #1f2328; padding: 0 1em; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 2em; border-bottom: 1px solid #d0d7de; }
+table { border-collapse: collapse; margin: .5em 0; } td, th { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left; }
+.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; }
+.out { white-space: pre-wrap; font: 13px/1.5 ui-monospace, monospace; border: 1px solid #d0d7de; padding: .6em;
+       border-radius: 6px; overflow-wrap: anywhere; }
+.t-accepted { color: $accepted; text-decoration: underline; } .t-target { color: $target; }
+.t-first { color: $first; } .t-unknown { color: #8c959f; }
+.rej { color: $rejected; font-weight: bold; } .guess { color: $rejected; text-decoration: line-through; }
+.div { background: $diverge; color: white; }
+.ok { color: #1a7f37; font-weight: bold; } .bad { color: #cf222e; font-weight: bold; } .note { color: #57606a; }
+.legend span { margin-right: 1.2em; }
+"""
+).substitute(MARKS)
+
+
+def _e(s: str) -> str:
+    return html.escape(s, quote=True)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def output_html(rec, marked: bool, diverge_token: int | None, rejected_at: dict[int, str]) -> str:
+    """One side's output as spans with the same marks as the TUI."""
+    out = []
+    for t in rec.tokens:
+        if marked and t.rejected:
+            out.append(f'<span class="rej">✗{t.rejected}</span>')
+            guess = rejected_at.get(t.index)
+            if guess:
+                out.append(f'<span class="guess" title="the draft proposed this">{_e(guess)}</span>')
+        cls = f"t-{t.label}" if marked else ""
+        if diverge_token is not None and t.index == diverge_token:
+            cls += " div"
+        text = _e(_text(t.data))
+        out.append(f'<span class="{cls.strip()}">{text}</span>' if cls.strip() else text)
+    if rec.tail:
+        out.append(_e(_text(rec.tail)))
+    return "".join(out)
+
+
+def theory_svg(r: PromptResult) -> str:
+    """S(α) for the measured chain length with a free draft and with the implied draft cost, and the
+    measured point: why the payoff is what it is on this hardware."""
+    fb, fc = r.baseline.figures, r.candidate.figures
+    m = theory.from_measurement(fb.decode_tps, fc.decode_tps, fc.drafted, fc.accepted, fc.steps or 0)
+    if m is None:
+        return ""
+    g = max(1, round(m["gamma"]))
+    W, H, L, B = 360, 220, 40, 30
+    alphas = [i / 50 for i in range(50)]
+    curves = {"free draft (c = 0)": 0.0, f"implied c = {m['implied_cost']:.2f}": m["implied_cost"]}
+    ys = [theory.speedup(a, g, c) for c in curves.values() for a in alphas] + [m["measured_speedup"], 1.0]
+    top = max(ys) * 1.1
+
+    def x(a):
+        return L + a * (W - L - 10)
+
+    def y(s):
+        return H - B - s / top * (H - B - 10)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-size="11" font-family="sans-serif">',
+        f'<line x1="{L}" y1="{y(1):.1f}" x2="{W - 10}" y2="{y(1):.1f}" stroke="#8c959f" stroke-dasharray="4 3"/>',
+        f'<text x="{W - 12}" y="{y(1) - 3:.1f}" text-anchor="end" fill="#57606a">break-even 1×</text>',
+        f'<line x1="{L}" y1="{H - B}" x2="{W - 10}" y2="{H - B}" stroke="#1f2328"/>',
+        f'<line x1="{L}" y1="10" x2="{L}" y2="{H - B}" stroke="#1f2328"/>',
+        f'<text x="{(W + L) / 2:.0f}" y="{H - 5}" text-anchor="middle">acceptance rate α (γ = {g})</text>',
+        f'<text x="5" y="12">{top:.1f}×</text>',
+    ]
+    for (label, c), colour in zip(curves.items(), ("#0550ae", "#bc4c00")):
+        pts = " ".join(f"{x(a):.1f},{y(theory.speedup(a, g, c)):.1f}" for a in alphas)
+        parts.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+        yl = y(theory.speedup(alphas[-1], g, c))
+        parts.append(f'<text x="{x(0.97):.1f}" y="{yl - 4:.1f}" text-anchor="end" fill="{colour}">{_e(label)}</text>')
+    mx, my = x(min(m["alpha"], 0.98)), y(m["measured_speedup"])
+    parts.append(f'<circle cx="{mx:.1f}" cy="{my:.1f}" r="4" fill="#cf222e"/>')
+    parts.append(
+        f'<text x="{mx + 6:.1f}" y="{my - 6:.1f}" fill="#cf222e">measured {m["measured_speedup"]:.2f}× '
+        f"at {m['alpha']:.0%}</text>"
+    )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def html_report(
+    infos: dict[str, ServerInfo],
+    results: list[PromptResult],
+    params: GenerationParams,
+    order: str,
+    source: str | None = None,
+) -> str:
+    from spectui.labs.probe import ProbeResult
+
+    b, c = infos["baseline"], infos["candidate"]
+    done = [r for r in results if r.identical is not None]
+    same = sum(1 for r in done if r.identical)
+    rows = []
+    for r in results:
+        fb, fc = r.baseline.figures, r.candidate.figures
+        cls = "ok" if r.identical else ("bad" if r.identical is False else "note")
+        rows.append(
+            f"<tr><td>{_e(r.prompt.id)}{' (run ' + str(r.run) + ')' if r.runs > 1 else ''}</td>"
+            f"<td>{fmt(fb.decode_tps)}</td><td>{fmt(fc.decode_tps)}</td>"
+            f"<td>{_e(speedup_text(r))}</td><td>{_e(acceptance_text(r.candidate))}</td>"
+            f"<td>{fmt(fc.mean_accepted_length, '.2f')}</td><td>{fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')}</td>"
+            f'<td class="{cls}">{_e(verdict_text(r))}</td></tr>'
+        )
+    body = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>spectui report{': ' + _e(source) if source else ''}</title>",
+        f"<style>{CSS}</style></head><body>",
+        "<h1>spectui comparison</h1>",
+        f'<p class="note">Session: <code>{_e(source)}</code></p>' if source else "",
+        "<table><tr><th></th><th>URL</th><th>build</th><th>model</th><th>configuration</th></tr>",
+    ]
+    for role, info in (("baseline", b), ("candidate", c)):
+        body.append(
+            f"<tr><td>{role}</td><td>{_e(info.url)}</td><td>{_e(info.build or '?')}</td>"
+            f"<td>{_e(info.model or '?')}</td><td>{_e(info.describe_speedup())}</td></tr>"
+        )
+    cache = "server default" if params.cache_prompt is None else ("on" if params.cache_prompt else "off")
+    body += [
+        "</table>",
+        f"<p>Parameters: max tokens {params.max_tokens}, temperature {params.temperature}, seed {params.seed}, "
+        f"order {_e(order)}, prompt cache {cache}.</p>",
+        f'<p class="{"ok" if same == len(done) == len(results) else "bad"}">{same}/{len(done)} outputs identical'
+        f"{f', {len(results) - len(done)} not compared' if len(done) < len(results) else ''}. "
+        f"Builds: baseline {_e(b.build or '?')}, candidate {_e(c.build or '?')}.</p>",
+        "<table><tr><th>prompt</th><th>baseline tok/s</th><th>candidate tok/s</th><th>speed-up</th>"
+        "<th>acceptance</th><th>mean accepted length</th><th>TTFT ms (b / c)</th><th>output</th></tr>",
+        *rows,
+        "</table>",
+        '<p class="legend">Marks: <span class="t-accepted">accepted draft</span><span class="t-target">target\'s own '
+        'token</span><span class="t-first">first token</span><span class="rej">✗n drafts rejected</span>'
+        '<span class="guess">what the draft guessed</span><span class="div">first difference</span></p>',
+    ]
+    for r in results:
+        d = r.divergence
+        found = ProbeResult.from_json(r.drafts) if r.drafts else None
+        rejected_at = found.rejected_at() if found is not None else {}
+        body.append(f"<h2>{_e(r.prompt.id)}{' — run ' + str(r.run) if r.runs > 1 else ''}: {_e(verdict_text(r))}</h2>")
+        fc = r.candidate.figures
+        body.append(
+            f"<p>speed-up {_e(speedup_text(r))} · labels {_e(fc.labels or '—')} · "
+            f"/metrics {_e(fc.metrics_check or '—')}</p>"
+        )
+        if r.triage:
+            t = r.triage
+            body.append(f"<p><b>cause: {_e(str(t.get('cause')))}</b> — {_e(str(t.get('summary')))}</p>")
+        if found is not None:
+            body.append(f'<p class="note">drafts: {_e(found.summary())}</p>')
+        body.append('<div class="pair">')
+        for side, rec in (("baseline", r.baseline), ("candidate", r.candidate)):
+            tok = None if d is None else (d.baseline_token if side == "baseline" else d.candidate_token)
+            marks = rejected_at if side == "candidate" else {}
+            body.append(
+                f'<div><b>{side}</b><div class="out" id="out-{_e(r.prompt.id)}-{r.run}-{side}">'
+                f"{output_html(rec, side == 'candidate', tok, marks)}</div></div>"
+            )
+        body.append("</div>")
+        svg = theory_svg(r)
+        if svg:
+            body.append(
+                f"<p>The arithmetic for this prompt (Leviathan et al.): S(α) = (1−α^(γ+1)) / ((1−α)(γc+1)).</p>{svg}"
+            )
+    body.append("</body></html>")
+    return "\n".join(x for x in body if x) + "\n"

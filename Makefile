@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv setup demo test lint bench clean
+.PHONY: venv setup demo test lint bench clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,8 +27,14 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check spectui tests bench
 	$(VENV)/bin/lint-imports
 
+# the browser tests drive Debian's Chromium through Playwright (Playwright cannot fetch its own browsers)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "make test needs Debian's chromium: sudo apt-get install chromium" >&2; exit 1; fi; }
+
 # the tests also run a real vLLM for CPU (its own environment in the cache, installed once)
-test: setup lint
+test: setup lint browser
 	$(PY) -m spectui setup --vllm
 	$(PY) -m pytest -q
 

@@ -213,6 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="which speed-up the candidate uses (default: draft-model speculation)",
     )
 
+    p = sub.add_parser("serve", help="the app in a web browser (textual-serve), on 127.0.0.1 unless told otherwise")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, metavar="N", help="port (default 8000)")
+    p.add_argument("app_args", nargs=argparse.REMAINDER, metavar="-- ARGS", help="the app's own arguments, after --")
+
     p = sub.add_parser("sweep", help="throughput and speed-up against concurrency: where the payoff collapses")
     p.add_argument("--baseline", required=True, metavar="URL")
     p.add_argument("--candidate", required=True, metavar="URL")
@@ -318,6 +323,7 @@ COMMANDS = {
     "profiles": ("machine", "cmd_profiles"),
     "tui": ("tui", "cmd_tui"),
     "demo": ("demo", "cmd_demo"),
+    "serve": ("serve", "cmd_serve"),
 }
 
 

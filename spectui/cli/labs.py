@@ -37,11 +37,24 @@ async def cmd_sweep(args) -> int:
                     file=sys.stderr,
                 )
 
-        def progress(level):
-            if not args.json:
-                print(f"spectui: concurrency {level.concurrency} done", file=sys.stderr)
+        from spectui.cli.progress import Advance
 
-        result = await sweep(backends["baseline"], backends["candidate"], prompt_list, levels, params, progress)
+        bar = Advance("spectui sweep")
+        finished: list[int] = []
+
+        def progress(level):
+            finished.append(level.concurrency)
+            if not args.json:  # levels done over all levels: the big ones take longest, so it is coarse
+                bar(
+                    f"levels {','.join(map(str, levels))}",
+                    len(finished) / len(levels),
+                    f"concurrency {level.concurrency} done",
+                )
+
+        try:
+            result = await sweep(backends["baseline"], backends["candidate"], prompt_list, levels, params, progress)
+        finally:
+            bar.close()
     doc = {
         "baseline": infos["baseline"].to_json(),
         "candidate": infos["candidate"].to_json(),
@@ -227,9 +240,13 @@ async def cmd_sampling(args) -> int:
 
         writer = SessionWriter(args.save)
 
+    from spectui.cli.progress import Advance
+
+    bar = Advance("spectui sampling")
+
     def progress(prompt, done, total):
-        if not args.json:
-            print(f"\rspectui: {prompt.id}: sample {done}/{total}", end="" if done < total else "\n", file=sys.stderr)
+        if not args.json:  # a bar with an ETA on a terminal, a line per tenth in a log
+            bar(f"{prompt.id}: both sides, {total} seeds", done / total, f"sample {done}/{total}")
 
     try:
         async with httpx.AsyncClient() as client:
@@ -248,6 +265,7 @@ async def cmd_sampling(args) -> int:
                 progress,
             )
     finally:
+        bar.close()
         if writer:
             writer.close()
     doc = {

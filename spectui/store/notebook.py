@@ -183,6 +183,14 @@ def show_text(path: Path) -> str:
     lines = [f"{path}: {len(rows)} measurements", ""]
     lines.append(f"{'date':<20} {'prompt':<16} {'speed-up':>8} {'accept':>7} {'mean len':>8} {'same':<9} candidate")
     for m in rows:
+        if m.get("kind") == "import":  # another tool's result: its throughput and latencies, and which tool
+            acc = f"  accept {m['acceptance_rate']:.0%}" if "acceptance_rate" in m else ""
+            lines.append(
+                f"{str(m.get('date', '?'))[:19]:<20} {'(' + str(m.get('source_tool', '?')) + ')':<16} "
+                f"out {m.get('output_tokens_per_s', float('nan')):.1f} tok/s  TTFT {m.get('ttft_ms_mean', float('nan')):.0f} ms"
+                f"  ITL {m.get('itl_ms_mean', float('nan')):.1f} ms{acc}  {m.get('source_version', '')} {m.get('source_file', '')}"
+            )
+            continue
         acc = f"{m['acceptance_rate']:.0%}" if "acceptance_rate" in m else "—"
         sp = f"{m['speedup']:.2f}×" if "speedup" in m else "—"
         ml = f"{m['mean_accepted_length']:.2f}" if "mean_accepted_length" in m else "—"

@@ -43,6 +43,8 @@ bench: setup
 	$(PY) bench/tui_keepup.py
 	$(PY) bench/replay_100k.py
 	$(PY) bench/timing_fidelity.py
+	$(PY) bench/startup.py
+	$(PY) bench/probe_cost.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -75,6 +76,34 @@ async def tui_replay(path: Path) -> tuple[float, int]:
     return elapsed, n
 
 
+# The measured command runs under this wrapper, which writes its own peak RSS (VmHWM) at exit. A
+# parent's ru_maxrss for a child counts the pages the child shared with the parent at fork, so a big
+# parent would inflate it (it did: 383 MB reported for a command that peaks at 175 MB on its own).
+WRAP = """
+import atexit, runpy, sys
+out, target = sys.argv[1], sys.argv[2]
+def peak():
+    for line in open('/proc/self/status'):
+        if line.startswith('VmHWM:'):
+            open(out, 'w').write(line.split()[1])
+atexit.register(peak)
+sys.argv = sys.argv[2:]
+runpy.run_module('spectui', run_name='__main__') if target == '-m' else runpy.run_path(target, run_name='__main__')
+"""
+
+
+def child(argv: list[str]) -> tuple[float, float, int]:
+    """Run `spectui …` (argv after -m spectui) or a script as its own process: (wall s, its peak RSS MB, exit)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as out:
+        t0 = time.perf_counter()
+        code = subprocess.run(
+            [sys.executable, "-c", WRAP, out.name, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ).returncode
+        wall = time.perf_counter() - t0
+        kb = out.read().strip()
+    return wall, (int(kb) / 1024 if kb else float("nan")), code
+
+
 def main(tokens: int) -> None:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "big.jsonl"
@@ -97,15 +126,27 @@ def main(tokens: int) -> None:
             f"{2 * tokens / t_load:,.0f} events/s, peak Python memory {peak / 1e6:.0f} MB; "
             f"identical={div is None}, candidate acceptance {c.figures.acceptance_rate:.0%}"
         )
+        wall, rss, code = child(["-m", "replay", str(path), "--no-tui", "--json"])
+        print(
+            f"`spectui replay --no-tui --json` as its own process: {wall:.2f} s wall, max RSS {rss:.0f} MB (exit {code})"
+        )
+        wall, rss, code = child([__file__, "--tui-only", str(path)])
+        print(f"TUI replay as its own process: {wall:.2f} s wall, max RSS {rss:.0f} MB (exit {code})")
         t_tui, n = asyncio.run(tui_replay(path))
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(
             f"TUI replay at max speed: {t_tui:.2f} s for {n} candidate tokens shown "
-            f"({2 * tokens / t_tui:,.0f} tokens/s across both panes); max RSS {rss:.0f} MB"
+            f"({2 * tokens / t_tui:,.0f} tokens/s across both panes); this benchmark process (which also built and "
+            f"loaded the session) peaked at {rss:.0f} MB"
         )
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", type=int, default=100_000)
-    main(ap.parse_args().tokens)
+    ap.add_argument("--tui-only", metavar="SESSION", help=argparse.SUPPRESS)  # the measured child process
+    a = ap.parse_args()
+    if a.tui_only:
+        asyncio.run(tui_replay(Path(a.tui_only)))
+    else:
+        main(a.tokens)

@@ -45,6 +45,7 @@ bench: setup
 	$(PY) bench/timing_fidelity.py
 	$(PY) bench/startup.py
 	$(PY) bench/probe_cost.py
+	$(PY) bench/loadgen.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -54,9 +54,77 @@ class SSEDecoder:
         return payload
 
 
-def parse_payload(payload: str) -> dict | object | None:
+class ByteSSEDecoder:
+    """SSEDecoder's rules on raw bytes, for the live streams: split into lines here and hand orjson the
+    payload's bytes, instead of decoding every chunk to text and splitting it again (httpx's
+    aiter_lines), which was most of the client's CPU per event at high concurrency (bench/loadgen.py).
+
+    Lines end in \n, \r\n or \r (the SSE spec allows all three); a \r at the end of a chunk waits for the
+    next one, which may start with its \n.
+    """
+
+    __slots__ = ("_buf", "_data")
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._data: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The payloads that this chunk completed, in order."""
+        buf = self._buf + chunk if self._buf else chunk
+        if b"\r" in buf:
+            hold = buf.endswith(b"\r")
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if hold:  # the \r became a \n: take it back until the next chunk says whether \n follows
+                buf = buf[:-1] + b"\r"
+        lines = buf.split(b"\n")
+        self._buf = lines.pop()
+        out = []
+        for line in lines:
+            payload = self._line(line)
+            if payload is not None:
+                out.append(payload)
+        return out
+
+    def _line(self, line: bytes) -> bytes | None:
+        if not line:
+            return self._dispatch()
+        first = line[:1]
+        if first == b":":
+            return None
+        if line.startswith(b"data:"):
+            value = line[5:]
+            if value[:1] == b" ":
+                value = value[1:]
+            self._data.append(value)
+            return None
+        if first == b"{":  # llama.cpp reports some errors as a bare JSON line
+            self._data.append(line)
+            return self._dispatch()
+        if line == b"data":
+            self._data.append(b"")
+        return None
+
+    def flush(self) -> bytes | None:
+        """At the end of the body: the last line (its held \r ends it) and any event left open."""
+        if self._buf:
+            line, self._buf = self._buf.removesuffix(b"\r"), b""
+            payload = self._line(line)
+            if payload is not None:
+                return payload
+        return self._dispatch()
+
+    def _dispatch(self) -> bytes | None:
+        if not self._data:
+            return None
+        payload = b"\n".join(self._data)
+        self._data.clear()
+        return payload
+
+
+def parse_payload(payload: str | bytes) -> dict | object | None:
     """The JSON object of one event's data, DONE, or None for an event with empty data."""
-    if payload == "[DONE]":
+    if payload == "[DONE]" or payload == b"[DONE]":
         return DONE
     if not payload.strip():
         return None
@@ -121,7 +189,7 @@ async def post_sse(
     not count), the whole request past `deadline` — raises StreamBroken with a one-line message that
     says which; the caller adds how far it got. The arrival time is taken when the line arrives.
     """
-    decoder = SSEDecoder()
+    decoder = ByteSSEDecoder()
     # the arrival clock is monotonic (perf_counter_ns): one reading per line serves the stamp and both limits
     started = clock()
     last_event = started
@@ -135,32 +203,40 @@ async def post_sse(
             if r.status_code >= 400:
                 await r.aread()
                 raise StreamBroken(f"{url_shown} answered HTTP {r.status_code}: {error_text(r)}")
-            async for line in r.aiter_lines():
-                t = clock()
+            chunks = r.aiter_bytes()
+            while True:
+                chunk = await anext(chunks, None)
+                t = clock()  # stamped as the bytes arrive, before any of our own work on them
+                if chunk is None:  # the end of the body: a last event without its blank line still counts
+                    payloads = [p for p in (decoder.flush(),) if p is not None]
+                else:
+                    payloads = decoder.feed(chunk)
                 if deadline_at is not None and t > deadline_at:
                     raise StreamBroken(
                         f"the request ran past its deadline of {deadline:g} s",
                         hint="raise --deadline for very long generations",
                     )
-                payload = decoder.feed(line)
-                if payload is None:
+                if not payloads and chunk is not None:
                     if t - last_event > idle_ns:
                         raise StreamBroken(
                             f"no event for {idle_timeout:g} s (only keep-alives): idle timeout",
                             hint="the server may be stuck; raise --idle-timeout if it is just slow",
                         )
                     continue
-                last_event = t
-                obj = parse_payload(payload)
-                if obj is None:
-                    continue
-                if obj is DONE:
+                for payload in payloads:
+                    last_event = t
+                    obj = parse_payload(payload)
+                    if obj is None:
+                        continue
+                    if obj is DONE:
+                        return
+                    if "error" in obj and not obj.keys() & {"content", "choices", "text"}:
+                        err = obj["error"]
+                        msg = err.get("message", err) if isinstance(err, dict) else err
+                        raise StreamBroken(f"server error: {redact(str(msg))[:200]}")
+                    yield t, obj
+                if chunk is None:
                     return
-                if "error" in obj and not obj.keys() & {"content", "choices", "text"}:
-                    err = obj["error"]
-                    msg = err.get("message", err) if isinstance(err, dict) else err
-                    raise StreamBroken(f"server error: {redact(str(msg))[:200]}")
-                yield t, obj
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
         raise StreamBroken(f"cannot connect to {url_shown} ({why(exc)})") from None
     except httpx.ReadTimeout:

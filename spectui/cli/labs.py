@@ -19,15 +19,15 @@ from spectui.core.errors import InputError  # noqa: F401
 
 
 async def cmd_sweep(args) -> int:
-    import httpx
 
     from spectui.labs.sweep import parse_levels, svg_chart, sweep, text_table
 
     levels = parse_levels(args.concurrency)
     params = params_from(args)
     prompt_list = prompts_from(args)
-    limits = httpx.Limits(max_connections=max(levels) * 2 + 4, max_keepalive_connections=max(levels) * 2 + 4)
-    async with httpx.AsyncClient(limits=limits) as client:
+    from spectui.backends.transport import sweep_client
+
+    async with sweep_client(max(levels) * 2 + 4) as client:
         backends, infos = await connect_pair(client, args)
         for name, info in infos.items():
             if info.slots is not None and info.slots < max(levels):

@@ -181,3 +181,34 @@ def test_theme_profile_and_prompt_loaders_raise_only_their_errors(tmp_path_facto
     load_themes([d])  # never raises: problems are collected
     _only_ours(parse_profile, text, "x.toml")
     _only_ours(prompts.load_set, str(d / "x.toml"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet='ab: {}"\r\n[]DONE', max_size=40), max_size=8), st.data())
+def test_byte_decoder_agrees_with_the_line_decoder_on_any_split(parts, data):
+    """The live streams' byte decoder (ByteSSEDecoder) and the line decoder give the same payloads for the
+    same bytes however the server's chunks fall, \\r\\n and lone \\r line ends included."""
+    from spectui.backends.sse import ByteSSEDecoder, SSEDecoder
+
+    text = "".join(parts)
+    raw = text.encode()
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=6)))
+    chunks = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)])]
+    dec = ByteSSEDecoder()
+    got = [p for c in chunks for p in dec.feed(c)]
+    tail = dec.flush()
+    got += [tail] if tail is not None else []
+    ref, want = SSEDecoder(), []
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for line in lines[:-1]:
+        p = ref.feed(line)
+        if p is not None:
+            want.append(p.encode())
+    if lines[-1]:
+        p = ref.feed(lines[-1])
+        if p is not None:
+            want.append(p.encode())
+    p = ref.flush()
+    if p is not None:
+        want.append(p.encode())
+    assert got == want

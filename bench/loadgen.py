@@ -1,0 +1,321 @@
+"""The sweep as a load generator: spectui's client against a peer client on the same scripted server.
+
+A fast scripted server (aiohttp, its own process) streams OpenAI-compatible SSE at a fixed rate per
+stream and stamps every event with its own monotonic clock (CLOCK_MONOTONIC is one clock for every
+process on Linux, and Python's perf_counter reads it). At each concurrency level N, N requests go out at
+once, first from spectui's sweep client (labs.sweep._run_side on a vLLM-shaped backend, the code
+`spectui sweep` runs), then from the peer: `vllm bench serve` (vLLM's own benchmark module, from the
+vLLM environment `spectui setup --vllm` installs). For each client:
+
+- aggregate tokens/s received: events received / (last event − first request at the server);
+- client CPU per token: the client process's CPU time over the same window (sampled with psutil every
+  20 ms and interpolated) / events;
+- inter-token-latency error: each gap between two events as the client saw it, less the same gap as
+  the server stamped it; p50 and p99 of its absolute value.
+
+Prints a table per level and, last, spectui's throughput over the peer's at each level.
+    python bench/loadgen.py [--levels 1,16,64,256] [--tokens 64] [--rate 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+# -- the scripted server --------------------------------------------------------------------------
+def serve(port: int, tokens: int, rate: float) -> None:
+    from aiohttp import web
+
+    stamps: dict[str, list[int]] = {}
+    arrivals: list[int] = []
+    seq = [0]
+
+    async def models(request):
+        return web.json_response({"object": "list", "data": [{"id": "scripted", "max_model_len": 4096}]})
+
+    async def completions(request):
+        arrivals.append(time.perf_counter_ns())
+        body = await request.json()
+        n = min(int(body.get("max_tokens") or tokens), tokens)
+        seq[0] += 1
+        rid = f"r{seq[0]}"
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        mine = stamps.setdefault(rid, [])
+        start = time.perf_counter()
+        for k in range(n):
+            due = start + k / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            text = f"{rid}t{k} " if k == 0 else f"t{k} "
+            chunk = {
+                "id": rid,
+                "object": "text_completion",
+                "model": "scripted",
+                "choices": [{"index": 0, "text": text, "token_ids": [1000 + k], "finish_reason": None}],
+            }
+            mine.append(time.perf_counter_ns())
+            await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        final = {
+            "id": rid,
+            "object": "text_completion",
+            "model": "scripted",
+            "choices": [{"index": 0, "text": "", "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 8, "completion_tokens": n, "total_tokens": 8 + n},
+        }
+        await resp.write(b"data: " + json.dumps(final).encode() + b"\n\ndata: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
+
+    async def dump(request):
+        out = {"stamps": stamps, "arrivals": arrivals}
+        return web.json_response(out)
+
+    async def reset(request):
+        stamps.clear()
+        arrivals.clear()
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.add_routes(
+        [
+            web.get("/v1/models", models),
+            web.post("/v1/completions", completions),
+            web.get("/stamps", dump),
+            web.post("/reset", reset),
+            web.get("/health", models),
+        ]
+    )
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+
+
+# -- spectui's client, as its own process ----------------------------------------------------------
+def spectui_client(url: str, n: int, tokens: int, out: str) -> None:
+
+    from spectui.backends.vllm import VLLMBackend
+    from spectui.core.types import GenerationParams
+    from spectui.labs.sweep import _run_side
+
+    async def go():
+        from spectui.backends.transport import sweep_client
+
+        async with sweep_client(n * 2 + 4) as client:  # the client `spectui sweep` uses
+            b = VLLMBackend(url, client)
+            await b.identify()
+            lvl = await _run_side(b, [f"p{i}" for i in range(n)], GenerationParams(max_tokens=tokens), "x")
+            rows = []
+            for r in lvl.recorders:
+                first = r.tokens[0].data.decode() if r.tokens else ""
+                rows.append(
+                    {"rid": first.split("t", 1)[0], "t_ns": [t.t_ns for t in r.tokens], "failed": bool(r.failed)}
+                )
+            Path(out).write_text(json.dumps(rows))
+
+    asyncio.run(go())
+
+
+# -- the orchestration -----------------------------------------------------------------------------
+def sample_cpu(pid: int, stop, samples: list) -> None:
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        while not stop.is_set():
+            c = p.cpu_times()
+            samples.append((time.perf_counter_ns(), c.user + c.system))
+            time.sleep(0.02)
+    except Exception:
+        pass
+
+
+def cpu_between(samples: list, a: int, b: int) -> float | None:
+    def at(t):
+        prev = None
+        for ts, c in samples:
+            if ts >= t:
+                return c if prev is None else prev[1] + (c - prev[1]) * (t - prev[0]) / max(1, ts - prev[0])
+            prev = (ts, c)
+        return samples[-1][1] if samples else None
+
+    x, y = at(a), at(b)
+    return None if x is None or y is None else y - x
+
+
+def run_client(argv: list[str], env=None) -> list:
+    import threading
+
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    stop, samples = threading.Event(), []
+    th = threading.Thread(target=sample_cpu, args=(proc.pid, stop, samples), daemon=True)
+    th.start()
+    _, err = proc.communicate(timeout=600)
+    stop.set()
+    th.join()
+    if proc.returncode != 0:
+        raise RuntimeError(f"client failed: {err.decode()[-800:]}")
+    return samples
+
+
+def figures(client_rows: dict[str, list[int]], server: dict, samples: list) -> dict:
+    stamps = server["stamps"]
+    events = sum(len(v) for v in client_rows.values())
+    first_arrival = min(server["arrivals"]) if server["arrivals"] else 0
+    last = max((v[-1] for v in stamps.values() if v), default=first_arrival)
+    window_s = (max((v[-1] for v in client_rows.values() if v), default=last) - first_arrival) / 1e9
+    errors = []
+    for rid, ts in client_rows.items():
+        srv = stamps.get(rid) or []
+        for k in range(1, min(len(ts), len(srv))):
+            errors.append(abs((ts[k] - ts[k - 1]) - (srv[k] - srv[k - 1])) / 1e6)
+    errors.sort()
+    cpu = cpu_between(samples, first_arrival, max((v[-1] for v in client_rows.values() if v), default=last))
+
+    def pct(p):
+        return errors[min(len(errors) - 1, int(p * len(errors)))] if errors else float("nan")
+
+    return {
+        "events": events,
+        "tokens_per_s": events / window_s if window_s > 0 else float("nan"),
+        "cpu_us_per_token": (cpu / events * 1e6) if cpu is not None and events else float("nan"),
+        "itl_err_p50_ms": pct(0.50),
+        "itl_err_p99_ms": pct(0.99),
+    }
+
+
+def main(levels: list[int], tokens: int, rate: float) -> None:
+    import httpx
+
+    from spectui.machine import assets
+    from spectui.machine.launcher import free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(port), "--tokens", str(tokens), "--rate", str(rate)]
+    )
+    vpy, hf = assets.find_vllm_python(), assets.find_hf_model()
+    try:
+        for _ in range(100):
+            try:
+                httpx.get(url + "/health", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        print(f"scripted server {url}: {tokens} tokens a request at {rate:g} tokens/s per stream")
+        print(f"{'N':>4} {'client':<10} {'tok/s':>9} {'CPU µs/tok':>11} {'ITL err p50':>12} {'p99 ms':>8}")
+        ratios = []
+        for n in levels:
+            row = {}
+            with tempfile.TemporaryDirectory() as d:
+                # spectui's sweep client
+                httpx.post(url + "/reset")
+                out = Path(d) / "spectui.json"
+                samples = run_client(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--spectui-client",
+                        url,
+                        "--n",
+                        str(n),
+                        "--tokens",
+                        str(tokens),
+                        "--out",
+                        str(out),
+                    ]
+                )
+                rows = {r["rid"]: r["t_ns"] for r in json.loads(out.read_text())}
+                row["spectui"] = figures(rows, httpx.get(url + "/stamps").json(), samples)
+                # the peer: vllm bench serve
+                if vpy is not None:
+                    httpx.post(url + "/reset")
+                    argv = [
+                        str(vpy),
+                        str(ROOT / "bench" / "_vllm_bench.py"),
+                        "--backend",
+                        "openai",
+                        "--base-url",
+                        url,
+                        "--endpoint",
+                        "/v1/completions",
+                        "--model",
+                        "scripted",
+                        "--tokenizer",
+                        str(hf),
+                        "--dataset-name",
+                        "random",
+                        "--random-input-len",
+                        "8",
+                        "--random-output-len",
+                        str(tokens),
+                        "--num-prompts",
+                        str(n),
+                        "--max-concurrency",
+                        str(n),
+                        "--ignore-eos",
+                        "--save-result",
+                        "--save-detailed",
+                        "--result-dir",
+                        d,
+                        "--result-filename",
+                        "peer.json",
+                        "--disable-tqdm",
+                        "--seed",
+                        "1",
+                    ]
+                    samples = run_client(argv, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                    doc = json.loads((Path(d) / "peer.json").read_text())
+                    srv = httpx.get(url + "/stamps").json()
+                    peer_rows = {}
+                    for text, _ttft, itls in zip(doc["generated_texts"], doc["ttfts"], doc["itls"]):
+                        rid = text.split("t", 1)[0]
+                        base = srv["stamps"].get(rid, [0])[0]  # anchor the peer's first token on the server's
+                        ts, t = [base], base
+                        for gap in itls:
+                            t += int(gap * 1e9)
+                            ts.append(t)
+                        peer_rows[rid] = ts
+                    row["vllm bench"] = figures(peer_rows, srv, samples)
+            for name, f in row.items():
+                print(
+                    f"{n:>4} {name:<10} {f['tokens_per_s']:>9.0f} {f['cpu_us_per_token']:>11.1f} "
+                    f"{f['itl_err_p50_ms']:>12.3f} {f['itl_err_p99_ms']:>8.3f}",
+                    flush=True,
+                )
+            if "vllm bench" in row:
+                ratios.append((n, row["spectui"]["tokens_per_s"] / row["vllm bench"]["tokens_per_s"]))
+        if ratios:
+            print("spectui / vllm bench throughput: " + ", ".join(f"N={n} {r:.3f}" for n, r in ratios))
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--levels", default="1,16,64,256")
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--rate", type=float, default=50.0)
+    ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--spectui-client", help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.serve:
+        serve(a.serve, a.tokens, a.rate)
+    elif a.spectui_client:
+        spectui_client(a.spectui_client, a.n, a.tokens, a.out)
+    else:
+        main([int(x) for x in a.levels.split(",")], a.tokens, a.rate)

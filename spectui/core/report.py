@@ -109,6 +109,7 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
                     lines.append(f"{'':<18}     ({n})")
         lines += drafts_lines(r)
     lines += repeat_lines(results)
+    lines += rejected_by_position(results)
     done = [r for r in results if r.identical is not None]
     same = sum(1 for r in done if r.identical)
     lines.append("")
@@ -300,4 +301,26 @@ def drafts_lines(r, examples: int = 5) -> list[str]:
             f"target wrote '{escape_bytes(wrote)}'"
         )
         shown += 1
+    return out
+
+
+def rejected_by_position(results: list[PromptResult], examples: int = 2) -> list[str]:
+    """Where in a draft chain the target says no, per category of prompt: for each chain position of the
+    first rejected draft (1 = the first draft), how many steps the probe rebuilt, with examples."""
+    table: dict[str, dict[int, list[str]]] = {}
+    for r in results:
+        for s in (r.drafts or {}).get("steps") or []:
+            if isinstance(s, dict) and s.get("agrees") and s.get("rejected_text"):
+                cat = table.setdefault(r.prompt.category or "uncategorised", {})
+                cat.setdefault(int(s["accepted"]) + 1, []).append(str(s["rejected_text"]))
+    if not table:
+        return []
+    out = ["", "rejected drafts by chain position of the first rejection (from --probe-drafts):"]
+    for cat, by_pos in sorted(table.items()):
+        parts = []
+        for pos in sorted(by_pos):
+            texts = by_pos[pos]
+            shown = ", ".join(f"'{escape_bytes(t.encode())[:24]}'" for t in texts[:examples])
+            parts.append(f"{pos}: {len(texts)} ({shown})")
+        out.append(f"  {cat:<16} " + "; ".join(parts))
     return out

@@ -313,19 +313,6 @@ async def probe(
     return result
 
 
-def per_position_examples(results: list[tuple[str, ProbeResult]], limit: int = 3) -> dict[str, dict[int, list[str]]]:
-    """Rejected text by prompt category and by the chain position of the first rejection (1-based):
-    which positions of a draft chain the target turns down, with examples."""
-    out: dict[str, dict[int, list[str]]] = {}
-    for category, pr in results:
-        for s in pr.steps:
-            if s.agrees and s.rejected_text:
-                ex = out.setdefault(category or "uncategorised", {}).setdefault(s.accepted + 1, [])
-                if len(ex) < limit:
-                    ex.append(s.rejected_text)
-    return out
-
-
 # -- running it on a finished prompt ------------------------------------------------------------------
 def drafter_kind(speculative: dict) -> str | None:
     """Which of llama.cpp's drafters the candidate used, from what it reported ('draft-simple',

@@ -67,3 +67,22 @@ def test_ngram_sizes_from_argv():
     argv = ["llama-server", "--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3"]
     assert ngram_sizes_from_argv(argv) == (3, 48)
     assert ngram_sizes_from_argv(None) is None
+
+
+def test_rejected_by_position_counts_each_category_and_chain_position():
+    from spectui.core.figures import SideRecorder
+    from spectui.core.report import rejected_by_position
+    from spectui.core.runner import PromptResult
+    from spectui.core.types import Prompt
+
+    def step(accepted, text, agrees=True):
+        return {"step": 1, "position": 0, "drafted": 8, "accepted": accepted, "rejected_text": text, "agrees": agrees}
+
+    code = PromptResult(Prompt("a", "code"), SideRecorder("b"), SideRecorder("c"))
+    code.drafts = {"steps": [step(0, "x"), step(0, "y"), step(2, "z"), step(2, "w", agrees=False)]}
+    chat = PromptResult(Prompt("b", "chat"), SideRecorder("b"), SideRecorder("c"))
+    chat.drafts = {"steps": [step(5, "q")]}
+    lines = rejected_by_position([code, chat])
+    assert lines[2] == "  chat             6: 1 ('q')"
+    assert lines[3] == "  code             1: 2 ('x', 'y'); 3: 1 ('z')"  # the disagreeing step is not counted
+    assert rejected_by_position([PromptResult(Prompt("n"), SideRecorder("b"), SideRecorder("c"))]) == []

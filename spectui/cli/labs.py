@@ -23,6 +23,8 @@ async def cmd_sweep(args) -> int:
     from spectui.labs.sweep import parse_levels, svg_chart, sweep, text_table
 
     levels = parse_levels(args.concurrency)
+    if args.repeat < 1:
+        raise InputError(f"--repeat must be at least 1, not {args.repeat}")
     params = params_from(args)
     prompt_list = prompts_from(args)
     from spectui.backends.transport import sweep_client
@@ -52,7 +54,9 @@ async def cmd_sweep(args) -> int:
                 )
 
         try:
-            result = await sweep(backends["baseline"], backends["candidate"], prompt_list, levels, params, progress)
+            result = await sweep(
+                backends["baseline"], backends["candidate"], prompt_list, levels, params, progress, args.repeat
+            )
         finally:
             bar.close()
     doc = {
@@ -87,6 +91,9 @@ async def cmd_sweep(args) -> int:
                 "candidate_tokens_per_s": lv.candidate.aggregate_tps,
                 "acceptance_rate": lv.candidate.acceptance_rate,
                 "speedup": lv.speedup,
+                "speedup_low": lv.spread.low if lv.spread else None,
+                "speedup_high": lv.spread.high if lv.spread else None,
+                "runs": max(1, len(lv.runs)),
                 "identical": lv.identical,
             }
             rows.append({k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items() if v is not None})

@@ -236,6 +236,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompts", default="default", metavar="SET|FILE", help="prompt set, cycled to fill each level")
     p.add_argument("--json", action="store_true")
     p.add_argument("--svg", metavar="PATH", help="write the plot as an SVG image")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="each level N times, interleaved; the speed-up's 95%% interval",
+    )
     p.add_argument("--save", metavar="PATH", help="save the sweep results (JSON) to PATH")
     p.add_argument("--notebook", nargs="?", const="", metavar="PATH", help="append one measurement per level")
     _add_run_options(p)

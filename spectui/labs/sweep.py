@@ -108,9 +108,25 @@ class Level:
     baseline: SideLevel
     candidate: SideLevel
     divergences: list[Divergence | None] = field(default_factory=list)
+    # with --repeat: each run's (baseline, candidate) aggregate tokens/s, and the run each divergence came from
+    runs: list[tuple[float | None, float | None]] = field(default_factory=list)
+    divergence_runs: list[int] = field(default_factory=list)
+
+    @property
+    def ratios(self) -> list[float]:
+        return [c / b for b, c in self.runs if b and c]
+
+    @property
+    def spread(self):
+        """The speed-up as the median of the runs' paired ratios, with its 95 % bootstrap interval."""
+        from spectui.core.stats import bootstrap_median
+
+        return bootstrap_median(self.ratios) if len(self.ratios) > 1 else None
 
     @property
     def speedup(self) -> float | None:
+        if len(self.ratios) > 1:
+            return self.spread.median
         b, c = self.baseline.aggregate_tps, self.candidate.aggregate_tps
         return c / b if b and c else None
 
@@ -125,11 +141,17 @@ class Level:
         return all(d is None for d in self.divergences)
 
     def to_json(self) -> dict:
+        spread = self.spread
         return {
             "concurrency": self.concurrency,
             "baseline": self.baseline.to_json(),
             "candidate": self.candidate.to_json(),
             "speedup": self.speedup,
+            "speedup_low": spread.low if spread else None,
+            "speedup_high": spread.high if spread else None,
+            "runs": max(1, len(self.runs)),
+            "per_run_tps": [list(r) for r in self.runs] if len(self.runs) > 1 else None,
+            "divergent_runs": sorted({k for k, d in zip(self.divergence_runs, self.divergences) if d}) or None,
             "acceptance_rate": self.candidate.acceptance_rate,
             "identical": self.identical,
             "outputs_compared": self.compared,
@@ -171,7 +193,10 @@ async def sweep(
     levels: list[int],
     params: GenerationParams,
     on_level=None,
+    repeat: int = 1,
 ) -> list[Level]:
+    """Each level `repeat` times, interleaved (baseline first, then candidate first, …) so that drift on
+    a shared machine falls on both sides alike; every run's outputs are compared, not only the first."""
     out = []
     rendered: dict[str, dict[str, str]] = {"baseline": {}, "candidate": {}}
     for side, b in (("baseline", baseline), ("candidate", candidate)):
@@ -179,14 +204,26 @@ async def sweep(
             rendered[side][p.id] = await render_prompt(b, p)
     for n in levels:
         chosen = [prompts[i % len(prompts)] for i in range(n)]
-        base = await _run_side(baseline, [rendered["baseline"][p.id] for p in chosen], params, "baseline")
-        cand = await _run_side(candidate, [rendered["candidate"][p.id] for p in chosen], params, "candidate")
-        divs = []
-        for rb, rc in zip(base.recorders, cand.recorders):
-            if rb.failed or rc.failed:
-                continue
-            divs.append(compare_tokens(rb.token_bytes(), rc.token_bytes()))
-        level = Level(n, base, cand, divs)
+        level = None
+        for k in range(1, repeat + 1):
+            texts_b = [rendered["baseline"][p.id] for p in chosen]
+            texts_c = [rendered["candidate"][p.id] for p in chosen]
+            if k % 2:
+                base = await _run_side(baseline, texts_b, params, "baseline")
+                cand = await _run_side(candidate, texts_c, params, "candidate")
+            else:
+                cand = await _run_side(candidate, texts_c, params, "candidate")
+                base = await _run_side(baseline, texts_b, params, "baseline")
+            divs = []
+            for rb, rc in zip(base.recorders, cand.recorders):
+                if rb.failed or rc.failed:
+                    continue
+                divs.append(compare_tokens(rb.token_bytes(), rc.token_bytes()))
+            if level is None:  # the first run's recorders stand for the level; every run is compared
+                level = Level(n, base, cand, [])
+            level.divergences += divs
+            level.divergence_runs += [k] * len(divs)
+            level.runs.append((base.aggregate_tps, cand.aggregate_tps))
         out.append(level)
         if on_level:
             on_level(level)
@@ -215,10 +252,15 @@ def text_table(levels: list[Level]) -> str:
     lines = [head, "-" * len(head)]
     for lv in levels:
         acc = lv.candidate.acceptance_rate
+        spread = lv.spread
+        if spread:
+            value = f"{spread.median:.2f}× [{spread.low:.2f}–{spread.high:.2f}] ({spread.n} runs)"
+        else:
+            value = f"{lv.speedup:.2f}×" if lv.speedup else ""
         sp = (
-            f"{lv.speedup:.2f}× at {acc:.0%} accepted"
+            f"{value} at {acc:.0%} accepted"
             if lv.speedup and acc is not None
-            else (f"{lv.speedup:.2f}× (no drafts)" if lv.speedup else "—")
+            else (f"{value} (no drafts)" if lv.speedup else "—")
         )
         same = {True: f"{lv.compared}/{lv.compared} identical", None: "a side failed"}.get(
             lv.identical, f"{sum(1 for d in lv.divergences if d)}/{lv.compared} DIFFER"
@@ -240,7 +282,7 @@ def svg_chart(levels: list[Level], title: str = "spectui sweep") -> str:
     ys_c = [lv.candidate.aggregate_tps for lv in levels]
     sp = [lv.speedup for lv in levels]
     ymax = max([v for v in ys_b + ys_c if v] + [1]) * 1.1
-    smax = max([v for v in sp if v] + [1.2]) * 1.1
+    smax = max([v for v in sp if v] + [lv.spread.high for lv in levels if lv.spread] + [1.2]) * 1.1
     n = max(len(xs) - 1, 1)
 
     def px(i):
@@ -272,6 +314,15 @@ def svg_chart(levels: list[Level], title: str = "spectui sweep") -> str:
         f'<path d="{path(ys_c, ymax)}" fill="none" stroke="#2ca02c" stroke-width="2"/>',
         f'<path d="{path(sp, smax)}" fill="none" stroke="#d62728" stroke-width="2" stroke-dasharray="6 3"/>',
     ]
+    for i, lv in enumerate(levels):  # the speed-up's 95 % interval over repeated runs, where measured
+        spread = lv.spread
+        if spread:
+            x, lo, hi = px(i), py(spread.low, smax), py(spread.high, smax)
+            parts.append(
+                f'<line x1="{x:.1f}" y1="{lo:.1f}" x2="{x:.1f}" y2="{hi:.1f}" stroke="#d62728" stroke-width="1.5"/>'
+            )
+            for y in (lo, hi):
+                parts.append(f'<line x1="{x - 4:.1f}" y1="{y:.1f}" x2="{x + 4:.1f}" y2="{y:.1f}" stroke="#d62728"/>')
     for i, x in enumerate(xs):
         parts.append(f'<text x="{px(i):.1f}" y="{H - B + 16}" text-anchor="middle">{x}</text>')
     parts.append(f'<text x="{W / 2}" y="{H - 12}" text-anchor="middle">concurrent requests</text>')

@@ -75,7 +75,8 @@ class SpectuiApp(App):
     #prompt-row.-narrow #set-picker { width: 18; }
     #prompt-row.-narrow #prompt-set { width: 22; }
     #settings { height: 1; padding: 0 1; color: $text-muted; }
-    #settings Input { width: 10; height: 1; border: none; padding: 0; }
+    #settings Input { width: 8; height: 1; border: none; padding: 0; }
+    #settings #repeat { width: 4; }
     #settings Label { padding: 0 1 0 2; }
     #panes { height: 1fr; layout: horizontal; }
     #panes.-narrow { layout: vertical; }
@@ -102,6 +103,7 @@ class SpectuiApp(App):
         Binding("ctrl+y", "theory", "Theory", id="theory", priority=True),
         Binding("ctrl+f", "prefix_lab", "Cache lab", id="prefix_lab", priority=True),
         Binding("ctrl+u", "sweep", "Sweep", id="sweep", priority=True),
+        Binding("f2", "sampling", "Sampling", id="sampling", priority=True),
         Binding("ctrl+w", "toggle_logs", "Logs", id="toggle_logs", priority=True),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         # replay: pause, one token, slower/faster, seek
@@ -196,6 +198,8 @@ class SpectuiApp(App):
             yield Input(str(self.params.temperature), id="temperature", type="number")
             yield Label("seed")
             yield Input(str(self.params.seed), id="seed", type="integer")
+            yield Label("runs")
+            yield Input("1", id="repeat", type="integer", tooltip="runs per side, interleaved: the speed-up's spread")
             yield Label(f"order: {self.order}", id="order")
         yield Label(self._legend(), id="legend")
         with Container(id="panes"):
@@ -299,26 +303,9 @@ class SpectuiApp(App):
             self.pane(side).launch_note = launch_note(server.argv)
 
     def action_theory(self) -> None:
-        from spectui.labs import theory
         from spectui.tui.screens.theory_screen import TheoryScreen
 
-        measured = None
-        if self.runs.results:
-            r = self.runs.results[-1]
-            b, c = r.baseline.figures, r.candidate.figures
-            steps = int(c.metrics_steps) if c.metrics_steps else c.steps
-            measured = theory.from_measurement(b.decode_tps, c.decode_tps, c.drafted, c.accepted, steps)
-        if measured:
-            self.push_screen(
-                TheoryScreen(
-                    min(measured["alpha"], 0.999),
-                    max(1, round(measured["gamma"])),
-                    round(measured["implied_cost"], 3),
-                    measured,
-                )
-            )
-        else:
-            self.push_screen(TheoryScreen())
+        self.push_screen(TheoryScreen.for_results(self.runs.results))
 
     def _live_backends(self):
         if self.replaying or any(self.pane(s).info is None for s in SIDES):
@@ -339,6 +326,19 @@ class SpectuiApp(App):
         backends = self._live_backends()
         if backends:
             self.push_screen(SweepScreen(backends, self.prompt_list, self.params))
+
+    def action_sampling(self) -> None:
+        """F2: exact under sampling on the prompt on screen (the last one run, else the one typed)."""
+        from spectui.tui.screens.sampling_screen import SamplingScreen
+
+        prompt = self.runs.last_prompt
+        if prompt is None and not self.q("#prompt", Input).value.strip():
+            self.notify("type or run a prompt first: sampling runs it many times", severity="warning")
+            return
+        prompt = prompt or prompt_sets.single(self.q("#prompt", Input).value)
+        backends = self._live_backends()
+        if backends:
+            self.push_screen(SamplingScreen(backends, prompt, self.params))
 
     def action_profiles(self) -> None:
         from spectui.store.config import load as load_settings
@@ -416,7 +416,7 @@ class SpectuiApp(App):
         event.stop()
         self.action_run()
 
-    @on(Input.Submitted, "#max-tokens, #temperature, #seed")
+    @on(Input.Submitted, "#max-tokens, #temperature, #seed, #repeat")
     def _setting_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.action_run()

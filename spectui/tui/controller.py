@@ -18,7 +18,7 @@ from spectui.core.errors import describe
 from spectui.core.events import StreamFailed, StreamFinished, StreamStarted, TokenEvent
 from spectui.core.figures import SideRecorder
 from spectui.core.report import speedup_text
-from spectui.core.runner import SIDES, PromptResult, RunObserver
+from spectui.core.runner import SIDES, PromptResult, RunObserver, grouped
 from spectui.core.types import GenerationParams, Prompt
 from spectui.store import prompts as prompt_sets
 from spectui.tui.widgets.panes import Banner
@@ -58,6 +58,7 @@ class RunController:
         self.results: list[PromptResult] = []
         self.last_prompt: Prompt | None = None
         self.picked: Prompt | None = None
+        self.repeat = 1  # runs per side of each prompt (the settings row's "runs")
         self.running = False
         self.pending: dict[str, list] = {s: [] for s in SIDES}
         self.run_done = asyncio.Event()
@@ -70,9 +71,14 @@ class RunController:
             mt = int(app.q("#max-tokens", Input).value)
             temp = float(app.q("#temperature", Input).value)
             seed = int(app.q("#seed", Input).value)
+            repeat = int(app.q("#repeat", Input).value or "1")
         except ValueError:
-            app.notify("max tokens, temperature and seed must be numbers", severity="error")
+            app.notify("max tokens, temperature, seed and runs must be numbers", severity="error")
             return None
+        if repeat < 1:
+            app.notify("runs must be at least 1", severity="error")
+            return None
+        self.repeat = repeat
         if mt < 1 or not temp >= 0 or temp == float("inf"):
             app.notify("max tokens must be ≥ 1 and temperature a finite number ≥ 0", severity="error")
             return None
@@ -129,6 +135,7 @@ class RunController:
                 order,
                 _Observer(self, writer),
                 recorders=lambda: self.recorders,
+                repeat=self.repeat,
             )
             first_diff = next((r for r in results if r.divergence is not None and not r.failed), None)
             if app.config.triage and not app.replaying and first_diff is not None:
@@ -357,6 +364,17 @@ class RunController:
             r = PromptResult(self.last_prompt, b, c)
             builds = f"{app.build_of('baseline')} → {app.build_of('candidate')}"
             line = f"speed-up {speedup_text(r)} · builds {builds}"
+            group = grouped(self.results)[-1] if self.results else None
+            spread = group.speedup if group is not None and len(group.runs) > 1 else None
+            if spread is not None and spread.measured and group.prompt is self.last_prompt:
+                # repeated runs: the median of the paired ratios with its interval, and what it means
+                sp = spread
+                acc = c.figures.acceptance_rate
+                at = f" at {acc:.0%} accepted" if acc is not None else ""
+                line = (
+                    f"speed-up {sp.median:.2f}× [{sp.low:.2f}–{sp.high:.2f}]{at} ({len(group.runs)} runs: "
+                    f"{group.verdict}) · builds {builds}"
+                )
         app.pane("candidate").show_figures(c, line)
 
     def _kv_note(self) -> str:

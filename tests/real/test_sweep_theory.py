@@ -40,6 +40,60 @@ def assets_found_module():
 
 
 @pytest.mark.server
+def test_sweep_repeat_gives_each_level_its_interval_and_compares_every_run(four_slot_servers, capsys, tmp_path):
+    base, cand = four_slot_servers
+    svg, nb = tmp_path / "s.svg", tmp_path / "nb.toml"
+    code = main(
+        [
+            "sweep",
+            "--baseline",
+            base,
+            "--candidate",
+            cand,
+            "--concurrency",
+            "1,2",
+            "--prompts",
+            "quick",
+            "--max-tokens",
+            "16",
+            "--repeat",
+            "3",
+            "--json",
+            "--svg",
+            str(svg),
+            "--notebook",
+            str(nb),
+        ]
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert code in (0, 3)
+    import statistics
+    import tomllib
+
+    from spectui.core.stats import bootstrap_median
+
+    for lv in doc["levels"]:
+        assert lv["runs"] == 3 and len(lv["per_run_tps"]) == 3
+        ratios = [c / b for b, c in lv["per_run_tps"]]
+        # the speed-up is the median of the paired per-run ratios, its interval the bootstrap's
+        assert lv["speedup"] == pytest.approx(statistics.median(ratios))
+        spread = bootstrap_median(ratios)
+        assert (lv["speedup_low"], lv["speedup_high"]) == pytest.approx((spread.low, spread.high))
+        assert lv["outputs_compared"] == 3 * lv["concurrency"]  # every run's outputs, not only the first
+    ET.fromstring(svg.read_text())
+    assert svg.read_text().count('stroke-width="1.5"') == 2  # one error bar per level
+    rows = tomllib.loads(nb.read_text())["measurement"]
+    assert [r["runs"] for r in rows] == [3, 3] and all("speedup_low" in r for r in rows)
+
+
+def test_sweep_repeat_zero_is_a_usage_error(capsys):
+    assert (
+        main(["sweep", "--baseline", "http://127.0.0.1:9", "--candidate", "http://127.0.0.1:9", "--repeat", "0"]) == 2
+    )
+    assert "--repeat must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.server
 def test_sweep_1_2_4_completes_with_every_output_compared(four_slot_servers, capsys, tmp_path):
     base, cand = four_slot_servers
     svg = tmp_path / "sweep.svg"

@@ -173,3 +173,49 @@ async def test_ctrl_b_shows_the_rejected_drafts_inline(llama_servers):
 
     # only this test's own children: a draft server someone else runs is not ours to judge
     assert not [p for p in psutil.Process().children(recursive=True) if serves_draft(p.cmdline())]
+
+
+async def test_runs_setting_repeats_interleaved_and_shows_the_interval(llama_servers):
+    app = app_for(llama_servers["baseline"], llama_servers["draft"], max_tokens=16)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot, app)
+        app.query_one("#repeat").value = "3"
+        await pilot.click("#prompt")
+        await pilot.press(*"Name a colour.")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.run_done.is_set() and len(app.results) == 3, timeout=120, what="3 runs")
+        await pilot.pause()
+        assert [r.run for r in app.results] == [1, 2, 3] and all(r.runs == 3 for r in app.results)
+        from spectui.core.stats import bootstrap_median
+
+        spread = bootstrap_median([r.speedup for r in app.results])
+        figures = str(app.query_one("#figures-candidate").render())
+        assert f"{spread.median:.2f}× [{spread.low:.2f}–{spread.high:.2f}]" in figures
+        assert "(3 runs: " in figures and "accepted" in figures
+
+
+async def test_f2_sampling_screen_runs_on_the_prompt_on_screen(llama_servers):
+    """F2 samples the prompt on screen N times on both sides with a progress bar over the seeds, and shows
+    the seeded result and each position's top tokens side by side (draft-simple keeps every seed's bytes)."""
+    from textual.widgets import ProgressBar
+
+    from spectui.tui.screens.sampling_screen import SamplingScreen
+
+    app = app_for(llama_servers["baseline"], llama_servers["draft"], max_tokens=8)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot, app)
+        await pilot.click("#prompt")
+        await pilot.press(*"Tell me a short story about a cat.")
+        await pilot.press("f2")
+        await until(pilot, lambda: isinstance(app.screen, SamplingScreen), what="the sampling screen")
+        screen = app.screen
+        screen.query_one("#sampling-samples").value = "6"
+        screen.query_one("#sampling-max-tokens").value = "4"
+        await pilot.press("enter")
+        await until(pilot, lambda: screen.result is not None, timeout=180, what="the sampling run")
+        await pilot.pause()
+        bar = screen.query_one(ProgressBar)
+        assert bar.total == 6 and bar.progress == 6
+        shown = str(screen.query_one("#sampling-result").render())
+        assert screen.result.seeded_identical == 6 and "byte-identical for 6 of 6 seeds" in shown
+        assert "position 1:" in shown and "baseline" in shown and "candidate" in shown

@@ -26,6 +26,31 @@ class TheoryScreen(Screen):
     TheoryScreen #measured { height: auto; padding: 0 1; background: $panel; }
     """
 
+    @classmethod
+    def for_results(cls, results) -> TheoryScreen:
+        """The screen with the last run as its measured point (α, γ from the server's counters), and the
+        interval of its speed-up where the prompt ran several times."""
+        from spectui.core.runner import grouped
+        from spectui.labs import theory
+
+        measured = None
+        if results:
+            r = results[-1]
+            b, c = r.baseline.figures, r.candidate.figures
+            steps = int(c.metrics_steps) if c.metrics_steps else c.steps
+            measured = theory.from_measurement(b.decode_tps, c.decode_tps, c.drafted, c.accepted, steps)
+            spread = grouped(results)[-1].speedup
+            if measured and spread is not None and spread.measured:
+                measured |= {"speedup_low": spread.low, "speedup_high": spread.high, "runs": spread.n}
+        if not measured:
+            return cls()
+        return cls(
+            min(measured["alpha"], 0.999),
+            max(1, round(measured["gamma"])),
+            round(measured["implied_cost"], 3),
+            measured,
+        )
+
     def __init__(self, alpha: float = 0.8, gamma: int = 4, cost: float = 0.05, measured: dict | None = None) -> None:
         super().__init__()
         self.alpha, self.gamma, self.cost = alpha, gamma, cost
@@ -95,6 +120,9 @@ class TheoryScreen(Screen):
             plt.vertical_line(be)
         if self.measured:
             plt.scatter([self.measured["alpha"]], [self.measured["measured_speedup"]], label="measured", marker="x")
+            if self.measured.get("runs"):  # the 95 % interval over repeated runs, as a vertical bar
+                a = self.measured["alpha"]
+                plt.plot([a, a], [self.measured["speedup_low"], self.measured["speedup_high"]], label="95 % interval")
         plt.xlabel("acceptance rate α")
         plt.ylabel("speed-up S")
         plt.title("speculative decoding: speed-up against acceptance rate")
@@ -106,7 +134,14 @@ class TheoryScreen(Screen):
                 Text(
                     f"measured run: α = {d['alpha']:.2f}, γ = {d['gamma']:.2f} drafts/step (server counters), "
                     f"implied c = {d['implied_cost']:.2f}; predicted with a free draft "
-                    f"{d['predicted_speedup_free_draft']:.2f}×, measured {d['measured_speedup']:.2f}×.\n{d['why']}"
+                    f"{d['predicted_speedup_free_draft']:.2f}×, measured {d['measured_speedup']:.2f}×"
+                    + (
+                        f" (median of {d['runs']} runs [{d['speedup_low']:.2f}–{d['speedup_high']:.2f}]; the point is "
+                        "the last run's)"
+                        if d.get("runs")
+                        else " (1 run: no spread measured)"
+                    )
+                    + f".\n{d['why']}"
                 )
             )
         else:

@@ -1,0 +1,142 @@
+"""Exact under sampling, on the prompt on screen: seeded bytes, then the two output distributions.
+
+Runs labs.sampling (the code `spectui sampling` runs) with a progress bar over the seeds, and shows, per
+generated position, both sides' most frequent tokens side by side and the total variation distance
+between them, with the smallest distance this many samples could have detected.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Label, ProgressBar, Static
+from textual_plotext import PlotextPlot
+
+from spectui.core.compare import escape_bytes
+from spectui.core.types import GenerationParams, Prompt
+
+POSITIONS = 4  # positions shown side by side (the test covers all K)
+
+
+def top_tokens(results, side: str, position: int, n: int = 3) -> list[tuple[str, int]]:
+    """The n most frequent tokens (their bytes, escaped) at a generated position over the samples."""
+    counts: Counter = Counter()
+    for r in results:
+        toks = getattr(r, side).tokens
+        if position < len(toks):
+            counts[escape_bytes(toks[position].data) or "∅"] += 1
+    return counts.most_common(n)
+
+
+class SamplingScreen(Screen):
+    BINDINGS = [
+        Binding("enter", "run", "Run", id="sampling_run", priority=True),
+        Binding("escape", "app.pop_screen", "Back", id="sampling_back"),
+    ]
+    DEFAULT_CSS = """
+    SamplingScreen #sampling-settings { height: 1; padding: 0 1; }
+    SamplingScreen #sampling-settings Input { width: 8; height: 1; border: none; padding: 0; }
+    SamplingScreen #sampling-settings Label { padding: 0 1 0 2; }
+    SamplingScreen ProgressBar { padding: 0 1; }
+    SamplingScreen #sampling-result { height: auto; padding: 0 1; }
+    SamplingScreen PlotextPlot { height: 1fr; }
+    """
+
+    def __init__(self, backends: dict, prompt: Prompt, params: GenerationParams) -> None:
+        super().__init__()
+        self.backends, self.prompt, self.params = backends, prompt, params
+        self.result = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"exact under sampling on {self.prompt.id}: {self.prompt.preview}; Enter to run", id="status")
+        with Horizontal(id="sampling-settings"):
+            yield Label("temperature")
+            yield Input("0.8", id="sampling-temperature", type="number")
+            yield Label("samples")
+            yield Input("20", id="sampling-samples", type="integer")
+            yield Label("max tokens")
+            yield Input(str(min(self.params.max_tokens, 8)), id="sampling-max-tokens", type="integer")
+        yield ProgressBar(id="sampling-progress", show_eta=True)
+        yield Static("", id="sampling-result")
+        yield PlotextPlot(id="sampling-plot")
+        yield Footer()
+
+    def action_run(self) -> None:
+        try:
+            temp = float(self.query_one("#sampling-temperature", Input).value)
+            n = int(self.query_one("#sampling-samples", Input).value)
+            k = int(self.query_one("#sampling-max-tokens", Input).value)
+        except ValueError:
+            self.notify("temperature, samples and max tokens must be numbers", severity="error")
+            return
+        if not temp > 0 or n < 2 or k < 1:
+            self.notify(
+                "temperature above 0 (greedy is checked byte for byte), ≥ 2 samples, ≥ 1 token", severity="error"
+            )
+            return
+        self.query_one("#status", Static).update(f"sampling {n} seeds on both sides at temperature {temp:g}…")
+        self.run_sampling(temp, n, k)
+
+    @work(exclusive=True, group="sampling", exit_on_error=False)
+    async def run_sampling(self, temperature: float, samples: int, max_tokens: int) -> None:
+        from spectui.labs.sampling import sampling
+
+        bar = self.query_one(ProgressBar)
+        bar.update(total=samples, progress=0)
+        params = GenerationParams(max_tokens=max_tokens, temperature=temperature, seed=self.params.seed)
+        try:
+            [res] = await sampling(
+                self.backends["baseline"],
+                self.backends["candidate"],
+                [self.prompt],
+                params,
+                samples,
+                1000,
+                True,  # always the distribution pass here: the screen is for looking at the distributions
+                None,
+                lambda _p, done, _total: bar.update(progress=done),
+            )
+        except Exception as exc:
+            self.query_one("#status", Static).update(Text(f"failed: {exc}", style="bold red"))
+            return
+        self.result = res
+        self.query_one("#status", Static).update("done; Enter to run again, Esc to go back")
+        self._show(res)
+
+    def _show(self, res) -> None:
+        t = Text()
+        t.append(f"byte-identical for {res.seeded_identical} of {len(res.runs)} seeds · ", style="bold")
+        style = "bold red" if res.verdict == "different" else "bold green"
+        t.append(f"distributions: {res.verdict}", style=style)
+        if res.smallest_detectable_tvd is not None:
+            t.append(f" (smallest TVD these samples could detect: {res.smallest_detectable_tvd:.2f})")
+        acc = res.acceptance()
+        sp = res.speedup()
+        t.append(f"\nacceptance {acc:.0%}" if acc is not None else "\nacceptance —")
+        if sp is not None:
+            t.append(f" · speed-up {sp.median:.2f}×" + (f" [{sp.low:.2f}–{sp.high:.2f}]" if sp.measured else ""))
+        for pos in res.positions[:POSITIONS]:
+            k = pos.position
+            b = "  ".join(f"'{tok}'×{c}" for tok, c in top_tokens(res.runs, "baseline", k))
+            c = "  ".join(f"'{tok}'×{n}" for tok, n in top_tokens(res.runs, "candidate", k))
+            t.append(
+                f"\nposition {k + 1}: TVD {pos.tvd:.2f} [{pos.tvd_low:.2f}–{pos.tvd_high:.2f}], p(Holm) {pos.p_holm:.3f}"
+            )
+            t.append(f"\n   baseline  {b}\n   candidate {c}", style="dim")
+        self.query_one("#sampling-result", Static).update(t)
+        plot = self.query_one(PlotextPlot)
+        plt = plot.plt
+        plt.clear_data()
+        xs = [p.position + 1 for p in res.positions]
+        if xs:
+            plt.bar(xs, [p.tvd for p in res.positions], label="TVD between the two sides")
+            plt.plot(xs, [p.detectable for p in res.positions], label="smallest detectable", marker="dot")
+        plt.xlabel("generated position")
+        plt.title("how far apart the two sides' token distributions are, position by position")
+        plot.refresh()

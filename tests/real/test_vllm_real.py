@@ -90,6 +90,41 @@ def test_vllm_ngram_exact_labels_and_metrics(vllm_pair, capsys):
     assert total_drafted > 0
 
 
+def test_vllm_ngram_under_sampling_runs_to_a_verdict(vllm_pair, capsys):
+    """vLLM samples with its own rejection-sampling draws, so seeded bytes need not match even when the
+    distribution is exact: the pass must run to a verdict, whichever it is (the README records it).
+    It runs before the draft-model test, which stops the n-gram candidate to make room."""
+    base, cand, _, _ = vllm_pair
+    code = main(
+        [
+            "sampling",
+            "--baseline",
+            base,
+            "--candidate",
+            cand,
+            "--raw",
+            "--prompt",
+            "The colours of the rainbow are red, orange, yellow, green, blue, indigo and violet. The colours of",
+            "--temperature",
+            "0.8",
+            "--samples",
+            "12",
+            "--max-tokens",
+            "8",
+            "--distribution",
+            "--json",
+        ]
+    )
+    out = capsys.readouterr()
+    assert out.out.strip(), f"spectui sampling printed nothing (exit {code}): {out.err[-600:]}"
+    doc = json.loads(out.out)
+    [p] = doc["prompts"]
+    print("vLLM ngram under sampling:", p["seeded_identical"], "of", p["samples"], "seeds;", p["verdict"])
+    assert code in (0, 3)
+    assert p["samples"] == 12 and 0 <= p["seeded_identical"] <= 12
+    assert p["verdict"] in ("consistent", "different")
+
+
 def test_vllm_draft_model_speculation(vllm_pair, capsys):
     base, cand, launcher, tmp = vllm_pair
     py, hf = _vllm()
@@ -128,35 +163,3 @@ def test_mixed_llama_cpp_baseline_vs_vllm_candidate(vllm_pair, llama_servers, ca
     if not p["identical"]:  # exactly where: the bytes before agree, the byte there differs (or one ends)
         d = p["first_divergence"]["byte"]
         assert out_b[:d] == out_c[:d] and (d == min(len(out_b), len(out_c)) or out_b[d] != out_c[d])
-
-
-def test_vllm_ngram_under_sampling_runs_to_a_verdict(vllm_pair, capsys):
-    """vLLM samples with its own rejection-sampling draws, so seeded bytes need not match even when the
-    distribution is exact: the pass must run to a verdict, whichever it is (the README records it)."""
-    base, cand, _, _ = vllm_pair
-    code = main(
-        [
-            "sampling",
-            "--baseline",
-            base,
-            "--candidate",
-            cand,
-            "--raw",
-            "--prompt",
-            "The colours of the rainbow are red, orange, yellow, green, blue, indigo and violet. The colours of",
-            "--temperature",
-            "0.8",
-            "--samples",
-            "12",
-            "--max-tokens",
-            "8",
-            "--distribution",
-            "--json",
-        ]
-    )
-    doc = json.loads(capsys.readouterr().out)
-    [p] = doc["prompts"]
-    print("vLLM ngram under sampling:", p["seeded_identical"], "of", p["samples"], "seeds;", p["verdict"])
-    assert code in (0, 3)
-    assert p["samples"] == 12 and 0 <= p["seeded_identical"] <= 12
-    assert p["verdict"] in ("consistent", "different")

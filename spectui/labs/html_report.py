@@ -52,7 +52,8 @@ def output_html(rec, marked: bool, diverge_token: int | None, rejected_at: dict[
             out.append(f'<span class="rej">✗{t.rejected}</span>')
             guess = rejected_at.get(t.index)
             if guess:
-                out.append(f'<span class="guess" title="the draft proposed this">{_e(guess)}</span>')
+                shown = _e(guess.replace("\n", "⏎"))
+                out.append(f'<span class="guess" title="the draft proposed this">⟨{shown}⟩</span>')
         cls = f"t-{t.label}" if marked else ""
         if diverge_token is not None and t.index == diverge_token:
             cls += " div"

@@ -157,7 +157,8 @@ async def test_ctrl_b_shows_the_rejected_drafts_inline(llama_servers):
         drafts = app.results[-1].drafts
         assert drafts and drafts["agreed"] >= 1
         shown = [s["rejected_text"] for s in drafts["steps"] if s["agrees"] and s["rejected_text"]]
-        assert shown and shown[0] in view.plain() and len(view.plain()) > len(before)
+        # each guess on one line between brackets, newlines shown as ⏎
+        assert shown and f"⟨{shown[0].replace(chr(10), '⏎')}⟩" in view.plain() and len(view.plain()) > len(before)
         assert "reconstructed" in str(app.query_one(Banner).render())
         await pilot.press("ctrl+b")  # hide again: the output reads as before
         await until(pilot, lambda: not view.show_rejected, what="the rejected text to hide")

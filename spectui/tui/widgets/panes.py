@@ -108,7 +108,10 @@ class TokenView(ScrollView, can_focus=True):
             self._emit_text(f"✗{ev.rejected}", f"bold {self.marks['rejected']}")
             guessed = self.rejected_text.get(ev.index) if self.show_rejected else None
             if guessed:  # what the draft proposed there, struck through: the target wrote what follows
-                self._emit_text(guessed, f"strike {self.marks['rejected']}")
+                # one line, between brackets: a guess with newlines would break the output's own lines
+                self._emit_text("⟨", "dim")
+                self._emit_text(guessed.replace("\n", "⏎"), f"strike {self.marks['rejected']}")
+                self._emit_text("⟩", "dim")
         if self.boundaries and ev.index:
             self._emit_text("│", "dim")
         style = None

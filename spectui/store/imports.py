@@ -219,7 +219,7 @@ def read(tool: str, path: Path, version: str | None = None) -> list[dict]:
     if tool not in READERS:
         raise InputError(f"unknown tool {tool!r}", hint=f"one of {', '.join(TOOLS)}")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise InputError(f"{path} does not exist") from None
     except IsADirectoryError:

@@ -40,7 +40,7 @@ def is_json_prompts(path: Path) -> bool:
 def load(path: Path) -> tuple[str, list[Prompt]]:
     """The prompts in a JSON Lines (or JSON array) file; InputError naming the bad lines."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (files saved on Windows) is not data
     except UnicodeDecodeError:
         raise InputError(f"{path} is not UTF-8 text") from None
     records, errors = _records(path, text)

@@ -125,3 +125,10 @@ def test_cli_reports_a_bad_file_in_one_line(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert code == 2 and "line 1: not JSON" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_byte_order_mark_is_not_data(tmp_path):
+    p = tmp_path / "bom.jsonl"
+    p.write_bytes(b'\xef\xbb\xbf{"messages": [{"role": "user", "content": "hi"}]}\n')
+    _, items = prompts.load_set(str(p))
+    assert items[0].messages == [{"role": "user", "content": "hi"}]

@@ -79,6 +79,52 @@ def serve(port: int, tokens: int, rate: float) -> None:
         await resp.write_eof()
         return resp
 
+    async def completion(request):
+        """llama.cpp-shaped: one event per token with content, tokens, tokens_predicted, cumulative
+        timings; the last event has stop: true and no [DONE]."""
+        arrivals.append(time.perf_counter_ns())
+        body = await request.json()
+        n = min(int(body.get("n_predict") or tokens), tokens)
+        seq[0] += 1
+        rid = f"r{seq[0]}"
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        mine = stamps.setdefault(rid, [])
+        start = time.perf_counter()
+        for k in range(n):
+            due = start + k / rate
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            ms = (time.perf_counter() - start) * 1000
+            ev = {
+                "content": f"{rid}t{k} " if k == 0 else f"t{k} ",
+                "tokens": [1000 + k],
+                "tokens_predicted": k + 1,
+                "tokens_evaluated": 8,
+                "stop": False,
+                "timings": {"prompt_n": 8, "prompt_ms": 1.0, "predicted_n": k + 1, "predicted_ms": ms},
+            }
+            mine.append(time.perf_counter_ns())
+            await resp.write(b"data: " + json.dumps(ev).encode() + b"\n\n")
+        final = {
+            "content": "",
+            "tokens": [],
+            "tokens_predicted": n,
+            "tokens_evaluated": 8,
+            "stop": True,
+            "stop_type": "limit",
+            "timings": {
+                "prompt_n": 8,
+                "prompt_ms": 1.0,
+                "predicted_n": n,
+                "predicted_ms": (time.perf_counter() - start) * 1000,
+            },
+        }
+        await resp.write(b"data: " + json.dumps(final).encode() + b"\n\n")
+        await resp.write_eof()
+        return resp
+
     async def dump(request):
         out = {"stamps": stamps, "arrivals": arrivals}
         return web.json_response(out)
@@ -93,6 +139,7 @@ def serve(port: int, tokens: int, rate: float) -> None:
         [
             web.get("/v1/models", models),
             web.post("/v1/completions", completions),
+            web.post("/completion", completion),
             web.get("/stamps", dump),
             web.post("/reset", reset),
             web.get("/health", models),
@@ -102,7 +149,7 @@ def serve(port: int, tokens: int, rate: float) -> None:
 
 
 # -- spectui's client, as its own process ----------------------------------------------------------
-def spectui_client(url: str, n: int, tokens: int, out: str) -> None:
+def spectui_client(url: str, n: int, tokens: int, out: str, shape: str = "openai") -> None:
 
     from spectui.backends.vllm import VLLMBackend
     from spectui.core.types import GenerationParams
@@ -112,8 +159,13 @@ def spectui_client(url: str, n: int, tokens: int, out: str) -> None:
         from spectui.backends.transport import sweep_client
 
         async with sweep_client(n * 2 + 4) as client:  # the client `spectui sweep` uses
-            b = VLLMBackend(url, client)
-            await b.identify()
+            if shape == "llamacpp":  # /completion, parsed and labelled as a llama-server's stream
+                from spectui.backends.llamacpp import LlamaCppBackend
+
+                b = LlamaCppBackend(url, client)
+            else:
+                b = VLLMBackend(url, client)
+                await b.identify()
             lvl = await _run_side(b, [f"p{i}" for i in range(n)], GenerationParams(max_tokens=tokens), "x")
             rows = []
             for r in lvl.recorders:
@@ -238,6 +290,26 @@ def main(levels: list[int], tokens: int, rate: float) -> None:
                 )
                 rows = {r["rid"]: r["t_ns"] for r in json.loads(out.read_text())}
                 row["spectui"] = figures(rows, httpx.get(url + "/stamps").json(), samples)
+                # the same client on llama.cpp-shaped SSE (its labeller and timings on every event)
+                httpx.post(url + "/reset")
+                samples = run_client(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--spectui-client",
+                        url,
+                        "--n",
+                        str(n),
+                        "--tokens",
+                        str(tokens),
+                        "--out",
+                        str(out),
+                        "--shape",
+                        "llamacpp",
+                    ]
+                )
+                rows = {r["rid"]: r["t_ns"] for r in json.loads(out.read_text())}
+                row["spectui/l"] = figures(rows, httpx.get(url + "/stamps").json(), samples)
                 # the peer: vllm bench serve
                 if vpy is not None:
                     httpx.post(url + "/reset")
@@ -312,10 +384,11 @@ if __name__ == "__main__":
     ap.add_argument("--spectui-client", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
+    ap.add_argument("--shape", default="openai", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.serve:
         serve(a.serve, a.tokens, a.rate)
     elif a.spectui_client:
-        spectui_client(a.spectui_client, a.n, a.tokens, a.out)
+        spectui_client(a.spectui_client, a.n, a.tokens, a.out, a.shape)
     else:
         main([int(x) for x in a.levels.split(",")], a.tokens, a.rate)

@@ -123,6 +123,15 @@ class Level:
 
         return bootstrap_median(self.ratios) if len(self.ratios) > 1 else None
 
+    def throughput(self, side: str) -> float | None:
+        """A side's aggregate tokens/s: the median over the runs where the level was repeated."""
+        import statistics
+
+        vals = [r[0 if side == "baseline" else 1] for r in self.runs if r[0 if side == "baseline" else 1]]
+        if len(self.runs) > 1 and vals:
+            return statistics.median(vals)
+        return getattr(self, side).aggregate_tps
+
     @property
     def speedup(self) -> float | None:
         if len(self.ratios) > 1:
@@ -266,10 +275,13 @@ def text_table(levels: list[Level]) -> str:
             lv.identical, f"{sum(1 for d in lv.divergences if d)}/{lv.compared} DIFFER"
         )
         lines.append(
-            f"{lv.concurrency:>4} {fmt(lv.baseline.aggregate_tps):>14} {fmt(lv.candidate.aggregate_tps):>14} "
+            f"{lv.concurrency:>4} {fmt(lv.throughput('baseline')):>14} {fmt(lv.throughput('candidate')):>14} "
             f"{fmt(lv.baseline.per_request_tps):>14} {fmt(lv.candidate.per_request_tps):>14} "
             f"{fmt(lv.baseline.ttft_ms, '.0f') + '/' + fmt(lv.candidate.ttft_ms, '.0f'):>13}  {sp:<28} {same}"
         )
+    repeated = max((len(lv.runs) for lv in levels), default=1)
+    if repeated > 1:
+        lines.append(f"aggregate tok/s: the median of {repeated} runs; per-request tok/s and TTFT: the first run's")
     return "\n".join(lines)
 
 
@@ -278,8 +290,8 @@ def svg_chart(levels: list[Level], title: str = "spectui sweep") -> str:
     W, H, L, R, T, B = 640, 360, 60, 60, 40, 50
     xs = [lv.concurrency for lv in levels]
     # a missing value (a side failed at that level) is a gap in the line, never a point at 0
-    ys_b = [lv.baseline.aggregate_tps for lv in levels]
-    ys_c = [lv.candidate.aggregate_tps for lv in levels]
+    ys_b = [lv.throughput("baseline") for lv in levels]
+    ys_c = [lv.throughput("candidate") for lv in levels]
     sp = [lv.speedup for lv in levels]
     ymax = max([v for v in ys_b + ys_c if v] + [1]) * 1.1
     smax = max([v for v in sp if v] + [lv.spread.high for lv in levels if lv.spread] + [1.2]) * 1.1

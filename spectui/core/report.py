@@ -47,6 +47,11 @@ def _tok(i: int | None) -> str:
     return "end" if i is None else str(i)
 
 
+def cache_text(params: GenerationParams) -> str:
+    """The prompt-cache setting the requests asked for."""
+    return "server default" if params.cache_prompt is None else ("on" if params.cache_prompt else "off")
+
+
 def server_line(role: str, info: ServerInfo) -> str:
     return f"{role:<9} {info.url}  build {info.build or '?'}  model {info.model or '?'}  [{info.describe_speedup()}]"
 
@@ -56,7 +61,7 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
         server_line("baseline", infos["baseline"]),
         server_line("candidate", infos["candidate"]),
         f"params    max_tokens={params.max_tokens} temperature={params.temperature} seed={params.seed} "
-        f"order={order} prompt cache={'server default' if params.cache_prompt is None else ('on' if params.cache_prompt else 'off')}",
+        f"order={order} prompt cache={cache_text(params)}",
         "",
     ]
     head = f"{'prompt':<18} {'side':<9} {'TTFT ms':>8} {'tok/s':>7} {'srv tok/s':>9} {'tokens':>6} {'cached':>6}  {'acceptance':<16} {'mean len':>8}"
@@ -238,7 +243,7 @@ def markdown_report(
         "",
         f"Parameters: max tokens {params.max_tokens}, temperature {params.temperature}, seed {params.seed}, "
         f"order {order}, prompt cache "
-        f"{'server default' if params.cache_prompt is None else ('on' if params.cache_prompt else 'off')}.",
+        f"{cache_text(params)}.",
         "",
         "| prompt | baseline tok/s | candidate tok/s | speed-up (acceptance) | mean accepted length | TTFT ms (b / c) | output |",
         "|---|---|---|---|---|---|---|",
@@ -294,11 +299,13 @@ def drafts_lines(r, examples: int = 5) -> list[str]:
         if not s.get("agrees") or not s.get("rejected_text"):
             continue
         at = s["position"] + s["accepted"]
-        wrote = toks[at].data if at < len(toks) else b""
+        # the server's text of the target's token; a recording without it falls back on the streamed
+        # bytes, which are empty for a token whose UTF-8 was completed by a later one
+        wrote = str(s.get("target_text") or "").encode() or (toks[at].data if at < len(toks) else b"")
+        target = f"'{escape_bytes(wrote)}'" if wrote else "a token whose bytes came with the next one"
         out.append(
             f"{'':<18}     step {s['step']} at token {s['position']}: kept {s['accepted']}/{s['drafted']}, "
-            f"draft guessed '{escape_bytes(str(s['rejected_text']).encode())}', "
-            f"target wrote '{escape_bytes(wrote)}'"
+            f"draft guessed '{escape_bytes(str(s['rejected_text']).encode())}', target wrote {target}"
         )
         shown += 1
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from string import Template
 
-from spectui.core.report import acceptance_text, fmt, speedup_text, verdict_text
+from spectui.core.report import acceptance_text, cache_text, fmt, speedup_text, verdict_text
 from spectui.core.runner import PromptResult
 from spectui.core.types import GenerationParams, ServerInfo
 from spectui.labs import theory
@@ -67,8 +67,7 @@ def output_html(rec, marked: bool, diverge_token: int | None, rejected_at: dict[
 def theory_svg(r: PromptResult) -> str:
     """S(α) for the measured chain length with a free draft and with the implied draft cost, and the
     measured point: why the payoff is what it is on this hardware."""
-    fb, fc = r.baseline.figures, r.candidate.figures
-    m = theory.from_measurement(fb.decode_tps, fc.decode_tps, fc.drafted, fc.accepted, fc.steps or 0)
+    m = theory.from_result(r)
     if m is None:
         return ""
     g = max(1, round(m["gamma"]))
@@ -145,7 +144,7 @@ def html_report(
             f"<tr><td>{role}</td><td>{_e(info.url)}</td><td>{_e(info.build or '?')}</td>"
             f"<td>{_e(info.model or '?')}</td><td>{_e(info.describe_speedup())}</td></tr>"
         )
-    cache = "server default" if params.cache_prompt is None else ("on" if params.cache_prompt else "off")
+    cache = cache_text(params)
     body += [
         "</table>",
         f"<p>Parameters: max tokens {params.max_tokens}, temperature {params.temperature}, seed {params.seed}, "

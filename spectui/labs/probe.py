@@ -48,6 +48,7 @@ class ProbeStep:
     draft_ids: list[int] = field(default_factory=list)
     draft_text: str = ""
     rejected_text: str = ""
+    target_text: str = ""  # what the target wrote where it rejected (its token, as the server spells it)
     agrees: bool | None = None  # None: the step could not be checked (note says why)
     note: str = ""
     near_ties: list[float] = field(default_factory=list)  # margins (nats) of near-ties the evidence resolved
@@ -114,6 +115,7 @@ class ProbeResult:
                             [int(i) for i in s.get("draft_ids") or []],
                             str(s.get("draft_text") or ""),
                             str(s.get("rejected_text") or ""),
+                            str(s.get("target_text") or ""),
                             s.get("agrees") if isinstance(s.get("agrees"), bool) else None,
                             str(s.get("note") or ""),
                             [float(m) for m in s.get("near_ties") or []],
@@ -150,14 +152,14 @@ def check_step(
     d, a, p = span.drafted, span.accepted, span.position
     if len(proposal) < d:
         return False, f"the probe proposed {len(proposal)} of the {d} drafted tokens"
-    kept = out_ids[p : p + a + 1]
-    if any(i is None for i in kept[:a]):
+    if any(i is None for i in out_ids[p : p + a]):
         return None, "token ids missing in the output"
-    if [int(i) for i in kept[:a] if i is not None] != proposal[: len(kept[:a])]:
+    k = _first_wrong(span, proposal, out_ids, eog_at)
+    if k is None:
+        return True, ""
+    if k < a:
         return False, "the probe's proposal differs from the tokens the target accepted"
-    if d > a and len(kept) > a and kept[a] is not None and proposal[a] == kept[a] and p + a != eog_at:
-        return False, "the probe's first rejected draft equals the target's token (it would have been accepted)"
-    return True, ""
+    return False, "the probe's first rejected draft equals the target's token (it would have been accepted)"
 
 
 def ngram_simple_draft(tokens: list[int], sampled: int, size_n: int, size_m: int) -> list[int]:
@@ -207,7 +209,9 @@ def ngram_fn(size_n: int, size_m: int) -> Proposer:
 
 
 def _first_wrong(span: StepSpan, ids: list[int], out_ids: list[int | None], eog_at: int | None) -> int | None:
-    """Where a proposal first breaks the self-check (an index into it), or None."""
+    """Where a proposal first breaks the self-check (an index into it), or None: a draft the target
+    accepted that the proposal does not have, or a first rejected draft equal to the target's token
+    (except a drafted end-of-generation token, see check_step)."""
     a, p = span.accepted, span.position
     kept = out_ids[p : p + a + 1]
     for k in range(min(a, len(kept), len(ids))):
@@ -310,6 +314,9 @@ async def probe(
             st.draft_text = await text(st.draft_ids)
         if st.agrees and st.rejected > 0:
             st.rejected_text = await text(st.draft_ids[span.accepted :])
+            target = out_ids[span.position + span.accepted] if span.position + span.accepted < len(out_ids) else None
+            if target is not None:  # not its streamed bytes: a token ending in split UTF-8 arrives empty
+                st.target_text = await text([target])
     return result
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import statistics
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from spectui.backends.base import Backend
 from spectui.core.compare import Divergence, compare_tokens
@@ -108,26 +110,28 @@ class Level:
     baseline: SideLevel
     candidate: SideLevel
     divergences: list[Divergence | None] = field(default_factory=list)
-    # with --repeat: each run's (baseline, candidate) aggregate tokens/s, and the run each divergence came from
+    # with --repeat: each run's (baseline, candidate) aggregate tokens/s; for each compared pair of
+    # outputs, the run and the request it came from; the runs in which a side failed
     runs: list[tuple[float | None, float | None]] = field(default_factory=list)
-    divergence_runs: list[int] = field(default_factory=list)
+    divergence_at: list[tuple[int, int]] = field(default_factory=list)
+    failed_runs: list[int] = field(default_factory=list)
 
     @property
     def ratios(self) -> list[float]:
         return [c / b for b, c in self.runs if b and c]
 
-    @property
+    @cached_property
     def spread(self):
-        """The speed-up as the median of the runs' paired ratios, with its 95 % bootstrap interval."""
+        """The speed-up as the median of the runs' paired ratios, with its 95 % bootstrap interval
+        (computed once: the level is complete when anything reads it)."""
         from spectui.core.stats import bootstrap_median
 
         return bootstrap_median(self.ratios) if len(self.ratios) > 1 else None
 
     def throughput(self, side: str) -> float | None:
         """A side's aggregate tokens/s: the median over the runs where the level was repeated."""
-        import statistics
-
-        vals = [r[0 if side == "baseline" else 1] for r in self.runs if r[0 if side == "baseline" else 1]]
+        k = 0 if side == "baseline" else 1
+        vals = [r[k] for r in self.runs if r[k]]
         if len(self.runs) > 1 and vals:
             return statistics.median(vals)
         return getattr(self, side).aggregate_tps
@@ -135,7 +139,7 @@ class Level:
     @property
     def speedup(self) -> float | None:
         if len(self.ratios) > 1:
-            return self.spread.median
+            return statistics.median(self.ratios)
         b, c = self.baseline.aggregate_tps, self.candidate.aggregate_tps
         return c / b if b and c else None
 
@@ -145,7 +149,7 @@ class Level:
 
     @property
     def identical(self) -> bool | None:
-        if self.baseline.failed or self.candidate.failed:
+        if self.baseline.failed or self.candidate.failed or self.failed_runs:
             return None
         return all(d is None for d in self.divergences)
 
@@ -160,11 +164,12 @@ class Level:
             "speedup_high": spread.high if spread else None,
             "runs": max(1, len(self.runs)),
             "per_run_tps": [list(r) for r in self.runs] if len(self.runs) > 1 else None,
-            "divergent_runs": sorted({k for k, d in zip(self.divergence_runs, self.divergences) if d}) or None,
+            "divergent_runs": sorted({run for (run, _), d in zip(self.divergence_at, self.divergences) if d}) or None,
+            "failed_runs": self.failed_runs or None,
             "acceptance_rate": self.candidate.acceptance_rate,
             "identical": self.identical,
             "outputs_compared": self.compared,
-            "differing_requests": [i for i, d in enumerate(self.divergences) if d is not None],
+            "differing_requests": [req for (_, req), d in zip(self.divergence_at, self.divergences) if d is not None],
             "first_divergences": [d.to_json() if d else None for d in self.divergences],
         }
 
@@ -223,15 +228,15 @@ async def sweep(
             else:
                 cand = await _run_side(candidate, texts_c, params, "candidate")
                 base = await _run_side(baseline, texts_b, params, "baseline")
-            divs = []
-            for rb, rc in zip(base.recorders, cand.recorders):
-                if rb.failed or rc.failed:
-                    continue
-                divs.append(compare_tokens(rb.token_bytes(), rc.token_bytes()))
             if level is None:  # the first run's recorders stand for the level; every run is compared
                 level = Level(n, base, cand, [])
-            level.divergences += divs
-            level.divergence_runs += [k] * len(divs)
+            for j, (rb, rc) in enumerate(zip(base.recorders, cand.recorders)):
+                if rb.failed or rc.failed:
+                    continue
+                level.divergences.append(compare_tokens(rb.token_bytes(), rc.token_bytes()))
+                level.divergence_at.append((k, j))
+            if base.failed or cand.failed:
+                level.failed_runs.append(k)
             level.runs.append((base.aggregate_tps, cand.aggregate_tps))
         out.append(level)
         if on_level:

@@ -131,5 +131,14 @@ def from_measurement(
     }
 
 
+def from_result(result) -> dict | None:
+    """from_measurement for one compared prompt (a core.runner.PromptResult): the step count is the
+    server's own where /metrics gave it, since two steps whose counters arrived together are one in the
+    stream (labeller)."""
+    b, c = result.baseline.figures, result.candidate.figures
+    steps = int(c.metrics_steps) if c.metrics_steps else c.steps
+    return from_measurement(b.decode_tps, c.decode_tps, c.drafted, c.accepted, steps)
+
+
 def tokens_per_step_safe(alpha: float, gamma: int) -> float:
     return (1 - alpha ** (gamma + 1)) / (1 - alpha)

@@ -52,7 +52,7 @@ def test_draft_model_probe_agrees_on_the_default_set(llama_servers, capsys, tmp_
         # against token ids); what is shown as rejected is the rest of what was drafted
         assert len(s["draft_ids"]) == s["drafted"]
         if s["drafted"] > s["accepted"]:
-            assert s["rejected_text"], s
+            assert s["rejected_text"] and s["target_text"], s
     # replay without any server shows the same reconstruction
     code = main(["replay", "--no-tui", "--json", str(session)])
     replayed = json.loads(capsys.readouterr().out)

@@ -86,3 +86,23 @@ def test_rejected_by_position_counts_each_category_and_chain_position():
     assert lines[2] == "  chat             6: 1 ('q')"
     assert lines[3] == "  code             1: 2 ('x', 'y'); 3: 1 ('z')"  # the disagreeing step is not counted
     assert rejected_by_position([PromptResult(Prompt("n"), SideRecorder("b"), SideRecorder("c"))]) == []
+
+
+def test_the_target_token_is_named_by_its_text_even_when_its_bytes_came_later():
+    """A token ending in split UTF-8 arrives with no bytes (its bytes come with the next token): the report
+    names the target's token by the text the server gave for it, not by the empty streamed bytes."""
+    from spectui.core.events import TokenEvent
+    from spectui.core.figures import SideRecorder
+    from spectui.core.report import drafts_lines
+    from spectui.core.runner import PromptResult
+    from spectui.core.types import Prompt
+
+    cand = SideRecorder("c")
+    for i, data in enumerate([b"A", b"", "é!".encode()]):
+        cand.feed(TokenEvent(i, 10 + i, data, i, "target"))
+    r = PromptResult(Prompt("p"), SideRecorder("b"), cand)
+    step = {"step": 1, "position": 1, "drafted": 3, "accepted": 0, "agrees": True, "rejected_text": " x"}
+    r.drafts = {"summary": "s", "steps": [dict(step, target_text="é")]}
+    assert drafts_lines(r)[1].endswith("draft guessed ' x', target wrote 'é'")
+    r.drafts = {"summary": "s", "steps": [step]}  # a recording from before target_text: the streamed bytes
+    assert drafts_lines(r)[1].endswith("target wrote a token whose bytes came with the next one")

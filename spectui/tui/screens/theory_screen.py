@@ -35,10 +35,7 @@ class TheoryScreen(Screen):
 
         measured = None
         if results:
-            r = results[-1]
-            b, c = r.baseline.figures, r.candidate.figures
-            steps = int(c.metrics_steps) if c.metrics_steps else c.steps
-            measured = theory.from_measurement(b.decode_tps, c.decode_tps, c.drafted, c.accepted, steps)
+            measured = theory.from_result(results[-1])
             spread = grouped(results)[-1].speedup
             if measured and spread is not None and spread.measured:
                 measured |= {"speedup_low": spread.low, "speedup_high": spread.high, "runs": spread.n}

@@ -44,10 +44,12 @@ def serve(port: int, tokens: int, rate: float) -> None:
     async def models(request):
         return web.json_response({"object": "list", "data": [{"id": "scripted", "max_model_len": 4096}]})
 
-    async def completions(request):
+    async def paced(request, n_field: str, event, final):
+        """Stream `n` events at `rate` per second, stamping each as it is written; event(rid, k, ms) makes
+        one event's JSON, final(n, ms) the bytes that end the stream."""
         arrivals.append(time.perf_counter_ns())
         body = await request.json()
-        n = min(int(body.get("max_tokens") or tokens), tokens)
+        n = min(int(body.get(n_field) or tokens), tokens)
         seq[0] += 1
         rid = f"r{seq[0]}"
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
@@ -55,75 +57,73 @@ def serve(port: int, tokens: int, rate: float) -> None:
         mine = stamps.setdefault(rid, [])
         start = time.perf_counter()
         for k in range(n):
-            due = start + k / rate
-            delay = due - time.perf_counter()
+            delay = start + k / rate - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            text = f"{rid}t{k} " if k == 0 else f"t{k} "
-            chunk = {
-                "id": rid,
-                "object": "text_completion",
-                "model": "scripted",
-                "choices": [{"index": 0, "text": text, "token_ids": [1000 + k], "finish_reason": None}],
-            }
+            ev = event(rid, k, (time.perf_counter() - start) * 1000)
             mine.append(time.perf_counter_ns())
-            await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-        final = {
-            "id": rid,
-            "object": "text_completion",
-            "model": "scripted",
-            "choices": [{"index": 0, "text": "", "finish_reason": "length"}],
-            "usage": {"prompt_tokens": 8, "completion_tokens": n, "total_tokens": 8 + n},
-        }
-        await resp.write(b"data: " + json.dumps(final).encode() + b"\n\ndata: [DONE]\n\n")
+            await resp.write(b"data: " + json.dumps(ev).encode() + b"\n\n")
+        await resp.write(final(n, (time.perf_counter() - start) * 1000))
         await resp.write_eof()
         return resp
 
+    def text(rid: str, k: int) -> str:  # the request id leads its first token: clients' rows are matched by it
+        return f"{rid}t{k} " if k == 0 else f"t{k} "
+
+    async def completions(request):
+        """OpenAI-compatible: choices[0].text and token_ids, a usage chunk, then [DONE]."""
+        choice = {"index": 0, "finish_reason": None}
+
+        def final(n, ms):
+            end = {
+                "object": "text_completion",
+                "model": "scripted",
+                "usage": {"prompt_tokens": 8, "completion_tokens": n},
+                "choices": [{"index": 0, "text": "", "finish_reason": "length"}],
+            }
+            return b"data: " + json.dumps(end).encode() + b"\n\ndata: [DONE]\n\n"
+
+        return await paced(
+            request,
+            "max_tokens",
+            lambda rid, k, ms: {
+                "id": rid,
+                "object": "text_completion",
+                "model": "scripted",
+                "choices": [{**choice, "text": text(rid, k), "token_ids": [1000 + k]}],
+            },
+            final,
+        )
+
     async def completion(request):
-        """llama.cpp-shaped: one event per token with content, tokens, tokens_predicted, cumulative
-        timings; the last event has stop: true and no [DONE]."""
-        arrivals.append(time.perf_counter_ns())
-        body = await request.json()
-        n = min(int(body.get("n_predict") or tokens), tokens)
-        seq[0] += 1
-        rid = f"r{seq[0]}"
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        await resp.prepare(request)
-        mine = stamps.setdefault(rid, [])
-        start = time.perf_counter()
-        for k in range(n):
-            due = start + k / rate
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            ms = (time.perf_counter() - start) * 1000
-            ev = {
-                "content": f"{rid}t{k} " if k == 0 else f"t{k} ",
+        """llama.cpp-shaped: content, tokens, tokens_predicted and cumulative timings on every event; the
+        last event has stop: true and no [DONE]."""
+
+        def final(n, ms):
+            end = {
+                "content": "",
+                "tokens": [],
+                "tokens_predicted": n,
+                "tokens_evaluated": 8,
+                "stop": True,
+                "stop_type": "limit",
+                "timings": {"prompt_n": 8, "prompt_ms": 1.0, "predicted_n": n, "predicted_ms": ms},
+            }
+            return b"data: " + json.dumps(end).encode() + b"\n\n"
+
+        return await paced(
+            request,
+            "n_predict",
+            lambda rid, k, ms: {
+                "content": text(rid, k),
                 "tokens": [1000 + k],
                 "tokens_predicted": k + 1,
                 "tokens_evaluated": 8,
                 "stop": False,
                 "timings": {"prompt_n": 8, "prompt_ms": 1.0, "predicted_n": k + 1, "predicted_ms": ms},
-            }
-            mine.append(time.perf_counter_ns())
-            await resp.write(b"data: " + json.dumps(ev).encode() + b"\n\n")
-        final = {
-            "content": "",
-            "tokens": [],
-            "tokens_predicted": n,
-            "tokens_evaluated": 8,
-            "stop": True,
-            "stop_type": "limit",
-            "timings": {
-                "prompt_n": 8,
-                "prompt_ms": 1.0,
-                "predicted_n": n,
-                "predicted_ms": (time.perf_counter() - start) * 1000,
             },
-        }
-        await resp.write(b"data: " + json.dumps(final).encode() + b"\n\n")
-        await resp.write_eof()
-        return resp
+            final,
+        )
 
     async def dump(request):
         out = {"stamps": stamps, "arrivals": arrivals}

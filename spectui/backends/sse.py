@@ -187,10 +187,11 @@ async def post_sse(
     Every way the stream can fail — an HTTP error, no connection, a dropped connection, malformed
     SSE, an error object from the server, no event for `idle_timeout` seconds (keep-alive comments do
     not count), the whole request past `deadline` — raises StreamBroken with a one-line message that
-    says which; the caller adds how far it got. The arrival time is taken when the line arrives.
+    says which; the caller adds how far it got. The arrival time is taken when a chunk of bytes arrives,
+    before spectui parses it; the events a chunk completes share it (they arrived together).
     """
     decoder = ByteSSEDecoder()
-    # the arrival clock is monotonic (perf_counter_ns): one reading per line serves the stamp and both limits
+    # the arrival clock is monotonic (perf_counter_ns): one reading per chunk serves the stamp and both limits
     started = clock()
     last_event = started
     idle_ns = int(idle_timeout * 1e9)

@@ -12,9 +12,7 @@ import httpx
 
 
 def sweep_client(max_connections: int) -> httpx.AsyncClient:
+    from httpx_aiohttp import AiohttpTransport  # here, not at import: only the sweep pays for aiohttp
+
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-    try:
-        from httpx_aiohttp import AiohttpTransport
-    except ImportError:  # the plain httpx stack still works, only slower under high concurrency
-        return httpx.AsyncClient(limits=limits)
     return httpx.AsyncClient(transport=AiohttpTransport(limits=limits))

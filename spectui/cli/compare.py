@@ -89,6 +89,7 @@ async def probe_results(client, backends, results, args, writer) -> None:
     candidate = backends["candidate"]
     kind = drafts.drafter_kind(candidate.info.speculative if candidate.info else {})
     launcher = drafter = None
+    sizes = ngram_sizes(args.ngram_size)
     try:
         if kind == "draft-simple":
             from spectui.machine.drafter import start_drafter
@@ -97,7 +98,7 @@ async def probe_results(client, backends, results, args, writer) -> None:
         for i, r in enumerate(results):
             if not args.json:
                 print(f"spectui: {r.prompt.id}: rebuilding the candidate's drafts …", file=sys.stderr)
-            found = await drafts.probe_prompt(candidate, r, drafter, ngram_sizes(args.ngram_size))
+            found = await drafts.probe_prompt(candidate, r, drafter, sizes)
             r.drafts = found.to_json()
             if writer is not None:
                 writer.drafts(i, r.drafts)

@@ -177,7 +177,11 @@ class RunController:
         if result is self.results[-1]:
             banner.show_cause(found.line())
         if writer is not None:
-            writer.triage(writer.n - (len(self.results) - 1 - self.results.index(result)), result.triage)
+            writer.triage(self._writer_index(writer, result), result.triage)
+
+    def _writer_index(self, writer, result: PromptResult) -> int:
+        """The session writer's number for a result shown earlier (a later record refers back to it)."""
+        return writer.n - (len(self.results) - 1 - self.results.index(result))
 
     def triage_last(self) -> None:
         """Ctrl+X: triage the prompt on screen (when its outputs differ)."""
@@ -245,7 +249,7 @@ class RunController:
         result.drafts = found.to_json()
         writer = app.recording.writer
         if writer is not None and result in self.results:
-            writer.drafts(writer.n - (len(self.results) - 1 - self.results.index(result)), result.drafts)
+            writer.drafts(self._writer_index(writer, result), result.drafts)
         if result is self.results[-1]:
             self.show_drafts(result.drafts)
 

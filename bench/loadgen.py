@@ -45,8 +45,8 @@ def serve(port: int, tokens: int, rate: float) -> None:
         return web.json_response({"object": "list", "data": [{"id": "scripted", "max_model_len": 4096}]})
 
     async def paced(request, n_field: str, event, final):
-        """Stream `n` events at `rate` per second, stamping each as it is written; event(rid, k, ms) makes
-        one event's JSON, final(n, ms) the bytes that end the stream."""
+        """Stream `n` events at `rate` per second, stamping each as it is written; event(rid, k, ms, last)
+        makes one event's JSON, final(n, ms) the bytes that end the stream."""
         arrivals.append(time.perf_counter_ns())
         body = await request.json()
         n = min(int(body.get(n_field) or tokens), tokens)
@@ -60,7 +60,7 @@ def serve(port: int, tokens: int, rate: float) -> None:
             delay = start + k / rate - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            ev = event(rid, k, (time.perf_counter() - start) * 1000)
+            ev = event(rid, k, (time.perf_counter() - start) * 1000, k == n - 1)
             mine.append(time.perf_counter_ns())
             await resp.write(b"data: " + json.dumps(ev).encode() + b"\n\n")
         await resp.write(final(n, (time.perf_counter() - start) * 1000))
@@ -71,29 +71,24 @@ def serve(port: int, tokens: int, rate: float) -> None:
         return f"{rid}t{k} " if k == 0 else f"t{k} "
 
     async def completions(request):
-        """OpenAI-compatible: choices[0].text and token_ids, a usage chunk, then [DONE]."""
-        choice = {"index": 0, "finish_reason": None}
+        """OpenAI-compatible, as vLLM streams it: choices[0].text and token_ids per chunk, finish_reason on
+        the last token's chunk, then a usage chunk with no choices, then [DONE]."""
 
         def final(n, ms):
             end = {
                 "object": "text_completion",
                 "model": "scripted",
+                "choices": [],
                 "usage": {"prompt_tokens": 8, "completion_tokens": n},
-                "choices": [{"index": 0, "text": "", "finish_reason": "length"}],
             }
             return b"data: " + json.dumps(end).encode() + b"\n\ndata: [DONE]\n\n"
 
-        return await paced(
-            request,
-            "max_tokens",
-            lambda rid, k, ms: {
-                "id": rid,
-                "object": "text_completion",
-                "model": "scripted",
-                "choices": [{**choice, "text": text(rid, k), "token_ids": [1000 + k]}],
-            },
-            final,
-        )
+        def event(rid, k, ms, last):
+            choice = {"index": 0, "text": text(rid, k), "token_ids": [1000 + k]}
+            choice["finish_reason"] = "length" if last else None
+            return {"id": rid, "object": "text_completion", "model": "scripted", "choices": [choice]}
+
+        return await paced(request, "max_tokens", event, final)
 
     async def completion(request):
         """llama.cpp-shaped: content, tokens, tokens_predicted and cumulative timings on every event; the
@@ -114,7 +109,7 @@ def serve(port: int, tokens: int, rate: float) -> None:
         return await paced(
             request,
             "n_predict",
-            lambda rid, k, ms: {
+            lambda rid, k, ms, last: {
                 "content": text(rid, k),
                 "tokens": [1000 + k],
                 "tokens_predicted": k + 1,
@@ -271,45 +266,18 @@ def main(levels: list[int], tokens: int, rate: float) -> None:
         for n in levels:
             row = {}
             with tempfile.TemporaryDirectory() as d:
-                # spectui's sweep client
-                httpx.post(url + "/reset")
+                # spectui's sweep client, and the same on llama.cpp-shaped SSE (row spectui/l: its labeller
+                # and timings on every event)
                 out = Path(d) / "spectui.json"
-                samples = run_client(
-                    [
-                        sys.executable,
-                        __file__,
-                        "--spectui-client",
-                        url,
-                        "--n",
-                        str(n),
-                        "--tokens",
-                        str(tokens),
-                        "--out",
-                        str(out),
-                    ]
-                )
-                rows = {r["rid"]: r["t_ns"] for r in json.loads(out.read_text())}
-                row["spectui"] = figures(rows, httpx.get(url + "/stamps").json(), samples)
-                # the same client on llama.cpp-shaped SSE (its labeller and timings on every event)
-                httpx.post(url + "/reset")
-                samples = run_client(
-                    [
-                        sys.executable,
-                        __file__,
-                        "--spectui-client",
-                        url,
-                        "--n",
-                        str(n),
-                        "--tokens",
-                        str(tokens),
-                        "--out",
-                        str(out),
-                        "--shape",
-                        "llamacpp",
-                    ]
-                )
-                rows = {r["rid"]: r["t_ns"] for r in json.loads(out.read_text())}
-                row["spectui/l"] = figures(rows, httpx.get(url + "/stamps").json(), samples)
+                for name, extra in (
+                    ("spectui", []),
+                    ("spectui/l", ["--shape", "llamacpp"]),
+                ):
+                    httpx.post(url + "/reset")
+                    argv = [sys.executable, __file__, "--spectui-client", url, "--n", str(n), "--tokens", str(tokens)]
+                    samples = run_client([*argv, "--out", str(out), *extra])
+                    rows = {r["rid"]: r["t_ns"] for r in json.loads(out.read_text())}
+                    row[name] = figures(rows, httpx.get(url + "/stamps").json(), samples)
                 # the peer: vllm bench serve
                 if vpy is not None:
                     httpx.post(url + "/reset")
@@ -350,15 +318,16 @@ def main(levels: list[int], tokens: int, rate: float) -> None:
                     samples = run_client(argv, env={**os.environ, "HF_HUB_OFFLINE": "1"})
                     doc = json.loads((Path(d) / "peer.json").read_text())
                     srv = httpx.get(url + "/stamps").json()
-                    peer_rows = {}
-                    for text, _ttft, itls in zip(doc["generated_texts"], doc["ttfts"], doc["itls"]):
-                        rid = text.split("t", 1)[0]
-                        base = srv["stamps"].get(rid, [0])[0]  # anchor the peer's first token on the server's
-                        ts, t = [base], base
+                    peer_rows = {}  # its own perf_counter readings: the same monotonic clock as ours
+                    for text, start, ttft, itls in zip(
+                        doc["generated_texts"], doc["start_times"], doc["ttfts"], doc["itls"]
+                    ):
+                        t = start + ttft
+                        ts = [t]
                         for gap in itls:
-                            t += int(gap * 1e9)
+                            t += gap
                             ts.append(t)
-                        peer_rows[rid] = ts
+                        peer_rows[text.split("t", 1)[0]] = [int(x * 1e9) for x in ts]
                     row["vllm bench"] = figures(peer_rows, srv, samples)
             for name, f in row.items():
                 print(

@@ -1,16 +1,22 @@
 """Do the live panel's probes cost the server anything? A real llama-server, decode tok/s with the
-panel's 1 Hz probes running (GET /slots for KV use, GPU via NVML where present, host and the server
-process through psutil) against without, runs interleaved (A B B A A B …), median of each.
+panel's 1 Hz probes running (GET /slots for KV use, GET /metrics, GPU via NVML where present, host and
+the server process through psutil) against without, runs interleaved (A B B A A B …), median of each.
 
 The decode rate is the server's own (timings: (predicted_n − 1) / predicted_ms), so the client's own
-work does not enter it. Prints both medians and their ratio last.
-    python bench/probe_cost.py [--runs 7] [--tokens 256]
+work does not enter it. On a machine with two or more CPUs the server runs pinned to the first (one
+thread) and this process, its probes included, on the others: another process's work landing on the
+server's core moved single runs by ±7 % here, which buries a 1 % effect; pinned, what is left is the
+server's own work, the probes' requests included. Each run with probes is paired with its neighbour
+without (A B | B A | …); the ratio of each pair, their median and a bootstrap 95 % interval are printed,
+the ratio of the two medians last.
+    python bench/probe_cost.py [--runs 10] [--tokens 256] [--no-pin]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -35,6 +41,7 @@ async def probe_loop(backend: LlamaCppBackend, pid: int, stop: asyncio.Event, co
         await asyncio.to_thread(host_sample)
         await asyncio.to_thread(procs.sample, pid)
         await backend.kv_usage()  # GET /slots, as the panel's KV poll does
+        await backend.client.get(backend.url + "/metrics")  # and the counters, as a vLLM panel polls them
         count[0] += 1
         try:
             await asyncio.wait_for(stop.wait(), 1.0)
@@ -49,18 +56,29 @@ async def one(backend: LlamaCppBackend, tokens: int) -> float:
     return (t["predicted_n"] - 1) / t["predicted_ms"] * 1000
 
 
-async def main(runs: int, tokens: int) -> None:
+async def main(runs: int, tokens: int, pin: bool) -> None:
+    from spectui.core.stats import bootstrap_median
+
     found = assets.find_all()
     launcher = Launcher()
     s = launcher.add(ServerProcess("probe-cost", llama_server_argv(found.llama_server, found.model, 0)))
     s.argv[s.argv.index("--port") + 1] = str(s.port)
-    await asyncio.to_thread(launcher.start_all, 120)
+    cpus = sorted(os.sched_getaffinity(0))
+    pin = pin and len(cpus) >= 2
+    if pin:  # the server inherits CPU 0 at its start; this process moves to the others
+        os.sched_setaffinity(0, {cpus[0]})
+    try:
+        launcher.start_all(120)
+    finally:
+        if pin:
+            os.sched_setaffinity(0, set(cpus[1:]))
+    print(f"server pinned to CPU {cpus[0]}, this process and its probes on {cpus[1:]}" if pin else "not pinned")
     try:
         async with httpx.AsyncClient() as client:
             backend = LlamaCppBackend(s.url, client)
             await backend.identify()
             await one(backend, 32)  # warm-up
-            without, with_probes, samples = [], [], [0]
+            without, with_probes, pairs, samples = [], [], [], [0]
             for i in range(runs * 2):
                 probed = (i % 4) in (1, 2)  # A B B A A B B A …: drift falls on both alike
                 stop = asyncio.Event()
@@ -70,11 +88,18 @@ async def main(runs: int, tokens: int) -> None:
                 if task:
                     await task
                 (with_probes if probed else without).append(rate)
+                if i % 2:  # the pair (A B) or (B A) is complete
+                    pairs.append(with_probes[-1] / without[-1])
                 print(f"run {i + 1:2d} {'probes' if probed else 'none  '} {rate:7.1f} tok/s", flush=True)
     finally:
         launcher.stop_all()
     a, b = statistics.median(without), statistics.median(with_probes)
+    spread = bootstrap_median(pairs)
     print(f"probe samples taken: {samples[0]}")
+    print(
+        f"runs without probes: {min(without):.1f}–{max(without):.1f} tok/s; with: {min(with_probes):.1f}–{max(with_probes):.1f}"
+    )
+    print(f"paired with/without ratios: median {spread.text('.4f')} (95 % bootstrap interval, {spread.n} pairs)")
     print(
         f"median decode tok/s without probes: {a:.1f} ({len(without)} runs), with 1 Hz probes: {b:.1f} ({len(with_probes)} runs)"
     )
@@ -83,7 +108,8 @@ async def main(runs: int, tokens: int) -> None:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--no-pin", dest="pin", action="store_false", help="leave the server and this process unpinned")
     a = ap.parse_args()
-    asyncio.run(main(a.runs, a.tokens))
+    asyncio.run(main(a.runs, a.tokens, a.pin))

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 import httpx
 import orjson  # 3-5x faster than json on the per-token hot path (bench/parse_throughput.py)
 
+from spectui.backends.transport import ARRIVALS
 from spectui.core.errors import StreamBroken, redact
 
 DONE = object()  # the `data: [DONE]` sentinel some servers send at the end
@@ -187,8 +188,10 @@ async def post_sse(
     Every way the stream can fail — an HTTP error, no connection, a dropped connection, malformed
     SSE, an error object from the server, no event for `idle_timeout` seconds (keep-alive comments do
     not count), the whole request past `deadline` — raises StreamBroken with a one-line message that
-    says which; the caller adds how far it got. The arrival time is taken when a chunk of bytes arrives,
-    before spectui parses it; the events a chunk completes share it (they arrived together).
+    says which; the caller adds how far it got. The arrival time of a chunk of bytes is the kernel's
+    stamp of its newest packet where the client's sockets carry one (the sweep's client, see
+    backends/transport.py), else a clock read when the chunk reaches spectui, before it parses it; the
+    events a chunk completes share it (they arrived together).
     """
     decoder = ByteSSEDecoder()
     # the arrival clock is monotonic (perf_counter_ns): one reading per chunk serves the stamp and both limits
@@ -205,9 +208,15 @@ async def post_sse(
                 await r.aread()
                 raise StreamBroken(f"{url_shown} answered HTTP {r.status_code}: {error_text(r)}")
             chunks = r.aiter_bytes()
+            arrivals = r.extensions.get(ARRIVALS)
+            t_kernel = None  # a chunk already buffered when the last one was read arrived with it
             while True:
                 chunk = await anext(chunks, None)
-                t = clock()  # stamped as the bytes arrive, before any of our own work on them
+                if arrivals:  # the kernel's time for the newest packet of this chunk (backends/transport.py)
+                    t = t_kernel = arrivals[-1]
+                    arrivals.clear()
+                else:  # stamped as the bytes reach us, before any of our own work on them
+                    t = t_kernel if t_kernel is not None else clock()
                 if chunk is None:  # the end of the body: a last event without its blank line still counts
                     payloads = [p for p in (decoder.flush(),) if p is not None]
                 else:

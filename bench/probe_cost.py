@@ -7,8 +7,10 @@ work does not enter it. On a machine with two or more CPUs the server runs pinne
 thread) and this process, its probes included, on the others: another process's work landing on the
 server's core moved single runs by ±7 % here, which buries a 1 % effect; pinned, what is left is the
 server's own work, the probes' requests included. Each run with probes is paired with its neighbour
-without (A B | B A | …); the ratio of each pair, their median and a bootstrap 95 % interval are printed,
-the ratio of the two medians last.
+without (A B | B A | …); the ratio of each pair, their median and a bootstrap 95 % interval are printed.
+Where that interval is wider than the effect sought, the probes' own cost is the sharper figure: the
+server's CPU time over 200 back-to-back probe rounds, per round, which at 1 Hz bounds the share of the
+server's time the probes take. The ratio of the two medians is printed last.
     python bench/probe_cost.py [--runs 10] [--tokens 256] [--no-pin]
 """
 
@@ -19,11 +21,13 @@ import asyncio
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx  # noqa: E402
+import psutil  # noqa: E402
 
 from spectui.backends.llamacpp import LlamaCppBackend  # noqa: E402
 from spectui.machine import assets  # noqa: E402
@@ -91,6 +95,16 @@ async def main(runs: int, tokens: int, pin: bool) -> None:
                 if i % 2:  # the pair (A B) or (B A) is complete
                     pairs.append(with_probes[-1] / without[-1])
                 print(f"run {i + 1:2d} {'probes' if probed else 'none  '} {rate:7.1f} tok/s", flush=True)
+            # the probes' own cost, measured where the run-to-run spread cannot hide it: the server's CPU
+            # time over back-to-back probe rounds while it is idle, per round
+            proc = psutil.Process(s.pid)
+            rounds = 200
+            c0, w0 = sum(proc.cpu_times()[:2]), time.perf_counter()
+            for _ in range(rounds):
+                await backend.kv_usage()
+                await backend.client.get(backend.url + "/metrics")
+            cpu_ms = (sum(proc.cpu_times()[:2]) - c0) / rounds * 1000
+            wall_ms = (time.perf_counter() - w0) / rounds * 1000
     finally:
         launcher.stop_all()
     a, b = statistics.median(without), statistics.median(with_probes)
@@ -102,6 +116,10 @@ async def main(runs: int, tokens: int, pin: bool) -> None:
     print(f"paired with/without ratios: median {spread.text('.4f')} (95 % bootstrap interval, {spread.n} pairs)")
     print(
         f"median decode tok/s without probes: {a:.1f} ({len(without)} runs), with 1 Hz probes: {b:.1f} ({len(with_probes)} runs)"
+    )
+    print(
+        f"one probe round (GET /slots + GET /metrics): {cpu_ms:.3f} ms of the server's CPU, {wall_ms:.3f} ms "
+        f"round trip ({rounds} rounds, server idle): at 1 Hz at most {cpu_ms / 10:.3f} % of one core's time"
     )
     print(f"with/without = {b / a:.4f}")
 

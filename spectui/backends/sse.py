@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 import httpx
 import orjson  # 3-5x faster than json on the per-token hot path (bench/parse_throughput.py)
 
-from spectui.backends.transport import ARRIVALS
+from spectui.backends.transport import ARRIVALS, BODY_CHUNKS
 from spectui.core.errors import StreamBroken, redact
 
 DONE = object()  # the `data: [DONE]` sentinel some servers send at the end
@@ -207,7 +207,8 @@ async def post_sse(
             if r.status_code >= 400:
                 await r.aread()
                 raise StreamBroken(f"{url_shown} answered HTTP {r.status_code}: {error_text(r)}")
-            chunks = r.aiter_bytes()
+            body_chunks = r.extensions.get(BODY_CHUNKS)
+            chunks = body_chunks() if body_chunks is not None else r.aiter_bytes()
             arrivals = r.extensions.get(ARRIVALS)
             t_kernel = None  # a chunk already buffered when the last one was read arrived with it
             while True:

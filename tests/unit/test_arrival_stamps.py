@@ -9,6 +9,7 @@ the client got free, tens of milliseconds late.
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import sys
@@ -21,6 +22,7 @@ import pytest
 
 from spectui.backends.sse import post_sse
 from spectui.backends.transport import ARRIVALS, SO_TIMESTAMPNS, StampedSocket, sweep_client
+from spectui.core.errors import StreamBroken
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux" or SO_TIMESTAMPNS is None, reason="kernel receive stamps: Linux"
@@ -34,8 +36,10 @@ BUSY_S = 0.08  # the client's loop blocked after each even-numbered event: the n
 class TimedSSEServer:
     """Answers one POST per connection with `events` SSE events GAP_S apart, recording each send time."""
 
-    def __init__(self, events: int) -> None:
+    def __init__(self, events: int, gzip_body: bool = False, drop: bool = False) -> None:
         self.events = events
+        self.gzip_body = gzip_body  # the whole body gzip-compressed (Content-Encoding: gzip), in one chunk
+        self.drop = drop  # close the connection after the events, without the body's end
         self.sent: list[int] = []
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
@@ -60,14 +64,23 @@ class TimedSSEServer:
             length = int(next(h.split(b":")[1] for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")))
             while len(body) < length:
                 body += conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+            if self.gzip_body:
+                events = b"".join(
+                    b"data: %s\n\n" % json.dumps({"content": f"t{k}"}).encode() for k in range(self.events)
+                )
+                data = gzip.compress(events)
+                conn.sendall(head + b"Content-Encoding: gzip\r\n\r\n" + b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
+                return
+            conn.sendall(head + b"\r\n")
             for k in range(self.events):
                 if k:
                     time.sleep(GAP_S)
                 data = b"data: " + json.dumps({"content": f"t{k}"}).encode() + b"\n\n"
                 self.sent.append(time.perf_counter_ns())
                 conn.sendall(b"%x\r\n%s\r\n" % (len(data), data))
-            conn.sendall(b"0\r\n\r\n")
+            if not self.drop:
+                conn.sendall(b"0\r\n\r\n")
 
 
 async def read_busily(client: httpx.AsyncClient, url: str) -> list[tuple[int, int]]:
@@ -136,3 +149,21 @@ def test_a_stamped_socket_records_each_read_on_the_monotonic_clock():
     finally:
         for s in (server, client, listener):
             s.close()
+
+
+async def test_a_compressed_body_is_still_decoded():
+    """The direct path past httpx's layers is for uncompressed bodies only; a gzip body goes through httpx."""
+    with TimedSSEServer(3, gzip_body=True) as srv:
+        async with sweep_client(4) as client:
+            got = [obj async for _t, obj in post_sse(client, f"http://127.0.0.1:{srv.port}/completion", {})]
+    assert [o["content"] for o in got] == ["t0", "t1", "t2"]
+
+
+async def test_a_dropped_connection_is_a_one_line_stream_error():
+    with TimedSSEServer(2, drop=True) as srv:
+        async with sweep_client(4) as client:
+            got = []
+            with pytest.raises(StreamBroken, match="connection to .* lost"):
+                async for _t, obj in post_sse(client, f"http://127.0.0.1:{srv.port}/completion", {}):
+                    got.append(obj)
+    assert len(got) == 2

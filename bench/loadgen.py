@@ -11,7 +11,9 @@ vLLM environment `spectui setup --vllm` installs). For each client:
 - client CPU per token: the client process's CPU time over the same window (sampled with psutil every
   20 ms and interpolated) / events;
 - inter-token-latency error: each gap between two events as the client saw it, less the same gap as
-  the server stamped it; p50 and p99 of its absolute value.
+  the server stamped it; p50 and p99 of its absolute value;
+- spectui's own read lag (p99): how long its kernel-stamped chunks waited before it read them, the
+  figure by which `spectui sweep` tells a user that the client, not the server, fell behind.
 
 Prints a table per level and, last, spectui's throughput over the peer's at each level.
     python bench/loadgen.py [--levels 1,16,64,256] [--tokens 64] [--rate 50]
@@ -168,7 +170,7 @@ def spectui_client(url: str, n: int, tokens: int, out: str, shape: str = "openai
                 rows.append(
                     {"rid": first.split("t", 1)[0], "t_ns": [t.t_ns for t in r.tokens], "failed": bool(r.failed)}
                 )
-            Path(out).write_text(json.dumps(rows))
+            Path(out).write_text(json.dumps({"rows": rows, "read_lag_ms": lvl.read_lag_ms}))
 
     asyncio.run(go())
 
@@ -261,7 +263,10 @@ def main(levels: list[int], tokens: int, rate: float) -> None:
             except httpx.HTTPError:
                 time.sleep(0.1)
         print(f"scripted server {url}: {tokens} tokens a request at {rate:g} tokens/s per stream")
-        print(f"{'N':>4} {'client':<10} {'tok/s':>9} {'CPU µs/tok':>11} {'ITL err p50':>12} {'p99 ms':>8}")
+        print(
+            f"{'N':>4} {'client':<10} {'tok/s':>9} {'CPU µs/tok':>11} {'ITL err p50':>12} {'p99 ms':>8} "
+            f"{'read lag p99 ms':>16}"
+        )
         ratios = []
         for n in levels:
             row = {}
@@ -276,8 +281,10 @@ def main(levels: list[int], tokens: int, rate: float) -> None:
                     httpx.post(url + "/reset")
                     argv = [sys.executable, __file__, "--spectui-client", url, "--n", str(n), "--tokens", str(tokens)]
                     samples = run_client([*argv, "--out", str(out), *extra])
-                    rows = {r["rid"]: r["t_ns"] for r in json.loads(out.read_text())}
+                    doc = json.loads(out.read_text())
+                    rows = {r["rid"]: r["t_ns"] for r in doc["rows"]}
                     row[name] = figures(rows, httpx.get(url + "/stamps").json(), samples)
+                    row[name]["read_lag_p99_ms"] = (doc["read_lag_ms"] or [None, None])[1]
                 # the peer: vllm bench serve
                 if vpy is not None:
                     httpx.post(url + "/reset")
@@ -332,7 +339,8 @@ def main(levels: list[int], tokens: int, rate: float) -> None:
             for name, f in row.items():
                 print(
                     f"{n:>4} {name:<10} {f['tokens_per_s']:>9.0f} {f['cpu_us_per_token']:>11.1f} "
-                    f"{f['itl_err_p50_ms']:>12.3f} {f['itl_err_p99_ms']:>8.3f}",
+                    f"{f['itl_err_p50_ms']:>12.3f} {f['itl_err_p99_ms']:>8.3f} "
+                    + (f"{f['read_lag_p99_ms']:>16.3f}" if f.get("read_lag_p99_ms") is not None else f"{'—':>16}"),
                     flush=True,
                 )
             if "vllm bench" in row:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextvars import ContextVar
 
 import httpx
 import orjson  # 3-5x faster than json on the per-token hot path (bench/parse_throughput.py)
@@ -12,6 +13,10 @@ from spectui.backends.transport import ARRIVALS, BODY_CHUNKS
 from spectui.core.errors import StreamBroken, redact
 
 DONE = object()  # the `data: [DONE]` sentinel some servers send at the end
+
+# Where set (the sweep sets it per side and level), post_sse appends how long each kernel-stamped chunk
+# waited between its arrival and spectui reading it: the client's own lag under load, in ns
+READ_LAG: ContextVar[list[int] | None] = ContextVar("spectui_read_lag", default=None)
 
 
 class SSEDecoder:
@@ -210,12 +215,15 @@ async def post_sse(
             body_chunks = r.extensions.get(BODY_CHUNKS)
             chunks = body_chunks() if body_chunks is not None else r.aiter_bytes()
             arrivals = r.extensions.get(ARRIVALS)
+            lags = READ_LAG.get()
             t_kernel = None  # a chunk already buffered when the last one was read arrived with it
             while True:
                 chunk = await anext(chunks, None)
                 if arrivals:  # the kernel's time for the newest packet of this chunk (backends/transport.py)
                     t = t_kernel = arrivals[-1]
                     arrivals.clear()
+                    if lags is not None:
+                        lags.append(clock() - t)
                 else:  # stamped as the bytes reach us, before any of our own work on them
                     t = t_kernel if t_kernel is not None else clock()
                 if chunk is None:  # the end of the body: a last event without its blank line still counts

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from spectui.backends.base import Backend
+from spectui.backends.sse import READ_LAG
 from spectui.core.compare import Divergence, compare_tokens
 from spectui.core.figures import SideRecorder
 from spectui.core.runner import counters_or_none, render_prompt
@@ -30,6 +31,24 @@ class SideLevel:
     wall_s: float
     metrics_drafted: float | None = None
     metrics_accepted: float | None = None
+    read_lag_ns: list[int] = field(default_factory=list)  # per kernel-stamped chunk: arrival to read
+
+    @cached_property
+    def read_lag_ms(self) -> tuple[float, float] | None:
+        """(p50, p99) of how long events waited between arriving and spectui reading them."""
+        from spectui.core.stats import quantile
+
+        if not self.read_lag_ns:
+            return None
+        v = sorted(self.read_lag_ns)
+        return quantile(v, 0.5) / 1e6, quantile(v, 0.99) / 1e6
+
+    @property
+    def client_behind(self) -> bool:
+        """The client read events later than half the gap between a stream's tokens (p99): then a read
+        can hold two tokens of one stream, whose gaps merge, and the client may be the limit."""
+        lag, tps = self.read_lag_ms, self.per_request_tps
+        return bool(lag and tps and lag[1] > 0.5 * 1000 / tps)
 
     @property
     def tokens(self) -> int:
@@ -101,6 +120,12 @@ class SideLevel:
             "metrics_accepted": self.metrics_accepted,
             "metrics_check": self.metrics_check,
             "failed": self.failed,
+            "client_read_lag_ms": (
+                {"p50": self.read_lag_ms[0], "p99": self.read_lag_ms[1], "reads": len(self.read_lag_ns)}
+                if self.read_lag_ms
+                else None
+            ),
+            "client_behind": self.client_behind,
         }
 
 
@@ -186,14 +211,17 @@ async def _run_side(backend: Backend, texts: list[str], params: GenerationParams
     # earlier levels' recorders stalled every stream for milliseconds at a time (bench/loadgen.py)
     gc.collect()
     gc.freeze()
+    lags: list[int] = []
+    token = READ_LAG.set(lags)  # the streams' tasks inherit it
     try:
         t0 = time.perf_counter()
         await asyncio.gather(*(one(i) for i in range(len(texts))))
         wall = time.perf_counter() - t0
     finally:
+        READ_LAG.reset(token)
         gc.unfreeze()
     after = await counters_or_none(backend)
-    lvl = SideLevel(recs, wall)
+    lvl = SideLevel(recs, wall, read_lag_ns=lags)
     if before is not None and after is not None:
         d = after.minus(before)
         lvl.metrics_drafted, lvl.metrics_accepted = d.drafted, d.accepted
@@ -284,6 +312,15 @@ def text_table(levels: list[Level]) -> str:
             f"{fmt(lv.baseline.per_request_tps):>14} {fmt(lv.candidate.per_request_tps):>14} "
             f"{fmt(lv.baseline.ttft_ms, '.0f') + '/' + fmt(lv.candidate.ttft_ms, '.0f'):>13}  {sp:<28} {same}"
         )
+    for lv in levels:
+        for name, side in (("baseline", lv.baseline), ("candidate", lv.candidate)):
+            if side.client_behind:
+                lag = side.read_lag_ms[1]
+                lines.append(
+                    f"client behind at {lv.concurrency} ({name}): events waited up to {lag:.0f} ms (p99) to be read, "
+                    f"over half the {1000 / side.per_request_tps:.0f} ms between a stream's tokens: some inter-token "
+                    "gaps merged, and the aggregate tok/s may be spectui's limit rather than the server's"
+                )
     repeated = max((len(lv.runs) for lv in levels), default=1)
     if repeated > 1:
         lines.append(f"aggregate tok/s: the median of {repeated} runs; per-request tok/s and TTFT: the first run's")

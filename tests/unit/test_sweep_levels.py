@@ -32,3 +32,29 @@ def test_a_repeated_level_reports_medians_and_where_outputs_differed():
 def test_a_run_where_a_side_failed_leaves_the_level_without_a_verdict():
     lv = level([(100.0, 30.0), (None, 31.0)], [(1, 0), (1, 1)], [None, None], failed_runs=[2])
     assert lv.identical is None and lv.to_json()["failed_runs"] == [2]
+
+
+class PacedSide(SideLevel):
+    """A side whose streams ran at a given per-request rate (no recorders needed)."""
+
+    def __init__(self, tps: float, lags_ms: list[float]) -> None:
+        super().__init__([], 1.0, read_lag_ns=[int(x * 1e6) for x in lags_ms])
+        self._tps = tps
+
+    @property
+    def per_request_tps(self) -> float:
+        return self._tps
+
+
+def test_a_client_that_read_late_says_so_and_one_that_kept_up_does_not():
+    from spectui.labs.sweep import text_table
+
+    kept_up = PacedSide(50.0, [0.1] * 99 + [3.0])  # p99 ≈ 3 ms against a 20 ms gap between tokens
+    behind = PacedSide(50.0, [1.0] * 90 + [36.0] * 10)  # p99 36 ms: a read can hold two of a stream's tokens
+    assert not kept_up.client_behind and behind.client_behind
+    assert behind.to_json()["client_read_lag_ms"]["p99"] == pytest.approx(36.0)
+    assert behind.to_json()["client_behind"] is True
+    table = text_table([Level(256, behind, kept_up, [])])
+    assert "client behind at 256 (baseline): events waited up to 36 ms (p99)" in table
+    assert "(candidate)" not in table
+    assert SideLevel([], 1.0).to_json()["client_read_lag_ms"] is None  # no kernel stamps: nothing claimed

@@ -53,8 +53,8 @@ class StampedSocket(socket.socket):
 
     __slots__ = ("arrivals",)
 
-    def __init__(self, family: int, type: int, proto: int) -> None:
-        super().__init__(family, type, proto)
+    def __init__(self, family: int = -1, type: int = -1, proto: int = -1, fileno: int | None = None) -> None:
+        super().__init__(family, type, proto, fileno)  # socket.dup() and accept() pass a fileno
         self.arrivals: deque[int] = deque(maxlen=64)
         if SO_TIMESTAMPNS is not None:
             self.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)

@@ -170,7 +170,13 @@ class SessionWriter:
             )
 
     def _write(self, obj: dict) -> None:
-        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+        # orjson: a line per streamed event, written as it arrives, was a fifth of the TUI's CPU at
+        # 2 × 10,000 tokens/s with the standard library's encoder (bench/tui_keepup.py)
+        try:
+            line = orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode() + "\n"
+        except TypeError:  # what orjson declines (an integer past 64 bits, a lone surrogate from a prompt
+            # file's "\ud800" escape): the standard encoder, escaped to ASCII so the line still writes
+            line = json.dumps(obj, separators=(",", ":")) + "\n"
         self.lines.append(line)
         if self._fh is not None:
             self._fh.write(line)

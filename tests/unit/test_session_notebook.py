@@ -252,3 +252,19 @@ def test_end_of_request_spec_report_survives_a_session_round_trip():
     ev = StreamFinished(1_000, "limit", {"prompt_n": 27}, 27, b"", {}, SpecReport("vLLM", [3, 4], [4, 4], 2, 7, 8, 10))
     back = event_from_json(event_to_json(ev, 0))
     assert back.spec == ev.spec and back.timings == ev.timings
+
+
+def test_a_prompt_orjson_declines_still_writes_a_whole_line(tmp_path):
+    """A prompt file's "\\ud800" escape gives a lone surrogate: the line is still written, whole."""
+    from spectui.core.types import GenerationParams, ServerInfo
+    from spectui.store.prompts import single
+    from spectui.store.session import SessionWriter
+
+    w = SessionWriter(tmp_path / "s.jsonl")
+    w.servers({"baseline": ServerInfo("http://a"), "candidate": ServerInfo("http://b")})
+    w.prompt(single(json.loads('"half \\ud800 a pair"')), GenerationParams(), "sequential")
+    w.prompt(single("next"), GenerationParams(), "sequential")
+    w.close()
+    lines = (tmp_path / "s.jsonl").read_text().splitlines()
+    assert len(lines) == 4 and "\\ud800" in lines[2]  # escaped, not a broken UTF-8 file
+    assert load_session(tmp_path / "s.jsonl").prompts[-1].prompt.preview == "next"

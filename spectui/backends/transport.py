@@ -42,7 +42,8 @@ SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", None) or (
 )
 ARRIVALS = "spectui.arrivals"  # the response extension: the deque of kernel arrival times (monotonic ns)
 # the response extension: the body's chunks straight from aiohttp, past httpx's three generator layers
-# (raw, decoded, re-chunked) that an uncompressed body does not need: a tenth of the CPU per event
+# (raw, decoded, re-chunked) that an uncompressed body does not need: about 20 µs less CPU per event on
+# a slow 2-core machine (64 streams × 64 tokens, whole client process, 6 alternating runs)
 BODY_CHUNKS = "spectui.body_chunks"
 _STALE_NS = 3_600 * 10**9  # a stamp further than this from now is not a packet's arrival time: ignored
 

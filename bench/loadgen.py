@@ -153,9 +153,9 @@ def spectui_client(url: str, n: int, tokens: int, out: str, shape: str = "openai
     from spectui.labs.sweep import _run_side
 
     async def go():
-        from spectui.backends.transport import sweep_client
+        from spectui.backends.transport import stamped_client
 
-        async with sweep_client(n * 2 + 4) as client:  # the client `spectui sweep` uses
+        async with stamped_client(n * 2 + 4) as client:  # the client `spectui sweep` uses
             if shape == "llamacpp":  # /completion, parsed and labelled as a llama-server's stream
                 from spectui.backends.llamacpp import LlamaCppBackend
 

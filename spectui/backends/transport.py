@@ -1,5 +1,5 @@
-"""The HTTP client for many concurrent streams (the sweep): httpx's interface over aiohttp's transport,
-on sockets whose arrival times the kernel stamps.
+"""The HTTP client of every command that times a stream (compare, sweep, prefix, sampling, the TUI):
+httpx's interface over aiohttp's transport, on sockets whose arrival times the kernel stamps.
 
 httpx's own HTTP/1.1 stack (httpcore, h11, anyio) costs several times the CPU per streamed event that
 aiohttp's C-accelerated parser does; at 64–256 concurrent streams on a 2-core machine that made the
@@ -9,14 +9,15 @@ code as it is and swaps the transport underneath.
 Arrival times. A batched server emits one token for every running stream at once; a client with one
 event loop handles that burst one stream after another, so a clock read in the client stamps the last
 stream of the burst late by the others' parsing, and more so the busier the client is (at 64 streams
-the p99 inter-token-latency error was 2–4 ms here, the peer clients' as much). On Linux the sweep's
-sockets ask the kernel to stamp every packet as it arrives (SO_TIMESTAMPNS): each read of a socket
-carries the time its last packet came in, which no amount of work in the client delays. A chunk of a
-response takes the stamp of the newest read it was made of; where there is no stamp (another OS, a
-loop that reads sockets itself like uvloop, the first packets after the kernel turns stamping on, a
-response wholly read before it was handed over), post_sse reads its own clock as before. Reads that a
-client too busy to keep up lets pile into one take that read's newest stamp: an upper bound for the
-earlier events in it, and never later than the clock read would have been.
+the p99 inter-token-latency error was 2–4 ms here, the peer clients' as much); in the TUI, drawing the
+panes is such work too. On Linux the client's sockets ask the kernel to stamp every packet as it
+arrives (SO_TIMESTAMPNS): each read of a socket carries the time its last packet came in, which no
+amount of work in the client delays. A chunk of a response takes the stamp of the newest read it was
+made of; where there is no stamp (another OS, a loop that reads sockets itself like uvloop, the first
+packets after the kernel turns stamping on, a response wholly read before it was handed over),
+post_sse reads its own clock as before. Reads that a client too busy to keep up lets pile into one take
+that read's newest stamp: an upper bound for the earlier events in it, and never later than the clock
+read would have been.
 """
 
 from __future__ import annotations
@@ -100,6 +101,9 @@ def _transport_class():
         """AiohttpTransport on StampedSockets; each response carries its socket's arrival times."""
 
         async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            if request.url.userinfo:  # httpx has made it the Authorization header already; aiohttp
+                # refuses a URL's credentials beside that header (ValueError, not a connection error)
+                request.url = request.url.copy_with(userinfo=b"")
             response = await super().handle_async_request(request)
             try:  # httpx-aiohttp's stream → aiohttp's response → its connection's socket
                 conn = response.stream._aiohttp_response.connection
@@ -116,7 +120,7 @@ def _transport_class():
     return StampedTransport
 
 
-def sweep_client(max_connections: int) -> httpx.AsyncClient:
+def stamped_client(max_connections: int = 100) -> httpx.AsyncClient:
     import aiohttp
 
     def session() -> aiohttp.ClientSession:  # made inside the running loop, at the first request

@@ -115,7 +115,6 @@ def exit_for(results) -> int:
 
 
 async def cmd_compare(args) -> int:
-    import httpx
 
     from spectui.core import runner
     from spectui.core.report import json_report, text_report
@@ -131,7 +130,9 @@ async def cmd_compare(args) -> int:
 
         writer = SessionWriter(args.save)  # refuses a file that is not a session before any server is asked
     try:
-        async with httpx.AsyncClient() as client:
+        from spectui.backends.transport import stamped_client
+
+        async with stamped_client() as client:
             backends, infos = await connect_pair(client, args)
             if writer:
                 writer.servers(infos)

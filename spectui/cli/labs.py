@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from spectui.backends.transport import stamped_client
 from spectui.cli.common import (  # noqa: F401
     EXIT_DIFFERS,
     EXIT_OK,
@@ -27,9 +28,7 @@ async def cmd_sweep(args) -> int:
         raise InputError(f"--repeat must be at least 1, not {args.repeat}")
     params = params_from(args)
     prompt_list = prompts_from(args)
-    from spectui.backends.transport import sweep_client
-
-    async with sweep_client(max(levels) * 2 + 4) as client:
+    async with stamped_client(max(levels) * 2 + 4) as client:
         backends, infos = await connect_pair(client, args)
         for name, info in infos.items():
             if info.slots is not None and info.slots < max(levels):
@@ -112,7 +111,6 @@ async def cmd_sweep(args) -> int:
 
 
 async def cmd_prefix(args) -> int:
-    import httpx
 
     from spectui.labs.prefix import FOLLOW_UPS, prefix_table, run_prefix
 
@@ -120,7 +118,7 @@ async def cmd_prefix(args) -> int:
         raise InputError("--turns must be at least 1")
     turns = [args.prompt] * args.turns if args.prompt else [FOLLOW_UPS[i % len(FOLLOW_UPS)] for i in range(args.turns)]
     params = params_from(args)
-    async with httpx.AsyncClient() as client:
+    async with stamped_client() as client:
         backends, infos = await connect_pair(client, args)
         result, cleared = await run_prefix(backends["baseline"], backends["candidate"], turns, params)
         restore = None
@@ -222,7 +220,6 @@ def cmd_theory(args) -> int:
 
 
 async def cmd_sampling(args) -> int:
-    import httpx
 
     from spectui.labs.sampling import sampling
 
@@ -256,7 +253,7 @@ async def cmd_sampling(args) -> int:
             bar(f"{prompt.id}: both sides, {total} seeds", done / total, f"sample {done}/{total}")
 
     try:
-        async with httpx.AsyncClient() as client:
+        async with stamped_client() as client:
             backends, infos = await connect_pair(client, args)
             if writer:
                 writer.servers(infos)

@@ -225,7 +225,9 @@ class SpectuiApp(App):
 
     def on_mount(self) -> None:
         self._register_themes()
-        self.client = httpx.AsyncClient()
+        from spectui.backends.transport import stamped_client
+
+        self.client = stamped_client()
         if self.config.backends:
             self.backends = dict(self.config.backends)
         else:

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from spectui.backends.sse import post_sse
-from spectui.backends.transport import ARRIVALS, SO_TIMESTAMPNS, StampedSocket, sweep_client
+from spectui.backends.transport import ARRIVALS, SO_TIMESTAMPNS, StampedSocket, stamped_client
 from spectui.core.errors import StreamBroken
 
 pytestmark = pytest.mark.skipif(
@@ -41,6 +41,7 @@ class TimedSSEServer:
         self.gzip_body = gzip_body  # the whole body gzip-compressed (Content-Encoding: gzip), in one chunk
         self.drop = drop  # close the connection after the events, without the body's end
         self.sent: list[int] = []
+        self.head = b""
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -61,6 +62,7 @@ class TimedSSEServer:
             while b"\r\n\r\n" not in buf:
                 buf += conn.recv(65536)
             head, _, body = buf.partition(b"\r\n\r\n")
+            self.head = head
             length = int(next(h.split(b":")[1] for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")))
             while len(body) < length:
                 body += conn.recv(65536)
@@ -96,7 +98,7 @@ async def read_busily(client: httpx.AsyncClient, url: str) -> list[tuple[int, in
 async def test_the_sweeps_client_stamps_the_send_time_not_the_busy_read():
     events = 4
     with TimedSSEServer(events) as srv:
-        async with sweep_client(4) as client:
+        async with stamped_client(4) as client:
             got = await read_busily(client, f"http://127.0.0.1:{srv.port}/completion")
     assert len(got) == events
     for k, ((stamp, read), sent) in enumerate(zip(got, srv.sent)):
@@ -120,7 +122,7 @@ async def test_without_kernel_stamps_the_read_time_stands():
 async def test_responses_carry_their_sockets_arrivals():
     with TimedSSEServer(2) as srv:  # still streaming when the response is handed over (a whole response
         # already read releases its connection, and its stamps with it: post_sse reads its clock then)
-        async with sweep_client(4) as client:
+        async with stamped_client(4) as client:
             async with client.stream("POST", f"http://127.0.0.1:{srv.port}/completion", json={}) as r:
                 assert isinstance(r.extensions.get(ARRIVALS), deque)
                 body = await r.aread()
@@ -154,16 +156,31 @@ def test_a_stamped_socket_records_each_read_on_the_monotonic_clock():
 async def test_a_compressed_body_is_still_decoded():
     """The direct path past httpx's layers is for uncompressed bodies only; a gzip body goes through httpx."""
     with TimedSSEServer(3, gzip_body=True) as srv:
-        async with sweep_client(4) as client:
+        async with stamped_client(4) as client:
             got = [obj async for _t, obj in post_sse(client, f"http://127.0.0.1:{srv.port}/completion", {})]
     assert [o["content"] for o in got] == ["t0", "t1", "t2"]
 
 
 async def test_a_dropped_connection_is_a_one_line_stream_error():
     with TimedSSEServer(2, drop=True) as srv:
-        async with sweep_client(4) as client:
+        async with stamped_client(4) as client:
             got = []
             with pytest.raises(StreamBroken, match="connection to .* lost"):
                 async for _t, obj in post_sse(client, f"http://127.0.0.1:{srv.port}/completion", {}):
                     got.append(obj)
     assert len(got) == 2
+
+
+async def test_credentials_in_the_url_beside_an_api_key_go_as_httpx_sends_them():
+    """aiohttp refuses a URL's user:password beside an Authorization header (a ValueError, which no
+    stream error catches); the stamped client sends what plain httpx sends, and no traceback."""
+    heads = []
+    for make in (httpx.AsyncClient, lambda: stamped_client(4)):
+        with TimedSSEServer(1) as srv:
+            async with make() as client:
+                url = f"http://alice:pw@127.0.0.1:{srv.port}/completion"
+                got = [o async for _t, o in post_sse(client, url, {}, headers={"Authorization": "Bearer k"})]
+        assert got == [{"content": "t0"}]
+        fields = dict(h.split(b":", 1) for h in srv.head.split(b"\r\n")[1:])
+        heads.append({k.lower(): v.strip() for k, v in fields.items()}[b"authorization"])
+    assert heads[0] == heads[1], heads

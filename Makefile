@@ -39,6 +39,7 @@ test: setup lint browser
 	$(PY) -m pytest -q
 
 bench: setup
+	$(PY) bench/calibrate.py
 	$(PY) bench/parse_throughput.py
 	$(PY) bench/tui_keepup.py
 	$(PY) bench/replay_100k.py

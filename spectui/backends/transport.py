@@ -1,4 +1,4 @@
-"""The HTTP client of every command that times a stream (compare, sweep, prefix, sampling, the TUI):
+"""The HTTP client of the headless commands that time streams (compare, sweep, prefix, sampling):
 httpx's interface over aiohttp's transport, on sockets whose arrival times the kernel stamps.
 
 httpx's own HTTP/1.1 stack (httpcore, h11, anyio) costs several times the CPU per streamed event that
@@ -9,8 +9,7 @@ code as it is and swaps the transport underneath.
 Arrival times. A batched server emits one token for every running stream at once; a client with one
 event loop handles that burst one stream after another, so a clock read in the client stamps the last
 stream of the burst late by the others' parsing, and more so the busier the client is (at 64 streams
-the p99 inter-token-latency error was 2–4 ms here, the peer clients' as much); in the TUI, drawing the
-panes is such work too. On Linux the client's sockets ask the kernel to stamp every packet as it
+the p99 inter-token-latency error was 2–4 ms here, the peer clients' as much). On Linux the client's sockets ask the kernel to stamp every packet as it
 arrives (SO_TIMESTAMPNS): each read of a socket carries the time its last packet came in, which no
 amount of work in the client delays. A chunk of a response takes the stamp of the newest read it was
 made of; where there is no stamp (another OS, a loop that reads sockets itself like uvloop, the first

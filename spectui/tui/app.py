@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -225,9 +226,7 @@ class SpectuiApp(App):
 
     def on_mount(self) -> None:
         self._register_themes()
-        from spectui.backends.transport import stamped_client
-
-        self.client = stamped_client()
+        self.client = httpx.AsyncClient()
         if self.config.backends:
             self.backends = dict(self.config.backends)
         else:
@@ -472,7 +471,10 @@ class SpectuiApp(App):
         self.servers.stop()
         self.recording.close()
         if self.client is not None:
-            await self.client.aclose()
+            try:  # quitting never waits on a connection that will not close
+                await asyncio.wait_for(self.client.aclose(), 3.0)
+            except Exception:  # TimeoutError included
+                pass
         self.gpu_probe.close()
 
     def on_probe_sampled(self, msg: ProbeSampled) -> None:

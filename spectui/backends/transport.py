@@ -9,14 +9,14 @@ code as it is and swaps the transport underneath.
 Arrival times. A batched server emits one token for every running stream at once; a client with one
 event loop handles that burst one stream after another, so a clock read in the client stamps the last
 stream of the burst late by the others' parsing, and more so the busier the client is (at 64 streams
-the p99 inter-token-latency error was 2–4 ms here, the peer clients' as much). On Linux the client's sockets ask the kernel to stamp every packet as it
-arrives (SO_TIMESTAMPNS): each read of a socket carries the time its last packet came in, which no
-amount of work in the client delays. A chunk of a response takes the stamp of the newest read it was
-made of; where there is no stamp (another OS, a loop that reads sockets itself like uvloop, the first
-packets after the kernel turns stamping on, a response wholly read before it was handed over),
-post_sse reads its own clock as before. Reads that a client too busy to keep up lets pile into one take
-that read's newest stamp: an upper bound for the earlier events in it, and never later than the clock
-read would have been.
+the p99 inter-token-latency error was 2–4 ms here, the peer clients' as much). On Linux the client's
+sockets ask the kernel to stamp every packet as it arrives (SO_TIMESTAMPNS): each read of a socket
+carries the time its last packet came in, which no amount of work in the client delays. A chunk of a
+response takes the stamp of the newest read it was made of; where there is no stamp (another OS, a loop
+that reads sockets itself like uvloop, the first packets after the kernel turns stamping on, a response
+wholly read before it was handed over), post_sse reads its own clock as before. Reads that a client too
+busy to keep up lets pile into one take that read's newest stamp: an upper bound for the earlier events
+in it, and never later than the clock read would have been.
 """
 
 from __future__ import annotations

@@ -219,9 +219,12 @@ async def post_sse(
             t_kernel = None  # a chunk already buffered when the last one was read arrived with it
             while True:
                 chunk = await anext(chunks, None)
+                newest = 0
                 if arrivals:  # the kernel's time for the newest packet of this chunk (backends/transport.py)
-                    t = t_kernel = arrivals[-1]
+                    newest = arrivals[-1]
                     arrivals.clear()
+                if newest >= started:  # older: an earlier response's last read on this kept-alive connection
+                    t = t_kernel = newest
                     if lags is not None:
                         lags.append(clock() - t)
                 else:  # stamped as the bytes reach us, before any of our own work on them

@@ -21,6 +21,7 @@ in it, and never later than the clock read would have been.
 
 from __future__ import annotations
 
+import functools
 import platform
 import socket
 import struct
@@ -66,9 +67,9 @@ class StampedSocket(socket.socket):
             for level, kind, raw in ancdata:
                 if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(raw) >= 16:
                     sec, nsec = struct.unpack_from("@qq", raw)
-                    # the kernel's clock is CLOCK_REALTIME: move it onto the monotonic clock
-                    mono = sec * 1_000_000_000 + nsec - (time.time_ns() - time.perf_counter_ns())
-                    if abs(time.perf_counter_ns() - mono) < _STALE_NS:
+                    now = time.perf_counter_ns()  # the kernel's clock is CLOCK_REALTIME: move it onto ours
+                    mono = sec * 1_000_000_000 + nsec - (time.time_ns() - now)
+                    if abs(now - mono) < _STALE_NS:
                         self.arrivals.append(mono)
         return data
 
@@ -93,6 +94,7 @@ async def _chunks(content) -> AsyncIterator[bytes]:
             yield chunk
 
 
+@functools.cache
 def _transport_class():
     from httpx_aiohttp import AiohttpTransport  # here, not at import: only the sweep pays for aiohttp
 
@@ -104,16 +106,17 @@ def _transport_class():
                 # refuses a URL's credentials beside that header (ValueError, not a connection error)
                 request.url = request.url.copy_with(userinfo=b"")
             response = await super().handle_async_request(request)
-            try:  # httpx-aiohttp's stream → aiohttp's response → its connection's socket
-                conn = response.stream._aiohttp_response.connection
-                sock = _sockets.get(conn.transport.get_extra_info("socket").fileno())
+            aio = getattr(response.stream, "_aiohttp_response", None)  # httpx-aiohttp's hold on aiohttp's
+            if aio is None:
+                return response
+            try:  # its connection's socket; gone when the whole response was read before it came here
+                sock = _sockets.get(aio.connection.transport.get_extra_info("socket").fileno())
             except AttributeError:
                 sock = None
             if sock is not None:
                 response.extensions[ARRIVALS] = sock.arrivals
-            content = getattr(getattr(response.stream, "_aiohttp_response", None), "content", None)
-            if content is not None and response.headers.get("content-encoding", "identity") == "identity":
-                response.extensions[BODY_CHUNKS] = lambda: _chunks(content)
+            if response.headers.get("content-encoding", "identity") == "identity":
+                response.extensions[BODY_CHUNKS] = lambda: _chunks(aio.content)
             return response
 
     return StampedTransport

@@ -115,7 +115,7 @@ def exit_for(results) -> int:
 
 
 async def cmd_compare(args) -> int:
-
+    from spectui.backends.transport import stamped_client
     from spectui.core import runner
     from spectui.core.report import json_report, text_report
 
@@ -130,8 +130,6 @@ async def cmd_compare(args) -> int:
 
         writer = SessionWriter(args.save)  # refuses a file that is not a session before any server is asked
     try:
-        from spectui.backends.transport import stamped_client
-
         async with stamped_client() as client:
             backends, infos = await connect_pair(client, args)
             if writer:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 
-from spectui.backends.transport import stamped_client
 from spectui.cli.common import (  # noqa: F401
     EXIT_DIFFERS,
     EXIT_OK,
@@ -28,6 +27,8 @@ async def cmd_sweep(args) -> int:
         raise InputError(f"--repeat must be at least 1, not {args.repeat}")
     params = params_from(args)
     prompt_list = prompts_from(args)
+    from spectui.backends.transport import stamped_client
+
     async with stamped_client(max(levels) * 2 + 4) as client:
         backends, infos = await connect_pair(client, args)
         for name, info in infos.items():
@@ -111,7 +112,7 @@ async def cmd_sweep(args) -> int:
 
 
 async def cmd_prefix(args) -> int:
-
+    from spectui.backends.transport import stamped_client
     from spectui.labs.prefix import FOLLOW_UPS, prefix_table, run_prefix
 
     if args.turns < 1:
@@ -220,7 +221,7 @@ def cmd_theory(args) -> int:
 
 
 async def cmd_sampling(args) -> int:
-
+    from spectui.backends.transport import stamped_client
     from spectui.labs.sampling import sampling
 
     if args.temperature == 0:

@@ -44,11 +44,12 @@ class SideLevel:
         return quantile(v, 0.5) / 1e6, quantile(v, 0.99) / 1e6
 
     @property
-    def client_behind(self) -> bool:
+    def client_behind(self) -> bool | None:
         """The client read events later than half the gap between a stream's tokens (p99): then a read
-        can hold two tokens of one stream, whose gaps merge, and the client may be the limit."""
+        can hold two tokens of one stream, whose gaps merge, and the client may be the limit. None where
+        unmeasured (no kernel stamps, or no stream decoded)."""
         lag, tps = self.read_lag_ms, self.per_request_tps
-        return bool(lag and tps and lag[1] > 0.5 * 1000 / tps)
+        return lag[1] > 0.5 * 1000 / tps if lag and tps else None
 
     @property
     def tokens(self) -> int:
@@ -317,7 +318,7 @@ def text_table(levels: list[Level]) -> str:
             if side.client_behind:
                 lag = side.read_lag_ms[1]
                 lines.append(
-                    f"client behind at {lv.concurrency} ({name}): events waited up to {lag:.0f} ms (p99) to be read, "
+                    f"client behind at {lv.concurrency} ({name}): reads lagged their packets by {lag:.0f} ms (p99), "
                     f"over half the {1000 / side.per_request_tps:.0f} ms between a stream's tokens: some inter-token "
                     "gaps merged, and the aggregate tok/s may be spectui's limit rather than the server's"
                 )

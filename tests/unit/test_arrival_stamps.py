@@ -184,3 +184,17 @@ async def test_credentials_in_the_url_beside_an_api_key_go_as_httpx_sends_them()
         fields = dict(h.split(b":", 1) for h in srv.head.split(b"\r\n")[1:])
         heads.append({k.lower(): v.strip() for k, v in fields.items()}[b"authorization"])
     assert heads[0] == heads[1], heads
+
+
+async def test_a_stamp_from_before_the_request_is_not_taken():
+    """On a kept-alive connection the socket's last stamp can be an earlier response's (its closing
+    read); a chunk stamped with it would put the first token before the request was sent."""
+
+    def handler(request):
+        body = b'data: {"content": "t0"}\n\n'
+        return httpx.Response(200, content=body, extensions={ARRIVALS: deque([1_000])})  # long past
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        before = time.perf_counter_ns()
+        got = [t async for t, _obj in post_sse(client, "http://x/completion", {})]
+    assert got and all(t >= before for t in got), got

@@ -2,12 +2,14 @@
 and say which explained it — with the evidence.
 
 1. run-to-run: each side again under the same conditions; a side that does not reproduce itself is
-   `nondeterminism` (which side, where it moved);
+   `nondeterminism` (which side, where it moved) — unless its rerun found a different prompt-cache state
+   (with the cache on, a rerun finds its own prompt cached): then the cache step decides first;
 2. cache: a side that reused prompt-cache tokens, recomputed without them (llama.cpp cache_prompt false
    and a slot erase where allowed, vLLM /reset_prefix_cache, SGLang /flush_cache); if it then equals
    the other side, the cause is `cache`;
 3. near-tie: both sides' top log-probabilities at the divergent position, from the common prefix's
-   token ids; a margin between the two chosen tokens under a threshold is `near-tie`;
+   token ids; an exact margin between the two chosen tokens under a threshold is `near-tie` (where a
+   chosen token is missing from a side's top-k the margin is only a bound, "margin ≥ X", never a near-tie);
 4. otherwise `configuration`: the two servers compute different distributions, with what differs.
 
 Reruns use recorders of their own: they never touch the run's figures, its session events or the
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from spectui.backends.base import Backend
 from spectui.core.compare import compare_tokens
 from spectui.core.errors import describe
+from spectui.core.figures import SideRecorder
 from spectui.core.runner import PromptResult, run_side
 from spectui.core.types import GenerationParams
 
@@ -48,6 +51,14 @@ class Triage:
 
     def line(self) -> str:
         return f"cause: {self.cause} — {self.summary} (reruns: {len(self.reruns)})"
+
+
+def _cached(rec: SideRecorder) -> int:
+    return rec.figures.prompt_cached or 0
+
+
+def _can_run_cold(backend: Backend) -> bool:
+    return backend.capabilities.cache_reset or backend.capabilities.cache_prompt_control
 
 
 def _first_byte(a, b) -> int | None:
@@ -90,6 +101,7 @@ async def triage(
     text = result.rendered
 
     # 1. run-to-run, under the run's own conditions (its cache setting included)
+    unsettled: dict[str, SideRecorder] = {}  # reruns that moved under another cache state: step 2 decides
     for name, (backend, orig) in sides.items():
         if name not in text:
             notes.append(f"{name}: its rendered prompt is unknown; no rerun")
@@ -102,10 +114,20 @@ async def triage(
         reruns.append(
             {"what": f"{name} again under the same conditions", "identical": moved is None, "first_divergence": moved}
         )
+        if moved is not None and _cached(rec) != _cached(orig) and _can_run_cold(backend):
+            # with the prompt cache on, the rerun found its prompt cached (or lost it): not the same conditions
+            unsettled[name] = rec
+            continue
         if moved is not None:
+            why = (
+                f" (its rerun reused {_cached(rec)} cached prompt tokens, its first run {_cached(orig)}; the "
+                "server offers no cold run to tell the cache from nondeterminism)"
+                if _cached(rec) != _cached(orig)
+                else ""
+            )
             return Triage(
                 "nondeterminism",
-                f"the {name} does not reproduce itself: its rerun differs from its first run at byte {moved}",
+                f"the {name} does not reproduce itself: its rerun differs from its first run at byte {moved}{why}",
                 reruns,
                 None,
                 notes,
@@ -113,7 +135,7 @@ async def triage(
 
     # 2. the prompt cache
     for name, (backend, orig) in sides.items():
-        if not (orig.figures.prompt_cached or 0) or name not in text:
+        if not (_cached(orig) or name in unsettled) or name not in text:
             continue
         other = result.candidate if name == "baseline" else result.baseline
         done = []
@@ -130,20 +152,39 @@ async def triage(
             notes.append(f"{name}: the cold rerun failed")
             continue
         at = _first_byte(other, rec)
+        reused = max(_cached(orig), _cached(unsettled.get(name, orig)))
+        if name in unsettled:
+            # two runs without cached tokens must agree, or the side is nondeterministic after all
+            cold_before = next((r for r in (orig, unsettled[name]) if not _cached(r)), None)
+            again = _first_byte(cold_before, rec) if cold_before is not None else None
+            if again is not None:
+                return Triage(
+                    "nondeterminism",
+                    f"the {name} does not reproduce itself: two runs without cached prompt tokens differ at "
+                    f"byte {again}",
+                    reruns,
+                    None,
+                    notes,
+                )
+            if at is not None:
+                notes.append(
+                    f"{name}: its rerun reused {_cached(unsettled[name])} cached prompt tokens and differed from "
+                    f"its first run ({_cached(orig)}): the prompt cache changes its output, though not this divergence"
+                )
         reruns.append(
             {
                 "what": f"{name} recomputed without its prompt cache ({'; '.join(done) or 'cache_prompt: false'})",
                 "identical": at is None,
                 "first_divergence": at,
-                "prompt_cached_before": orig.figures.prompt_cached,
+                "prompt_cached_before": reused,
                 "prompt_cached_now": rec.figures.prompt_cached,
             }
         )
         if at is None:
             return Triage(
                 "cache",
-                f"a prompt-cache hit changed the greedy output ({orig.figures.prompt_cached} tokens "
-                f"reused); recomputed, the {name} is identical to the {other.name}",
+                f"a prompt-cache hit changed the greedy output ({reused} tokens reused); recomputed, the "
+                f"{name} is identical to the {other.name}",
                 reruns,
                 None,
                 notes,
@@ -151,6 +192,7 @@ async def triage(
 
     # 3. a near-tie at the divergent position
     evidence = await _near_tie(sides, result, text, notes)
+    # only an exact margin can be a near-tie: a bound ("margin ≥ X") says nothing about how close it was
     if evidence is not None and evidence.get("margin") is not None and abs(evidence["margin"]) < threshold:
         return Triage(
             "near-tie",
@@ -174,6 +216,11 @@ async def triage(
     )
     if evidence is not None and evidence.get("margin") is not None:
         summary += f" (margin at the divergence {abs(evidence['margin']):.3f} nats)"
+    elif evidence is not None and evidence.get("margin_bound") is not None:
+        summary += (
+            f" (margin at the divergence ≥ {evidence['margin_bound']:.3f} nats: a chosen token was outside a "
+            "side's top log-probabilities, so only a bound is known)"
+        )
     return Triage("configuration", summary, reruns, evidence, notes)
 
 
@@ -193,7 +240,7 @@ async def _near_tie(sides, result: PromptResult, text: dict, notes: list[str]) -
     chosen_b = b_toks[k].token_id if k < len(b_toks) else None
     chosen_c = c_toks[k].token_id if k < len(c_toks) else None
     out: dict = {"position": k, "baseline_token": chosen_b, "candidate_token": chosen_c}
-    margins = []
+    margins, bounds = [], []
     for name, (backend, _orig) in sides.items():
         if not backend.capabilities.logprobs:
             notes.append(f"{name}: gives no log-probabilities; near-tie not checked on this side")
@@ -208,10 +255,18 @@ async def _near_tie(sides, result: PromptResult, text: dict, notes: list[str]) -
         if m is not None and math.isfinite(m):
             out[f"{name}_margin"] = m
             out[f"{name}_margin_exact"] = exact
-            margins.append(m)
-    if not margins:
+            (margins if exact else bounds).append(m)
+    if not margins and not bounds:
         return out if len(out) > 3 else None
-    out["margin"] = min(margins, key=abs)
+    # a bound is a lower bound on that side's |margin| (the missing token's logprob is at most the smallest
+    # listed), never the margin itself: the smallest margin over the sides is exact only when no side's
+    # bound could fall below it; otherwise all that is known is "margin ≥ the smallest of them"
+    smallest = min(margins, key=abs) if margins else None
+    if smallest is not None and all(abs(b) >= abs(smallest) for b in bounds):
+        out["margin"] = smallest
+    else:
+        out["margin"] = None
+        out["margin_bound"] = min(abs(m) for m in margins + bounds)
     return out
 
 

@@ -24,6 +24,7 @@ from spectui.backends.metrics import CounterNames, counters_from
 from spectui.core.errors import Unsupported
 from spectui.core.events import StreamEvent
 from spectui.core.types import GenerationParams, ServerCounters, ServerInfo
+from spectui.core.verdict import Verdict
 
 OnWait = Callable[[str, float], None]
 
@@ -67,6 +68,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]:
         """Stream one completion as events; a failure ends it with StreamFailed, never raises."""
+
+    def recorded_verdict(self) -> Verdict | None:
+        """The verdict a recording holds for the prompt just played (a saved session's), else None: a live
+        server's prompts are judged by the run (core.verdict.judge)."""
+        return None
 
     async def metrics(self) -> dict[str, float] | None:
         """The raw /metrics samples, or None where the server has none."""

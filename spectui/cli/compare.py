@@ -170,14 +170,14 @@ def cmd_replay(args) -> int:
     from spectui.store.session import load_session, results_for
 
     session = load_session(args.file)
-    for w in session.warnings:
-        print(f"spectui: warning: {w}", file=sys.stderr)
     if not session.prompts:
         raise InputError(f"{session.path} holds no prompts to replay")
     if args.no_tui:
         from spectui.core.report import json_report, text_report
 
-        results = results_for(session)
+        results = results_for(session)  # the recorded verdicts, each checked against its events
+        for w in session.warnings:
+            print(f"spectui: warning: {w}", file=sys.stderr)
         params, order = session.prompts[0].params, session.prompts[0].order
         if args.json:
             print(json.dumps(json_report(session.infos, results, params, order), indent=2))
@@ -185,6 +185,8 @@ def cmd_replay(args) -> int:
             print(f"replay of {session.path} (recorded {session.created})")
             print(text_report(session.infos, results, params, order))
         return exit_for(results)
+    for w in session.warnings:
+        print(f"spectui: warning: {w}", file=sys.stderr)
     from spectui.cli.tui import run_replay
 
     return run_replay(session, args.speed)
@@ -195,9 +197,9 @@ def cmd_report(args) -> int:
     from spectui.store.session import load_session, results_for
 
     session = load_session(args.file)
+    results = results_for(session)
     for w in session.warnings:
         print(f"spectui: warning: {w}", file=sys.stderr)
-    results = results_for(session)
     if not results:
         raise InputError(f"{session.path} holds no prompts")
     if args.output and Path(args.output).expanduser().is_dir():

@@ -87,10 +87,11 @@ async def cmd_sweep(args) -> int:
                 "baseline_build": infos["baseline"].build,
                 "candidate_build": infos["candidate"].build,
                 "candidate_config": infos["candidate"].describe_speedup(),
-                "baseline_tokens_per_s": lv.baseline.aggregate_tps,
-                "candidate_tokens_per_s": lv.candidate.aggregate_tps,
-                "acceptance_rate": lv.candidate.acceptance_rate,
+                "baseline_tokens_per_s": lv.throughput("baseline"),
+                "candidate_tokens_per_s": lv.throughput("candidate"),
+                "acceptance_rate": lv.candidate.acceptance_rate if not lv.candidate.failed else None,
                 "speedup": lv.speedup,
+                "outputs": lv.outputs_text(),
                 "speedup_low": lv.spread.low if lv.spread else None,
                 "speedup_high": lv.spread.high if lv.spread else None,
                 "runs": max(1, len(lv.runs)),
@@ -135,7 +136,7 @@ async def cmd_prefix(args) -> int:
                     "candidate": infos["candidate"].to_json(),
                     "cleared": cleared,
                     "turns": [t.to_json() for t in result],
-                    "identical": all(t.divergence is None for t in result),
+                    "identical": all(t.verdict.identical for t in result),
                     "restore_check": restore,
                 },
                 indent=2,
@@ -162,7 +163,9 @@ async def cmd_prefix(args) -> int:
             )
     if any(t.baseline.failed or t.candidate.failed for t in result):
         return EXIT_SERVER
-    return EXIT_OK if all(t.divergence is None for t in result) else EXIT_DIFFERS
+    if any(t.verdict.identical is None for t in result):
+        return EXIT_SERVER
+    return EXIT_OK if all(t.verdict.identical for t in result) else EXIT_DIFFERS
 
 
 async def cmd_cache(args) -> int:

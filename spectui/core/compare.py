@@ -27,7 +27,45 @@ class Divergence:
             "baseline_excerpt": escape_bytes(self.baseline_excerpt),
             "candidate_excerpt": escape_bytes(self.candidate_excerpt),
             "excerpt_start": self.excerpt_start,
+            # the excerpts' exact bytes, so a recorded divergence reads back as it was found
+            "baseline_excerpt_hex": self.baseline_excerpt.hex(),
+            "candidate_excerpt_hex": self.candidate_excerpt.hex(),
         }
+
+    @classmethod
+    def from_json(cls, d: object) -> Divergence:
+        """A recorded divergence; TypeError/ValueError say what is wrong with a damaged one."""
+        if not isinstance(d, dict):
+            raise TypeError(f"divergence is {type(d).__name__}, not an object")
+
+        def num(key: str, optional: bool = False) -> int | None:
+            v = d.get(key)
+            if v is None and optional:
+                return None
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"divergence {key} is {v!r}")
+            return v
+
+        def excerpt(side: str) -> bytes:
+            raw = d.get(f"{side}_excerpt_hex")
+            if isinstance(raw, str):
+                return bytes.fromhex(raw)
+            text = d.get(f"{side}_excerpt", "")  # older records: the escaped text only
+            return text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else b""
+
+        kind, detail = d.get("kind", "bytes"), d.get("detail", "")
+        if kind not in ("bytes", "ids", "count") or not isinstance(detail, str):
+            raise ValueError(f"divergence kind {kind!r}")
+        return cls(
+            num("byte") or 0,
+            num("baseline_token", True),
+            num("candidate_token", True),
+            excerpt("baseline"),
+            excerpt("candidate"),
+            num("excerpt_start", True) or 0,
+            kind,
+            detail,
+        )
 
 
 def escape_bytes(data: bytes) -> str:

@@ -48,11 +48,36 @@ class SideFigures:
         steps = int(self.metrics_steps) if self.metrics_steps else self.steps
         return 1 + self.accepted / steps if steps else None
 
-    def to_json(self) -> dict:
+    def to_json(self, measured: bool = True) -> dict:
+        """The figures; with `measured` False (the side failed or never finished) no rate, acceptance or
+        speculation figure is given: a cut-off stream measured none of them."""
         d = asdict(self)
         d["acceptance_rate"] = self.acceptance_rate
         d["mean_accepted_length"] = self.mean_accepted_length
+        if not measured:
+            for key in UNMEASURED_WHEN_CUT:
+                if key in d:
+                    d[key] = None
+            d["unmeasured"] = "the side did not finish: no rate, acceptance or draft figure from it"
         return d
+
+
+# what a side that failed or was cut off has not measured (its tokens so far and TTFT stay: they happened)
+UNMEASURED_WHEN_CUT = (
+    "decode_tps",
+    "observed_tps",
+    "server_decode_tps",
+    "server_tps_incl_prefill",
+    "drafted",
+    "accepted",
+    "steps",
+    "acceptance_rate",
+    "mean_accepted_length",
+    "accepted_per_position",
+    "metrics_drafted",
+    "metrics_accepted",
+    "metrics_steps",
+)
 
 
 class SideRecorder:

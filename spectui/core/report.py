@@ -32,13 +32,17 @@ def speedup_text(r: PromptResult) -> str:
 
 
 def verdict_text(r: PromptResult) -> str:
-    if r.failed:
+    """The prompt's carried verdict (core.verdict), in the report's words; never judged here."""
+    v = r.verdict
+    if v is None:
+        return "not judged (the prompt did not finish)"
+    if v.status == "failed":
         return "not compared (a side failed)"
-    if r.incomplete:
+    if v.status == "incomplete":
         return "incomplete (the recording stops inside this prompt): no verdict"
-    if r.divergence is None:
+    d = v.divergence
+    if d is None:
         return "identical"
-    d = r.divergence
     what = f"; {d.detail}" if d.kind != "bytes" and d.detail else ""
     return f"DIFFERS at byte {d.byte} (token {_tok(d.baseline_token)} / {_tok(d.candidate_token)}{what})"
 
@@ -176,7 +180,7 @@ def repeat_lines(results: list[PromptResult]) -> list[str]:
 
 
 def side_json(rec) -> dict:
-    d = rec.figures.to_json()
+    d = rec.figures.to_json(measured=rec.finished is not None)
     d["output"] = rec.output().decode("utf-8", errors="replace")
     d["failed"] = rec.failed.message if rec.failed is not None else None
     return d
@@ -193,6 +197,7 @@ def json_report(
                 "category": r.prompt.category,
                 "baseline": side_json(r.baseline),
                 "candidate": side_json(r.candidate),
+                "verdict": r.verdict.to_json() if r.verdict is not None else None,
                 "identical": r.identical,
                 "incomplete": r.incomplete,
                 "compared": r.compared,
@@ -202,7 +207,7 @@ def json_report(
                 "run": r.run,
                 "triage": r.triage,
                 "drafts": r.drafts,
-                "acceptance_rate": r.candidate.figures.acceptance_rate,
+                "acceptance_rate": r.candidate.figures.acceptance_rate if r.candidate.finished is not None else None,
             }
         )
     return {

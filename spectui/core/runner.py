@@ -11,11 +11,12 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from spectui.core.compare import Divergence, compare_ids, compare_tokens, token_divergence
+from spectui.core.compare import Divergence
 from spectui.core.errors import describe
 from spectui.core.events import StreamEvent, StreamFailed
 from spectui.core.figures import SideRecorder
 from spectui.core.types import GenerationParams, Prompt, ServerCounters, ServerInfo
+from spectui.core.verdict import Verdict, judge
 
 EventSink = Callable[[str, StreamEvent], None]
 SIDES = ("baseline", "candidate")
@@ -33,6 +34,8 @@ class Source(Protocol):
     def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]: ...
 
     async def counters(self) -> ServerCounters | None: ...
+
+    def recorded_verdict(self) -> Verdict | None: ...
 
 
 class RunObserver:
@@ -53,12 +56,13 @@ class PromptResult:
     prompt: Prompt
     baseline: SideRecorder
     candidate: SideRecorder
-    divergence: Divergence | None = None
+    # THE verdict (core.verdict.judge), made once when the prompt finished and carried to every view;
+    # None only while the prompt runs
+    verdict: Verdict | None = None
     rendered: dict[str, str] = field(default_factory=dict)
     damaged: bool = False  # rebuilt from a recording with unreadable records
     run: int = 1  # which repeat of this prompt (1-based) and how many were made
     runs: int = 1
-    compared: str = "text"  # what the verdict compared: "text+ids" or "text"
     triage: dict | None = None  # labs.triage's finding for a divergent prompt (its to_json form)
     seed: int | None = None  # the request seed, where a lab varies it per run (sampling)
     drafts: dict | None = None  # labs.probe's reconstruction of the rejected drafts (its to_json form)
@@ -70,17 +74,34 @@ class PromptResult:
     @property
     def incomplete(self) -> bool:
         """A side has neither finished nor failed (a cut-off recording): never a verdict."""
+        if self.verdict is not None:
+            return self.verdict.status == "incomplete"
         return self.damaged or not (self.baseline.done and self.candidate.done)
 
     @property
     def identical(self) -> bool | None:
-        if self.failed or self.incomplete:
-            return None
-        return self.divergence is None
+        """The carried verdict's answer: True/False, None where there is none (failed, incomplete)."""
+        return self.verdict.identical if self.verdict is not None else None
+
+    @property
+    def divergence(self) -> Divergence | None:
+        return self.verdict.divergence if self.verdict is not None else None
+
+    @property
+    def compared(self) -> str:
+        return self.verdict.compared if self.verdict is not None else "text"
+
+    @property
+    def measured(self) -> bool:
+        """Both sides finished: only then do rates, acceptance and a speed-up exist for this prompt."""
+        return self.baseline.finished is not None and self.candidate.finished is not None and not self.failed
 
     @property
     def speedup(self) -> float | None:
-        """Candidate decode tokens/s over the baseline's, both measured by spectui."""
+        """Candidate decode tokens/s over the baseline's, both measured by spectui; None unless both
+        sides finished (a failed or cut-off side measured nothing)."""
+        if not self.measured:
+            return None
         b, c = self.baseline.figures.decode_tps, self.candidate.figures.decode_tps
         if b and c:
             return c / b
@@ -206,11 +227,17 @@ async def compare_prompt(
         await side("baseline", baseline)
         await side("candidate", candidate)
     result = PromptResult(prompt, recs["baseline"], recs["candidate"], rendered=rendered)
-    if not result.failed:
-        result.divergence, result.compared = compare_sides(
-            result.baseline, result.candidate, same_tokenizer(baseline.info, candidate.info)
-        )
+    result.verdict = verdict_for(baseline, candidate, result)
     return result
+
+
+def verdict_for(baseline: Source, candidate: Source, result: PromptResult) -> Verdict:
+    """The verdict a prompt carries: judged here, once; a replayed prompt carries the one its run
+    recorded (replay's own recomputation is a check, made and reported by the session loader)."""
+    recorded = baseline.recorded_verdict()
+    if recorded is not None:
+        return recorded
+    return judge(result.baseline, result.candidate, same_tokenizer(baseline.info, candidate.info), result.damaged)
 
 
 def same_tokenizer(a: ServerInfo | None, b: ServerInfo | None) -> bool:
@@ -219,37 +246,9 @@ def same_tokenizer(a: ServerInfo | None, b: ServerInfo | None) -> bool:
 
 
 def compare_sides(b: SideRecorder, c: SideRecorder, ids_comparable: bool) -> tuple[Divergence | None, str]:
-    """The first difference between two finished sides, and what was compared ("text+ids" or "text").
-
-    The bytes come from the servers' text (llama.cpp replaces invalid UTF-8 with U+FFFD there); the
-    token ids, where both sides give every one and share a tokenizer, catch what the text hides; and a
-    side that generated more tokens than it sent (withheld at the end) is never called identical.
-    """
-    tb, tc = b.token_bytes(), c.token_bytes()
-    div = compare_tokens(tb, tc)
-    ids_b, ids_c = [t.token_id for t in b.tokens], [t.token_id for t in c.tokens]
-    with_ids = ids_comparable and None not in ids_b and None not in ids_c and bool(ids_b) and bool(ids_c)
-    compared = "text+ids" if with_ids else "text"
-    if div is not None:
-        return div, compared
-    if with_ids:
-        i = compare_ids(ids_b, ids_c)
-        if i is not None:
-            return token_divergence(tb, tc, i, "ids", f"same text, different token ids from token {i}"), compared
-    # only the servers' own counts (llama.cpp tokens_predicted): chunk counts from servers that give no
-    # ids differ with chunking, not with the tokens
-    nb = b.finished.tokens_predicted if b.finished is not None else None
-    nc = c.finished.tokens_predicted if c.finished is not None else None
-    if nb is not None and nc is not None and nb != nc:
-        i = min(nb, nc)
-        return token_divergence(
-            tb,
-            tc,
-            i,
-            "count",
-            f"same text, but {nb} vs {nc} tokens generated (tokens at the end were never sent as text)",
-        ), compared
-    return None, compared
+    """The divergence and what was compared, from THE verdict (core.verdict.judge) of two finished sides."""
+    v = judge(b, c, ids_comparable)
+    return v.divergence, v.compared
 
 
 async def run_prompts(

@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from spectui.backends.base import Backend
-from spectui.core.compare import Divergence, compare_tokens
+from spectui.core.compare import Divergence
 from spectui.core.figures import SideRecorder
-from spectui.core.runner import counters_or_none, run_side
+from spectui.core.runner import counters_or_none, run_side, same_tokenizer
 from spectui.core.types import GenerationParams
+from spectui.core.verdict import Verdict, judge
 
 FOLLOW_UPS = [
     "Tell me about the history of the bicycle in a short paragraph.",
@@ -33,8 +34,12 @@ class Turn:
     n: int
     baseline: SideRecorder
     candidate: SideRecorder
-    divergence: Divergence | None
+    verdict: Verdict  # THE verdict (core.verdict.judge) on this turn's two outputs
     metrics_cached: dict
+
+    @property
+    def divergence(self) -> Divergence | None:
+        return self.verdict.divergence
 
     @property
     def ttft_speedup(self) -> float | None:
@@ -59,7 +64,8 @@ class Turn:
             "baseline": side(self.baseline, "baseline"),
             "candidate": side(self.candidate, "candidate"),
             "ttft_speedup": self.ttft_speedup,
-            "identical": None if (self.baseline.failed or self.candidate.failed) else self.divergence is None,
+            "verdict": self.verdict.to_json(),
+            "identical": self.verdict.identical,
             "first_divergence": self.divergence.to_json() if self.divergence else None,
         }
 
@@ -88,10 +94,8 @@ async def run_prefix(
             )
             after = await counters_or_none(backend)
             cached[name] = after.minus(before).prompt_cached if after is not None and before is not None else None
-        div = None
-        if not (recs["baseline"].failed or recs["candidate"].failed):
-            div = compare_tokens(recs["baseline"].token_bytes(), recs["candidate"].token_bytes())
-        turn = Turn(n, recs["baseline"], recs["candidate"], div, cached)
+        verdict = judge(recs["baseline"], recs["candidate"], same_tokenizer(baseline.info, candidate.info))
+        turn = Turn(n, recs["baseline"], recs["candidate"], verdict, cached)
         out.append(turn)
         if on_turn:
             on_turn(turn)
@@ -107,11 +111,11 @@ def prefix_table(turns: list[Turn]) -> str:
     lines = [head, "-" * len(head)]
     for t in turns:
         b, c = t.baseline.figures, t.candidate.figures
+        v = t.verdict
         same = {
-            True: "identical",
-            False: f"DIFFERS at byte {t.divergence.byte if t.divergence else '?'}",
-            None: "a side failed",
-        }[None if (t.baseline.failed or t.candidate.failed) else t.divergence is None]
+            "identical": "identical",
+            "differs": f"DIFFERS at byte {t.divergence.byte if t.divergence else '?'} ({v.reason})",
+        }.get(v.status, f"not compared: {v.reason}")
         lines.append(
             f"{t.n:>4} {fmt(b.ttft_ms, '.0f'):>12} {fmt(c.ttft_ms, '.0f'):>12} "
             f"{fmt(b.prompt_tokens, 'd') + ' / ' + fmt(c.prompt_tokens, 'd'):>20} {fmt(c.prompt_cached, 'd'):>11} "

@@ -19,10 +19,11 @@ from functools import cached_property
 
 from spectui.backends.base import Backend
 from spectui.backends.sse import READ_LAG
-from spectui.core.compare import Divergence, compare_tokens
+from spectui.core.compare import Divergence
 from spectui.core.figures import SideRecorder
-from spectui.core.runner import counters_or_none, render_prompt
+from spectui.core.runner import counters_or_none, render_prompt, same_tokenizer
 from spectui.core.types import GenerationParams, Prompt
+from spectui.core.verdict import Verdict, judge
 
 
 @dataclass
@@ -135,9 +136,11 @@ class Level:
     concurrency: int
     baseline: SideLevel
     candidate: SideLevel
-    divergences: list[Divergence | None] = field(default_factory=list)
-    # with --repeat: each run's (baseline, candidate) aggregate tokens/s; for each compared pair of
-    # outputs, the run and the request it came from; the runs in which a side failed
+    # THE verdict (core.verdict.judge) of every pair of outputs, failed pairs included, in request order
+    verdicts: list[Verdict] = field(default_factory=list)
+    # with --repeat: each run's (baseline, candidate) aggregate tokens/s (None for a side in which a
+    # request failed: it measured no rate); for each verdict, the run and request it came
+    # from; the runs in which a side failed
     runs: list[tuple[float | None, float | None]] = field(default_factory=list)
     divergence_at: list[tuple[int, int]] = field(default_factory=list)
     failed_runs: list[int] = field(default_factory=list)
@@ -155,29 +158,59 @@ class Level:
         return bootstrap_median(self.ratios) if len(self.ratios) > 1 else None
 
     def throughput(self, side: str) -> float | None:
-        """A side's aggregate tokens/s: the median over the runs where the level was repeated."""
+        """A side's aggregate tokens/s: the median over the runs where the level was repeated; None where
+        a request of that side failed in every run."""
         k = 0 if side == "baseline" else 1
         vals = [r[k] for r in self.runs if r[k]]
-        if len(self.runs) > 1 and vals:
-            return statistics.median(vals)
-        return getattr(self, side).aggregate_tps
+        if not vals:
+            return None
+        return statistics.median(vals) if len(vals) > 1 else vals[0]
 
     @property
     def speedup(self) -> float | None:
+        """None where no run of the level finished on both sides: a failed side measured nothing."""
         if len(self.ratios) > 1:
             return statistics.median(self.ratios)
-        b, c = self.baseline.aggregate_tps, self.candidate.aggregate_tps
-        return c / b if b and c else None
+        return self.ratios[0] if self.ratios else None
+
+    @property
+    def divergences(self) -> list[Divergence | None]:
+        """Each compared pair's divergence (None: identical), from its verdict."""
+        return [v.divergence for v in self.verdicts if v.identical is not None]
 
     @property
     def compared(self) -> int:
-        return len(self.divergences)
+        return sum(1 for v in self.verdicts if v.identical is not None)
+
+    @property
+    def differing(self) -> int:
+        return sum(1 for v in self.verdicts if v.status == "differs")
+
+    @property
+    def not_compared(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.identical is None]
 
     @property
     def identical(self) -> bool | None:
-        if self.baseline.failed or self.candidate.failed or self.failed_runs:
+        """False where any pair differs; None where none differs but a pair failed; else True."""
+        if self.differing:
+            return False
+        if self.not_compared or self.failed_runs:
             return None
-        return all(d is None for d in self.divergences)
+        return True
+
+    def outputs_text(self) -> str:
+        """`4/4 identical`, `1/4 DIFFER (same text, different token ids from token 3)`, `… 2 failed: …`."""
+        if self.differing:
+            first = next(v for v in self.verdicts if v.status == "differs")
+            text = f"{self.differing}/{self.compared} DIFFER ({first.reason})"
+        elif self.compared:
+            text = f"{self.compared}/{self.compared} identical"
+        else:
+            text = "not compared"
+        if self.not_compared:
+            text += f"; {len(self.not_compared)} not compared: {self.not_compared[0].reason}"
+        return text
 
     def to_json(self) -> dict:
         spread = self.spread
@@ -190,13 +223,20 @@ class Level:
             "speedup_high": spread.high if spread else None,
             "runs": max(1, len(self.runs)),
             "per_run_tps": [list(r) for r in self.runs] if len(self.runs) > 1 else None,
-            "divergent_runs": sorted({run for (run, _), d in zip(self.divergence_at, self.divergences) if d}) or None,
+            "divergent_runs": sorted(
+                {run for (run, _), v in zip(self.divergence_at, self.verdicts) if v.status == "differs"}
+            )
+            or None,
             "failed_runs": self.failed_runs or None,
-            "acceptance_rate": self.candidate.acceptance_rate,
+            "acceptance_rate": self.candidate.acceptance_rate if not self.candidate.failed else None,
             "identical": self.identical,
             "outputs_compared": self.compared,
-            "differing_requests": [req for (_, req), d in zip(self.divergence_at, self.divergences) if d is not None],
-            "first_divergences": [d.to_json() if d else None for d in self.divergences],
+            "outputs": self.outputs_text(),
+            "verdicts": [v.to_json() for v in self.verdicts],
+            "differing_requests": [
+                req for (_, req), v in zip(self.divergence_at, self.verdicts) if v.status == "differs"
+            ],
+            "first_divergences": [v.divergence.to_json() if v.divergence else None for v in self.verdicts],
         }
 
 
@@ -259,14 +299,16 @@ async def sweep(
                 base = await _run_side(baseline, texts_b, params, "baseline")
             if level is None:  # the first run's recorders stand for the level; every run is compared
                 level = Level(n, base, cand, [])
+            ids = same_tokenizer(baseline.info, candidate.info)
             for j, (rb, rc) in enumerate(zip(base.recorders, cand.recorders)):
-                if rb.failed or rc.failed:
-                    continue
-                level.divergences.append(compare_tokens(rb.token_bytes(), rc.token_bytes()))
+                level.verdicts.append(judge(rb, rc, ids))  # the one verdict, as compare makes it
                 level.divergence_at.append((k, j))
             if base.failed or cand.failed:
                 level.failed_runs.append(k)
-            level.runs.append((base.aggregate_tps, cand.aggregate_tps))
+            # no rate from a side in which a request failed (and so no speed-up from that run)
+            level.runs.append(
+                (None if base.failed else base.aggregate_tps, None if cand.failed else cand.aggregate_tps)
+            )
         out.append(level)
         if on_level:
             on_level(level)
@@ -305,9 +347,7 @@ def text_table(levels: list[Level]) -> str:
             if lv.speedup and acc is not None
             else (f"{value} (no drafts)" if lv.speedup else "—")
         )
-        same = {True: f"{lv.compared}/{lv.compared} identical", None: "a side failed"}.get(
-            lv.identical, f"{sum(1 for d in lv.divergences if d)}/{lv.compared} DIFFER"
-        )
+        same = lv.outputs_text()
         lines.append(
             f"{lv.concurrency:>4} {fmt(lv.throughput('baseline')):>14} {fmt(lv.throughput('candidate')):>14} "
             f"{fmt(lv.baseline.per_request_tps):>14} {fmt(lv.candidate.per_request_tps):>14} "

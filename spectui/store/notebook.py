@@ -68,6 +68,10 @@ def measurements(results, infos, profile: str | None = None) -> list[dict]:
 def measurement(result, infos, profile: str | None = None) -> dict:
     """One [[measurement]] from a PromptResult and both servers' identities (None values left out)."""
     b, c = result.baseline.figures, result.candidate.figures
+    v = result.verdict
+    # a figure exists only where it was measured: a side that failed or never finished gives no rate,
+    # and the candidate's acceptance and the speed-up need it to have finished too
+    b_done, c_done = result.baseline.finished is not None, result.candidate.finished is not None
     m = {
         "date": dt.datetime.now(dt.UTC).replace(microsecond=0),
         "profile": profile,
@@ -78,13 +82,16 @@ def measurement(result, infos, profile: str | None = None) -> dict:
         "candidate_model": infos["candidate"].model,
         "baseline_config": infos["baseline"].describe_speedup(),
         "candidate_config": infos["candidate"].describe_speedup(),
-        "acceptance_rate": c.acceptance_rate,
-        "drafted": c.drafted,
-        "accepted": c.accepted,
-        "mean_accepted_length": c.mean_accepted_length,
-        "baseline_tokens_per_s": b.decode_tps,
-        "candidate_tokens_per_s": c.decode_tps,
+        "acceptance_rate": c.acceptance_rate if c_done else None,
+        "drafted": c.drafted if c_done else None,
+        "accepted": c.accepted if c_done else None,
+        "mean_accepted_length": c.mean_accepted_length if c_done else None,
+        "baseline_tokens_per_s": b.decode_tps if b_done else None,
+        "candidate_tokens_per_s": c.decode_tps if c_done else None,
         "speedup": result.speedup,
+        "verdict": v.status if v is not None else None,
+        "verdict_reason": v.reason or None if v is not None else None,
+        "compared": v.compared if v is not None and v.identical is not None else None,
         "identical": result.identical,
         "first_divergence_byte": result.divergence.byte if result.divergence else None,
         "cause": (result.triage or {}).get("cause"),
@@ -194,7 +201,9 @@ def show_text(path: Path) -> str:
         acc = f"{m['acceptance_rate']:.0%}" if "acceptance_rate" in m else "—"
         sp = f"{m['speedup']:.2f}×" if "speedup" in m else "—"
         ml = f"{m['mean_accepted_length']:.2f}" if "mean_accepted_length" in m else "—"
-        same = {True: "identical", False: "DIFFERS"}.get(m.get("identical"), "—")
+        same = {"identical": "identical", "differs": "DIFFERS", "failed": "FAILED", "incomplete": "incomplete"}.get(
+            str(m.get("verdict")), {True: "identical", False: "DIFFERS"}.get(m.get("identical"), "—")
+        )
         lines.append(
             f"{str(m.get('date', '?'))[:19]:<20} {m.get('prompt_id', '?'):<16} {sp:>8} {acc:>7} {ml:>8} "
             f"{same:<9} {m.get('candidate_config', '')} ({m.get('candidate_build', '?')})"

@@ -8,7 +8,8 @@ import time
 from spectui.backends.base import Backend, Capabilities
 from spectui.core.events import StreamFailed, TokenEvent
 from spectui.core.types import GenerationParams, ServerCounters, ServerInfo
-from spectui.store.session import Session
+from spectui.core.verdict import Verdict
+from spectui.store.session import Session, recorded_verdict
 
 
 class ReplayControl:
@@ -146,6 +147,12 @@ class SessionBackend(Backend):
         """Back to the start of the prompt last played (for seeking backwards)."""
         self._cursor = max(0, self._cursor - 1)
         self.control.prompt = -1
+
+    def recorded_verdict(self) -> Verdict | None:
+        """The verdict the run recorded for the prompt just played: replay shows it, never its own."""
+        if not self._cursor or self.session.prompts[self._cursor - 1].damaged:
+            return None
+        return recorded_verdict(self.session.prompts[self._cursor - 1])
 
     def saved_drafts(self) -> dict | None:
         """The draft probe's reconstruction recorded for the prompt just replayed, if any."""

@@ -30,7 +30,6 @@ from pathlib import Path
 import orjson
 
 from spectui import __version__
-from spectui.core.compare import Divergence, compare_tokens
 from spectui.core.errors import InputError
 from spectui.core.events import (
     SpecReport,
@@ -42,8 +41,9 @@ from spectui.core.events import (
     TokenEvent,
 )
 from spectui.core.figures import SideRecorder
-from spectui.core.runner import PromptResult
+from spectui.core.runner import PromptResult, same_tokenizer
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
+from spectui.core.verdict import Verdict, judge
 
 FORMAT = "spectui-session"
 VERSION = 1
@@ -227,25 +227,23 @@ class SessionWriter:
             ev = StreamFailed(self.base_ns, ev.message)
         self._write({"type": "event", "n": self.n, "side": side, **event_to_json(ev, self.base_ns)})
 
-    def result(
-        self,
-        baseline: SideRecorder,
-        candidate: SideRecorder,
-        divergence: Divergence | None,
-        speedup,
-        extra: dict | None = None,
-    ) -> None:
-        complete = baseline.done and candidate.done and not (baseline.failed or candidate.failed)
+    def result(self, result: PromptResult) -> None:
+        """The prompt's figures and THE verdict its run made (replay shows this one, never its own)."""
+        verdict = result.verdict
         self._write(
             {
                 "type": "result",
                 "n": self.n,
-                "baseline": baseline.figures.to_json(),
-                "candidate": candidate.figures.to_json(),
-                "identical": divergence is None if complete else None,
-                "first_divergence": divergence.to_json() if divergence else None,
-                "speedup": speedup,
-                **(extra or {}),
+                "baseline": result.baseline.figures.to_json(),
+                "candidate": result.candidate.figures.to_json(),
+                "verdict": verdict.to_json() if verdict is not None else None,
+                # the same verdict's answer under the keys older readers know
+                "identical": result.identical,
+                "first_divergence": result.divergence.to_json() if result.divergence else None,
+                "compared": result.compared,
+                "speedup": result.speedup,
+                "run": result.run,
+                "runs": result.runs,
             }
         )
 
@@ -265,14 +263,8 @@ class SessionWriter:
     def prompt_started(self, prompt: Prompt, params: GenerationParams, order: str) -> None:
         self.prompt(prompt, params, order)
 
-    def prompt_finished(self, result) -> None:
-        self.result(
-            result.baseline,
-            result.candidate,
-            result.divergence,
-            result.speedup,
-            {"run": result.run, "runs": result.runs, "compared": result.compared},
-        )
+    def prompt_finished(self, result: PromptResult) -> None:
+        self.result(result)
 
 
 def is_session(path: Path) -> bool:
@@ -448,7 +440,7 @@ def load_session(path: str | Path) -> Session:
     return Session(p, head.get("created", "?"), infos, prompts, warnings)
 
 
-def recorders_for(sp: SessionPrompt) -> tuple[SideRecorder, SideRecorder, Divergence | None]:
+def recorders_for(sp: SessionPrompt) -> tuple[SideRecorder, SideRecorder]:
     """Rebuild both sides' figures from the recorded events, exactly as the live run built them."""
     recs = {}
     for side in ("baseline", "candidate"):
@@ -467,10 +459,45 @@ def recorders_for(sp: SessionPrompt) -> tuple[SideRecorder, SideRecorder, Diverg
                 if key in saved:
                     setattr(rec.figures, key, saved[key])
         recs[side] = rec
-    b, c = recs["baseline"], recs["candidate"]
-    complete = b.done and c.done and not sp.damaged
-    div = compare_tokens(b.token_bytes(), c.token_bytes()) if complete and not (b.failed or c.failed) else None
-    return b, c, div
+    return recs["baseline"], recs["candidate"]
+
+
+def recorded_verdict(sp: SessionPrompt) -> Verdict | None:
+    """The verdict the run recorded for this prompt (whole, or under an older session's keys); None
+    where the record holds none (the run stopped before the prompt's result) or it is unreadable."""
+    saved = sp.result if isinstance(sp.result, dict) else None
+    if saved is None:
+        return None
+    try:
+        if saved.get("verdict") is not None:
+            return Verdict.from_json(saved["verdict"])
+        return Verdict.legacy(saved)
+    except (TypeError, ValueError):
+        return None
+
+
+def verdict_check(session: Session, sp: SessionPrompt, b: SideRecorder, c: SideRecorder) -> tuple[Verdict, str | None]:
+    """The verdict replay shows — the recorded one — and a warning where judging the recorded events
+    again (with the same function the run used) disagrees, or where no verdict was recorded."""
+    recorded = recorded_verdict(sp)
+    saved = sp.result if isinstance(sp.result, dict) else {}
+    with_ids = saved.get("compared") == "text+ids" if "compared" in saved else same_tokenizer(*session.infos.values())
+    again = judge(b, c, with_ids, sp.damaged)
+    if sp.damaged:  # unreadable records: nothing in this prompt can be trusted, its verdict included
+        return again, None
+    if recorded is None:
+        if again.status in ("identical", "differs"):
+            return (
+                again,
+                f"{sp.prompt.id}: no verdict was recorded (the run stopped before it); judged from the recorded events: {again.line()}",
+            )
+        return again, None
+    if not recorded.agrees(again):
+        return recorded, (
+            f"{sp.prompt.id}: the run recorded {recorded.line()}; judged again from the recorded events: "
+            f"{again.line()}. Showing the run's verdict"
+        )
+    return recorded, None
 
 
 def default_session_dir() -> Path:
@@ -486,10 +513,13 @@ def autosave_path() -> Path:
 
 def results_for(session: Session) -> list[PromptResult]:
     """Every recorded prompt as a PromptResult rebuilt from its events (incomplete ones stay incomplete)."""
-    out = []
+    out: list[PromptResult] = []
     for sp in session.prompts:
-        b, c, div = recorders_for(sp)
-        r = PromptResult(sp.prompt, b, c, divergence=div, damaged=sp.damaged, triage=sp.triage, drafts=sp.drafts)
+        b, c = recorders_for(sp)
+        verdict, warning = verdict_check(session, sp, b, c)
+        if warning is not None and warning not in session.warnings:
+            session.warnings.append(warning)
+        r = PromptResult(sp.prompt, b, c, verdict, damaged=sp.damaged, triage=sp.triage, drafts=sp.drafts)
         saved = sp.result if isinstance(sp.result, dict) else {}
         run, runs = saved.get("run"), saved.get("runs")
         if isinstance(run, int) and isinstance(runs, int) and 1 <= run <= runs:

@@ -516,9 +516,10 @@ class SpectuiApp(App):
             DiffScreen(
                 self.runs.recorders["baseline"].output(),
                 self.runs.recorders["candidate"].output(),
-                self.runs.comparer.divergence,
+                last.verdict if last is not None and not self.runs.running else None,
                 last.triage if last is not None else None,
                 last.drafts if last is not None else None,
+                live=self.runs.comparer.divergence,
             )
         )
 

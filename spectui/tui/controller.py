@@ -273,7 +273,6 @@ class RunController:
     def prompt_finished(self, result: PromptResult) -> None:
         app = self.app
         self.flush()
-        result.divergence = result.divergence if result.divergence is not None else None
         self.results.append(result)
         for s in SIDES:
             backend = app.backends[s]
@@ -288,22 +287,29 @@ class RunController:
                 f"prompts differ: the two servers rendered the chat template differently at byte "
                 f"{result.prompts_differ_at}; a difference in the output may come from the prompt"
             )
-        if result.divergence is not None:
-            # the banner went up mid-stream; now both sides' cache reuse is known, say it
-            cached = (b.figures.prompt_cached, c.figures.prompt_cached)
-            banner.show_diverged(result.divergence, cached, self._kv_note())
+        v = result.verdict
+        cached = (b.figures.prompt_cached, c.figures.prompt_cached)
+        if v is not None and v.status == "differs" and v.divergence is not None:
+            # THE verdict, carried from core: it may say DIFFERS where the bytes agree (token ids, count)
+            d = v.divergence
+            banner.show_diverged(d, cached, self._kv_note())
+            for side, tok in (("baseline", d.baseline_token), ("candidate", d.candidate_token)):
+                app.pane(side).view.mark_divergence(tok)
+                app.pane(side).set_class(True, "-diverged")
             saved = app.backends["baseline"].saved_triage() if app.replaying else None
             if saved:
                 result.triage = saved
                 banner.show_cause(f"cause: {saved.get('cause')} — {saved.get('summary')} (recorded)")
-        elif result.failed:
+        elif v is not None and v.status == "identical":
+            banner.show_identical(len(b.output()), cached, v.compared)
+        elif v is not None and v.status == "failed":
             failed = [s for s in SIDES if self.recorders[s].failed is not None]
             agreed = min(len(self.comparer.data["baseline"]), len(self.comparer.data["candidate"]))
             banner.show_running(
                 f"not compared: {' and '.join(failed)} failed (see its pane); "
                 f"the outputs agreed for the first {agreed} bytes"
             )
-        elif result.incomplete:
+        elif v is not None and v.status == "incomplete":
             banner.show_running("incomplete: the recording stops inside this prompt; no verdict")
         recorded = app.backends["baseline"].saved_drafts() if app.replaying else None
         if recorded:  # replay shows the recorded probe without any server
@@ -386,17 +392,14 @@ class RunController:
         return QUANTISED_KV_NOTE if any(k in launched for k in ("K=", "V=", "kv=")) else ""
 
     def _check_divergence(self) -> None:
+        """While the streams run, show where their bytes part the moment it is seen. The final word,
+        IDENTICAL or DIFFERS, is the verdict the prompt carries (prompt_finished), never decided here."""
         app = self.app
         d = self.comparer.divergence
         banner = app.q(Banner)
         cached = (self.recorders["baseline"].figures.prompt_cached, self.recorders["candidate"].figures.prompt_cached)
-        if d is not None:
-            if not banner.has_class("-diverged"):
-                banner.show_diverged(d, cached, self._kv_note())
-                for side, tok in (("baseline", d.baseline_token), ("candidate", d.candidate_token)):
-                    app.pane(side).view.mark_divergence(tok)
-                    app.pane(side).set_class(True, "-diverged")
-            return
-        if self.comparer.identical and not banner.has_class("-identical"):
-            if all(self.recorders[s].finished is not None for s in SIDES):
-                banner.show_identical(len(self.comparer.data["baseline"]), cached)
+        if d is not None and not banner.has_class("-diverged"):
+            banner.show_diverged(d, cached, self._kv_note())
+            for side, tok in (("baseline", d.baseline_token), ("candidate", d.candidate_token)):
+                app.pane(side).view.mark_divergence(tok)
+                app.pane(side).set_class(True, "-diverged")

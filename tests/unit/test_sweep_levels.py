@@ -5,11 +5,22 @@ from __future__ import annotations
 import pytest
 
 from spectui.core.compare import compare_tokens
+from spectui.core.verdict import Verdict
 from spectui.labs.sweep import Level, SideLevel
 
 
 def level(runs, divergence_at, divergences, failed_runs=()):
-    lv = Level(2, SideLevel([], 1.0), SideLevel([], 1.0), list(divergences))
+    verdicts = [
+        Verdict("identical")
+        if d is None
+        else (
+            Verdict("failed", reason="baseline failed: x")
+            if d == "failed"
+            else Verdict("differs", "text", d, "bytes differ")
+        )
+        for d in divergences
+    ]
+    lv = Level(2, SideLevel([], 1.0), SideLevel([], 1.0), verdicts)
     lv.runs, lv.divergence_at, lv.failed_runs = list(runs), list(divergence_at), list(failed_runs)
     return lv
 
@@ -30,8 +41,10 @@ def test_a_repeated_level_reports_medians_and_where_outputs_differed():
 
 
 def test_a_run_where_a_side_failed_leaves_the_level_without_a_verdict():
-    lv = level([(100.0, 30.0), (None, 31.0)], [(1, 0), (1, 1)], [None, None], failed_runs=[2])
+    lv = level([(100.0, 30.0), (None, 31.0)], [(1, 0), (1, 1), (2, 0)], [None, None, "failed"], failed_runs=[2])
     assert lv.identical is None and lv.to_json()["failed_runs"] == [2]
+    assert lv.outputs_text() == "2/2 identical; 1 not compared: baseline failed: x"
+    assert lv.throughput("baseline") == 100.0  # the failed run's side gave no rate
 
 
 class PacedSide(SideLevel):

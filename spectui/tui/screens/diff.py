@@ -10,6 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from spectui.core.compare import Divergence, escape_bytes, first_difference
+from spectui.core.verdict import Verdict
 
 
 def aligned_lines(a: bytes, b: bytes, at: int | None, width: int = 64) -> list[tuple[str, str, bool]]:
@@ -36,12 +37,16 @@ class DiffScreen(ModalScreen):
         self,
         baseline: bytes,
         candidate: bytes,
-        divergence: Divergence | None,
+        verdict: Verdict | None,
         triage: dict | None = None,
         drafts: dict | None = None,
+        live: Divergence | None = None,
     ) -> None:
+        """`verdict` is the prompt's carried verdict (None while it still runs: then `live` says where the
+        bytes parted so far)."""
         super().__init__()
-        self.a, self.b, self.divergence, self.triage = baseline, candidate, divergence, triage
+        self.a, self.b, self.verdict, self.triage = baseline, candidate, verdict, triage
+        self.divergence = verdict.divergence if verdict is not None else live
         self.drafts = drafts
 
     def compose(self) -> ComposeResult:
@@ -50,13 +55,24 @@ class DiffScreen(ModalScreen):
 
     def _body(self) -> Text:
         t = Text()
-        at = self.divergence.byte if self.divergence else first_difference(self.a, self.b)
-        if at is None:
-            t.append(f"identical: {len(self.a)} bytes, byte for byte\n\n", style="bold green")
+        v = self.verdict
+        d = self.divergence
+        at = d.byte if d is not None else None
+        if v is not None and v.status == "identical":
+            t.append(f"IDENTICAL: {len(self.a)} bytes, compared {v.compared}\n\n", style="bold green")
+        elif v is not None and v.status in ("failed", "incomplete"):
+            at = first_difference(self.a, self.b)
+            t.append(f"{v.line()}\n", style="bold")
+            parted = "the bytes so far agree" if at is None else f"the bytes so far part at byte {at}"
+            t.append(f"{parted}; offsets on the left, bytes escaped\n\n")
+        elif d is not None:
+            what = v.line() if v is not None else "still running: the bytes so far part here"
+            toks = f" (token {d.baseline_token} / {d.candidate_token})"
+            t.append(
+                f"{what}\nfirst difference at byte {at}{toks}; offsets on the left, bytes escaped\n\n", style="bold"
+            )
         else:
-            d = self.divergence
-            toks = f" (token {d.baseline_token} / {d.candidate_token})" if d else ""
-            t.append(f"first difference at byte {at}{toks}; offsets on the left, bytes escaped\n\n", style="bold")
+            t.append("still running: the bytes so far agree\n\n", style="bold")
         for la, lb, differs in aligned_lines(self.a, self.b, at):
             style = "bold red" if differs else None
             t.append("B " + la + "\n", style=style)

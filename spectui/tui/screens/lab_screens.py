@@ -87,7 +87,12 @@ class PrefixScreen(Screen):
 
         def add(turn) -> None:
             b, c = turn.baseline.figures, turn.candidate.figures
-            same = "identical" if turn.divergence is None else f"DIFFERS at byte {turn.divergence.byte}"
+            v = turn.verdict
+            same = (
+                "identical"
+                if v.status == "identical"
+                else (f"DIFFERS at byte {v.divergence.byte}" if v.divergence else f"not compared: {v.reason}")
+            )
             table.add_row(
                 str(turn.n),
                 _fmt(b.ttft_ms),
@@ -198,11 +203,7 @@ class SweepScreen(Screen):
                 if lv.speedup and acc is not None
                 else (f"{lv.speedup:.2f}×" if lv.speedup else "—")
             )
-            same = (
-                f"{lv.compared}/{lv.compared} identical"
-                if lv.identical
-                else ("a side failed" if lv.identical is None else f"{sum(1 for d in lv.divergences if d)} DIFFER")
-            )
+            same = lv.outputs_text()  # from the level's carried verdicts
             table.add_row(
                 str(lv.concurrency),
                 _fmt(lv.baseline.aggregate_tps, ".1f"),

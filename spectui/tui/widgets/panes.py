@@ -335,16 +335,20 @@ class Banner(Static):
         self.set_classes("")
         self.update(text)
 
-    def show_identical(self, n_bytes: int, cached: tuple) -> None:
+    def show_identical(self, n_bytes: int, cached: tuple, compared: str = "text") -> None:
+        """The run's verdict was IDENTICAL (core.verdict): never decided here."""
         self.set_classes("-identical")
         note = f" · prompt tokens reused from cache: {cached[0]} / {cached[1]}" if any(c for c in cached if c) else ""
-        self.update(Text(f"✓ IDENTICAL — {n_bytes} bytes, byte for byte{note}", style="bold"))
+        what = "bytes and token ids" if compared == "text+ids" else "byte for byte"
+        self.update(Text(f"✓ IDENTICAL — {n_bytes} bytes, {what}{note}", style="bold"))
 
     def show_diverged(self, d: Divergence, cached: tuple, note: str = "") -> None:
         self.set_classes("-diverged")
         bt = "end" if d.baseline_token is None else d.baseline_token
         ct = "end" if d.candidate_token is None else d.candidate_token
         t = Text(f"≠ DIVERGED at byte {d.byte} (token {bt} baseline / {ct} candidate)", style="bold")
+        if d.kind != "bytes" and d.detail:
+            t.append(f": {d.detail}")
         if None not in cached and cached[0] != cached[1]:
             t.append(f" · prompt tokens reused from cache differ: {cached[0]} vs {cached[1]}")
         if note:

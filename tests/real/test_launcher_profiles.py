@@ -132,6 +132,22 @@ def test_launched_servers_bind_to_loopback_on_free_ports(assets_found):
 
 
 @pytest.mark.server
+def test_doctor_finds_the_built_server_and_the_models(llama_servers, assets_found, capsys):
+    """`spectui doctor --json` on this machine: the build it names is the one a running server reports."""
+    import json
+
+    import httpx
+
+    from spectui.cli.main import main
+
+    assert main(["doctor", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["llama_server"] == str(assets_found.llama_server)
+    assert doc["llama_server_build"] == httpx.get(llama_servers["baseline"] + "/props").json()["build_info"]
+    assert doc["model"] == str(assets_found.model) and doc["draft_model"] == str(assets_found.draft_model)
+
+
+@pytest.mark.server
 def test_start_health_logs_and_stop(assets_found):
     with Launcher() as launcher:
         s = launcher.add(ServerProcess("baseline", []))

@@ -60,9 +60,9 @@ async def triage_results(backends, results, params, args, writer) -> None:
             print(f"spectui: {r.prompt.id} differs: triage (reruns, cache, log-probabilities) …", file=sys.stderr)
         found = await triage(backends["baseline"], backends["candidate"], r, params, args.near_tie)
         if found is not None:
-            r.triage = found.to_json()
+            r.triage = found
             if writer is not None:
-                writer.triage(i, r.triage)
+                writer.triage(i, found)
 
 
 def _say(line: str) -> None:
@@ -99,9 +99,9 @@ async def probe_results(client, backends, results, args, writer) -> None:
             if not args.json:
                 print(f"spectui: {r.prompt.id}: rebuilding the candidate's drafts …", file=sys.stderr)
             found = await drafts.probe_prompt(candidate, r, drafter, sizes)
-            r.drafts = found.to_json()
+            r.drafts = found
             if writer is not None:
-                writer.drafts(i, r.drafts)
+                writer.drafts(i, found)
     finally:
         if launcher is not None:
             launcher.stop_all()

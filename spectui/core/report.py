@@ -106,15 +106,13 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
                 lines.append(f"{'':<18}   note: prompt tokens reused from cache differ ({cb} vs {cc})")
             if r.triage:
                 t = r.triage
-                lines.append(
-                    f"{'':<18}   cause: {t.get('cause')} — {t.get('summary')} (reruns: {len(t.get('reruns') or [])})"
-                )
-                lp = t.get("logprobs") or {}
+                lines.append(f"{'':<18}   {t.line()}")
+                lp = t.logprobs or {}
                 for side in ("baseline", "candidate"):
                     if lp.get(side):
                         top = ", ".join(f"'{escape_bytes(str(tok).encode())}' {v:.3f}" for tok, v in lp[side])
                         lines.append(f"{'':<18}     {side} top tokens at {lp.get('position')}: {top}")
-                for n in t.get("notes") or []:
+                for n in t.notes:
                     lines.append(f"{'':<18}     ({n})")
         lines += drafts_lines(r)
     lines += repeat_lines(results)
@@ -205,8 +203,8 @@ def json_report(
                 "first_divergence": r.divergence.to_json() if r.divergence else None,
                 "speedup": r.speedup,
                 "run": r.run,
-                "triage": r.triage,
-                "drafts": r.drafts,
+                "triage": r.triage.to_json() if r.triage else None,
+                "drafts": r.drafts.to_json() if r.drafts else None,
                 "acceptance_rate": r.candidate.figures.acceptance_rate if r.candidate.finished is not None else None,
             }
         )
@@ -295,22 +293,22 @@ def drafts_lines(r, examples: int = 5) -> list[str]:
     d = r.drafts
     if not d:
         return []
-    out = [f"{'':<18}   drafts: {d.get('summary')}"]
+    out = [f"{'':<18}   drafts: {d.summary()}"]
     toks = r.candidate.tokens
     shown = 0
-    for s in d.get("steps") or []:
-        if shown >= examples or not isinstance(s, dict):
+    for s in d.steps:
+        if shown >= examples:
             break
-        if not s.get("agrees") or not s.get("rejected_text"):
+        if not s.agrees or not s.rejected_text:
             continue
-        at = s["position"] + s["accepted"]
+        at = s.position + s.accepted
         # the server's text of the target's token; a recording without it falls back on the streamed
         # bytes, which are empty for a token whose UTF-8 was completed by a later one
-        wrote = str(s.get("target_text") or "").encode() or (toks[at].data if at < len(toks) else b"")
+        wrote = s.target_text.encode() or (toks[at].data if at < len(toks) else b"")
         target = f"'{escape_bytes(wrote)}'" if wrote else "a token whose bytes came with the next one"
         out.append(
-            f"{'':<18}     step {s['step']} at token {s['position']}: kept {s['accepted']}/{s['drafted']}, "
-            f"draft guessed '{escape_bytes(str(s['rejected_text']).encode())}', target wrote {target}"
+            f"{'':<18}     step {s.step} at token {s.position}: kept {s.accepted}/{s.drafted}, "
+            f"draft guessed '{escape_bytes(s.rejected_text.encode())}', target wrote {target}"
         )
         shown += 1
     return out
@@ -321,10 +319,10 @@ def rejected_by_position(results: list[PromptResult], examples: int = 2) -> list
     first rejected draft (1 = the first draft), how many steps the probe rebuilt, with examples."""
     table: dict[str, dict[int, list[str]]] = {}
     for r in results:
-        for s in (r.drafts or {}).get("steps") or []:
-            if isinstance(s, dict) and s.get("agrees") and s.get("rejected_text"):
+        for s in r.drafts.steps if r.drafts else []:
+            if s.agrees and s.rejected_text:
                 cat = table.setdefault(r.prompt.category or "uncategorised", {})
-                cat.setdefault(int(s["accepted"]) + 1, []).append(str(s["rejected_text"]))
+                cat.setdefault(s.accepted + 1, []).append(s.rejected_text)
     if not table:
         return []
     out = ["", "rejected drafts by chain position of the first rejection (from --probe-drafts):"]

@@ -15,6 +15,7 @@ from spectui.core.compare import Divergence
 from spectui.core.errors import describe
 from spectui.core.events import StreamEvent, StreamFailed
 from spectui.core.figures import SideRecorder
+from spectui.core.findings import ProbeResult, Triage
 from spectui.core.types import GenerationParams, Prompt, ServerCounters, ServerInfo
 from spectui.core.verdict import Verdict, judge
 
@@ -63,9 +64,9 @@ class PromptResult:
     damaged: bool = False  # rebuilt from a recording with unreadable records
     run: int = 1  # which repeat of this prompt (1-based) and how many were made
     runs: int = 1
-    triage: dict | None = None  # labs.triage's finding for a divergent prompt (its to_json form)
+    triage: Triage | None = None  # labs.triage's finding for a divergent prompt
     seed: int | None = None  # the request seed, where a lab varies it per run (sampling)
-    drafts: dict | None = None  # labs.probe's reconstruction of the rejected drafts (its to_json form)
+    drafts: ProbeResult | None = None  # labs.probe's reconstruction of the rejected drafts
 
     @property
     def failed(self) -> bool:

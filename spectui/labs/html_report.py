@@ -114,7 +114,6 @@ def html_report(
     order: str,
     source: str | None = None,
 ) -> str:
-    from spectui.labs.probe import ProbeResult
 
     b, c = infos["baseline"], infos["candidate"]
     done = [r for r in results if r.identical is not None]
@@ -162,7 +161,7 @@ def html_report(
     ]
     for r in results:
         d = r.divergence
-        found = ProbeResult.from_json(r.drafts) if r.drafts else None
+        found = r.drafts
         rejected_at = found.rejected_at() if found is not None else {}
         body.append(f"<h2>{_e(r.prompt.id)}{' — run ' + str(r.run) if r.runs > 1 else ''}: {_e(verdict_text(r))}</h2>")
         fc = r.candidate.figures
@@ -172,7 +171,7 @@ def html_report(
         )
         if r.triage:
             t = r.triage
-            body.append(f"<p><b>cause: {_e(str(t.get('cause')))}</b> — {_e(str(t.get('summary')))}</p>")
+            body.append(f"<p><b>cause: {_e(t.cause)}</b> — {_e(t.summary)}</p>")
         if found is not None:
             body.append(f'<p class="note">drafts: {_e(found.summary())}</p>')
         body.append('<div class="pair">')

@@ -21,113 +21,14 @@ The probe runs after the timed run, on its own server (or on none), so it never 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
 
 from spectui.core.figures import SideRecorder
+from spectui.core.findings import ProbeResult, ProbeStep, StepSpan
+
+__all__ = ["ProbeResult", "ProbeStep", "StepSpan"]
 
 DraftFn = Callable[[list[int], int], Awaitable[list[tuple[int, list[tuple[int, float]]]]]]  # context, n -> proposal
 TextFn = Callable[[list[int]], Awaitable[str]]  # ids -> their text
-
-
-@dataclass
-class StepSpan:
-    """One verification step as the stream showed it."""
-
-    step: int
-    position: int  # output index of the step's first token: the first drafted position
-    drafted: int
-    accepted: int
-
-
-@dataclass
-class ProbeStep:
-    step: int
-    position: int
-    drafted: int
-    accepted: int
-    draft_ids: list[int] = field(default_factory=list)
-    draft_text: str = ""
-    rejected_text: str = ""
-    target_text: str = ""  # what the target wrote where it rejected (its token, as the server spells it)
-    agrees: bool | None = None  # None: the step could not be checked (note says why)
-    note: str = ""
-    near_ties: list[float] = field(default_factory=list)  # margins (nats) of near-ties the evidence resolved
-
-    @property
-    def rejected(self) -> int:
-        return self.drafted - self.accepted
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class ProbeResult:
-    method: str  # how the drafts were rebuilt ("draft model X", "ngram-simple n=3 m=8")
-    steps: list[ProbeStep] = field(default_factory=list)
-    unavailable: str | None = None  # why no step could be probed, where none could
-
-    @property
-    def checked(self) -> int:
-        return sum(1 for s in self.steps if s.agrees is not None)
-
-    @property
-    def agreed(self) -> int:
-        return sum(1 for s in self.steps if s.agrees)
-
-    def summary(self) -> str:
-        if self.unavailable:
-            return f"rejected drafts not available: {self.unavailable}"
-        with_rej = [s for s in self.steps if s.rejected > 0]
-        shown = sum(1 for s in with_rej if s.agrees)
-        unchecked = len(self.steps) - self.checked
-        ties = sum(1 for s in self.steps if s.agrees and s.near_ties)
-        tail = f", {unchecked} not checkable" if unchecked else ""
-        tail += f", {ties} after resolving a near-tie" if ties else ""
-        return (
-            f"rejected drafts reconstructed for {self.agreed}/{len(self.steps)} steps ({self.method}); "
-            f"{shown}/{len(with_rej)} steps with rejections show their text{tail}"
-        )
-
-    def to_json(self) -> dict:
-        return {
-            "method": self.method,
-            "unavailable": self.unavailable,
-            "agreed": self.agreed,
-            "checked": self.checked,
-            "steps_total": len(self.steps),
-            "summary": self.summary(),
-            "steps": [s.to_json() for s in self.steps],
-        }
-
-    @classmethod
-    def from_json(cls, d: dict) -> ProbeResult:
-        steps = []
-        for s in d.get("steps") or []:
-            if isinstance(s, dict):
-                try:
-                    steps.append(
-                        ProbeStep(
-                            int(s["step"]),
-                            int(s["position"]),
-                            int(s["drafted"]),
-                            int(s["accepted"]),
-                            [int(i) for i in s.get("draft_ids") or []],
-                            str(s.get("draft_text") or ""),
-                            str(s.get("rejected_text") or ""),
-                            str(s.get("target_text") or ""),
-                            s.get("agrees") if isinstance(s.get("agrees"), bool) else None,
-                            str(s.get("note") or ""),
-                            [float(m) for m in s.get("near_ties") or []],
-                        )
-                    )
-                except (KeyError, TypeError, ValueError):
-                    continue  # a damaged step record: skip it, keep the others
-        return cls(str(d.get("method") or "?"), steps, d.get("unavailable"))
-
-    def rejected_at(self) -> dict[int, str]:
-        """Output index of each step's target token → the rejected text there (agreeing steps only)."""
-        return {s.position + s.accepted: s.rejected_text for s in self.steps if s.agrees and s.rejected_text}
 
 
 def step_spans(rec: SideRecorder) -> list[StepSpan]:

@@ -20,37 +20,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
 
 from spectui.backends.base import Backend
 from spectui.core.compare import compare_tokens
 from spectui.core.errors import describe
 from spectui.core.figures import SideRecorder
+from spectui.core.findings import Triage
 from spectui.core.runner import PromptResult, run_side
 from spectui.core.types import GenerationParams
 
 NEAR_TIE_NATS = 0.05
-
-
-@dataclass
-class Triage:
-    cause: str  # "nondeterminism" | "cache" | "near-tie" | "configuration"
-    summary: str
-    reruns: list[dict] = field(default_factory=list)
-    logprobs: dict | None = None
-    notes: list[str] = field(default_factory=list)  # steps a side could not do
-
-    def to_json(self) -> dict:
-        return {
-            "cause": self.cause,
-            "summary": self.summary,
-            "reruns": self.reruns,
-            "logprobs": self.logprobs,
-            "notes": self.notes,
-        }
-
-    def line(self) -> str:
-        return f"cause: {self.cause} — {self.summary} (reruns: {len(self.reruns)})"
 
 
 def _cached(rec: SideRecorder) -> int:

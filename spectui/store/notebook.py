@@ -94,7 +94,7 @@ def measurement(result, infos, profile: str | None = None) -> dict:
         "compared": v.compared if v is not None and v.identical is not None else None,
         "identical": result.identical,
         "first_divergence_byte": result.divergence.byte if result.divergence else None,
-        "cause": (result.triage or {}).get("cause"),
+        "cause": result.triage.cause if result.triage is not None else None,
         "prompt_cached": [b.prompt_cached, c.prompt_cached]
         if b.prompt_cached is not None and c.prompt_cached is not None
         else None,

@@ -7,6 +7,7 @@ import time
 
 from spectui.backends.base import Backend, Capabilities
 from spectui.core.events import StreamFailed, TokenEvent
+from spectui.core.findings import ProbeResult, Triage
 from spectui.core.types import GenerationParams, ServerCounters, ServerInfo
 from spectui.core.verdict import Verdict
 from spectui.store.session import Session, recorded_verdict
@@ -154,10 +155,10 @@ class SessionBackend(Backend):
             return None
         return recorded_verdict(self.session.prompts[self._cursor - 1])
 
-    def saved_drafts(self) -> dict | None:
+    def saved_drafts(self) -> ProbeResult | None:
         """The draft probe's reconstruction recorded for the prompt just replayed, if any."""
         return self.session.prompts[self._cursor - 1].drafts if self._cursor else None
 
-    def saved_triage(self) -> dict | None:
+    def saved_triage(self) -> Triage | None:
         """Triage's finding recorded with the prompt last played (replay shows it without any server)."""
         return self.session.prompts[self._cursor - 1].triage if self._cursor else None

@@ -41,6 +41,7 @@ from spectui.core.events import (
     TokenEvent,
 )
 from spectui.core.figures import SideRecorder
+from spectui.core.findings import ProbeResult, Triage
 from spectui.core.runner import PromptResult, same_tokenizer
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
 from spectui.core.verdict import Verdict, judge
@@ -247,13 +248,13 @@ class SessionWriter:
             }
         )
 
-    def triage(self, n: int, finding: dict) -> None:
+    def triage(self, n: int, finding: Triage) -> None:
         """Triage's finding for prompt n of this writer (written after the prompt's result)."""
-        self._write({"type": "triage", "n": n, "triage": finding})
+        self._write({"type": "triage", "n": n, "triage": finding.to_json()})
 
-    def drafts(self, n: int, found: dict) -> None:
+    def drafts(self, n: int, found: ProbeResult) -> None:
         """The draft probe's reconstruction for prompt n of this writer (written after the prompt's result)."""
-        self._write({"type": "drafts", "n": n, "drafts": found})
+        self._write({"type": "drafts", "n": n, "drafts": found.to_json()})
 
     def close(self) -> None:
         if self._fh is not None:
@@ -286,8 +287,8 @@ class SessionPrompt:
     result: dict | None = None
     probes: list = field(default_factory=list)  # (t_ns, [GPUSample], HostSample | None)
     damaged: bool = False  # a record of this prompt could not be read: no verdict from it
-    triage: dict | None = None
-    drafts: dict | None = None
+    triage: Triage | None = None
+    drafts: ProbeResult | None = None
 
 
 @dataclass
@@ -423,10 +424,10 @@ def load_session(path: str | Path) -> Session:
             elif kind == "result" and prompts:
                 prompts[-1].result = rec
                 by_n[rec.get("n")] = prompts[-1]
-            elif kind == "triage" and isinstance(rec.get("triage"), dict) and rec.get("n") in by_n:
-                by_n[rec["n"]].triage = rec["triage"]
-            elif kind == "drafts" and isinstance(rec.get("drafts"), dict) and rec.get("n") in by_n:
-                by_n[rec["n"]].drafts = rec["drafts"]
+            elif kind == "triage" and rec.get("n") in by_n:
+                by_n[rec["n"]].triage = Triage.from_json(rec.get("triage"))
+            elif kind == "drafts" and rec.get("n") in by_n:
+                by_n[rec["n"]].drafts = ProbeResult.from_json(rec.get("drafts"))
             elif kind == "probe" and prompts:
                 prompts[-1].probes.append(probe_from_json(rec))
         except (orjson.JSONDecodeError, KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:

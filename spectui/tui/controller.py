@@ -17,6 +17,7 @@ from spectui.core.compare import LiveComparer
 from spectui.core.errors import describe
 from spectui.core.events import StreamFailed, StreamFinished, StreamStarted, TokenEvent
 from spectui.core.figures import SideRecorder
+from spectui.core.findings import ProbeResult
 from spectui.core.report import speedup_text
 from spectui.core.runner import SIDES, PromptResult, RunObserver, grouped
 from spectui.core.types import GenerationParams, Prompt
@@ -173,11 +174,11 @@ class RunController:
             return
         if found is None:
             return
-        result.triage = found.to_json()
+        result.triage = found
         if result is self.results[-1]:
             banner.show_cause(found.line())
         if writer is not None:
-            writer.triage(self._writer_index(writer, result), result.triage)
+            writer.triage(self._writer_index(writer, result), found)
 
     def _writer_index(self, writer, result: PromptResult) -> int:
         """The session writer's number for a result shown earlier (a later record refers back to it)."""
@@ -211,12 +212,9 @@ class RunController:
             return
         app.run_worker(self._probe(last), group="run", exclusive=True, exit_on_error=False)
 
-    def show_drafts(self, drafts: dict | None, show: bool = True) -> None:
-        from spectui.labs.probe import ProbeResult
-
+    def show_drafts(self, found: ProbeResult | None, show: bool = True) -> None:
         app = self.app
         view = app.pane("candidate").view
-        found = ProbeResult.from_json(drafts) if drafts else None
         view.rejected_text = found.rejected_at() if found is not None else {}
         view.show_rejected = show and found is not None
         view.rebuild()
@@ -246,10 +244,10 @@ class RunController:
         finally:
             if launcher is not None:
                 launcher.stop_all()
-        result.drafts = found.to_json()
+        result.drafts = found
         writer = app.recording.writer
         if writer is not None and result in self.results:
-            writer.drafts(self._writer_index(writer, result), result.drafts)
+            writer.drafts(self._writer_index(writer, result), found)
         if result is self.results[-1]:
             self.show_drafts(result.drafts)
 
@@ -299,7 +297,7 @@ class RunController:
             saved = app.backends["baseline"].saved_triage() if app.replaying else None
             if saved:
                 result.triage = saved
-                banner.show_cause(f"cause: {saved.get('cause')} — {saved.get('summary')} (recorded)")
+                banner.show_cause(f"{saved.line()} (recorded)")
         elif v is not None and v.status == "identical":
             banner.show_identical(len(b.output()), cached, v.compared)
         elif v is not None and v.status == "failed":

@@ -71,6 +71,7 @@ def test_ngram_sizes_from_argv():
 
 def test_rejected_by_position_counts_each_category_and_chain_position():
     from spectui.core.figures import SideRecorder
+    from spectui.core.findings import ProbeResult
     from spectui.core.report import rejected_by_position
     from spectui.core.runner import PromptResult
     from spectui.core.types import Prompt
@@ -79,9 +80,11 @@ def test_rejected_by_position_counts_each_category_and_chain_position():
         return {"step": 1, "position": 0, "drafted": 8, "accepted": accepted, "rejected_text": text, "agrees": agrees}
 
     code = PromptResult(Prompt("a", "code"), SideRecorder("b"), SideRecorder("c"))
-    code.drafts = {"steps": [step(0, "x"), step(0, "y"), step(2, "z"), step(2, "w", agrees=False)]}
+    code.drafts = ProbeResult.from_json(
+        {"steps": [step(0, "x"), step(0, "y"), step(2, "z"), step(2, "w", agrees=False)]}
+    )
     chat = PromptResult(Prompt("b", "chat"), SideRecorder("b"), SideRecorder("c"))
-    chat.drafts = {"steps": [step(5, "q")]}
+    chat.drafts = ProbeResult.from_json({"steps": [step(5, "q")]})
     lines = rejected_by_position([code, chat])
     assert lines[2] == "  chat             6: 1 ('q')"
     assert lines[3] == "  code             1: 2 ('x', 'y'); 3: 1 ('z')"  # the disagreeing step is not counted
@@ -93,6 +96,7 @@ def test_the_target_token_is_named_by_its_text_even_when_its_bytes_came_later():
     names the target's token by the text the server gave for it, not by the empty streamed bytes."""
     from spectui.core.events import TokenEvent
     from spectui.core.figures import SideRecorder
+    from spectui.core.findings import ProbeResult
     from spectui.core.report import drafts_lines
     from spectui.core.runner import PromptResult
     from spectui.core.types import Prompt
@@ -102,7 +106,9 @@ def test_the_target_token_is_named_by_its_text_even_when_its_bytes_came_later():
         cand.feed(TokenEvent(i, 10 + i, data, i, "target"))
     r = PromptResult(Prompt("p"), SideRecorder("b"), cand)
     step = {"step": 1, "position": 1, "drafted": 3, "accepted": 0, "agrees": True, "rejected_text": " x"}
-    r.drafts = {"summary": "s", "steps": [dict(step, target_text="é")]}
+    r.drafts = ProbeResult.from_json({"summary": "s", "steps": [dict(step, target_text="é")]})
     assert drafts_lines(r)[1].endswith("draft guessed ' x', target wrote 'é'")
-    r.drafts = {"summary": "s", "steps": [step]}  # a recording from before target_text: the streamed bytes
+    r.drafts = ProbeResult.from_json(
+        {"summary": "s", "steps": [step]}
+    )  # a recording from before target_text: the streamed bytes
     assert drafts_lines(r)[1].endswith("target wrote a token whose bytes came with the next one")

@@ -10,6 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from spectui.core.compare import Divergence, escape_bytes, first_difference
+from spectui.core.findings import ProbeResult, Triage
 from spectui.core.verdict import Verdict
 
 
@@ -38,8 +39,8 @@ class DiffScreen(ModalScreen):
         baseline: bytes,
         candidate: bytes,
         verdict: Verdict | None,
-        triage: dict | None = None,
-        drafts: dict | None = None,
+        triage: Triage | None = None,
+        drafts: ProbeResult | None = None,
         live: Divergence | None = None,
     ) -> None:
         """`verdict` is the prompt's carried verdict (None while it still runs: then `live` says where the
@@ -91,38 +92,36 @@ class DiffScreen(ModalScreen):
         return t
 
     @staticmethod
-    def _triage(t: Text, tr: dict) -> None:
+    def _triage(t: Text, tr: Triage) -> None:
         """Triage's reruns and the top tokens at the divergence, under the bytes."""
-        t.append(f"\n\ncause: {tr.get('cause')}", style="bold")
-        t.append(f" — {tr.get('summary')}\n")
-        for r in tr.get("reruns") or []:
+        t.append(f"\n\ncause: {tr.cause}", style="bold")
+        t.append(f" — {tr.summary}\n")
+        for r in tr.reruns:
             same = "identical" if r.get("identical") else f"differs at byte {r.get('first_divergence')}"
             t.append(f"  rerun: {r.get('what')}: {same}\n")
-        lp = tr.get("logprobs") or {}
+        lp = tr.logprobs or {}
         for side in ("baseline", "candidate"):
             if lp.get(side):
                 top = "   ".join(f"'{escape_bytes(str(tok).encode())}' {v:.3f}" for tok, v in lp[side])
                 t.append(f"  {side} top tokens at token {lp.get('position')}: {top}\n")
         if lp.get("margin") is not None:
             t.append(f"  margin between the two chosen tokens: {abs(lp['margin']):.3f} nats\n")
-        for n in tr.get("notes") or []:
+        for n in tr.notes:
             t.append(f"  ({n})\n", style="dim")
 
     @staticmethod
-    def _drafts(t: Text, d: dict) -> None:
+    def _drafts(t: Text, d: ProbeResult) -> None:
         """The draft probe: each step's drafted, accepted and rejected text."""
-        t.append(f"\n\ndrafts: {d.get('summary')}\n", style="bold")
-        for s in d.get("steps") or []:
-            if not isinstance(s, dict):
-                continue
-            head = f"  step {s.get('step')} at token {s.get('position')}: kept {s.get('accepted')}/{s.get('drafted')}"
-            if s.get("agrees"):
-                drafted = escape_bytes(str(s.get("draft_text") or "").encode())
-                rejected = escape_bytes(str(s.get("rejected_text") or "").encode())
+        t.append(f"\n\ndrafts: {d.summary()}\n", style="bold")
+        for s in d.steps:
+            head = f"  step {s.step} at token {s.position}: kept {s.accepted}/{s.drafted}"
+            if s.agrees:
+                drafted = escape_bytes(s.draft_text.encode())
+                rejected = escape_bytes(s.rejected_text.encode())
                 t.append(f"{head}  drafted '{drafted}'")
                 if rejected:
                     t.append("  rejected ")
                     t.append(f"'{rejected}'", style="strike red")
                 t.append("\n")
             else:
-                t.append(f"{head}  (probe disagrees: {s.get('note') or 'not checkable'})\n", style="dim")
+                t.append(f"{head}  (probe disagrees: {s.note or 'not checkable'})\n", style="dim")

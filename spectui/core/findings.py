@@ -1,0 +1,143 @@
+"""What the labs find about one prompt, as the data every view reads: triage's cause and the draft probe's
+reconstructed drafts. Defined once here (shapes and their JSON), made by labs.triage and labs.probe,
+carried on core.runner.PromptResult, recorded in sessions, shown by the reports, the TUI and the notebook.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Triage:
+    cause: str  # "nondeterminism" | "cache" | "near-tie" | "configuration"
+    summary: str
+    reruns: list[dict] = field(default_factory=list)
+    logprobs: dict | None = None
+    notes: list[str] = field(default_factory=list)  # steps a side could not do
+
+    def to_json(self) -> dict:
+        return {
+            "cause": self.cause,
+            "summary": self.summary,
+            "reruns": self.reruns,
+            "logprobs": self.logprobs,
+            "notes": self.notes,
+        }
+
+    @classmethod
+    def from_json(cls, d: object) -> Triage | None:
+        """A recorded finding; None where the record is not one (a hand-edited or damaged session)."""
+        if not isinstance(d, dict) or not isinstance(d.get("cause"), str):
+            return None
+        reruns = [r for r in d.get("reruns") or [] if isinstance(r, dict)] if isinstance(d.get("reruns"), list) else []
+        logprobs = d.get("logprobs") if isinstance(d.get("logprobs"), dict) else None
+        notes = [str(n) for n in d.get("notes") or []] if isinstance(d.get("notes"), list) else []
+        return cls(d["cause"], str(d.get("summary") or ""), reruns, logprobs, notes)
+
+    def line(self) -> str:
+        return f"cause: {self.cause} — {self.summary} (reruns: {len(self.reruns)})"
+
+
+@dataclass
+class StepSpan:
+    """One verification step as the stream showed it."""
+
+    step: int
+    position: int  # output index of the step's first token: the first drafted position
+    drafted: int
+    accepted: int
+
+
+@dataclass
+class ProbeStep:
+    step: int
+    position: int
+    drafted: int
+    accepted: int
+    draft_ids: list[int] = field(default_factory=list)
+    draft_text: str = ""
+    rejected_text: str = ""
+    target_text: str = ""  # what the target wrote where it rejected (its token, as the server spells it)
+    agrees: bool | None = None  # None: the step could not be checked (note says why)
+    note: str = ""
+    near_ties: list[float] = field(default_factory=list)  # margins (nats) of near-ties the evidence resolved
+
+    @property
+    def rejected(self) -> int:
+        return self.drafted - self.accepted
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class ProbeResult:
+    method: str  # how the drafts were rebuilt ("draft model X", "ngram-simple n=3 m=8")
+    steps: list[ProbeStep] = field(default_factory=list)
+    unavailable: str | None = None  # why no step could be probed, where none could
+
+    @property
+    def checked(self) -> int:
+        return sum(1 for s in self.steps if s.agrees is not None)
+
+    @property
+    def agreed(self) -> int:
+        return sum(1 for s in self.steps if s.agrees)
+
+    def summary(self) -> str:
+        if self.unavailable:
+            return f"rejected drafts not available: {self.unavailable}"
+        with_rej = [s for s in self.steps if s.rejected > 0]
+        shown = sum(1 for s in with_rej if s.agrees)
+        unchecked = len(self.steps) - self.checked
+        ties = sum(1 for s in self.steps if s.agrees and s.near_ties)
+        tail = f", {unchecked} not checkable" if unchecked else ""
+        tail += f", {ties} after resolving a near-tie" if ties else ""
+        return (
+            f"rejected drafts reconstructed for {self.agreed}/{len(self.steps)} steps ({self.method}); "
+            f"{shown}/{len(with_rej)} steps with rejections show their text{tail}"
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "method": self.method,
+            "unavailable": self.unavailable,
+            "agreed": self.agreed,
+            "checked": self.checked,
+            "steps_total": len(self.steps),
+            "summary": self.summary(),
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+    @classmethod
+    def from_json(cls, d: object) -> ProbeResult | None:
+        """A recorded probe; None where the record is not one. A damaged step is skipped, the others kept."""
+        if not isinstance(d, dict):
+            return None
+        steps = []
+        for s in d.get("steps") or []:
+            if isinstance(s, dict):
+                try:
+                    steps.append(
+                        ProbeStep(
+                            int(s["step"]),
+                            int(s["position"]),
+                            int(s["drafted"]),
+                            int(s["accepted"]),
+                            [int(i) for i in s.get("draft_ids") or []],
+                            str(s.get("draft_text") or ""),
+                            str(s.get("rejected_text") or ""),
+                            str(s.get("target_text") or ""),
+                            s.get("agrees") if isinstance(s.get("agrees"), bool) else None,
+                            str(s.get("note") or ""),
+                            [float(m) for m in s.get("near_ties") or []],
+                        )
+                    )
+                except (KeyError, TypeError, ValueError):
+                    continue  # a damaged step record: skip it, keep the others
+        return cls(str(d.get("method") or "?"), steps, d.get("unavailable"))
+
+    def rejected_at(self) -> dict[int, str]:
+        """Output index of each step's target token → the rejected text there (agreeing steps only)."""
+        return {s.position + s.accepted: s.rejected_text for s in self.steps if s.agrees and s.rejected_text}

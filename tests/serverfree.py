@@ -15,15 +15,12 @@ from pathlib import Path
 import pytest
 
 # fixtures of tests/conftest.py and tests/real that start servers or need the built llama.cpp assets
-SERVER_FIXTURES = frozenset({"llama_servers", "assets_found", "assets_found_module", "vllm_pair", "four_slot_servers"})
+SERVER_FIXTURES = frozenset(
+    {"llama_servers", "assets_found", "assets_found_module", "vllm_pair", "vllm_servers", "four_slot_servers"}
+)
 
 # Tests the lead is rewriting server-free (issue 27 note): until then they still use a live recording.
-PENDING_REWRITE = frozenset(
-    {
-        "tests/unit/test_session_notebook.py::test_replay_gives_the_same_labels_figures_and_verdict",
-        "tests/unit/test_session_notebook.py::test_replay_in_the_tui_matches_the_live_run",
-    }
-)
+PENDING_REWRITE = frozenset({})
 
 
 def server_program(argv) -> str | None:

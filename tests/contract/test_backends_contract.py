@@ -16,7 +16,6 @@ import pytest
 
 from spectui.backends.detect import detect, make_backend
 from spectui.backends.metrics import delta, parse_metrics, total
-from spectui.core.compare import compare_tokens
 from spectui.core.figures import SideRecorder
 from spectui.core.types import GenerationParams
 
@@ -238,10 +237,84 @@ def test_openai_compatible_uses_the_bearer_token_and_labels_unknown(monkeypatch)
         api_key_from("NO_SUCH_VARIABLE_SET")
 
 
-def test_mixed_pair_outputs_compare_byte_for_byte():
-    a = [b" apple", b",", b" banana"]
-    b = [b" apple, banana"]
-    assert compare_tokens(a, b) is None  # the same bytes in different token splits are identical
+def _vllm_capture_text() -> str:
+    """The captured vLLM stream's text, read from the raw capture (json per `data:` line)."""
+    _, body = http_body("spec_completions_stream_usage.sse")
+    text = ""
+    for line in body.decode().splitlines():
+        if line.startswith("data: {"):
+            text += "".join(c.get("text", "") for c in json.loads(line[6:]).get("choices", []))
+    return text
+
+
+def llamacpp_transport(text: str, pieces: int = 3):
+    """A scripted llama-server (b11434's /props and /completion shapes) answering `text` in `pieces`-byte
+    chunks, one token id each, then the final event."""
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        if req.url.path == "/props":
+            return httpx.Response(
+                200,
+                json={
+                    "build_info": "b11434-pypi",
+                    "model_path": "/m/SmolLM2-135M-Instruct.Q4_1.gguf",
+                    "total_slots": 1,
+                    "default_generation_settings": {"n_ctx": 2048, "params": {}},
+                },
+            )
+        if req.url.path == "/completion":
+            data = text.encode()
+            chunks = [data[i : i + pieces].decode() for i in range(0, len(data), pieces)]
+            events = [
+                {"content": c, "tokens": [100 + k], "tokens_predicted": k + 1, "timings": {}}
+                for k, c in enumerate(chunks)
+            ]
+            events.append({"content": "", "stop": True, "stop_type": "limit", "tokens_predicted": len(chunks)})
+            body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+            return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+        return httpx.Response(404)
+
+    return httpx.MockTransport(handler)
+
+
+@pytest.mark.parametrize("change", [None, 17, "shorter"], ids=["same", "one-byte", "prefix"])
+def test_a_llamacpp_baseline_against_a_vllm_candidate_is_compared_byte_for_byte(change):
+    """A mixed pair through the real backends and run loop: the same text in other token splits is
+    identical (text only: two models, so no ids compared); a changed byte or a cut output differs
+    exactly where the raw bytes part."""
+    from spectui.core.runner import compare_prompt
+    from spectui.core.types import Prompt
+    from tests.oracles import first_difference
+
+    vllm_text = _vllm_capture_text()
+    text = vllm_text
+    if change == "shorter":
+        text = vllm_text[:-5]
+    elif change is not None:
+        text = vllm_text[:change] + ("X" if vllm_text[change] != "X" else "Y") + vllm_text[change + 1 :]
+
+    async def go():
+        async with (
+            httpx.AsyncClient(transport=llamacpp_transport(text)) as cb,
+            httpx.AsyncClient(
+                transport=vllm_transport("spec_completions_stream_usage.sse", "spec_metrics_final.txt")
+            ) as cv,
+        ):
+            assert await detect("http://llama", cb) == "llama.cpp" and await detect("http://vllm", cv) == "vllm"
+            base, cand = make_backend("llama.cpp", "http://llama", cb), make_backend("vllm", "http://vllm", cv)
+            await base.identify()
+            await cand.identify()
+            prompt = Prompt("mixed", raw="List fruit:")
+            return await compare_prompt(base, cand, prompt, GenerationParams(max_tokens=32))
+
+    r = asyncio.run(go())
+    assert r.baseline.output() == text.encode() and r.candidate.output() == vllm_text.encode()
+    assert r.compared == "text"  # two models: their token ids mean different things
+    byte = first_difference(text.encode(), vllm_text.encode())
+    if byte is None:
+        assert r.identical is True and r.divergence is None
+    else:
+        assert r.identical is False and r.divergence.byte == byte
 
 
 def test_really_cold_runs_clear_each_servers_cache():

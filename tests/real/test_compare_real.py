@@ -138,11 +138,10 @@ def test_usage_errors_exit_2(capsys, tmp_path):
     assert exc.value.code == 2
 
 
-def test_server_dying_mid_stream_reports_the_other_side(llama_servers, assets_found, capsys):
+def test_server_dying_mid_stream_reports_the_other_side(llama_servers, assets_found, capsys, monkeypatch):
     """A candidate killed while it streams: the baseline's result stands, the candidate says where it stopped."""
-    import threading
-    import time
-
+    from spectui.core.events import TokenEvent
+    from spectui.core.figures import SideRecorder
     from spectui.machine.launcher import Launcher
     from tests.conftest import server_spec
 
@@ -151,11 +150,15 @@ def test_server_dying_mid_stream_reports_the_other_side(llama_servers, assets_fo
         victim.argv[victim.argv.index("--port") + 1] = str(victim.port)
         launcher.start_all()
 
-        def kill_soon():
-            time.sleep(1.0)
-            victim.proc.kill()
+        feed = SideRecorder.feed
 
-        threading.Thread(target=kill_soon, daemon=True).start()
+        def kill_at_the_first_token(self, ev):  # the event itself, not a delay, says it is streaming
+            if self.name == "candidate" and isinstance(ev, TokenEvent) and victim.exited() is None:
+                victim.proc.kill()
+                victim.proc.wait()
+            return feed(self, ev)
+
+        monkeypatch.setattr(SideRecorder, "feed", kill_at_the_first_token)
         code, doc = run_compare(
             capsys,
             "--baseline",
@@ -173,4 +176,5 @@ def test_server_dying_mid_stream_reports_the_other_side(llama_servers, assets_fo
     p = doc["prompts"][0]
     assert p["baseline"]["failed"] is None and p["baseline"]["tokens"] > 0
     assert p["candidate"]["failed"] and "after" in p["candidate"]["failed"]
+    assert p["candidate"]["tokens"] < 1500
     assert p["identical"] is None

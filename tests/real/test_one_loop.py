@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 from spectui.cli.main import main
 from spectui.core import runner
@@ -33,9 +34,15 @@ def test_the_cli_runs_through_the_core_loop(llama_servers, monkeypatch, capsys):
             "Count to five.",
             "--max-tokens",
             "12",
+            "--json",
         ]
     )
-    assert code in (0, 3) and len(calls) == 1 and calls[0][0].messages[0]["content"] == "Count to five."
+    [p] = json.loads(capsys.readouterr().out)["prompts"]
+    assert (
+        code == (0 if p["identical"] else 3)
+        and len(calls) == 1
+        and calls[0][0].messages[0]["content"] == "Count to five."
+    )
 
 
 async def test_the_tui_runs_through_the_core_loop(monkeypatch):

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from spectui.cli.main import main
+from tests.oracles import verdict_by_hand
 
 
 def run(capsys, baseline, candidate, repeat, *extra):
@@ -28,27 +31,42 @@ def run(capsys, baseline, candidate, repeat, *extra):
     return code, json.loads(capsys.readouterr().out)
 
 
-def test_the_same_server_on_both_sides_shows_no_measurable_difference(llama_servers, capsys):
-    # One llama-server as both sides: two separately started identical servers are not identical in
-    # speed on this 2-core machine (1-thread processes land on different cores beside the other test
-    # servers): measured 1.013x [1.004-1.016] for a fresh twin alone, and [0.888-0.996] with the suite's
-    # other servers up. With one process the interleaved ratio carries only the run-to-run noise, and
-    # an order effect: the side that goes second can run a few % faster (seen: 1.003-1.117 over 5 runs,
-    # three of them baseline-first). An even N lets both orders count alike, as the README advises.
-    code, doc = run(capsys, llama_servers["baseline"], llama_servers["baseline"], 6)
+def check_repeat(doc: dict, runs: int) -> dict:
+    """What holds on any hardware: each run's ratio from its own figures, the median and the interval
+    around it inside the runs' range, and the verdict the README's rule gives for that interval."""
     [rep] = doc["repeats"]
-    assert code == 0 and rep["runs"] == 6 and rep["divergent_runs"] == []
-    assert all(p["identical"] for p in doc["prompts"]) and [p["run"] for p in doc["prompts"]] == [1, 2, 3, 4, 5, 6]
+    assert rep["runs"] == runs and [p["run"] for p in doc["prompts"]] == list(range(1, runs + 1))
+    ratios = sorted(p["candidate"]["decode_tps"] / p["baseline"]["decode_tps"] for p in doc["prompts"])
+    mid = (ratios[(runs - 1) // 2] + ratios[runs // 2]) / 2
     sp = rep["speedup"]
-    assert sp["low"] <= 1.0 <= sp["high"] or (sp["low"] >= 0.98 and sp["high"] <= 1.02), sp
-    assert rep["verdict"] == "no measurable difference"
+    assert sp["median"] == pytest.approx(mid) and sp["n"] == runs
+    assert ratios[0] <= sp["low"] <= sp["median"] <= sp["high"] <= ratios[-1]
+    assert rep["verdict"] == verdict_by_hand(sp["low"], sp["high"], rep["tolerance"])
+    rates = [p["candidate"]["acceptance_rate"] for p in doc["prompts"]]
+    assert rep["acceptance_rate"] == rates
+    assert rep["acceptance_moved"] is (len({round(a, 6) for a in rates if a is not None}) > 1)
+    assert rep["divergent_runs"] == [p["run"] for p in doc["prompts"] if not p["identical"]]
+    return rep
 
 
-def test_draft_speculation_on_this_cpu_is_slower_with_its_interval_below_one(llama_servers, capsys):
-    code, doc = run(capsys, llama_servers["baseline"], llama_servers["draft"], 3)
-    [rep] = doc["repeats"]
-    assert rep["speedup"]["high"] < 1.0 and rep["verdict"] == "slower"
-    assert rep["acceptance_moved"] is False  # temperature 0: the same drafts accepted every run
+def test_the_same_server_on_both_sides(llama_servers, capsys):
+    # One llama-server as both sides, 6 runs (an even N, as the README advises: the side that runs
+    # second can be a few % faster). Which verdict the interval gives depends on the machine's noise,
+    # so the test checks the arithmetic and the rule, not the speed.
+    code, doc = run(capsys, llama_servers["baseline"], llama_servers["baseline"], 6)
+    rep = check_repeat(doc, 6)
+    assert code == 0 and rep["divergent_runs"] == [] and all(p["identical"] for p in doc["prompts"])
+    assert rep["acceptance_rate"] == [None] * 6  # nothing drafted: no rate, not 0 %
+
+
+def test_draft_speculation_repeated_keeps_its_bytes_and_its_acceptance(llama_servers, capsys):
+    code, doc = run(capsys, llama_servers["baseline"], llama_servers["draft"], 4)
+    rep = check_repeat(doc, 4)
+    assert code == 0 and rep["divergent_runs"] == []
+    # the acceptance rate is the server's own counters' ratio, every run
+    for p in doc["prompts"]:
+        c = p["candidate"]
+        assert c["drafted"] > 0 and c["acceptance_rate"] == pytest.approx(c["accepted"] / c["drafted"])
 
 
 def test_repeat_zero_is_a_usage_error(capsys):

@@ -9,14 +9,22 @@ import pytest
 from spectui.cli.main import main
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
 from tests.conftest import _need_assets
+from tests.oracles import check_sampling, sampling_samples
 
 
-def sampling(capsys, baseline, candidate, *extra):
-    code = main(["sampling", "--baseline", baseline, "--candidate", candidate, "--json", *extra])
-    return code, json.loads(capsys.readouterr().out)
+def sampling(capsys, baseline, candidate, *extra, save=None):
+    """`spectui sampling --json`; with `save`, every sample is recorded and the JSON checked against it."""
+    more = ["--save", str(save)] if save else []
+    code = main(["sampling", "--baseline", baseline, "--candidate", candidate, "--json", *more, *extra])
+    doc = json.loads(capsys.readouterr().out)
+    if save:
+        [p] = doc["prompts"]
+        check_sampling(p, sampling_samples(save))
+        assert code == (3 if p["verdict"] == "different" else 0)
+    return code, doc
 
 
-def test_draft_speculation_keeps_every_seeded_sample_byte_identical(llama_servers, capsys):
+def test_draft_speculation_keeps_every_seeded_sample_byte_identical(llama_servers, capsys, tmp_path):
     code, doc = sampling(
         capsys,
         llama_servers["baseline"],
@@ -29,13 +37,14 @@ def test_draft_speculation_keeps_every_seeded_sample_byte_identical(llama_server
         "4",
         "--max-tokens",
         "16",
+        save=tmp_path / "s.jsonl",
     )
     [p] = doc["prompts"]
     assert code == 0 and p["seeded_identical"] == 4 and p["samples"] == 4
     assert p["acceptance_rate"] is not None  # it did speculate at this temperature
 
 
-def test_a_different_model_is_found_different(capsys):
+def test_a_different_model_is_found_different(capsys, tmp_path):
     """Positive control: the Q2_K draft file served as the candidate's main model (measured here: all 4
     positions different at N = 40, TVD 0.47 at the first token)."""
     found = _need_assets()
@@ -57,30 +66,38 @@ def test_a_different_model_is_found_different(capsys):
             "40",
             "--max-tokens",
             "4",
+            save=tmp_path / "s.jsonl",
         )
     [p] = doc["prompts"]
     assert code == 3 and p["verdict"] == "different"
     assert any(t["p_holm"] < 0.05 for t in p["positions"])
 
 
-def test_the_same_model_is_consistent(llama_servers, capsys):
-    code, doc = sampling(
-        capsys,
-        llama_servers["baseline"],
-        llama_servers["baseline"],
-        "--prompt",
-        "Name a colour.",
-        "--temperature",
-        "0.8",
-        "--samples",
-        "10",
-        "--max-tokens",
-        "4",
-        "--distribution",
-    )
+def test_the_same_model_on_two_servers_is_consistent(llama_servers, assets_found, capsys, tmp_path):
+    """Two processes serving the same model (not one server on both sides): every seed's bytes agree, so
+    every position's TVD is 0 and nothing can be called different."""
+    with Launcher() as launcher:
+        twin = launcher.add(ServerProcess("twin", llama_server_argv(assets_found.llama_server, assets_found.model, 0)))
+        twin.argv[twin.argv.index("--port") + 1] = str(twin.port)
+        launcher.start_all(timeout=120)
+        code, doc = sampling(
+            capsys,
+            llama_servers["baseline"],
+            twin.url,
+            "--prompt",
+            "Name a colour.",
+            "--temperature",
+            "0.8",
+            "--samples",
+            "10",
+            "--max-tokens",
+            "4",
+            "--distribution",
+            save=tmp_path / "s.jsonl",
+        )
     [p] = doc["prompts"]
     assert code == 0 and p["verdict"] == "consistent" and p["seeded_identical"] == 10
-    assert all(t["tvd"] == 0.0 for t in p["positions"])
+    assert len(p["positions"]) == 4 and all(t["tvd"] == 0.0 for t in p["positions"])
 
 
 @pytest.mark.parametrize("bad", [["--temperature", "0"], ["--samples", "1"], ["--max-tokens", "0"], ["--top-p", "1.5"]])

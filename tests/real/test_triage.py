@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from spectui.cli.main import main
+from tests.oracles import cause_by_the_evidence
 
 FIZZ = "Write a Python function fizzbuzz(n) that returns a list of strings for 1..n. Keep it short."
 
@@ -33,14 +34,13 @@ def test_a_quantised_kv_cache_is_configuration_or_near_tie_with_logprob_evidence
     code, doc = compare(capsys, llama_servers["baseline"], llama_servers["kvq4"], "--triage", "--save", str(session))
     assert code == 3
     t = doc["prompts"][0]["triage"]
-    assert t["cause"] in ("configuration", "near-tie") and t["cause"] != "cache"
+    assert t["cause"] == cause_by_the_evidence(t)  # both reruns reproduced their side: not run-to-run
     # the evidence: both sides' own top tokens at the divergent position, and the margin between the two
-    # tokens the sides chose there
+    # tokens the sides chose there (exact, or a bound where a chosen token was outside a side's top 3)
     lp = t["logprobs"]
     assert lp["position"] == doc["prompts"][0]["first_divergence"]["baseline_token"]
-    assert len(lp["baseline"]) == 3 and len(lp["candidate"]) == 3 and isinstance(lp["margin"], float)
-    # both reruns reproduced their side (run-to-run is not the cause)
-    assert [r["identical"] for r in t["reruns"]] == [True, True]
+    assert len(lp["baseline"]) == 3 and len(lp["candidate"]) == 3
+    assert isinstance(lp["margin"], float) or isinstance(lp.get("margin_bound"), float), lp
     # the session records it, and replay shows it without any server
     out = main(["replay", str(session), "--no-tui"])
     text = capsys.readouterr().out
@@ -52,20 +52,29 @@ def test_identical_pairs_run_no_triage(llama_servers, capsys):
     assert code == 0 and doc["prompts"][0]["triage"] is None
 
 
-def test_triage_never_touches_the_notebook_or_the_figures(llama_servers, capsys, tmp_path):
+def test_triage_never_touches_the_notebook_or_the_figures(llama_servers, assets_found, capsys, tmp_path):
     import tomllib
 
     import httpx
 
     from spectui.backends.metrics import PREDICTED, parse_metrics, total
-
-    def predicted():  # the candidate server's own count of every token it generated
-        return total(parse_metrics(httpx.get(llama_servers["kvq4"] + "/metrics").text), PREDICTED)
+    from spectui.machine.launcher import Launcher
+    from tests.conftest import server_spec
 
     nb = tmp_path / "nb.toml"
-    before = predicted()
-    code, doc = compare(capsys, llama_servers["baseline"], llama_servers["kvq4"], "--triage", "--notebook", str(nb))
-    generated = predicted() - before
+    # a q4_0 candidate of its own: the /metrics counters of a server other tests share can still move
+    # from their requests (a cancelled stream finishes generating after the test that cancelled it)
+    with Launcher() as launcher:
+        kvq4 = launcher.add(server_spec("kvq4", assets_found))
+        kvq4.argv[kvq4.argv.index("--port") + 1] = str(kvq4.port)
+        launcher.start_all(timeout=120)
+
+        def predicted():  # the candidate server's own count of every token it generated
+            return total(parse_metrics(httpx.get(kvq4.url + "/metrics").text), PREDICTED)
+
+        before = predicted()
+        code, doc = compare(capsys, llama_servers["baseline"], kvq4.url, "--triage", "--notebook", str(nb))
+        generated = predicted() - before
     rows = tomllib.loads(nb.read_text())["measurement"]
     assert len(rows) == 1 and rows[0]["cause"] == doc["prompts"][0]["triage"]["cause"]  # one entry, not one per rerun
     tokens = doc["prompts"][0]["candidate"]["tokens"]

@@ -13,6 +13,7 @@ import pytest
 from spectui.cli.main import main
 from spectui.machine import assets
 from spectui.machine.launcher import Launcher, ServerProcess
+from tests.oracles import check_sampling, sampling_samples
 
 pytestmark = pytest.mark.server
 
@@ -42,13 +43,26 @@ NGRAM = [
 
 
 @pytest.fixture(scope="module")
-def vllm_pair(tmp_path_factory):
+def vllm_servers(tmp_path_factory):
+    """A vLLM baseline and an n-gram candidate for the module; a test may stop the candidate to make
+    room (about 5 GB a server), and `vllm_pair` starts it again for whichever test needs it next."""
     tmp = tmp_path_factory.mktemp("vllm-cache")
     with Launcher() as launcher:
         base = start(launcher, "baseline", ["--enable-prompt-tokens-details"], tmp)
         cand = start(launcher, "candidate", NGRAM, tmp)
         launcher.start_all()
-        yield base.url, cand.url, launcher, tmp
+        yield base, cand, tmp
+
+
+@pytest.fixture
+def vllm_pair(vllm_servers):
+    """(baseline URL, candidate URL, the candidate's process, cache dir) with both running, whatever
+    tests ran before: no test depends on another's order."""
+    base, cand, tmp = vllm_servers
+    if cand.exited() is not None:
+        cand.start()
+        cand.wait_healthy(cand.ready_timeout)
+    return base.url, cand.url, cand, tmp
 
 
 def compare_json(capsys, *args):
@@ -81,7 +95,7 @@ def test_vllm_ngram_exact_labels_and_metrics(vllm_pair, capsys):
     code, doc = compare_json(
         capsys, "--baseline", base, "--candidate", cand, "--prompts", "quick", "--max-tokens", "64"
     )
-    assert code in (0, 3)
+    assert code == (0 if all(p["identical"] for p in doc["prompts"]) else 3)
     assert doc["baseline"]["backend"] == "vllm" and doc["candidate"]["build"] == "vllm 0.32.0"
     total_drafted = 0
     for p in doc["prompts"]:
@@ -90,11 +104,13 @@ def test_vllm_ngram_exact_labels_and_metrics(vllm_pair, capsys):
     assert total_drafted > 0
 
 
-def test_vllm_ngram_under_sampling_runs_to_a_verdict(vllm_pair, capsys):
+def test_vllm_ngram_under_sampling_reaches_the_verdict_its_samples_give(vllm_pair, capsys, tmp_path):
     """vLLM samples with its own rejection-sampling draws, so seeded bytes need not match even when the
-    distribution is exact: the pass must run to a verdict, whichever it is (the README records it).
-    It runs before the draft-model test, which stops the n-gram candidate to make room."""
+    distribution is exact, and which verdict this build earns is the README's finding, not an assertion.
+    What must hold whatever it is: the seeded count, each position's pooled TVD and Holm-adjusted p, the
+    verdict and the exit status all follow from the recorded samples."""
     base, cand, _, _ = vllm_pair
+    session = tmp_path / "samples.jsonl"
     code = main(
         [
             "sampling",
@@ -113,37 +129,38 @@ def test_vllm_ngram_under_sampling_runs_to_a_verdict(vllm_pair, capsys):
             "8",
             "--distribution",
             "--json",
+            "--save",
+            str(session),
         ]
     )
     out = capsys.readouterr()
     assert out.out.strip(), f"spectui sampling printed nothing (exit {code}): {out.err[-600:]}"
-    doc = json.loads(out.out)
-    [p] = doc["prompts"]
+    [p] = json.loads(out.out)["prompts"]
     print("vLLM ngram under sampling:", p["seeded_identical"], "of", p["samples"], "seeds;", p["verdict"])
-    assert code in (0, 3)
-    assert p["samples"] == 12 and 0 <= p["seeded_identical"] <= 12
-    assert p["verdict"] in ("consistent", "different")
+    assert p["samples"] == 12 and len(p["positions"]) == 8  # --distribution: every position tested
+    check_sampling(p, sampling_samples(session))
+    assert code == (3 if p["verdict"] == "different" else 0)
 
 
 def test_vllm_draft_model_speculation(vllm_pair, capsys):
-    base, cand, launcher, tmp = vllm_pair
+    base, _, ngram, tmp = vllm_pair
     py, hf = _vllm()
     with Launcher() as second:
         spec = f'{{"method":"draft_model","model":"{hf}","num_speculative_tokens":3}}'
         draft = start(second, "draft", ["--speculative-config", spec], tmp)
-        launcher.servers[1].stop()  # make room: ~5 GB a server on a 24 GB machine
+        ngram.stop()  # make room: ~5 GB a server on a 24 GB machine (vllm_pair restarts it for a later test)
         second.start_all()
         code, doc = compare_json(
             capsys, "--baseline", base, "--candidate", draft.url, "--prompts", "quick", "--max-tokens", "48"
         )
-    assert code in (0, 3)
+    assert code == (0 if all(p["identical"] for p in doc["prompts"]) else 3)
     for p in doc["prompts"]:
         check_prompt(p, exact=False)
     assert sum(p["candidate"]["drafted"] for p in doc["prompts"]) > 0
 
 
-def test_mixed_llama_cpp_baseline_vs_vllm_candidate(vllm_pair, llama_servers, capsys):
-    base, _, _, _ = vllm_pair
+def test_mixed_llama_cpp_baseline_vs_vllm_candidate(vllm_servers, llama_servers, capsys):
+    base = vllm_servers[0].url
     code, doc = compare_json(
         capsys,
         "--baseline",
@@ -155,8 +172,8 @@ def test_mixed_llama_cpp_baseline_vs_vllm_candidate(vllm_pair, llama_servers, ca
         "--max-tokens",
         "24",
     )
-    assert code in (0, 3)  # a difference is a result, not an error
     p = doc["prompts"][0]
+    assert code == (0 if p["identical"] else 3)  # a difference is a result, not an error
     assert doc["baseline"]["backend"] == "llama.cpp" and doc["candidate"]["backend"] == "vllm"
     out_b, out_c = p["baseline"]["output"].encode(), p["candidate"]["output"].encode()
     assert p["identical"] is (out_b == out_c)

@@ -140,8 +140,114 @@ def test_session_loader_raises_only_input_errors(tmp_path_factory, records):
     p.write_text("\n".join([json.dumps(head)] + [r if isinstance(r, str) else json.dumps(r) for r in records]) + "\n")
     s = _only_ours(load_session, p)
     if s is not None:
-        for r in results_for(s):
-            assert r.identical in (True, False, None)
+        for sp, r in zip(s.prompts, results_for(s), strict=True):
+            b, c = r.baseline, r.candidate
+            if sp.damaged or sp.result is None:  # no verdict recorded: judged from the events alone
+                if r.identical is not None:
+                    assert b.finished is not None and c.finished is not None and not (b.failed or c.failed)
+                if r.identical is True:
+                    assert b.output() == c.output()
+            if sp.damaged:
+                assert r.identical is None  # an unreadable record: nothing of this prompt is trusted
+
+
+side_records = st.fixed_dictionaries(
+    {
+        "tokens": st.lists(st.tuples(st.sampled_from(["a", "b", "é", " ", ""]), st.integers(0, 3)), max_size=6),
+        "ids": st.sampled_from(["all", "none", "some"]),
+        "tail": st.sampled_from(["", "a", "b"]),
+        "end": st.sampled_from(["finish", "finish", "finish", "failed", "cut"]),
+        "predicted": st.sampled_from(["same", "more", "absent"]),
+    }
+)
+
+
+def _events(side: str, rec: dict) -> list[dict]:
+    out = [{"type": "event", "n": 0, "side": side, "ev": "start", "t": 0}]
+    for i, (text, tid) in enumerate(rec["tokens"]):
+        known = rec["ids"] == "all" or (rec["ids"] == "some" and i % 2 == 0)
+        out.append(
+            {
+                "type": "event",
+                "n": 0,
+                "side": side,
+                "ev": "token",
+                "t": i + 1,
+                "i": i,
+                "id": tid if known else None,
+                "d": text,
+                "label": "target",
+            }
+        )
+    n = len(rec["tokens"]) + (rec["predicted"] == "more")
+    if rec["end"] == "finish":
+        fin = {
+            "type": "event",
+            "n": 0,
+            "side": side,
+            "ev": "finish",
+            "t": 99,
+            "stop_type": "limit",
+            "tail": rec["tail"],
+        }
+        if rec["predicted"] != "absent":
+            fin["tokens_predicted"] = n
+        out.append(fin)
+    elif rec["end"] == "failed":
+        out.append({"type": "event", "n": 0, "side": side, "ev": "failed", "t": 99, "message": "lost"})
+    return out
+
+
+def _by_hand(b: dict, c: dict) -> tuple[bool | None, int | None]:
+    """README's verdict from the records themselves: (identical, first differing byte)."""
+    if "finish" != b["end"] or "finish" != c["end"]:
+        return None, None  # a side failed or never finished: no verdict
+    out_b = "".join(t for t, _ in b["tokens"]).encode() + b["tail"].encode()
+    out_c = "".join(t for t, _ in c["tokens"]).encode() + c["tail"].encode()
+    if out_b != out_c:
+        n = next((i for i in range(min(len(out_b), len(out_c))) if out_b[i] != out_c[i]), min(len(out_b), len(out_c)))
+        return False, n
+    # the same model on both sides: where both give every id, the ids are compared too
+    if b["ids"] == c["ids"] == "all" and b["tokens"] and c["tokens"]:
+        if [i for _, i in b["tokens"]] != [i for _, i in c["tokens"]]:
+            return False, None
+    if b["predicted"] != "absent" and c["predicted"] != "absent":
+        if len(b["tokens"]) + (b["predicted"] == "more") != len(c["tokens"]) + (c["predicted"] == "more"):
+            return False, None  # more tokens generated than sent as text
+    return True, None
+
+
+@settings(max_examples=200, deadline=None)
+@given(side_records, side_records)
+def test_a_sessions_verdict_is_what_its_recorded_bytes_say(tmp_path_factory, b, c):
+    """Sessions written record by record (no spectui writer): replayed, each verdict and exit status is
+    the one the README's rules give for the recorded bytes, ids and token counts."""
+    from contextlib import redirect_stderr, redirect_stdout
+    from io import StringIO
+
+    from spectui.cli.main import main
+    from spectui.store.session import load_session, results_for
+
+    p = tmp_path_factory.mktemp("v") / "s.jsonl"
+    server = {"url": "http://127.0.0.1:1", "model": "m.gguf"}
+    records = [
+        {"format": "spectui-session", "version": 1},
+        {"type": "servers", "baseline": server, "candidate": server},
+        {"type": "prompt", "n": 0, "prompt": {"id": "p", "messages": [{"role": "user", "content": "x"}]}},
+        *_events("baseline", b),
+        *_events("candidate", c),
+    ]
+    p.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    want, byte = _by_hand(b, c)
+    [r] = results_for(load_session(p))
+    assert r.identical is want
+    if byte is not None:
+        assert r.divergence is not None and r.divergence.byte == byte
+    out = StringIO()
+    with redirect_stdout(out), redirect_stderr(StringIO()):
+        code = main(["replay", str(p), "--no-tui", "--json"])
+    assert code == {True: 0, False: 3, None: 1}[want]
+    assert json.loads(out.getvalue())["prompts"][0]["identical"] is want
 
 
 @settings(max_examples=60, deadline=None)

@@ -297,6 +297,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gamma", type=int, required=True, metavar="G", help="drafted tokens per step, >= 1")
     p.add_argument("--cost", type=finite, required=True, metavar="C", help="draft step cost / target step cost, >= 0")
     p.add_argument("--json", action="store_true")
+
+    from spectui.cli.drafts import add_parser as add_drafts_parser
+
+    add_drafts_parser(sub)
     return parser
 
 
@@ -343,6 +347,7 @@ COMMANDS = {
     "demo": ("demo", "cmd_demo"),
     "serve": ("serve", "cmd_serve"),
     "import": ("compare", "cmd_import"),
+    "drafts": ("drafts", "cmd_drafts"),
 }
 
 

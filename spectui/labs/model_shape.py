@@ -1,0 +1,273 @@
+"""A target model's shape (hidden size, layers, heads, vocabulary, parameters), read from a GGUF file's
+header and tensor table or from a Hugging Face folder's config.json.
+
+The GGUF reader walks the whole header: key/values (array lengths kept, e.g. the tokenizer's token
+list gives the vocabulary) and every tensor's dimensions, so the parameter count of a GGUF is exact.
+A config.json gives no tensor table: its count is computed for a Llama-style decoder (the formula is
+shown with the figures).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spectui.core.errors import InputError
+
+_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_STRING, _ARRAY = 8, 9
+# bytes per parameter of the dtypes a config.json names
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "int8": 1}
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    source: str  # the file or folder it came from
+    kind: str  # "gguf" | "hf"
+    arch: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    params: int  # all the target's parameters
+    params_how: str  # "exact (GGUF tensor table)" or the formula used
+    dtype: str  # what the weights are stored as ("Q4_1 (GGUF file type 3)", "bfloat16")
+    tied_embeddings: bool = False
+    attention_bias: bool = False
+    file_bytes: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class GGUFHeader:
+    version: int
+    meta: dict  # scalars and strings
+    array_lengths: dict  # key → number of elements of array values
+    tensors: dict  # name → dims (ggml order: dims[0] is the row length)
+    tensor_types: dict  # name → ggml type id
+
+
+def read_gguf_header(path: str | Path) -> GGUFHeader:
+    """Every key/value (arrays as lengths) and every tensor's dims and type; InputError for a bad file."""
+    p = Path(path)
+    try:
+        fh = open(p, "rb")
+    except OSError as exc:
+        raise InputError(f"cannot read model {p}: {exc.strerror}") from None
+    with fh:
+        try:
+            return _read_header(fh, p)
+        except (struct.error, UnicodeDecodeError, KeyError, MemoryError):
+            raise InputError(f"{p}: the GGUF header is damaged or truncated") from None
+
+
+def _read_header(fh, p: Path) -> GGUFHeader:
+    if fh.read(4) != b"GGUF":
+        raise InputError(f"{p} is not a GGUF file", hint="give a .gguf file or a folder with config.json")
+    (version,) = struct.unpack("<I", fh.read(4))
+    if version < 2:
+        raise InputError(f"{p}: GGUF version {version} is too old")
+    n_tensors, n_kv = struct.unpack("<QQ", fh.read(16))
+
+    def read_str() -> str:
+        (n,) = struct.unpack("<Q", fh.read(8))
+        if n > 1 << 24:
+            raise struct.error("string too long")
+        return fh.read(n).decode("utf-8", errors="replace")
+
+    def skip_value(t: int) -> None:
+        if t == _STRING:
+            read_str()
+        elif t == _ARRAY:
+            at, n = struct.unpack("<IQ", fh.read(12))
+            if at in _SCALARS:
+                fh.seek(n * struct.calcsize("<" + _SCALARS[at]), 1)
+            else:
+                for _ in range(n):
+                    skip_value(at)
+        else:
+            fh.seek(struct.calcsize("<" + _SCALARS[t]), 1)
+
+    meta: dict = {}
+    lengths: dict = {}
+    for _ in range(n_kv):
+        key = read_str()
+        (t,) = struct.unpack("<I", fh.read(4))
+        if t == _STRING:
+            meta[key] = read_str()
+        elif t == _ARRAY:
+            pos = fh.tell()
+            at, n = struct.unpack("<IQ", fh.read(12))
+            lengths[key] = n
+            fh.seek(pos)
+            skip_value(t)
+        else:
+            fmt = "<" + _SCALARS[t]
+            meta[key] = struct.unpack(fmt, fh.read(struct.calcsize(fmt)))[0]
+    tensors: dict = {}
+    types: dict = {}
+    for _ in range(n_tensors):
+        name = read_str()
+        (n_dims,) = struct.unpack("<I", fh.read(4))
+        dims = struct.unpack(f"<{n_dims}Q", fh.read(8 * n_dims))
+        (ttype,) = struct.unpack("<I", fh.read(4))
+        fh.read(8)  # offset
+        tensors[name] = tuple(int(d) for d in dims)
+        types[name] = ttype
+    return GGUFHeader(version, meta, lengths, tensors, types)
+
+
+# llama.cpp's general.file_type values (llama_ftype) for the names people know
+FILE_TYPES = {
+    0: "F32",
+    1: "F16",
+    2: "Q4_0",
+    3: "Q4_1",
+    7: "Q8_0",
+    8: "Q5_0",
+    9: "Q5_1",
+    10: "Q2_K",
+    12: "Q3_K_M",
+    15: "Q4_K_M",
+    17: "Q5_K_M",
+    18: "Q6_K",
+    32: "BF16",
+}
+
+
+def shape_from_gguf(path: str | Path) -> ModelShape:
+    h = read_gguf_header(path)
+    meta = h.meta
+    arch = str(meta.get("general.architecture", "llama"))
+
+    def get(key: str):
+        return meta.get(f"{arch}.{key}")
+
+    hidden, layers, heads = get("embedding_length"), get("block_count"), get("attention.head_count")
+    missing = [k for k, v in (("embedding_length", hidden), ("block_count", layers), ("head_count", heads)) if not v]
+    if missing:
+        raise InputError(f"{path}: the GGUF header lacks {arch}.{missing[0]}", hint="is it a language model?")
+    kv_heads = get("attention.head_count_kv") or heads
+    head_dim = get("attention.key_length") or hidden // heads
+    intermediate = get("feed_forward_length") or 0
+    embd = h.tensors.get("token_embd.weight")
+    vocab = get("vocab_size") or h.array_lengths.get("tokenizer.ggml.tokens") or (embd[1] if embd else 0)
+    if not vocab:
+        raise InputError(f"{path}: cannot tell the vocabulary size from the GGUF header")
+    params = sum(math.prod(d) for d in h.tensors.values())
+    ftype = meta.get("general.file_type")
+    dtype = f"{FILE_TYPES.get(ftype, 'type')} (GGUF file type {ftype})" if ftype is not None else "unknown"
+    return ModelShape(
+        source=str(path),
+        kind="gguf",
+        arch=arch,
+        hidden=int(hidden),
+        layers=int(layers),
+        heads=int(heads),
+        kv_heads=int(kv_heads),
+        head_dim=int(head_dim),
+        intermediate=int(intermediate),
+        vocab=int(vocab),
+        params=int(params),
+        params_how=f"exact: the {len(h.tensors)} tensors of the GGUF",
+        dtype=dtype,
+        tied_embeddings="output.weight" not in h.tensors,
+        attention_bias="blk.0.attn_q.bias" in h.tensors,
+        file_bytes=Path(path).stat().st_size,
+    )
+
+
+def llama_params(
+    hidden: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    intermediate: int,
+    vocab: int,
+    tied: bool,
+    attention_bias: bool = False,
+) -> int:
+    """Parameters of a Llama-style decoder: embeddings, per layer attention (q,k,v,o) + SwiGLU MLP + 2
+    RMSNorms, a final norm, and an LM head unless tied to the embeddings."""
+    attn = hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
+    if attention_bias:
+        attn += heads * head_dim + 2 * kv_heads * head_dim
+    layer = attn + 3 * hidden * intermediate + 2 * hidden
+    return vocab * hidden + layers * layer + hidden + (0 if tied else vocab * hidden)
+
+
+def shape_from_hf(folder: str | Path) -> ModelShape:
+    p = Path(folder)
+    cfg_path = p / "config.json" if p.is_dir() else p
+    try:
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read {cfg_path}: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{cfg_path} is not valid JSON: {exc}") from None
+    if not isinstance(cfg, dict):
+        raise InputError(f"{cfg_path} is not a JSON object")
+    if isinstance(cfg.get("text_config"), dict):  # multimodal wrappers keep the language model here
+        cfg = {**cfg, **cfg["text_config"]}
+
+    def need(key: str) -> int:
+        v = cfg.get(key)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise InputError(f"{cfg_path}: key {key!r} missing or not a positive integer")
+        return v
+
+    hidden, layers, heads, vocab = (
+        need("hidden_size"),
+        need("num_hidden_layers"),
+        need("num_attention_heads"),
+        need("vocab_size"),
+    )
+    kv_heads = cfg.get("num_key_value_heads") or heads
+    head_dim = cfg.get("head_dim") or hidden // heads
+    intermediate = need("intermediate_size")
+    tied = bool(cfg.get("tie_word_embeddings", False))
+    bias = bool(cfg.get("attention_bias", False)) or cfg.get("model_type") == "qwen2"
+    dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
+    params = llama_params(hidden, layers, heads, kv_heads, head_dim, intermediate, vocab, tied, bias)
+    notes = []
+    if cfg.get("num_local_experts") or cfg.get("num_experts"):
+        notes.append("a mixture-of-experts config: the count assumes one dense MLP a layer and is too low")
+    return ModelShape(
+        source=str(cfg_path),
+        kind="hf",
+        arch=str(cfg.get("model_type", "llama")),
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        kv_heads=int(kv_heads),
+        head_dim=int(head_dim),
+        intermediate=intermediate,
+        vocab=vocab,
+        params=params,
+        params_how="computed from config.json: V·h + layers·(attention + 3·h·I + 2h) + h"
+        + ("" if tied else " + V·h (untied LM head)"),
+        dtype=dtype,
+        tied_embeddings=tied,
+        attention_bias=bias,
+        notes=notes,
+    )
+
+
+def read_shape(model: str | Path) -> ModelShape:
+    """A GGUF file or a Hugging Face folder (or its config.json)."""
+    p = Path(model).expanduser()
+    if not p.exists():
+        raise InputError(f"model {p} does not exist", hint="give a .gguf file or a folder with config.json")
+    if p.is_dir() or p.name.endswith(".json"):
+        return shape_from_hf(p)
+    return shape_from_gguf(p)

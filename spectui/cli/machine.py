@@ -70,6 +70,7 @@ def cmd_profiles(args) -> int:
     print(profile_text(p, hw))
     if args.action == "check":
         ok, why = fits(p, hw)
+        from spectui.labs.memplan import OVERHEAD_SOURCES, floor_gpu, plan_profile
         from spectui.store.profiles import servers_for
 
         missing = []
@@ -80,5 +81,18 @@ def cmd_profiles(args) -> int:
                 missing.append(f"{c.id}: {exc.one_line()}")
         for m in missing:
             print(f"  cannot launch {m}")
+        # the memory plan: on this machine's GPU (NVML), else on the track's hardware from the profile's figures
+        plans = plan_profile(p, hw.gpu_memory or floor_gpu(p, hw.note))
+        if p.gpu_vendor == "nvidia":
+            where = "this GPU" if hw.gpu_memory else f"track {p.track or p.name}'s hardware (no NVIDIA GPU here)"
+            print(f"memory plan on {where}: each server's weights, KV cache and overhead, and what spectui does")
+            print("  " + plans[0].gpu_line())
+            for plan in plans:
+                print("\n".join("  " + line for line in plan.lines(detail=True, with_gpu=False)))
+            print("  overhead figures:\n" + "\n".join(f"    {src}" for src in OVERHEAD_SOURCES))
+            too_big = [f"{pl.comparison}: {pl.reason}" for pl in plans if pl.decision == "too-big"]
+            for m in too_big:
+                print(f"  cannot launch {m}")
+            missing += too_big
         return EXIT_OK if ok and not missing else EXIT_SERVER
     return EXIT_OK

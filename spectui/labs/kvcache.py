@@ -23,6 +23,10 @@ KV_BYTES = {
     "q4_1": 20 / 32,
     "q4_0": 18 / 32,
     "iq4_nl": 18 / 32,
+    # vLLM's and SGLang's --kv-cache-dtype: one byte per element (used by the memory plan)
+    "fp8": 1.0,
+    "fp8_e4m3": 1.0,
+    "fp8_e5m2": 1.0,
 }
 
 FLAGS = [
@@ -115,6 +119,33 @@ def model_dims(path: str | Path) -> dict:
         "head_k": int(head_k),
         "head_v": int(head_v),
         "context_trained": get("context_length"),
+    }
+
+
+def hf_model_dims(folder: str | Path) -> dict:
+    """The same dimensions from a Hugging Face folder's config.json (plus its weight dtype and vocabulary)."""
+    import json
+
+    path = Path(folder) / "config.json"
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    cfg = cfg.get("text_config") or cfg  # multimodal configs nest the language model's
+    layers, heads = cfg.get("num_hidden_layers"), cfg.get("num_attention_heads")
+    kv_heads = cfg.get("num_key_value_heads") or heads
+    head = cfg.get("head_dim") or (cfg["hidden_size"] // heads if cfg.get("hidden_size") and heads else None)
+    if not (layers and kv_heads and head):
+        raise InputError(f"{path}: lacks num_hidden_layers, num_key_value_heads or head_dim")
+    return {
+        "arch": cfg.get("model_type", "unknown"),
+        "layers": int(layers),
+        "kv_heads": int(kv_heads),
+        "head_k": int(head),
+        "head_v": int(head),
+        "context_trained": cfg.get("max_position_embeddings"),
+        "dtype": cfg.get("torch_dtype") or cfg.get("dtype"),
+        "vocab": cfg.get("vocab_size"),
     }
 
 

@@ -53,6 +53,73 @@ class EarlyExit(ServerError):
     hint = "see the server's last log lines above"
 
 
+@dataclass(frozen=True)
+class MemoryShare:
+    """The GPU memory one launched server may take, as a memory plan decided it (spectui.labs.memplan).
+
+    `gib` and `fraction` (of the GPU's total) describe the share; the engine is told it in its own terms:
+    vLLM a fraction of the GPU's total (`engine_fraction` → --gpu-memory-utilization), SGLang a fraction of
+    the memory free when it starts (`engine_fraction` → --mem-fraction-static), llama.cpp the layers it
+    offloads and its context (-ngl/-ngld/-c), since it takes exactly what those need. `alone` says the share
+    is for a server that runs with the GPU to itself (the pair runs one at a time).
+    """
+
+    gib: float
+    fraction: float
+    engine_fraction: float | None = None
+    gpu_layers: int | None = None
+    draft_gpu_layers: int | None = None
+    ctx: int | None = None
+    alone: bool = False
+
+
+# the flags each engine reads its share from; every spelling a profile might already carry is replaced
+_SHARE_FLAGS = {
+    "vllm": {"--gpu-memory-utilization": "engine_fraction"},
+    "sglang": {"--mem-fraction-static": "engine_fraction"},
+    "llama.cpp": {"-ngl": "gpu_layers", "-ngld": "draft_gpu_layers", "-c": "ctx"},
+}
+_ALIASES = {
+    "--gpu-layers": "-ngl",
+    "--n-gpu-layers": "-ngl",
+    "--gpu-layers-draft": "-ngld",
+    "--n-gpu-layers-draft": "-ngld",
+    "--spec-draft-ngl": "-ngld",
+    "--ctx-size": "-c",
+}
+
+
+def share_flags(backend: str, share: MemoryShare) -> list[str]:
+    """The argv flags that give an engine its share (none for an engine spectui cannot size)."""
+    out: list[str] = []
+    for flag, attr in _SHARE_FLAGS.get(backend, {}).items():
+        value = getattr(share, attr)
+        if value is not None:
+            out += [flag, f"{value:.3f}" if isinstance(value, float) else str(value)]
+    return out
+
+
+def apply_memory_share(argv: Sequence[str], backend: str, share: MemoryShare | None) -> list[str]:
+    """argv with the engine's share flags replacing any it already had (`--flag v` and `--flag=v` alike)."""
+    if share is None:
+        return list(argv)
+    flags = share_flags(backend, share)
+    names = {flags[i] for i in range(0, len(flags), 2)}
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        name, eq, _ = arg.partition("=")
+        canonical = _ALIASES.get(name, name)
+        if canonical in names:
+            skip = not eq  # the value is the next argument unless written --flag=value
+            continue
+        out.append(arg)
+    return out + flags
+
+
 @dataclass
 class ServerProcess:
     """One launched server: its argv, where it listens, its log, and its process."""
@@ -65,6 +132,7 @@ class ServerProcess:
     env: dict = field(default_factory=dict)  # extra environment for this server (never API keys we hold)
     ready_timeout: float = 120.0
     backend: str = "llama.cpp"
+    memory_share: MemoryShare | None = None  # set when a memory plan sized this server (its argv carries it)
     proc: subprocess.Popen | None = None
     log: collections.deque = field(default_factory=lambda: collections.deque(maxlen=400))
     _reader: threading.Thread | None = None
@@ -199,7 +267,25 @@ class Launcher:
         return server
 
     def start_all(self, timeout: float | None = None, on_progress=None) -> None:
+        """Start every server and wait until each is healthy.
+
+        Servers with a memory share start one after another: SGLang sizes its pool from the memory free
+        when it starts and vLLM refuses to start unless its share is free then, so two starting at once
+        would each count the other's memory as theirs. Shares planned for servers that must run alone
+        are refused here (the pair would not fit): run them one at a time instead.
+        """
+        shared = [s for s in self.servers if s.memory_share is not None]
+        if len(self.servers) > 1 and any(s.memory_share.alone for s in shared):
+            raise SetupError(
+                "these servers do not fit on the GPU together: the memory plan gave each the whole GPU",
+                hint="run the comparison one server at a time (see spectui profiles check)",
+            )
         try:
+            if shared:
+                for s in self.servers:
+                    s.start()
+                    s.wait_healthy(timeout or s.ready_timeout, on_progress)
+                return
             for s in self.servers:
                 s.start()
             for s in self.servers:

@@ -22,9 +22,20 @@ class GPUSample:
     memory_used: int | None  # bytes
     memory_total: int | None
     utilisation: int | None  # percent
+    memory_free: int | None = None  # bytes, as NVML reports it (what a new process could still take)
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class GPUMemory:
+    """One GPU's memory as a plan sees it: total and free bytes, and where the figures came from."""
+
+    total: int
+    free: int
+    name: str
+    source: str  # "NVML" or what was assumed instead
 
 
 @dataclass(frozen=True)
@@ -103,9 +114,19 @@ class GPUProbe:
                     memory_used=int(mem.used) if mem is not None else None,
                     memory_total=int(mem.total) if mem is not None else None,
                     utilisation=int(util.gpu) if util is not None else None,
+                    memory_free=int(mem.free) if mem is not None and getattr(mem, "free", None) is not None else None,
                 )
             )
         return out
+
+    def memory(self, index: int = 0) -> GPUMemory | None:
+        """Total and free memory of one GPU (the first: CUDA's default device), or None without NVML or a GPU."""
+        gpus = [g for g in self.sample() if g.index == index]
+        if not gpus or gpus[0].memory_total is None:
+            return None
+        g = gpus[0]
+        free = g.memory_free if g.memory_free is not None else g.memory_total - (g.memory_used or 0)
+        return GPUMemory(g.memory_total, free, g.name, "NVML")
 
     def close(self) -> None:
         with self._lock:

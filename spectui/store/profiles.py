@@ -13,6 +13,16 @@ to or overrides the bundled ones by name):
     [variables.model]            # a value the user sets: its environment variable and what it is
     env = "SPECTUI_MODEL"
     description = "the target model (GGUF)"
+    [variables.model.stated]     # optional: its size where the file is not on this machine (memory plan)
+    params_b = 8.03              # billions of parameters (or size_gib = the weights' size)
+    dtype = "bf16"               # weight type: f32 | f16 | bf16 | fp8 | int8 | q8_0 | q4_0
+    layers = 32                  # the shape the KV cache needs: layers, KV heads, head size
+    kv_heads = 8
+    head_dim = 128
+    context = 131072             # trained context, used where argv sets none
+    source = "Llama-3.1-8B config.json"
+    [memory]
+    slots = 1                    # sequences the plan keeps KV cache for on vLLM/SGLang (llama.cpp: -c is all)
     [[comparison]]
     id = "draft"
     title = "draft-model speculation"
@@ -34,19 +44,28 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 
 from spectui.core.errors import InputError
 from spectui.store.locations import config_dir, resource_dir
 
+if TYPE_CHECKING:
+    from spectui.machine.probes import GPUMemory
+
 BACKENDS = {"llama.cpp", "vllm", "sglang", "openai"}
 VENDORS = {"nvidia", "apple", "none", "any"}
 KINDS = {"speculation", "prefix-cache", "kv-cache"}
-TOP_KEYS = {"name", "description", "track", "hardware", "variables", "comparison", "notes"}
+TOP_KEYS = {"name", "description", "track", "hardware", "variables", "comparison", "notes", "memory"}
 HW_KEYS = {"gpu_vendor", "min_gpu_memory_gib", "min_memory_gib"}
 CMP_KEYS = {"id", "title", "kind", "baseline", "candidate", "notes"}
 SRV_KEYS = {"backend", "argv", "host", "port", "env", "ready_timeout"}
+VAR_KEYS = {"env", "description", "default", "stated"}
+STATED_KEYS = {"params_b", "size_gib", "dtype", "layers", "kv_heads", "head_dim", "context", "source"}
+MEMORY_KEYS = {"slots"}
+# bytes per weight; q8_0 and q4_0 are ggml's 32-value blocks of 34 and 18 bytes
+WEIGHT_BYTES = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 GIB = 1024**3
 
 
@@ -70,11 +89,47 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class StatedModel:
+    """A model's size and shape as the profile states it, for planning where its file is not on this machine."""
+
+    source: str
+    params_b: float | None = None
+    dtype: str = "bf16"
+    size_gib: float | None = None
+    layers: int | None = None
+    kv_heads: int | None = None
+    head_dim: int | None = None
+    context: int | None = None
+
+    @property
+    def weight_bytes(self) -> int | None:
+        if self.size_gib is not None:
+            return round(self.size_gib * GIB)
+        if self.params_b is not None:
+            return round(self.params_b * 1e9 * WEIGHT_BYTES[self.dtype])
+        return None
+
+    def dims(self) -> dict | None:
+        """The shape in spectui.labs.kvcache's terms (None if the profile does not state it)."""
+        if not (self.layers and self.kv_heads and self.head_dim):
+            return None
+        return {
+            "arch": "stated",
+            "layers": self.layers,
+            "kv_heads": self.kv_heads,
+            "head_k": self.head_dim,
+            "head_v": self.head_dim,
+            "context_trained": self.context,
+        }
+
+
+@dataclass(frozen=True)
 class Variable:
     name: str
     env: str
     description: str
     default: str | None = None
+    stated: StatedModel | None = None
 
 
 @dataclass
@@ -89,6 +144,7 @@ class Profile:
     comparisons: list[Comparison]
     path: str
     warnings: list[str] = field(default_factory=list)
+    slots: int = 1  # [memory] slots: sequences the memory plan keeps KV cache for on vLLM and SGLang
 
     def comparison(self, cid: str) -> Comparison:
         for c in self.comparisons:
@@ -141,7 +197,16 @@ def parse_profile(text: str, path: str) -> Profile:
     for vname, v in raw_vars.items():
         if not isinstance(v, dict) or not isinstance(v.get("env"), str):
             raise err(f"variables.{vname}", 'needs env = "NAME_OF_ENVIRONMENT_VARIABLE"')
-        variables[vname] = Variable(vname, v["env"], str(v.get("description", "")), v.get("default"))
+        warnings += [f"profile {path}: unknown key 'variables.{vname}.{k}' ignored" for k in v if k not in VAR_KEYS]
+        stated = _parse_stated(v.get("stated"), f"variables.{vname}.stated", err, warnings, path)
+        variables[vname] = Variable(vname, v["env"], str(v.get("description", "")), v.get("default"), stated)
+    mem = data.get("memory") or {}
+    if not isinstance(mem, dict):
+        raise err("memory", "must be a table")
+    warnings += [f"profile {path}: unknown key 'memory.{k}' ignored" for k in mem if k not in MEMORY_KEYS]
+    slots = mem.get("slots", 1)
+    if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+        raise err("memory.slots", "must be a whole number >= 1")
     comps = []
     raw = data.get("comparison")
     if not isinstance(raw, list) or not raw:
@@ -200,7 +265,36 @@ def parse_profile(text: str, path: str) -> Profile:
         comps,
         path,
         warnings,
+        slots,
     )
+
+
+def _parse_stated(raw, where: str, err, warnings: list[str], path: str) -> StatedModel | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise err(where, "must be a table: [" + where + "]")
+    warnings += [f"profile {path}: unknown key '{where}.{k}' ignored" for k in raw if k not in STATED_KEYS]
+    source = raw.get("source")
+    if not isinstance(source, str) or not source:
+        raise err(f"{where}.source", 'say where the figures come from (source = "…")')
+    dtype = raw.get("dtype", "bf16")
+    if dtype not in WEIGHT_BYTES:
+        raise err(f"{where}.dtype", f"{dtype!r} is not one of {', '.join(WEIGHT_BYTES)}")
+    nums: dict = {}
+    for k in ("params_b", "size_gib"):
+        v = raw.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
+            raise err(f"{where}.{k}", "must be a positive number")
+        nums[k] = float(v) if v is not None else None
+    for k in ("layers", "kv_heads", "head_dim", "context"):
+        v = raw.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
+            raise err(f"{where}.{k}", "must be a positive whole number")
+        nums[k] = v
+    if nums["params_b"] is None and nums["size_gib"] is None:
+        raise err(where, "needs params_b (billions of parameters, with dtype) or size_gib")
+    return StatedModel(source, dtype=dtype, **nums)
 
 
 def user_profile_dir() -> Path:
@@ -232,6 +326,7 @@ class Hardware:
     gpus: list[tuple[str, int]]  # (name, memory bytes)
     memory: int  # host RAM bytes (unified memory on Apple Silicon)
     note: str = ""
+    gpu_memory: GPUMemory | None = None  # the first GPU's total and free bytes from NVML, for the memory plan
 
     def describe(self) -> str:
         if self.gpu_vendor == "nvidia":
@@ -249,7 +344,7 @@ def detect(gpu_probe=None) -> Hardware:
     gpus = probe.sample()
     mem = psutil.virtual_memory().total
     if gpus:
-        return Hardware("nvidia", [(g.name, g.memory_total or 0) for g in gpus], mem)
+        return Hardware("nvidia", [(g.name, g.memory_total or 0) for g in gpus], mem, gpu_memory=probe.memory(0))
     if platform.system() == "Darwin" and platform.machine() == "arm64":
         return Hardware("apple", [], mem)
     return Hardware("none", [], mem, probe.error or "")
@@ -307,6 +402,19 @@ def builtin_values() -> dict[str, str | None]:
     }
 
 
+def variable_value(profile: Profile, name: str, values: dict | None = None) -> tuple[str | None, str]:
+    """A {name}'s value as resolve_argv fills it, and where it came from (for the memory plan's sources)."""
+    vals = builtin_values() if values is None else values
+    var = profile.variables.get(name)
+    if var is not None and os.environ.get(var.env):
+        return os.environ[var.env], f"{var.env}"
+    if vals.get(name) is not None:
+        return str(vals[name]), "built-in" if var is None else f"{var.env} not set, built-in"
+    if var is not None and var.default is not None:
+        return str(var.default), f"{var.env} not set, profile default"
+    return None, f"{var.env} not set" if var is not None else "no value"
+
+
 def resolve_argv(profile: Profile, spec: ServerSpec, host: str, port: int, values: dict | None = None) -> list[str]:
     """Fill {variables}; a missing one names the environment variable to set."""
     vals = dict(builtin_values() if values is None else values)
@@ -349,14 +457,20 @@ def resolve_argv(profile: Profile, spec: ServerSpec, host: str, port: int, value
     return out
 
 
-def servers_for(profile: Profile, comparison: Comparison, values: dict | None = None):
-    """The comparison's two servers, ready to start: argv resolved, 127.0.0.1 and free ports by default."""
-    from spectui.machine.launcher import ServerProcess, free_port
+def servers_for(profile: Profile, comparison: Comparison, values: dict | None = None, shares: dict | None = None):
+    """The comparison's two servers, ready to start: argv resolved, 127.0.0.1 and free ports by default.
+
+    `shares` ({"baseline": MemoryShare, "candidate": …}, a memory plan's `shares`) puts each server's GPU
+    memory share into its argv (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static, llama.cpp
+    -ngl/-c), replacing what the profile had, so neither engine claims the other's memory.
+    """
+    from spectui.machine.launcher import ServerProcess, apply_memory_share, free_port
 
     out = []
     for side, spec in (("baseline", comparison.baseline), ("candidate", comparison.candidate)):
         port = spec.port or free_port(spec.host)
-        argv = resolve_argv(profile, spec, spec.host, port, values)
+        share = (shares or {}).get(side)
+        argv = apply_memory_share(resolve_argv(profile, spec, spec.host, port, values), spec.backend, share)
         out.append(
             ServerProcess(
                 side,
@@ -366,6 +480,7 @@ def servers_for(profile: Profile, comparison: Comparison, values: dict | None = 
                 env=spec.env,
                 ready_timeout=spec.ready_timeout,
                 backend=spec.backend,
+                memory_share=share,
             )
         )
     return out[0], out[1]

@@ -1,4 +1,5 @@
-"""The profile picker: bundled and user profiles, whether this machine fits each, and their comparisons."""
+"""The profile picker: bundled and user profiles, whether this machine fits each, their comparisons, and the
+memory plan of each comparison (both servers at once, or one at a time) on this GPU or the track's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from spectui.labs.memplan import MemoryPlan, floor_gpu, plan_profile, summary
 from spectui.store.profiles import Hardware, Profile, fits, profile_text
+
+_DECISION = {"together": "both at once", "one-at-a-time": "one at a time", "too-big": "does not fit"}
 
 
 class ProfilePicker(Screen[tuple[Profile, str] | None]):
@@ -29,6 +33,7 @@ class ProfilePicker(Screen[tuple[Profile, str] | None]):
         self.hw = hw
         self.preselected = preselected
         self.problems = problems
+        self._plans: dict[str, dict[str, MemoryPlan]] = {}
 
     def compose(self) -> ComposeResult:
         yield Label(f"this machine: {self.hw.describe()} — pick a profile, then a comparison (Enter)", id="hw")
@@ -56,22 +61,65 @@ class ProfilePicker(Screen[tuple[Profile, str] | None]):
         plist.focus()
         self._show(names[plist.highlighted] if names and plist.highlighted is not None else None)
 
+    def plans(self, p: Profile) -> dict[str, MemoryPlan]:
+        """The memory plan of each comparison, on this GPU (NVML, read once by detect) or the track's floor;
+        reading a few model headers at most, so it runs here, once per profile."""
+        if p.name not in self._plans:
+            gpu = self.hw.gpu_memory or floor_gpu(p, self.hw.note)
+            try:
+                self._plans[p.name] = {pl.comparison: pl for pl in plan_profile(p, gpu)}
+            except Exception as exc:  # a broken model file must not break the picker
+                self.notify(f"memory plan for {p.name}: {exc}", severity="warning")
+                self._plans[p.name] = {}
+        return self._plans[p.name]
+
     def _show(self, name: str | None) -> None:
         clist = self.query_one("#comparison-list", OptionList)
         clist.clear_options()
         if name is None:
             return
         p = self.profiles[name]
-        clist.add_options([Option(f"{c.id}: {c.title}", id=c.id) for c in p.comparisons])
-        self.query_one("#detail", Static).update(profile_text(p, self.hw))
+        plans = self.plans(p)
+
+        def label(cid: str, title: str) -> str:
+            word = _DECISION.get(plans[cid].decision) if cid in plans else None
+            return f"{cid}: {title}" + (f" [{word}]" if word else "")
+
+        clist.add_options([Option(label(c.id, c.title), id=c.id) for c in p.comparisons])
+        lines = [profile_text(p, self.hw)]
+        planned = [pl for pl in plans.values() if pl.decision != "not-planned"]
+        if planned:
+            lines.append(f"  memory plan ({planned[0].gpu_line()}):")
+            lines += [f"    {summary(pl)}" for pl in planned]
+        self.query_one("#detail", Static).update("\n".join(lines))
+
+    def _show_plan(self, cid: str | None) -> None:
+        plist = self.query_one("#profile-list", OptionList)
+        if plist.highlighted is None or cid is None:
+            return
+        p = self.profiles[list(self.profiles)[plist.highlighted]]
+        plan = self.plans(p).get(cid)
+        if plan is None:
+            return
+        body = plan.lines(detail=True) if plan.decision != "not-planned" else plan.lines()
+        self.query_one("#detail", Static).update(
+            profile_text(p, self.hw) + "\n  memory plan:\n" + "\n".join("    " + line for line in body)
+        )
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         if event.option_list.id == "profile-list":
             self._show(event.option.id)
+        elif event.option_list.id == "comparison-list" and event.option_list.has_focus:
+            self._show_plan(event.option.id)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "profile-list":
-            self.query_one("#comparison-list", OptionList).focus()
+            clist = self.query_one("#comparison-list", OptionList)
+            clist.focus()
+            if clist.option_count:
+                if clist.highlighted is None:
+                    clist.highlighted = 0
+                self._show_plan(clist.get_option_at_index(clist.highlighted).id)
             return
         plist = self.query_one("#profile-list", OptionList)
         name = list(self.profiles)[plist.highlighted]

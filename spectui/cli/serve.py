@@ -1,22 +1,52 @@
-"""`spectui serve`: the same app in a web browser (textual-serve), bound to 127.0.0.1 unless told otherwise.
+"""`spectui serve`: the same app in a web browser (textual-serve), for its owner only.
 
-Each browser tab runs its own `python -m spectui …` process. textual-serve starts it through a shell;
-spectui starts it as an argv list instead (the command line is split back with shlex, never given to a
-shell), as it starts every process.
+Each browser tab runs its own `python -m spectui …` process, which can launch and stop servers, so
+the web server does what Jupyter's does before it starts one (spectui/cli/serve_guard.py):
+
+- a random token, generated at start and printed in the URL, is needed for the page, the websocket
+  (in its path) and downloads (in an HttpOnly, SameSite=Strict cookie set with the page);
+- a request whose Origin is not this server's (a page of another site, or another port of this one)
+  is refused unless `--allow-origin` names it; the Host header must name the bound address (a DNS
+  rebinding page reaches 127.0.0.1 under its own name);
+- at most `--max-apps` app processes run at once (default 4); past that, one clear line.
+
+textual-serve starts each app through a shell; spectui starts it as an argv list (split back with
+shlex, never given to a shell), with PR_SET_PDEATHSIG as the launcher gives its llama-servers, so a
+`kill -9` of `spectui serve` takes its app processes (and their servers) with it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
+import os
 import shlex
+import signal
 import sys
 
+from spectui.cli.serve_guard import Guard, cap_message
 from spectui.core.errors import InputError
+
+log = logging.getLogger("spectui.serve")
+STOP_GRACE_S = 5.0  # an app asked to quit has this long before it is killed
+
+
+def _die_with_parent(parent: int):
+    """The launcher's PR_SET_PDEATHSIG, plus the race it leaves: a parent that died before prctl ran."""
+    from spectui.machine.launcher import _die_with_parent as pdeathsig
+
+    def preexec() -> None:
+        pdeathsig()
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec if sys.platform.startswith("linux") else None
 
 
 def _exec_service():
-    """textual-serve's AppService, starting the app with create_subprocess_exec instead of a shell."""
+    """textual-serve's AppService, starting the app with create_subprocess_exec (no shell), dying with
+    `spectui serve`, and killed if it does not quit when asked."""
     from textual_serve import app_service
 
     class ExecAppService(app_service.AppService):
@@ -28,11 +58,124 @@ def _exec_service():
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 env=environment,
+                preexec_fn=_die_with_parent(os.getpid()),
             )
             self._stdin = process.stdin
             return process
 
+        async def stop(self) -> None:
+            try:
+                await asyncio.wait_for(super().stop(), STOP_GRACE_S)
+            except TimeoutError:
+                self.kill()
+                await asyncio.wait_for(super().stop(), STOP_GRACE_S)
+
+        def kill(self) -> None:
+            if self._process is not None and self._process.returncode is None:
+                try:
+                    self._process.kill()
+                except ProcessLookupError:
+                    pass
+
     return ExecAppService
+
+
+def _server_class():
+    """textual-serve's Server with spectui's routes: the websocket under the token, the guard in front,
+    the page's URLs taken from the (checked) Host so port 0 works, and a cap on app processes."""
+    import aiohttp_jinja2
+    import jinja2
+    from aiohttp import WSCloseCode, web
+    from textual_serve import server as serve_module
+
+    AppService = _exec_service()
+
+    class GuardedServer(serve_module.Server):
+        def __init__(self, command: str, guard: Guard, **kw) -> None:
+            super().__init__(command, **kw)
+            self.guard = guard
+            self.services: set = set()
+            self.sockets: set = set()
+            self.starting = 0  # app processes admitted and not yet ended (the cap counts these)
+
+        async def _make_app(self) -> web.Application:
+            app = web.Application(middlewares=[self.guard.middleware])
+            aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
+            app.add_routes(
+                [
+                    web.get("/", self.handle_index, name="index"),
+                    web.get("/ws/{token}", self.handle_websocket, name="websocket"),
+                    web.get("/download/{key}", self.handle_download, name="download"),
+                    web.static("/static", self.statics_path, name="static"),
+                ]
+            )
+            app.on_shutdown.append(self.on_shutdown)
+            return app
+
+        async def on_shutdown(self, app: web.Application) -> None:
+            for ws in list(self.sockets):  # each handler then stops its app (quit, then kill)
+                await ws.close(code=WSCloseCode.GOING_AWAY, message=b"spectui serve stopped")
+
+        def at_cap(self) -> bool:
+            return self.starting >= self.guard.max_apps
+
+        async def handle_index(self, request: web.Request) -> web.StreamResponse:
+            if self.at_cap():
+                return web.Response(status=503, text=cap_message(self.guard.max_apps), content_type="text/plain")
+            origin = f"{request.scheme}://{request.host}"
+            ws_scheme = "wss" if request.scheme == "https" else "ws"
+            context = {
+                "font_size": serve_module.to_int(request.query.get("fontsize", "16"), 16),
+                "app_websocket_url": f"{ws_scheme}://{request.host}/ws/{self.guard.token}",
+                "config": {"static": {"url": f"{origin}/static/"}},
+                "application": {"name": self.title},
+            }
+            response = aiohttp_jinja2.render_template("app_index.html", request, context)
+            self.guard.set_cookie(response)
+            return response
+
+        async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
+            if self.at_cap():  # refused before the upgrade: no process is started
+                return web.Response(status=503, text=cap_message(self.guard.max_apps), content_type="text/plain")
+            self.starting += 1
+            websocket = web.WebSocketResponse(heartbeat=15)
+            width = serve_module.to_int(request.query.get("width", "80"), 80)
+            height = serve_module.to_int(request.query.get("height", "24"), 24)
+            service = None
+            try:
+                await websocket.prepare(request)
+                self.sockets.add(websocket)
+                service = AppService(
+                    self.command,
+                    write_bytes=websocket.send_bytes,
+                    write_str=websocket.send_str,
+                    close=websocket.close,
+                    download_manager=self.download_manager,
+                    debug=self.debug,
+                )
+                self.services.add(service)
+                await service.start(width, height)
+                await self._process_messages(websocket, service)
+            except asyncio.CancelledError:
+                await websocket.close()
+            except Exception as error:  # a bad message from the page ends its app, not the server
+                log.warning("app session ended: %s", error)
+            finally:
+                self.sockets.discard(websocket)
+                if service is not None:
+                    try:
+                        await service.stop()
+                    finally:
+                        service.kill()
+                        self.services.discard(service)
+                self.starting -= 1
+            return websocket
+
+        def kill_all(self) -> None:
+            for service in list(self.services):
+                service.kill()
+
+    return GuardedServer
 
 
 def app_command(app_args: list[str]) -> list[str]:
@@ -44,26 +187,70 @@ def app_command(app_args: list[str]) -> list[str]:
     return [sys.executable, "-m", "spectui", *args]
 
 
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+async def _run(server, host: str, port: int) -> None:
+    from aiohttp import web
+
+    app = await server._make_app()
+    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=STOP_GRACE_S * 2)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise InputError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="another program holds that port: give --port N (0 picks a free one)",
+        ) from None
+    bound = site._server.sockets[0].getsockname()[1] if site._server and site._server.sockets else port
+    server.guard.bound(host, bound)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else ("[::1]" if host == "::" else host)
+    shown = f"[{shown}]" if ":" in shown and not shown.startswith("[") else shown
+    print(
+        f"spectui: serving the app at http://{shown}:{bound}/?token={server.guard.token} (Ctrl+C to stop)",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        await stop.wait()
+    finally:
+        print("spectui: stopping: asking each app to quit", file=sys.stderr, flush=True)
+        try:
+            await runner.cleanup()
+        finally:
+            server.kill_all()
+
+
 def cmd_serve(args) -> int:
     try:
-        from textual_serve import server as serve_module
+        import textual_serve  # noqa: F401
     except ImportError:
         raise InputError("textual-serve is not installed", hint="pip install 'spectui[serve]'") from None
-    if not 0 < args.port < 65536:
-        raise InputError(f"--port must be 1–65535, not {args.port}")
+    if not 0 <= args.port < 65536:
+        raise InputError(f"--port must be 0–65535 (0: a free port), not {args.port}")
+    max_apps = getattr(args, "max_apps", 4)
+    if max_apps < 1:
+        raise InputError(f"--max-apps must be at least 1, not {max_apps}")
     command = app_command(args.app_args)
-    try:
-        loopback = ipaddress.ip_address(args.host).is_loopback
-    except ValueError:
-        loopback = args.host == "localhost"
-    if not loopback:
+    guard = Guard(max_apps=max_apps, allowed_origins=getattr(args, "allow_origin", None) or [])
+    if not _is_loopback(args.host):
         print(
-            f"spectui: warning: serving on {args.host}: anyone who reaches this port gets the app, "
-            "which can launch and stop servers",
+            f"spectui: warning: serving on {args.host}: anyone who reaches this port and has the URL's token gets "
+            "the app, which can launch and stop servers; the token travels unencrypted over http",
             file=sys.stderr,
         )
-    serve_module.AppService = _exec_service()  # every tab's app process: an argv list, no shell
-    server = serve_module.Server(shlex.join(command), host=args.host, port=args.port, title="spectui")
-    print(f"spectui: serving the app at http://{args.host}:{args.port}/ (Ctrl+C to stop)", file=sys.stderr, flush=True)
-    server.serve()
+    logging.basicConfig(level=logging.WARNING, format="spectui serve: %(message)s")
+    server = _server_class()(shlex.join(command), guard, host=args.host, port=args.port, title="spectui")
+    asyncio.run(_run(server, args.host, args.port))
     return 0

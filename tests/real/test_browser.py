@@ -1,18 +1,26 @@
 """`spectui serve` in a real browser (Debian's Chromium driven by Playwright), and the HTML report.
 
-The served app runs against real llama-servers; a prompt typed into the page runs, the app's own
-session (its autosave) records the IDENTICAL verdict, and screenshots are kept in tests/artifacts/ for a
-person to look at.
+The served app runs against real llama-servers; a prompt typed into the page runs, and the app's own
+session (its autosave) records the IDENTICAL verdict. The web server is its owner's only: a page of
+another origin, a request under another host name (DNS rebinding) and a page without the token are
+refused, and past --max-apps (4) the next tab gets a message instead of an app.
+
+Screenshots go to the test's temporary folder, or to $SPECTUI_TEST_ARTIFACTS when set (never into the
+checkout).
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,10 +28,9 @@ import psutil
 import pytest
 
 from spectui.cli.main import main
-from spectui.machine.launcher import free_port
 
-ARTIFACTS = Path(__file__).parent.parent / "artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+REBIND_NAME = "rebind.spectui.test"  # resolves to 127.0.0.1 inside this browser only, as a rebinding name would
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -33,7 +40,29 @@ FLAGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    f"--host-resolver-rules=MAP {REBIND_NAME} 127.0.0.1",
 ]
+
+
+def artifacts(tmp_path: Path) -> Path:
+    d = Path(os.environ.get("SPECTUI_TEST_ARTIFACTS") or tmp_path)
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def wait_for(predicate, timeout: float, what: str, step: float = 0.1, page=None):
+    """Poll a condition; with a page, wait through Playwright (its sync API delivers events only then)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        if page is not None:
+            page.wait_for_timeout(step * 1000)
+        else:
+            time.sleep(step)
 
 
 @pytest.fixture
@@ -46,6 +75,62 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         yield b
         b.close()
+
+
+class Served:
+    """A running `spectui serve --port 0`: the URL it printed (port read back, token included), its
+    stderr lines, and the app processes under it."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        line = wait_for(lambda: next((ln for ln in self.lines if "serving the app at" in ln), None), 30, "the URL")
+        self.url = re.search(r"(http://\S+)", line).group(1)
+        m = re.match(r"http://([^/]+)/\?token=(\S+)$", self.url)
+        self.host, self.token = m.group(1), m.group(2)
+        self.port = int(self.host.rsplit(":", 1)[1])
+        self.base = f"http://{self.host}"
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def apps(self) -> list[psutil.Process]:
+        """The app processes (one per open tab): direct children of spectui serve."""
+        try:
+            return [c for c in psutil.Process(self.proc.pid).children() if c.status() != psutil.STATUS_ZOMBIE]
+        except psutil.NoSuchProcess:
+            return []
+
+
+@contextlib.contextmanager
+def serve(tmp_path: Path, *options: str, app_args=()):
+    env = dict(os.environ, SPECTUI_DATA_DIR=str(tmp_path / "data"), SPECTUI_CONFIG_DIR=str(tmp_path / "config"))
+    argv = [sys.executable, "-m", "spectui", "serve", "--port", "0", *options]
+    if app_args:
+        argv += ["--", *app_args]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    descendants: list[psutil.Process] = []
+    try:
+        served = Served(proc)
+        yield served
+        descendants = psutil.Process(proc.pid).children(recursive=True) if proc.poll() is None else []
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        for c in descendants:  # only what this test started, by PID
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if c.is_running() and c.status() != psutil.STATUS_ZOMBIE:
+                    c.terminate()
+    assert proc.returncode == 0, "spectui serve did not stop on SIGTERM"
+    left = [c for c in descendants if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+    assert not left, f"spectui serve left {left} running"
 
 
 def results_in(folder: Path) -> list[dict]:
@@ -61,57 +146,145 @@ def results_in(folder: Path) -> list[dict]:
     return out
 
 
+class Frames:
+    """What the app sent to the page over its websocket, decoded: the terminal's text, with escapes."""
+
+    def __init__(self, page) -> None:
+        self.chunks: list[str] = []
+        page.on("websocket", lambda ws: ws.on("framereceived", self._add))
+
+    def _add(self, payload) -> None:
+        self.chunks.append(payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload)
+
+    def text(self) -> str:
+        return "".join(self.chunks)
+
+
 def test_served_app_runs_a_prompt_typed_into_the_page(llama_servers, browser, tmp_path):
-    ARTIFACTS.mkdir(exist_ok=True)
-    port = free_port()
-    env = dict(os.environ, SPECTUI_DATA_DIR=str(tmp_path / "data"))
-    argv = [sys.executable, "-m", "spectui", "serve", "--port", str(port), "--"]
-    argv += ["--baseline", llama_servers["baseline"], "--candidate", llama_servers["draft"], "--max-tokens", "48"]
-    serve = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    page = None
-    try:
-        line = serve.stderr.readline()
-        assert f"http://127.0.0.1:{port}/" in line  # bound to 127.0.0.1, and says where
+    app_args = ["--baseline", llama_servers["baseline"], "--candidate", llama_servers["draft"], "--max-tokens", "48"]
+    with serve(tmp_path, app_args=app_args) as served:
+        assert served.host.startswith("127.0.0.1:")  # bound to 127.0.0.1, and says where
         page = browser.new_page(viewport={"width": 1600, "height": 1000})
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                page.goto(f"http://127.0.0.1:{port}/")
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
-        page.wait_for_selector("#terminal canvas", timeout=60_000)  # the app drew into the page's terminal
-        app_procs = [p for p in psutil.Process(serve.pid).children(recursive=True)]
-        assert any("spectui" in " ".join(p.cmdline()) for p in app_procs)
-        time.sleep(3)  # the app connects to both servers
-        page.click("#terminal")
-        page.keyboard.type("Name three primary colours.")
-        page.keyboard.press("Enter")
-        deadline = time.monotonic() + 120
-        while not results_in(tmp_path / "data") and time.monotonic() < deadline:
-            time.sleep(0.5)
-        found = results_in(tmp_path / "data")
-        assert found, "the run typed into the page never finished"
-        assert found[-1]["identical"] is True
-        time.sleep(1)
-        page.screenshot(path=str(ARTIFACTS / "serve-identical.png"))
-    finally:
-        if page is not None:
-            page.close()  # the tab goes: its app process ends with its websocket
-        children = psutil.Process(serve.pid).children(recursive=True) if serve.poll() is None else []
-        serve.send_signal(signal.SIGTERM)
+        frames = Frames(page)
         try:
-            serve.wait(20)
-        except subprocess.TimeoutExpired:
-            serve.kill()
-            serve.wait(5)
-        for c in children:  # only what this test started, by PID
-            if c.is_running():
-                c.terminate()
-    assert serve.returncode == 0, "spectui serve did not stop on SIGTERM"
-    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+            assert page.goto(served.url).status == 200
+            page.wait_for_selector("#terminal canvas", timeout=60_000)  # the app drew into the page's terminal
+            [app] = wait_for(served.apps, 30, "the page's app process")
+            assert "spectui" in " ".join(app.cmdline())
+            # both panes say they are ready (each connected to its server) before the prompt is typed
+            wait_for(lambda: frames.text().count("ready") >= 2, 60, "both panes to be ready", 0.2, page)
+            page.click("#terminal")
+            page.keyboard.type("Name three primary colours.")
+            page.keyboard.press("Enter")
+            found = wait_for(lambda: results_in(tmp_path / "data"), 120, "the run typed into the page", 0.5)
+            assert found[-1]["identical"] is True
+            page.screenshot(path=str(artifacts(tmp_path) / "serve-identical.png"))
+        finally:
+            page.close()  # the tab goes: its app process ends with its websocket
+        wait_for(lambda: not served.apps(), 30, "the closed tab's app process to end")
+
+
+ATTACKER_PAGE = """<!doctype html><html><body><script>
+window.tryAll = async (urls) => {
+  const one = (url) => new Promise((resolve) => {
+    const ws = new WebSocket(url);
+    ws.onopen = () => { resolve("open"); ws.close(); };
+    ws.onerror = () => resolve("refused");
+    setTimeout(() => resolve("timeout"), 10000);
+  });
+  const out = [];
+  for (const u of urls) out.push(await one(u));
+  return out;
+};
+</script>another site</body></html>"""
+
+
+@contextlib.contextmanager
+def attacker_site():
+    """A page on http://localhost:OTHERPORT/: another origin than the served app's."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = ATTACKER_PAGE.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://localhost:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_page_of_another_origin_cannot_open_the_app(browser, tmp_path):
+    with attacker_site() as evil:
+        with serve(tmp_path) as served:
+            page = browser.new_page()
+            page.goto(evil + "/")
+            ws = f"ws://{served.host}/ws"
+            # even a page that somehow had the token is refused: its Origin is not the server's
+            outcome = page.evaluate("urls => window.tryAll(urls)", [f"{ws}/{served.token}?width=80&height=24", ws])
+            assert outcome == ["refused", "refused"]
+            assert served.apps() == []  # no app process was started for it
+            page.close()
+        # the control: the same page, allowed by --allow-origin, does open the app (so the check is what refused)
+        with serve(tmp_path, "--allow-origin", evil) as served:
+            page = browser.new_page()
+            page.goto(evil + "/")
+            outcome = page.evaluate("urls => window.tryAll(urls)", [f"ws://{served.host}/ws/{served.token}"])
+            assert outcome == ["open"]
+            page.close()
+            wait_for(lambda: not served.apps(), 30, "the app to end with its websocket")
+
+
+def test_a_rebinding_host_name_and_a_missing_token_are_refused(browser, tmp_path):
+    with serve(tmp_path) as served:
+        page = browser.new_page()
+        # DNS rebinding: a name of the attacker's that resolves to 127.0.0.1; even with the token, refused
+        r = page.goto(f"http://{REBIND_NAME}:{served.port}/?token={served.token}")
+        assert r.status == 403 and "is not this server's address" in page.content()
+        r = page.goto(served.base + "/")  # the right host, no token
+        assert r.status == 403 and "needs the token" in page.content()
+        r = page.goto(f"{served.base}/?token={'x' * len(served.token)}")
+        assert r.status == 403
+        assert served.apps() == []
+        r = page.goto(served.url)  # the printed URL works
+        assert r.status == 200
+        page.wait_for_selector("#terminal canvas", timeout=60_000)
+        wait_for(lambda: len(served.apps()) == 1, 30, "the app process")
+        page.close()
+
+
+def test_the_fifth_app_is_refused_with_a_message(browser, tmp_path):
+    with serve(tmp_path) as served:  # the default cap: 4 (the app is the profile picker: no servers needed)
+        pages = []
+        for i in range(4):
+            page = browser.new_page()
+            frames = Frames(page)
+            assert page.goto(served.url).status == 200
+            wait_for(lambda f=frames: len(f.text()) > 100, 60, f"app {i + 1} to draw", page=page)
+            pages.append(page)
+        assert len(served.apps()) == 4
+        fifth = browser.new_page()
+        r = fifth.goto(served.url)
+        assert r.status == 503
+        assert "4 apps are already running" in fifth.content() and "--max-apps" in fifth.content()
+        assert len(served.apps()) == 4  # no fifth process
+        fifth.screenshot(path=str(artifacts(tmp_path) / "serve-cap.png"))
+        pages.pop().close()  # a tab closes: its slot comes free
+        wait_for(lambda: len(served.apps()) == 3, 30, "the closed tab's app to end")
+        wait_for(lambda: fifth.goto(served.url).status == 200, 30, "the fifth tab to be let in", 0.5)
+        for p in [*pages, fifth]:
+            p.close()
 
 
 @pytest.fixture
@@ -142,7 +315,7 @@ def report_page(llama_servers, tmp_path, capsys):
     return out, doc
 
 
-def test_html_report_renders_with_its_marks(report_page, browser):
+def test_html_report_renders_with_its_marks(report_page, browser, tmp_path):
     out, doc = report_page
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.goto(out.as_uri())
@@ -153,5 +326,4 @@ def test_html_report_renders_with_its_marks(report_page, browser):
     assert "underline" in spans.first.evaluate("e => getComputedStyle(e).textDecorationLine")
     assert page.locator(".out .rej").count() >= 1
     assert page.locator("svg circle").count() == 1  # the measured point on the S(α) plot
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+    page.screenshot(path=str(artifacts(tmp_path) / "report.png"), full_page=True)

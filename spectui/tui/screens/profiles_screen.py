@@ -61,17 +61,51 @@ class ProfilePicker(Screen[tuple[Profile, str] | None]):
         plist.focus()
         self._show(names[plist.highlighted] if names and plist.highlighted is not None else None)
 
-    def plans(self, p: Profile) -> dict[str, MemoryPlan]:
-        """The memory plan of each comparison, on this GPU (NVML, read once by detect) or the track's floor;
-        reading a few model headers at most, so it runs here, once per profile."""
-        if p.name not in self._plans:
-            gpu = self.hw.gpu_memory or floor_gpu(p, self.hw.note)
+    def _plan(self, p: Profile) -> None:
+        """Plan every comparison of a profile in a thread (a GGUF header walk takes ~0.1 s), once."""
+        gpu = self.hw.gpu_memory or floor_gpu(p, self.hw.note)  # NVML was read once, by detect
+
+        def work() -> None:
             try:
-                self._plans[p.name] = {pl.comparison: pl for pl in plan_profile(p, gpu)}
+                plans = {pl.comparison: pl for pl in plan_profile(p, gpu)}
+                problem = None
             except Exception as exc:  # a broken model file must not break the picker
-                self.notify(f"memory plan for {p.name}: {exc}", severity="warning")
-                self._plans[p.name] = {}
-        return self._plans[p.name]
+                plans, problem = {}, f"memory plan for {p.name}: {exc}"
+            self.app.call_from_thread(self._planned, p.name, plans, problem)
+
+        self._plans[p.name] = {}
+        self.run_worker(work, thread=True, group="memplan", exit_on_error=False)
+
+    def _planned(self, name: str, plans: dict[str, MemoryPlan], problem: str | None) -> None:
+        self._plans[name] = plans
+        if problem:
+            self.notify(problem, severity="warning")
+        plist = self.query_one("#profile-list", OptionList)
+        if plist.highlighted is None or list(self.profiles)[plist.highlighted] != name:
+            return
+        clist = self.query_one("#comparison-list", OptionList)
+        for c in self.profiles[name].comparisons:
+            clist.replace_option_prompt(c.id, self._label(name, c.id, c.title))
+        if clist.has_focus and clist.highlighted is not None:
+            self._show_plan(clist.get_option_at_index(clist.highlighted).id)
+        else:
+            self._detail(name)
+
+    def _label(self, name: str, cid: str, title: str) -> str:
+        plan = self._plans.get(name, {}).get(cid)
+        word = _DECISION.get(plan.decision) if plan else None
+        return f"{cid}: {title}" + (f" [{word}]" if word else "")
+
+    def _detail(self, name: str) -> None:
+        p = self.profiles[name]
+        lines = [profile_text(p, self.hw)]
+        planned = [pl for pl in self._plans.get(name, {}).values() if pl.decision != "not-planned"]
+        if planned:
+            lines.append(f"  memory plan ({planned[0].gpu_line()}):")
+            lines += [f"    {summary(pl)}" for pl in planned]
+        elif p.gpu_vendor == "nvidia":
+            lines.append("  memory plan: planning…")
+        self.query_one("#detail", Static).update("\n".join(lines))
 
     def _show(self, name: str | None) -> None:
         clist = self.query_one("#comparison-list", OptionList)
@@ -79,26 +113,17 @@ class ProfilePicker(Screen[tuple[Profile, str] | None]):
         if name is None:
             return
         p = self.profiles[name]
-        plans = self.plans(p)
-
-        def label(cid: str, title: str) -> str:
-            word = _DECISION.get(plans[cid].decision) if cid in plans else None
-            return f"{cid}: {title}" + (f" [{word}]" if word else "")
-
-        clist.add_options([Option(label(c.id, c.title), id=c.id) for c in p.comparisons])
-        lines = [profile_text(p, self.hw)]
-        planned = [pl for pl in plans.values() if pl.decision != "not-planned"]
-        if planned:
-            lines.append(f"  memory plan ({planned[0].gpu_line()}):")
-            lines += [f"    {summary(pl)}" for pl in planned]
-        self.query_one("#detail", Static).update("\n".join(lines))
+        if name not in self._plans:
+            self._plan(p)
+        clist.add_options([Option(self._label(name, c.id, c.title), id=c.id) for c in p.comparisons])
+        self._detail(name)
 
     def _show_plan(self, cid: str | None) -> None:
         plist = self.query_one("#profile-list", OptionList)
         if plist.highlighted is None or cid is None:
             return
         p = self.profiles[list(self.profiles)[plist.highlighted]]
-        plan = self.plans(p).get(cid)
+        plan = self._plans.get(p.name, {}).get(cid)
         if plan is None:
             return
         body = plan.lines(detail=True) if plan.decision != "not-planned" else plan.lines()

@@ -314,6 +314,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from spectui.core.errors import redacting_stream, register_urls_in
+
+    # a URL's user:password never reaches the console, whichever line prints it (issue 26, item 5)
+    register_urls_in(sys.argv[1:] if argv is None else argv)
+    sys.stdout, sys.stderr = redacting_stream(sys.stdout), redacting_stream(sys.stderr)
     parser = build_parser()
     args = parser.parse_args(argv)
     command = args.command or "tui"

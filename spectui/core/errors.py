@@ -11,6 +11,12 @@ SpectuiError
 ├── Unsupported            the server cannot do what was asked (a capability it lacks)
 ├── InputError             a file or option given by the user is wrong
 └── SetupError             the llama-server build or the model could not be made ready
+
+Redaction lives here too, once: `redact` for messages (URL credentials, key-looking values, registered
+secrets), `redact_credentials` for documents and the console (only the exact secrets registered: API
+keys read from the environment and the user:password@ of every URL given on the command line, so a
+model's output or a field named `…_token` is never altered), and `redacting_stream`, which the CLI puts
+over stdout and stderr so no line it prints carries them.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ class SpectuiError(Exception):
 
     def one_line(self) -> str:
         msg = str(self)
-        return f"{msg} — {self.hint}" if self.hint else msg
+        return redact(f"{msg} — {self.hint}" if self.hint else msg)
 
 
 def describe(exc: BaseException) -> str:
@@ -55,14 +61,61 @@ def register_secret(value: str | None) -> None:
         _SECRETS.add(value)
 
 
+def register_url(url: str | None) -> None:
+    """A URL's user:password@, which must never appear in anything spectui writes or prints."""
+    m = _USERINFO.match(url.strip()) if isinstance(url, str) else None
+    if m:
+        _SECRETS.add(m.group(0)[len(m.group("scheme")) :])  # "user:pw@", "@" included: specific even if short
+
+
+def register_urls_in(argv) -> None:
+    """Every command-line value that is a URL with credentials (--baseline, --candidate, a cache URL, …)."""
+    for arg in argv or ():
+        if isinstance(arg, str) and "@" in arg:
+            register_url(arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg)
+
+
+def redact_credentials(text: str) -> str:
+    """Text with the registered secrets (API keys, URLs' user:password@) replaced by '***'; nothing else
+    is touched, so a document's data (a model's output, a key named `…_token`) stays as it was."""
+    if not text or not _SECRETS:
+        return text
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, "***@" if secret.endswith("@") else "***")
+    return text
+
+
 def redact(text: str) -> str:
     """Text with URL credentials, key-looking values and registered secrets replaced by '***'."""
     if not text:
         return text
-    for secret in _SECRETS:
-        text = text.replace(secret, "***")
+    text = redact_credentials(text)
     text = _USERINFO.sub(lambda m: m.group("scheme") + "***@", text)
     return _KEYLIKE.sub(lambda m: m.group("k") + "***", text)
+
+
+class _RedactingStream:
+    """A text stream that writes through `redact_credentials`; everything else is the wrapped stream's."""
+
+    def __init__(self, raw) -> None:
+        self._raw = raw
+
+    def write(self, text: str) -> int:
+        self._raw.write(redact_credentials(text))
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):
+        return getattr(self._raw, name)
+
+
+def redacting_stream(raw):
+    """`raw` wrapped so that no registered secret is written through it (once: wrapping twice is a no-op)."""
+    return raw if isinstance(raw, _RedactingStream) or raw is None else _RedactingStream(raw)
 
 
 class ServerError(SpectuiError):

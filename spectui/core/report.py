@@ -226,6 +226,32 @@ def json_report(
     }
 
 
+_MD_SPECIAL = str.maketrans(
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        "|": "\\|",
+        "\\": "\\\\",
+        "`": "\\`",
+        "*": "\\*",
+        "_": "\\_",
+        "[": "\\[",
+        "]": "\\]",
+        "\n": " ",
+        "\r": " ",
+    }
+)
+
+
+def md_cell(value) -> str:
+    """A value from outside (a server's build, model or URL, a prompt id, an error message) as text in a
+    Markdown table: no HTML, no cell break, no emphasis or link it did not mean; credentials redacted."""
+    from spectui.core.errors import redact
+
+    return redact(str(value)).translate(_MD_SPECIAL)
+
+
 def markdown_report(
     infos: dict[str, ServerInfo],
     results: list[PromptResult],
@@ -241,8 +267,11 @@ def markdown_report(
     out += [
         "| | URL | build | model | configuration |",
         "|---|---|---|---|---|",
-        f"| baseline | {b.url} | {b.build or '?'} | {b.model or '?'} | {b.describe_speedup()} |",
-        f"| candidate | {c.url} | {c.build or '?'} | {c.model or '?'} | {c.describe_speedup()} |",
+        *(
+            f"| {role} | {md_cell(i.url)} | {md_cell(i.build or '?')} | {md_cell(i.model or '?')} | "
+            f"{md_cell(i.describe_speedup())} |"
+            for role, i in (("baseline", b), ("candidate", c))
+        ),
         "",
         f"Parameters: max tokens {params.max_tokens}, temperature {params.temperature}, seed {params.seed}, "
         f"order {order}, prompt cache "
@@ -254,7 +283,7 @@ def markdown_report(
     for r in results:
         fb, fc = r.baseline.figures, r.candidate.figures
         out.append(
-            f"| {r.prompt.id} | {fmt(fb.decode_tps)} | {fmt(fc.decode_tps)} | {speedup_text(r)} | "
+            f"| {md_cell(r.prompt.id)} | {fmt(fb.decode_tps)} | {fmt(fc.decode_tps)} | {speedup_text(r)} | "
             f"{fmt(fc.mean_accepted_length, '.2f')} | {fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')} | "
             f"{verdict_text(r)} |"
         )
@@ -263,7 +292,7 @@ def markdown_report(
             d = r.divergence
             out += [
                 "",
-                f"## {r.prompt.id}: first difference at byte {d.byte}",
+                f"## {md_cell(r.prompt.id)}: first difference at byte {d.byte}",
                 "",
                 "```",
                 f"baseline  …{escape_bytes(d.baseline_excerpt)}…",
@@ -276,13 +305,14 @@ def markdown_report(
             if rec.failed is not None:
                 out += [
                     "",
-                    f"**{r.prompt.id}: {rec.name} failed after {rec.figures.tokens} tokens:** {rec.failed.message}",
+                    f"**{md_cell(r.prompt.id)}: {rec.name} failed after {rec.figures.tokens} tokens:** "
+                    f"{md_cell(rec.failed.message)}",
                 ]
     done = [r for r in results if r.identical is not None]
     out += [
         "",
         f"{sum(1 for r in done if r.identical)}/{len(done)} outputs identical. "
-        f"Builds: baseline {b.build or '?'}, candidate {c.build or '?'}.",
+        f"Builds: baseline {md_cell(b.build or '?')}, candidate {md_cell(c.build or '?')}.",
         "",
     ]
     return "\n".join(out)

@@ -85,10 +85,20 @@ class SessionKeeper:
         app.notify(f"report written: {md} and {js.name}")
 
     def screenshot(self) -> None:
-        folder = self.session_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        path = self.app.save_screenshot(path=str(folder))
-        self.app.notify(f"screenshot saved to {path}")
+        import datetime as dt
+
+        from spectui.core.errors import redact_credentials, register_url
+
+        app = self.app
+        for url in (app.config.baseline_url, app.config.candidate_url):
+            register_url(url)  # whatever drew a URL, its user:password does not reach the image
+        path = self.session_dir() / f"screenshot-{dt.datetime.now():%Y%m%d-%H%M%S-%f}.svg"
+        try:
+            atomic_write(path, redact_credentials(app.export_screenshot()))
+        except OSError as exc:
+            app.notify(f"screenshot not saved: {describe(exc)}", severity="error")
+            return
+        app.notify(f"screenshot saved to {path}")
 
     # -- replay -------------------------------------------------------------------------------------
     def open_session(self, path) -> None:

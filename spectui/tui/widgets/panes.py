@@ -12,6 +12,7 @@ from textual.strip import Strip
 from textual.widgets import Label, Sparkline, Static
 
 from spectui.core.compare import Divergence
+from spectui.core.errors import redact
 from spectui.core.events import TokenEvent
 from spectui.core.figures import SideRecorder
 from spectui.core.types import ServerInfo
@@ -230,12 +231,12 @@ class SidePane(Vertical):
         self.info: ServerInfo | None = None
         self.cause = ""
         self.launch_note = ""
-        self.border_title = f"{side} · {url}"
+        self.border_title = f"{side} · {redact(url)}"  # a URL's user:password is never drawn
         self._figures_plain = ""
         self._figures_spans: list = []
 
     def compose(self) -> ComposeResult:
-        yield Static(self.url, classes="header", id=f"header-{self.side}")
+        yield Static(redact(self.url), classes="header", id=f"header-{self.side}")
         yield Static("", classes="state", id=f"state-{self.side}")
         yield Static("", classes="figures", id=f"figures-{self.side}")
         yield TokenView(marked=self.side == "candidate", id=f"tokens-{self.side}")
@@ -246,7 +247,7 @@ class SidePane(Vertical):
 
     def set_info(self, info: ServerInfo) -> None:
         self.info = info
-        self.border_title = f"{self.side} · {info.url}"
+        self.border_title = f"{self.side} · {redact(info.url)}"
         note = f" · {self.launch_note}" if self.launch_note else ""
         self.query_one(".header", Static).update(
             f"{info.model or '?'} · build {info.build or '?'}\n{info.describe_speedup()}{note}"

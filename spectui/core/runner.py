@@ -26,7 +26,9 @@ SIDES = ("baseline", "candidate")
 class Source(Protocol):
     """What the run loop needs of a server (backends.base.Backend is the full contract)."""
 
-    kind: str
+    @property
+    def kind(self) -> str: ...
+
     url: str
     info: ServerInfo | None
 
@@ -37,6 +39,8 @@ class Source(Protocol):
     async def counters(self) -> ServerCounters | None: ...
 
     def recorded_verdict(self) -> Verdict | None: ...
+
+    def recorded_findings(self) -> tuple[Triage | None, ProbeResult | None]: ...
 
 
 class RunObserver:
@@ -229,6 +233,7 @@ async def compare_prompt(
         await side("candidate", candidate)
     result = PromptResult(prompt, recs["baseline"], recs["candidate"], rendered=rendered)
     result.verdict = verdict_for(baseline, candidate, result)
+    result.triage, result.drafts = baseline.recorded_findings()  # a replay carries what its run found
     return result
 
 

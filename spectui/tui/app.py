@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -105,6 +106,7 @@ class SpectuiApp(App):
         Binding("ctrl+f", "prefix_lab", "Cache lab", id="prefix_lab", priority=True),
         Binding("ctrl+u", "sweep", "Sweep", id="sweep", priority=True),
         Binding("f2", "sampling", "Sampling", id="sampling", priority=True),
+        Binding("f3", "drafts_cost", "Draft cost", id="drafts_cost", show=False, priority=True),
         Binding("ctrl+w", "toggle_logs", "Logs", id="toggle_logs", priority=True),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         # replay: pause, one token, slower/faster, seek
@@ -327,6 +329,16 @@ class SpectuiApp(App):
         backends = self._live_backends()
         if backends:
             self.push_screen(SweepScreen(backends, self.prompt_list, self.params))
+
+    def action_drafts_cost(self) -> None:
+        from spectui.machine.assets import find_model
+        from spectui.store.config import load as load_settings
+        from spectui.tui.screens.drafts_screen import DraftsScreen
+
+        info = self.pane("baseline").info  # the model on screen where its file is readable here, else SmolLM2
+        path = info.model_path if info is not None and info.model_path else None
+        target = path if path and os.path.isfile(path) else find_model()
+        self.push_screen(DraftsScreen(str(target) if target else None, load_settings()[0].get("profile")))
 
     def action_sampling(self) -> None:
         """F2: exact under sampling on the prompt on screen (the last one run, else the one typed)."""

@@ -1,0 +1,90 @@
+"""What a trained draft would cost for the model on screen and the chosen profile (`spectui drafts cost`
+as a screen): Medusa, EAGLE-1, EAGLE-3 and draft models, each figure with its formula and inputs."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Label, Static
+
+from spectui.core.errors import SpectuiError
+
+
+def cost_text(target: str, profile: str | None, seq_len: int, samples: int) -> str:
+    """The report `spectui drafts cost --target T --profile P --seq-len S --samples N` prints."""
+    from dataclasses import replace
+
+    from spectui.labs import drafts
+    from spectui.labs.drafts_text import text
+    from spectui.labs.model_shape import read_shape
+
+    shape = read_shape(target)
+    inputs = drafts.CostInputs(seq_len=seq_len, samples=samples)
+    memory = None
+    if profile:
+        from spectui.store.profiles import load_profiles
+
+        profiles, _ = load_profiles()
+        if profile in profiles:
+            memory = profiles[profile].min_gpu_memory_gib or None
+            if profile in drafts.PROFILE_GPU:
+                inputs = replace(inputs, gpu=drafts.PROFILE_GPU[profile])
+        else:
+            profile = None
+    return text(drafts.estimate(shape, inputs, None, profile, memory))
+
+
+class DraftsScreen(Screen):
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="drafts_cost_back")]
+    DEFAULT_CSS = """
+    DraftsScreen #inputs { height: 3; }
+    DraftsScreen #inputs Input { width: 1fr; }
+    DraftsScreen #inputs Input.-short { width: 10; }
+    DraftsScreen #inputs Label { padding: 1 1 0 2; }
+    DraftsScreen #report { padding: 0 1; }
+    """
+
+    def __init__(self, target: str | None, profile: str | None) -> None:
+        super().__init__()
+        self.target, self.profile = target or "", profile or ""
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="inputs"):
+            yield Label("target")
+            yield Input(self.target, id="target", placeholder="GGUF file or HF folder")
+            yield Label("profile")
+            yield Input(self.profile, id="profile", classes="-short")
+            yield Label("seq len")
+            yield Input("2048", id="seq_len", classes="-short", type="integer")
+            yield Label("samples")
+            yield Input("5000", id="samples", classes="-short", type="integer")
+        with VerticalScroll():
+            yield Static(id="report", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_report()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.refresh_report()
+
+    def refresh_report(self) -> None:
+        values = {i.id: i.value.strip() for i in self.query(Input)}
+        report = self.query_one("#report", Static)
+        if not values["target"]:
+            report.update("give a target model (a GGUF file or a Hugging Face folder) and press Enter")
+            return
+        try:
+            seq_len, samples = int(values["seq_len"] or 0), int(values["samples"] or 0)
+            if seq_len < 1 or samples < 1:
+                raise ValueError
+        except ValueError:
+            report.update("sequence length and samples must be whole numbers of at least 1")
+            return
+        try:
+            report.update(cost_text(values["target"], values["profile"] or None, seq_len, samples))
+        except SpectuiError as exc:
+            report.update(f"cannot cost {values['target']}: {exc.one_line()}")

@@ -222,6 +222,9 @@ def cmd_theory(args) -> int:
         print(theory.text(t))
     return EXIT_OK
 
+EXIT_UNDECIDED = 4  # spectui sampling: not enough samples to decide (never a pass)
+
+
 
 async def cmd_sampling(args) -> int:
     from spectui.backends.transport import stamped_client
@@ -306,7 +309,7 @@ async def cmd_sampling(args) -> int:
                         "samples": j["samples"],
                         "seeded_identical": j["seeded_identical"],
                         "verdict": j["verdict"],
-                        "min_p_holm": min((t.p_holm for t in r.positions), default=None),
+                        "p": r.test.p if r.test is not None else None,
                         "max_tvd": max((t.tvd for t in r.positions), default=None),
                         "smallest_detectable_tvd": j["smallest_detectable_tvd"],
                         "acceptance_rate": j["acceptance_rate"],
@@ -333,6 +336,8 @@ async def cmd_sampling(args) -> int:
             print(r.text())
     if any(x.failed for r in results for x in r.runs):
         return EXIT_SERVER
-    return (
-        EXIT_DIFFERS if any(r.verdict == "different" or r.seeded_identical < len(r.runs) for r in results) else EXIT_OK
-    )
+    if any(r.verdict == "different" or r.seeded_mismatch_is_failure for r in results):
+        return EXIT_DIFFERS  # a seeded mismatch counts only where seeded bytes are (or may be) promised
+    from spectui.labs.sampling import NOT_ENOUGH
+
+    return EXIT_UNDECIDED if any(r.verdict == NOT_ENOUGH for r in results) else EXIT_OK

@@ -42,6 +42,15 @@ class SideFigures:
         return self.accepted / self.drafted if self.drafted else None
 
     @property
+    def alpha_per_position(self) -> float | None:
+        """Leviathan's α (acceptance per drafted position, each accepted with probability α given the ones
+        before it were): the α with Σ_{i=1..γ} α^i = accepted/steps, γ = drafted/steps. Not the
+        acceptance per drafted token (accepted/drafted), which is Σα^i/γ. Steps are the server's
+        verification steps, which (llama.cpp, vLLM) count only steps with a non-empty draft."""
+        steps = int(self.metrics_steps) if self.metrics_steps else self.steps
+        return per_position_alpha(self.accepted, self.drafted, steps)
+
+    @property
     def mean_accepted_length(self) -> float | None:
         # as servers report it: 1 + accepted/steps; the server's step count is exact where the stream
         # merged two steps (see labeller), so prefer it
@@ -54,6 +63,7 @@ class SideFigures:
         d = asdict(self)
         d["acceptance_rate"] = self.acceptance_rate
         d["mean_accepted_length"] = self.mean_accepted_length
+        d["alpha_per_position"] = self.alpha_per_position
         if not measured:
             for key in UNMEASURED_WHEN_CUT:
                 if key in d:
@@ -73,6 +83,7 @@ UNMEASURED_WHEN_CUT = (
     "steps",
     "acceptance_rate",
     "mean_accepted_length",
+    "alpha_per_position",
     "accepted_per_position",
     "metrics_drafted",
     "metrics_accepted",
@@ -229,6 +240,39 @@ class SideRecorder:
             and int(completion) != len(self.tokens)
         ):
             f.rate_unit = "chunks/s"  # one event counted as one token: the server did not say how many
+
+
+def per_position_alpha(accepted: float, drafted: float, steps: float) -> float | None:
+    """The α with Σ_{i=1..γ} α^i = accepted/steps at γ = drafted/steps (a real γ: the sum's closed form
+    α(1−α^γ)/(1−α)); None without drafts. Every draft accepted gives 1."""
+    if not (drafted and steps) or accepted < 0:
+        return None
+    gamma, target = drafted / steps, accepted / steps
+    if target >= gamma:
+        return 1.0
+    if target <= 0:
+        return 0.0
+
+    def accepted_per_step(a: float) -> float:
+        return a * (1 - a**gamma) / (1 - a)
+
+    lo, hi = 0.0, 1.0 - 1e-12
+    for _ in range(60):  # the sum rises with α: bisection to ~1e-18
+        mid = (lo + hi) / 2
+        if accepted_per_step(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def rate_basis_note(baseline: SideFigures, candidate: SideFigures) -> str | None:
+    """Where a speed-up divides a rate the server timed by one spectui observed on arrival (llama.cpp
+    against vLLM, say): the two clocks differ, which the ratio does not show by itself."""
+    b, c = baseline.decode_source, candidate.decode_source
+    if b and c and b != c:
+        return f"the baseline's rate is from {b}, the candidate's from {c}: the ratio mixes two clocks"
+    return None
 
 
 def _num(v) -> float | None:

@@ -6,7 +6,7 @@ import statistics
 
 from spectui.core.compare import escape_bytes
 from spectui.core.runner import PromptResult, Repeated, grouped
-from spectui.core.stats import bootstrap_median
+from spectui.core.stats import over_units
 from spectui.core.types import GenerationParams, ServerInfo
 
 
@@ -26,9 +26,13 @@ def speedup_text(r: PromptResult) -> str:
     s = r.speedup
     if s is None:
         return "—"
+    from spectui.core.figures import rate_basis_note
+
+    note = rate_basis_note(r.baseline.figures, r.candidate.figures)
+    mixed = f" ({note})" if note else ""
     if not r.candidate.figures.drafted:
-        return f"{s:.2f}× (the candidate drafted nothing)"
-    return f"{s:.2f}× at {acceptance_text(r.candidate)} accepted"
+        return f"{s:.2f}× (the candidate drafted nothing){mixed}"
+    return f"{s:.2f}× at {acceptance_text(r.candidate)} accepted{mixed}"
 
 
 def verdict_text(r: PromptResult) -> str:
@@ -146,7 +150,8 @@ def repeat_lines(results: list[PromptResult]) -> list[str]:
         return []
     out = [
         "",
-        f"repeated runs (interleaved, alternating which side goes first; medians with {95}% bootstrap intervals)",
+        "repeated runs (interleaved, alternating which side goes first; medians with 95 % t-intervals on the "
+        "log ratios)",
     ]
     for g in groups:
         out.append(f"{g.prompt.id:<18} {repeat_text(g)}")
@@ -170,10 +175,17 @@ def repeat_lines(results: list[PromptResult]) -> list[str]:
             )
         )
     ratios = [r.speedup for r in results if r.speedup is not None]
+    units = [[r.speedup for r in g.runs if r.speedup is not None] for g in groups]
+    units = [u for u in units if u]
     if len(groups) > 1 and len(ratios) > 1:
+        # the prompt is the unit: one mean log ratio per prompt, the interval over prompts (its runs are
+        # not independent draws from the set)
         out.append(
-            f"{'whole set':<18} speed-up {bootstrap_median(ratios).text(unit='×')} over {len(ratios)} paired runs"
+            f"{'whole set':<18} speed-up {over_units(units).text(unit='×')} over {len(units)} prompts "
+            f"({len(ratios)} paired runs; the interval is over prompts)"
         )
+    notes = {n for g in groups if (n := g.rate_note)}
+    out.extend(f"{'':<18}   note: {n}" for n in sorted(notes))
     return out
 
 

@@ -301,15 +301,23 @@ class Repeated:
     tolerance: float = 0.02
 
     def _spread(self, values):
-        from spectui.core.stats import bootstrap_median
+        from spectui.core.stats import interval
 
         vals = [v for v in values if v is not None]
-        return bootstrap_median(vals) if vals else None
+        return interval(vals) if vals else None
 
     @property
     def speedup(self):
-        """Median of the paired ratios (each run's candidate over the same run's baseline), with its interval."""
+        """Median of the paired ratios (each run's candidate over the same run's baseline), with its 95 %
+        t-interval on their logs (core.stats: its coverage holds from 2 runs)."""
         return self._spread([r.speedup for r in self.runs])
+
+    @property
+    def rate_note(self) -> str | None:
+        """Where a ratio divides a server-timed rate by one spectui observed (or the reverse)."""
+        from spectui.core.figures import rate_basis_note
+
+        return next((n for r in self.runs if (n := rate_basis_note(r.baseline.figures, r.candidate.figures))), None)
 
     def decode(self, side: str):
         return self._spread([getattr(r, side).figures.decode_tps for r in self.runs])
@@ -355,6 +363,7 @@ class Repeated:
             "acceptance_rate": self.acceptance,
             "acceptance_moved": self.acceptance_moved,
             "divergent_runs": self.divergent_runs,
+            "rate_note": self.rate_note,
         }
 
 

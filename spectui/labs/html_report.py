@@ -101,7 +101,7 @@ def theory_svg(r: PromptResult) -> str:
     parts.append(f'<circle cx="{mx:.1f}" cy="{my:.1f}" r="4" fill="#cf222e"/>')
     parts.append(
         f'<text x="{mx + 6:.1f}" y="{my - 6:.1f}" fill="#cf222e">measured {m["measured_speedup"]:.2f}× '
-        f"at {m['alpha']:.0%}</text>"
+        f"at α {m['alpha']:.2f} per position ({m['acceptance_per_drafted_token']:.0%} per drafted token)</text>"
     )
     parts.append("</svg>")
     return "".join(parts)

@@ -1,125 +1,184 @@
 """Exact under sampling: does a speculating server sample from the same distribution as the baseline?
 
-1. Seeded pass: N seeds per prompt on both sides; "byte-identical for n of N seeds". llama.cpp samples
-   every position from the target with the request's RNG, so a verified draft keeps seeded bytes equal;
-   vLLM and SGLang draw their own randomness in rejection sampling, so seeded bytes need not match there
-   even when the distribution is exact.
-2. Distribution pass (when the seeded pass is not all identical, or asked for): the N completions of
-   each side as two samples. Per token position k ≤ K, the two marginal distributions of the token id are
-   compared by a permutation test on their total variation distance (TVD), p-values Holm-adjusted over
-   the positions; each position's TVD comes with a bootstrap interval, and the smallest TVD this N could
-   have told apart from noise (the 95th percentile of the TVD under random relabelling).
-   Verdict: `different` (which positions, p, TVD) or `consistent` (no evidence of a difference at the
-   stated level). Never "proven".
+1. Seeded pass: N seeds per prompt on both sides; "byte-identical for n of N seeds". Which promise that
+   checks depends on how the candidate drafts (`guarantee_for`): llama.cpp with greedy drafting (its
+   default) samples every position from the target with the request's RNG, so a verified draft keeps
+   seeded bytes equal; with `--spec-draft-sampling probabilistic` it verifies by rejection sampling
+   (common/sampling.cpp), and vLLM and SGLang draw their own randomness in rejection sampling: there a
+   seeded mismatch is expected and only the distribution is promised. llama-server does not report its
+   drafting mode over HTTP; spectui reads it from the server's argv where the server runs on this machine.
+2. Distribution pass (when the seeded pass is not all identical, or asked for): the N completions of each
+   side as two samples, compared by ONE permutation test over the whole sequence: the side labels of
+   whole samples are permuted, and the statistic is the largest over positions of that position's total
+   variation distance (TVD) between the two sides' token distributions, standardised by its mean and
+   spread under relabelling (so a position where tokens vary a lot by chance does not drown the others).
+   No per-position correction is needed and no tokens are pooled: every token is its own category, and
+   a sample that ended is a category of its own at the positions after its end. scipy.stats'
+   permutation_test runs it (exactly, over every relabelling, where there are few enough).
+   Verdict: `different` (p < 0.05, and the positions that stand out), `consistent` (no evidence of a
+   difference, with the smallest TVD at one position this test would have found with 80 % probability:
+   computed by simulation on these samples), or `not enough samples to decide` (no outcome of the test
+   could reach p < 0.05, or not even a TVD of 1 would have been found, or no position could be tested).
+   Never "proven".
 
-The permutation test uses only resampling (random.Random with a fixed seed), so the same samples give
-the same figures; no distribution function is written by hand.
+The test assumes a side's samples are independent draws. The two sides' samples with the same seed may
+be alike (greedy drafting makes them identical): that makes the test cautious, never eager.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import random
 import statistics
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from spectui.backends.base import Backend
 from spectui.core.runner import SIDES, PromptResult, RunObserver, compare_prompt
-from spectui.core.stats import bootstrap_median, quantile
-from spectui.core.types import GenerationParams, Prompt
+from spectui.core.stats import interval
+from spectui.core.types import GenerationParams, Prompt, ServerInfo
+from spectui.labs.twosample import (  # noqa: F401  (the lab's statistics, re-exported for its callers)
+    ALPHA,
+    NOT_ENOUGH,
+    POWER,
+    DistributionTest,
+    PositionTest,
+    distribution_test,
+    encode,
+    tvd,
+)
 
-PERMUTATIONS = 400
-ALPHA = 0.05
-
-
-def tvd(a: list, b: list) -> float:
-    """Total variation distance between the empirical distributions of two samples."""
-    ca, cb = Counter(a), Counter(b)
-    na, nb = len(a), len(b)
-    return 0.5 * sum(abs(ca[k] / na - cb[k] / nb) for k in ca.keys() | cb.keys())
-
-
-RARE = 5  # tokens seen fewer times than this over both samples are pooled into one category
-
-
-def pooled(a: list, b: list) -> tuple[list, list]:
-    """Rare tokens (fewer than RARE over both samples) as one category: at temperature > 0 most tokens are
-    seen once, and comparing singletons measures only noise (the chi-square rule of pooling small cells)."""
-    counts = Counter(a) + Counter(b)
-    other = ("other",)
-    return ([x if counts[x] >= RARE else other for x in a], [x if counts[x] >= RARE else other for x in b])
+# -- which promise applies ------------------------------------------------------------------------
 
 
-def permutation_test(a: list, b: list, permutations: int = PERMUTATIONS, seed: int = 0) -> tuple[float, float, float]:
-    """(observed TVD, p-value, the TVD's 95th percentile under the null) by random relabelling of the pool,
-    over the pooled categories."""
-    a, b = pooled(a, b)
-    observed = tvd(a, b)
-    pool = list(a) + list(b)
-    rng = random.Random(seed)
-    null = []
-    for _ in range(permutations):
-        rng.shuffle(pool)
-        null.append(tvd(pool[: len(a)], pool[len(a) :]))
-    p = (1 + sum(1 for v in null if v >= observed - 1e-12)) / (1 + permutations)
-    return observed, p, quantile(sorted(null), 0.95)
+@dataclass(frozen=True)
+class Guarantee:
+    """What a correct candidate promises under sampling, from how it drafts."""
 
-
-def holm(pvalues: list[float]) -> list[float]:
-    """Holm–Bonferroni adjusted p-values, in the input's order."""
-    m = len(pvalues)
-    order = sorted(range(m), key=lambda i: pvalues[i])
-    adjusted = [0.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * pvalues[i]))
-        adjusted[i] = running
-    return adjusted
-
-
-def tvd_interval(a: list, b: list, resamples: int = 400, seed: int = 1) -> tuple[float, float]:
-    a, b = pooled(a, b)
-    rng = random.Random(seed)
-    vals = sorted(tvd(rng.choices(a, k=len(a)), rng.choices(b, k=len(b))) for _ in range(resamples))
-    return quantile(vals, 0.025), quantile(vals, 0.975)
-
-
-@dataclass
-class PositionTest:
-    position: int
-    n: tuple[int, int]
-    tvd: float
-    tvd_low: float
-    tvd_high: float
-    p: float
-    p_holm: float = 1.0
-    detectable: float = 0.0
+    drafting: str  # "greedy" | "probabilistic" | "n-gram" | "none" | "own randomness" | "unknown"
+    promise: str  # "seeded bytes" | "distribution only" | "unknown"
+    why: str
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def launch_argv(url: str) -> list[str] | None:
+    """The argv of the server behind `url` where it runs on this machine (read from the process that
+    listens on its port), else None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if host not in ("127.0.0.1", "localhost", "::1") or port is None:
+        return None
+    try:
+        import psutil
+
+        from spectui.machine.probes import pid_listening_on
+
+        pid = pid_listening_on(port)
+        return psutil.Process(pid).cmdline() if pid else None
+    except Exception:  # psutil.Error, or a platform without connection listing
+        return None
+
+
+# llama.cpp's --spec-draft-sampling acts on the drafters that sample (draft-simple, draft-mtp:
+# common/speculative.cpp sets result_q only for them); n-gram drafts are looked up, never sampled
+_SAMPLED_DRAFTERS = ("draft-simple", "draft-mtp")
+
+
+def guarantee_for(kind: str, info: ServerInfo | None, argv: list[str] | None) -> Guarantee:
+    """Which promise the candidate makes: seeded bytes (llama.cpp drafting greedily, or with no draft
+    that is sampled) or the distribution only (llama.cpp --spec-draft-sampling probabilistic, vLLM,
+    SGLang); "unknown" where spectui cannot tell, said why."""
+    if kind in ("vllm", "sglang"):
+        return Guarantee(
+            "own randomness",
+            "distribution only",
+            f"{kind} draws its own randomness in rejection sampling: seeds need not reproduce the baseline's bytes",
+        )
+    if kind != "llama.cpp":
+        return Guarantee("unknown", "unknown", f"a {kind} server: how it verifies drafts under sampling is unknown")
+    if argv is not None:
+        mode = "greedy"
+        for i, arg in enumerate(argv):
+            if arg == "--spec-draft-sampling" and i + 1 < len(argv):
+                mode = argv[i + 1]
+            elif arg.startswith("--spec-draft-sampling="):
+                mode = arg.split("=", 1)[1]
+        if mode == "probabilistic":
+            return Guarantee(
+                "probabilistic",
+                "distribution only",
+                "launched with --spec-draft-sampling probabilistic: drafts are verified by rejection sampling, so "
+                "a correct server need not reproduce the baseline seed for seed",
+            )
+        return Guarantee(
+            "greedy",
+            "seeded bytes",
+            "launched with greedy drafting (--spec-draft-sampling greedy, the default): every position is sampled "
+            "from the target with the request's RNG, so each seed must give the baseline's bytes",
+        )
+    types = [t for t in str((info.speculative if info else {}).get("type") or "").split(",") if t]
+    if types and all(t == "none" for t in types):
+        return Guarantee("none", "seeded bytes", "the candidate drafted nothing: each seed must give the same bytes")
+    if types and not any(t in _SAMPLED_DRAFTERS or t == "on" for t in types):
+        return Guarantee(
+            "n-gram",
+            "seeded bytes",
+            f"{','.join(types)} drafts are not sampled, so --spec-draft-sampling does not apply: each seed must "
+            "give the baseline's bytes",
+        )
+    return Guarantee(
+        "unknown",
+        "unknown",
+        "the drafting mode is unknown (llama-server does not report --spec-draft-sampling and the server is not "
+        "on this machine): a seeded mismatch is a failure under greedy drafting, expected under probabilistic",
+    )
+
+
+# -- one prompt's result ---------------------------------------------------------------------------
 
 
 @dataclass
 class SamplingResult:
     prompt: Prompt
     runs: list[PromptResult]
-    positions: list[PositionTest] = field(default_factory=list)
-    distribution_run: bool = False
+    test: DistributionTest | None = None
+    guarantee: Guarantee | None = None
+    representation: str = "token ids"  # what the distribution pass compared: "token ids" | "token bytes"
+
+    @property
+    def distribution_run(self) -> bool:
+        return self.test is not None
+
+    @property
+    def positions(self) -> list[PositionTest]:
+        return self.test.positions if self.test is not None else []
 
     @property
     def seeded_identical(self) -> int:
         return sum(1 for r in self.runs if r.identical)
 
     @property
+    def seeded_mismatch_is_failure(self) -> bool:
+        """A seed whose bytes differ is a failure only where seeded bytes are promised; where the promise
+        is unknown spectui cannot call it a pass either."""
+        if self.seeded_identical == len(self.runs):
+            return False
+        return self.guarantee is None or self.guarantee.promise != "distribution only"
+
+    @property
     def verdict(self) -> str:
-        if not self.distribution_run:
+        if self.test is None:
             return "not run (every seed byte-identical)" if self.seeded_identical == len(self.runs) else "not run"
-        return "different" if any(t.p_holm < ALPHA for t in self.positions) else "consistent"
+        return self.test.verdict
 
     @property
     def smallest_detectable_tvd(self) -> float | None:
-        return max((t.detectable for t in self.positions), default=None)
+        return self.test.detectable if self.test is not None else None
 
     def acceptance(self) -> float | None:
         acc = [
@@ -129,32 +188,60 @@ class SamplingResult:
 
     def speedup(self):
         ratios = [r.speedup for r in self.runs if r.speedup is not None]
-        return bootstrap_median(ratios) if ratios else None
+        return interval(ratios) if ratios else None
 
     def text(self) -> str:
         n = len(self.runs)
         lines = [f"{self.prompt.id}: byte-identical for {self.seeded_identical} of {n} seeds"]
+        g = self.guarantee
+        if g is not None:
+            judged = {
+                "seeded bytes": "seeded bytes are promised: a mismatch is a failure",
+                "distribution only": "only the distribution is promised: a seeded mismatch is not a failure",
+                "unknown": "whether seeded bytes are promised is unknown",
+            }[g.promise]
+            lines.append(f"  drafting {g.drafting}: {judged} ({g.why})")
         acc, sp = self.acceptance(), self.speedup()
         if sp is not None:
             lines.append(
                 f"  speed-up {sp.text(unit='×')}"
                 + (f" at {acc:.0%} accepted" if acc is not None else " (the candidate drafted nothing)")
             )
-        if self.distribution_run:
-            diff = [t for t in self.positions if t.p_holm < ALPHA]
-            if diff:
-                worst = max(diff, key=lambda t: t.tvd)
-                lines.append(
-                    f"  distributions: DIFFERENT at {len(diff)} of {len(self.positions)} positions "
-                    f"(e.g. token {worst.position}: TVD {worst.tvd:.2f} [{worst.tvd_low:.2f}–{worst.tvd_high:.2f}], "
-                    f"Holm p {worst.p_holm:.3g})"
-                )
-            else:
-                lines.append(
-                    f"  distributions: consistent at all {len(self.positions)} positions (Holm p ≥ {ALPHA}); "
-                    f"this N = {n} could not tell apart a TVD below {self.smallest_detectable_tvd:.2f}"
-                )
+        t = self.test
+        if t is not None:
+            lines.append("  " + self.distribution_line())
+            if t.verdict == "different":
+                diff = sorted((x for x in t.positions if x.p_adjusted < ALPHA), key=lambda x: x.p_adjusted)
+                for x in diff[:3]:
+                    lines.append(
+                        f"    token {x.position}: TVD {x.tvd:.2f} ({x.tvd_by_chance:.2f} expected by chance), "
+                        f"p {x.p_adjusted:.3g}"
+                    )
         return "\n".join(lines)
+
+    def distribution_line(self) -> str:
+        """The distribution verdict in one line (CLI and TUI)."""
+        t = self.test
+        if t is None:
+            return f"distributions: {self.verdict}"
+        n_a, n_b = t.n
+        if t.verdict == NOT_ENOUGH:
+            return f"distributions: NOT ENOUGH SAMPLES TO DECIDE — {t.reason}"
+        if t.verdict == "different":
+            stand = sum(1 for x in t.positions if x.p_adjusted < ALPHA)
+            return (
+                f"distributions: DIFFERENT (one test over {len(t.positions)} positions, p {t.p:.3g}; "
+                f"{stand} position{'s' if stand != 1 else ''} stand out)"
+            )
+        found = (
+            f"a TVD of {t.detectable:.2f} at any one position would have been found with {POWER * 100:.0f} % probability"
+            if t.detect_computed and t.detectable is not None
+            else "the smallest detectable TVD was not computed"
+        )
+        return (
+            f"distributions: consistent (one test over {len(t.positions)} positions, {t.tested} varying, "
+            f"p {t.p:.3g} ≥ {ALPHA}; {n_a}+{n_b} samples): {found}; smaller differences may remain"
+        )
 
     def to_json(self) -> dict:
         sp = self.speedup()
@@ -163,8 +250,12 @@ class SamplingResult:
             "samples": len(self.runs),
             "seeded_identical": self.seeded_identical,
             "divergent_seeds": [r.seed for r in self.runs if r.identical is False],
+            "guarantee": self.guarantee.to_json() if self.guarantee is not None else None,
+            "seeded_mismatch_is_failure": self.seeded_mismatch_is_failure,
             "verdict": self.verdict,
             "level": ALPHA,
+            "test": self.test.to_json() if self.test is not None else None,
+            "compared": self.representation,
             "positions": [t.to_json() for t in self.positions],
             "smallest_detectable_tvd": self.smallest_detectable_tvd,
             "acceptance_rate": self.acceptance(),
@@ -173,28 +264,17 @@ class SamplingResult:
 
 
 def distribution_pass(result: SamplingResult, k: int) -> None:
-    """Per position ≤ k, the two sides' token marginals over the samples (token ids where both gave them)."""
+    """The two sides' finished samples (first k tokens) through the whole-sequence test: token ids where
+    every sample of both sides has them, else each token's bytes (never ids on one side, bytes on the
+    other)."""
+    recs = {s: [getattr(r, s) for r in result.runs if getattr(r, s).failed is None] for s in SIDES}
+    with_ids = all(t.token_id is not None for s in SIDES for rec in recs[s] for t in rec.tokens)
+    result.representation = "token ids" if with_ids else "token bytes"
 
     def seq(rec):
-        ids = [t.token_id for t in rec.tokens]
-        if None in ids:  # no ids: compare the bytes each token carried
-            return [bytes(t.data) for t in rec.tokens]
-        return ids
+        return [t.token_id for t in rec.tokens] if with_ids else [bytes(t.data) for t in rec.tokens]
 
-    samples = {s: [seq(getattr(r, s)) for r in result.runs if getattr(r, s).failed is None] for s in SIDES}
-    tests = []
-    for pos in range(k):
-        a = [x[pos] for x in samples["baseline"] if len(x) > pos]
-        b = [x[pos] for x in samples["candidate"] if len(x) > pos]
-        if len(a) < 2 or len(b) < 2:
-            break
-        observed, p, detectable = permutation_test(a, b, seed=pos)  # over pooled categories
-        lo, hi = tvd_interval(a, b, seed=pos)
-        tests.append(PositionTest(pos, (len(a), len(b)), observed, lo, hi, p, detectable=detectable))
-    for t, adj in zip(tests, holm([t.p for t in tests]), strict=True):
-        t.p_holm = adj
-    result.positions = tests
-    result.distribution_run = True
+    result.test = distribution_test([seq(r) for r in recs["baseline"]], [seq(r) for r in recs["candidate"]], k)
 
 
 async def sampling(
@@ -207,9 +287,13 @@ async def sampling(
     force_distribution: bool = False,
     observer: RunObserver | None = None,
     progress=None,
+    candidate_argv: list[str] | None = None,
 ) -> list[SamplingResult]:
-    """The seeded pass over `samples` seeds per prompt, then the distribution pass where it is needed."""
+    """The seeded pass over `samples` seeds per prompt, then the distribution pass where it is needed.
+    `candidate_argv`: how the candidate was launched, where the caller knows (else read from the local
+    process, where there is one)."""
     obs = observer or RunObserver()
+    argv = candidate_argv if candidate_argv is not None else launch_argv(candidate.url)
     out = []
     for prompt in prompts:
         runs = []
@@ -225,6 +309,8 @@ async def sampling(
             if progress:
                 progress(prompt, i + 1, samples)
         res = SamplingResult(prompt, runs)
+        # after the runs: llama.cpp names the speculation types a request used in its final event
+        res.guarantee = guarantee_for(candidate.kind, candidate.info, argv)
         if force_distribution or res.seeded_identical < samples:
             distribution_pass(res, params.max_tokens)
         out.append(res)

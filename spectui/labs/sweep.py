@@ -151,11 +151,11 @@ class Level:
 
     @cached_property
     def spread(self):
-        """The speed-up as the median of the runs' paired ratios, with its 95 % bootstrap interval
-        (computed once: the level is complete when anything reads it)."""
-        from spectui.core.stats import bootstrap_median
+        """The speed-up as the median of the runs' paired ratios, with its 95 % t-interval on their logs
+        (core.stats: coverage holds from 2 runs; computed once: the level is complete when anything reads it)."""
+        from spectui.core.stats import interval
 
-        return bootstrap_median(self.ratios) if len(self.ratios) > 1 else None
+        return interval(self.ratios) if len(self.ratios) > 1 else None
 
     def throughput(self, side: str) -> float | None:
         """A side's aggregate tokens/s: the median over the runs where the level was repeated; None where

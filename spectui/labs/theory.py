@@ -88,56 +88,118 @@ def text(t: dict) -> str:
 
 
 def from_measurement(
-    baseline_tps: float | None, candidate_tps: float | None, drafted: int, accepted: int, steps: int
+    baseline_tps: float | None,
+    candidate_tps: float | None,
+    drafted: int,
+    accepted: int,
+    steps: int,
+    tokens: int | None = None,
+    accepted_by_position: list[float] | None = None,
 ) -> dict | None:
     """Fill the formula from a measured run, and say why prediction and measurement differ.
 
-    α = accepted/drafted and γ = drafted/steps come from the server's counters. The draft cost ratio c
-    is not reported by any server, so it is *implied*: with the target's step time t = 1/baseline
-    tokens/s and the candidate's time per verification step T = (tokens/steps)/candidate tokens/s, the
-    formula's cost model T = t·(γc + 1) gives c = (T/t − 1)/γ. That charges every extra cost of a step
-    (drafting and verifying γ+1 tokens instead of 1) to the draft; the formula itself assumes the
-    verification costs one target step, which compute-bound hardware (a CPU) and batching break.
+    γ = drafted/steps and α from the server's counters. Leviathan's α is the acceptance per *position*
+    (each drafted token accepted with probability α given the ones before it were), so the measured α is
+    the one with Σ_{i=1..γ} α^i = accepted/steps; accepted/drafted, the acceptance per drafted token, is
+    Σα^i/γ (0.59 where α is 0.8 at γ = 4) and does not belong on the α axis.
+
+    `steps` counts verification steps, which servers count only where the draft was non-empty (llama.cpp
+    server-context.cpp); `tokens` (those decoded after the first) then also holds tokens from plain steps,
+    tokens − steps − accepted of them, each one target step. The draft cost ratio c is reported by no
+    server, so it is *implied*: with the target's step time t = 1/baseline tokens/s, the candidate's
+    decode took T = tokens·t·(baseline/candidate rate); less the plain steps, a verification step took
+    T_v = (T/t − plain)/steps target steps, and the formula's cost model T_v = γc + 1 gives c. That
+    charges every extra cost of a step (drafting, and verifying γ+1 tokens instead of 1) to the draft;
+    the formula assumes the verification costs one target step, which compute-bound hardware (a CPU) and
+    batching break. Without `tokens`, every token is taken to come from a verification step.
     """
     if not (baseline_tps and candidate_tps and drafted and steps):
         return None
-    alpha = accepted / drafted
+    from spectui.core.figures import per_position_alpha
+
+    per_token = accepted / drafted
     gamma = drafted / steps
-    t = 1.0 / baseline_tps
+    alpha = per_position_alpha(accepted, drafted, steps) or 0.0
+    measured = candidate_tps / baseline_tps
     tokens_per_step = 1 + accepted / steps
-    step_time = tokens_per_step / candidate_tps
-    c = max(0.0, (step_time / t - 1) / gamma)
-    g = max(1, round(gamma))
+    if tokens is not None and tokens > 0:
+        plain = max(0, tokens - steps - accepted)
+        window = tokens / measured  # the candidate's decode time in target steps
+    else:
+        plain = 0
+        window = steps * tokens_per_step / measured
+    step_cost = max(0.0, (window - plain) / steps)  # one verification step, in target steps
+    c = max(0.0, (step_cost - 1) / gamma)
     a = min(alpha, 0.999999)
-    predicted_free = speedup(a, g, 0.0)
-    return {
-        "alpha": alpha,
+    predicted_free = _real_gamma_tokens(a, gamma)  # S with c = 0: the tokens per step
+    predicted = predicted_free / (gamma * c + 1)
+    g = max(1, round(gamma))
+    out = {
+        "alpha": alpha,  # per position: the α axis of S(α)
+        "alpha_per_position": alpha,
+        "acceptance_per_drafted_token": per_token,
         "gamma": gamma,
         "implied_cost": c,
-        "step_time_over_target_step": step_time / t,
-        "measured_speedup": candidate_tps / baseline_tps,
+        "step_time_over_target_step": step_cost,
+        "verification_steps": steps,
+        "plain_tokens": plain if tokens is not None else None,
+        "measured_speedup": measured,
         "predicted_speedup_free_draft": predicted_free,
-        "predicted_tokens_per_step": tokens_per_step_safe(a, g),
+        "predicted_speedup": predicted,
+        "predicted_tokens_per_step": predicted_free,
         "measured_tokens_per_step": tokens_per_step,
         "break_even_alpha": break_even_alpha(g, c) if c < 1e9 else None,
-        "why": (
-            f"a verification step took {step_time / t:.1f}× a target step here; the formula charges it 1× "
-            f"plus γ·c for drafting. With a free draft it predicts {predicted_free:.2f}×; the measured "
-            f"{candidate_tps / baseline_tps:.2f}× implies c = {c:.2f} — on compute-bound hardware (a CPU) or "
-            "under batching, verifying γ+1 tokens is not one step's cost, so the payoff shrinks or reverses. "
-            f"Tokens per step: measured {tokens_per_step:.2f}, formula {tokens_per_step_safe(a, g):.2f} (it "
-            "assumes each draft is accepted independently with probability α; real acceptance comes in runs)."
-        ),
+        "accepted_by_position": None,
     }
+    why = (
+        f"α = {alpha:.2f} per position (Σ α^i over γ = {gamma:.2f} positions = {accepted / steps:.2f} accepted "
+        f"per step; accepted/drafted = {per_token:.2f} is the acceptance per drafted token). A verification "
+        f"step took {step_cost:.2f}× a target step here; the formula charges it 1× plus γ·c for drafting. "
+        f"With a free draft it predicts {predicted_free:.2f}×; the measured {measured:.2f}× implies c = {c:.2f}"
+    )
+    if plain:
+        why += (
+            f" ({plain} of {tokens} tokens came from steps without a draft, counted as one target step each; "
+            f"with them the formula's S is {predicted:.2f}× for the verification steps alone)"
+        )
+    elif tokens is None:
+        why += " (every token taken to come from a verification step: the token count is unknown)"
+    why += (
+        " — on compute-bound hardware (a CPU) or under batching, verifying γ+1 tokens is not one step's cost, "
+        "so the payoff shrinks or reverses."
+    )
+    if accepted_by_position:
+        shares = [v / steps for v in accepted_by_position]
+        out["accepted_by_position"] = shares
+        model = [alpha ** (i + 1) for i in range(len(shares))]
+        why += (
+            " The server's share of steps accepting position i: "
+            + ", ".join(f"{v:.2f}" for v in shares)
+            + "; the model's α^i: "
+            + ", ".join(f"{v:.2f}" for v in model)
+            + " (where they part, acceptance is not one α at every position)."
+        )
+    out["why"] = why
+    return out
+
+
+def _real_gamma_tokens(alpha: float, gamma: float) -> float:
+    """E = 1 + Σ_{i=1..γ} α^i for a real γ (a mean draft length): (1 − α^(γ+1))/(1 − α)."""
+    return (1 - alpha ** (gamma + 1)) / (1 - alpha)
 
 
 def from_result(result) -> dict | None:
     """from_measurement for one compared prompt (a core.runner.PromptResult): the step count is the
     server's own where /metrics gave it, since two steps whose counters arrived together are one in the
-    stream (labeller)."""
+    stream (labeller); the tokens are those decoded after the first (the first comes with the prompt,
+    outside the decode rate's window), where they are counted in tokens and not chunks."""
     b, c = result.baseline.figures, result.candidate.figures
     steps = int(c.metrics_steps) if c.metrics_steps else c.steps
-    return from_measurement(b.decode_tps, c.decode_tps, c.drafted, c.accepted, steps)
+    fin = result.candidate.finished
+    timings = fin.timings if fin is not None else {}
+    n = timings.get("predicted_n") or (fin.tokens_predicted if fin is not None else None) or c.tokens
+    tokens = int(n) - 1 if c.rate_unit == "tok/s" and isinstance(n, (int, float)) and n > 1 else None
+    return from_measurement(b.decode_tps, c.decode_tps, c.drafted, c.accepted, steps, tokens, c.accepted_per_position)
 
 
 def tokens_per_step_safe(alpha: float, gamma: int) -> float:

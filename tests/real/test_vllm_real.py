@@ -13,7 +13,7 @@ import pytest
 from spectui.cli.main import main
 from spectui.machine import assets
 from spectui.machine.launcher import Launcher, ServerProcess
-from tests.oracles import check_sampling, sampling_samples
+from tests.oracles import check_sampling, sampling_exit, sampling_samples
 
 pytestmark = pytest.mark.server
 
@@ -107,8 +107,9 @@ def test_vllm_ngram_exact_labels_and_metrics(vllm_pair, capsys):
 def test_vllm_ngram_under_sampling_reaches_the_verdict_its_samples_give(vllm_pair, capsys, tmp_path):
     """vLLM samples with its own rejection-sampling draws, so seeded bytes need not match even when the
     distribution is exact, and which verdict this build earns is the README's finding, not an assertion.
-    What must hold whatever it is: the seeded count, each position's pooled TVD and Holm-adjusted p, the
-    verdict and the exit status all follow from the recorded samples."""
+    What must hold whatever it is: the seeded count, each position's TVD and p, the verdict and the exit
+    status all follow from the recorded samples, and a seeded mismatch is not a failure (vLLM promises the
+    distribution only)."""
     base, cand, _, _ = vllm_pair
     session = tmp_path / "samples.jsonl"
     code = main(
@@ -139,7 +140,8 @@ def test_vllm_ngram_under_sampling_reaches_the_verdict_its_samples_give(vllm_pai
     print("vLLM ngram under sampling:", p["seeded_identical"], "of", p["samples"], "seeds;", p["verdict"])
     assert p["samples"] == 12 and len(p["positions"]) == 8  # --distribution: every position tested
     check_sampling(p, sampling_samples(session))
-    assert code == (3 if p["verdict"] == "different" else 0)
+    assert p["guarantee"]["promise"] == "distribution only" and not p["seeded_mismatch_is_failure"]
+    assert code == sampling_exit(p)
 
 
 def test_vllm_draft_model_speculation(vllm_pair, capsys):

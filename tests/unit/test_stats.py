@@ -1,8 +1,10 @@
-"""Medians and bootstrap intervals on fixed inputs, against values computed by hand."""
+"""Medians and their intervals on fixed inputs, against values computed by hand."""
+
+import math
 
 import pytest
 
-from spectui.core.stats import bootstrap_median, quantile
+from spectui.core.stats import interval, over_units, quantile
 
 
 def test_quantile_is_linear_interpolation():
@@ -11,21 +13,34 @@ def test_quantile_is_linear_interpolation():
 
 
 def test_constant_runs_have_a_zero_width_interval():
-    s = bootstrap_median([2.0] * 5)
-    assert (s.median, s.low, s.high, s.n) == (2.0, 2.0, 2.0, 5)
+    s = interval([2.0] * 5)
+    assert (s.median, s.low, s.high, s.n) == (2.0, pytest.approx(2.0), pytest.approx(2.0), 5)
 
 
 def test_one_run_measures_no_spread():
-    s = bootstrap_median([0.3])
+    s = interval([0.3])
     assert s.low is None and not s.measured and "1 run: no spread measured" in s.text()
 
 
-def test_five_values_interval_by_hand():
-    # For 1..5 the bootstrap median is the smallest value when at least 3 of 5 draws are 1:
-    # C(5,3)(1/5)^3(4/5)^2 + C(5,4)(1/5)^4(4/5) + (1/5)^5 = 0.0579 > 0.025, so the 2.5 % quantile is 1
-    # (and by symmetry the 97.5 % quantile is 5).
-    s = bootstrap_median([1, 2, 3, 4, 5])
-    assert (s.median, s.low, s.high) == (3, 1, 5)
+def test_three_values_interval_by_hand():
+    # logs of e^0, e^0.1, e^0.2: mean 0.1, sd 0.1, t(0.975, 2) = 4.3027: 0.1 ± 4.3027·0.1/√3 = 0.1 ± 0.2484
+    s = interval([1.0, math.exp(0.1), math.exp(0.2)])
+    assert s.median == pytest.approx(math.exp(0.1))
+    assert s.low == pytest.approx(math.exp(0.1 - 0.248414), rel=1e-5)
+    assert s.high == pytest.approx(math.exp(0.1 + 0.248414), rel=1e-5)
+
+
+def test_over_units_takes_one_value_per_prompt():
+    # three prompts, their runs' mean logs 0, 0.1 and 0.2: the same interval as three single values,
+    # however many runs each prompt had
+    units = [[1.0, 1.0, 1.0, 1.0], [math.exp(0.05), math.exp(0.15)], [math.exp(0.2)]]
+    s = over_units(units)
+    assert s.n == 3 and s.low == pytest.approx(math.exp(0.1 - 0.248414), rel=1e-5)
+    assert "too few" in over_units([[1.1, 1.2, 1.3]]).text()
+
+
+def test_a_value_that_is_not_positive_has_no_interval():
+    assert not interval([1.0, 0.0, 2.0]).measured
 
 
 def test_verdicts():
@@ -50,3 +65,4 @@ def test_verdicts():
     assert runs([1.004, 1.013, 1.016, 1.01, 1.015]).verdict == "no measurable difference"  # inside ±2 %
     assert runs([1.03, 1.05, 1.04]).verdict == "faster"
     assert runs([0.5]).verdict == "1 run: no spread measured"
+    assert runs([1.10, 1.12]).verdict == "no measurable difference"  # two runs: the interval is wide

@@ -2,7 +2,9 @@
 
 Runs labs.sampling (the code `spectui sampling` runs) with a progress bar over the seeds, and shows, per
 generated position, both sides' most frequent tokens side by side and the total variation distance
-between them, with the smallest distance this many samples could have detected.
+between them beside what chance alone gives, the one verdict of the whole-sequence test (green only for
+`consistent`; `not enough samples to decide` in yellow), and which promise applies to how the candidate
+drafts.
 """
 
 from __future__ import annotations
@@ -110,23 +112,37 @@ class SamplingScreen(Screen):
         self._show(res)
 
     def _show(self, res) -> None:
+        from spectui.labs.sampling import ALPHA, NOT_ENOUGH
+
         t = Text()
-        t.append(f"byte-identical for {res.seeded_identical} of {len(res.runs)} seeds · ", style="bold")
-        style = "bold red" if res.verdict == "different" else "bold green"
-        t.append(f"distributions: {res.verdict}", style=style)
-        if res.smallest_detectable_tvd is not None:
-            t.append(f" (smallest TVD these samples could detect: {res.smallest_detectable_tvd:.2f})")
+        t.append(f"byte-identical for {res.seeded_identical} of {len(res.runs)} seeds", style="bold")
+        g = res.guarantee
+        if g is not None:
+            promise = {
+                "seeded bytes": "seeded bytes promised",
+                "distribution only": "only the distribution promised: a seeded mismatch is not a failure",
+                "unknown": "promise unknown",
+            }[g.promise]
+            style = "bold red" if res.seeded_mismatch_is_failure and g.promise == "seeded bytes" else "dim"
+            t.append(f" · drafting {g.drafting}: {promise}", style=style)
+        # the verdict's own colour: green only for a consistent result, never for "not enough samples"
+        style = {"different": "bold red", "consistent": "bold green", NOT_ENOUGH: "bold yellow"}.get(
+            res.verdict, "bold"
+        )
+        t.append("\n" + res.distribution_line(), style=style)
         acc = res.acceptance()
         sp = res.speedup()
         t.append(f"\nacceptance {acc:.0%}" if acc is not None else "\nacceptance —")
         if sp is not None:
-            t.append(f" · speed-up {sp.median:.2f}×" + (f" [{sp.low:.2f}–{sp.high:.2f}]" if sp.measured else ""))
+            t.append(f" · speed-up {sp.text(unit='×')}")
         for pos in res.positions[:POSITIONS]:
             k = pos.position
             b = "  ".join(f"'{tok}'×{c}" for tok, c in top_tokens(res.runs, "baseline", k))
             c = "  ".join(f"'{tok}'×{n}" for tok, n in top_tokens(res.runs, "candidate", k))
+            p = f"p {pos.p_adjusted:.3f}" if pos.z is not None else "nothing varies here"
             t.append(
-                f"\nposition {k + 1}: TVD {pos.tvd:.2f} [{pos.tvd_low:.2f}–{pos.tvd_high:.2f}], p(Holm) {pos.p_holm:.3f}"
+                f"\nposition {k + 1}: TVD {pos.tvd:.2f} ({pos.tvd_by_chance:.2f} by chance), {p}",
+                style="red" if pos.p_adjusted < ALPHA else "",
             )
             t.append(f"\n   baseline  {b}\n   candidate {c}", style="dim")
         self.query_one("#sampling-result", Static).update(t)
@@ -136,7 +152,10 @@ class SamplingScreen(Screen):
         xs = [p.position + 1 for p in res.positions]
         if xs:
             plt.bar(xs, [p.tvd for p in res.positions], label="TVD between the two sides")
-            plt.plot(xs, [p.detectable for p in res.positions], label="smallest detectable", marker="dot")
+            plt.plot(xs, [p.tvd_by_chance for p in res.positions], label="expected by chance", marker="dot")
+            found = [(p.position + 1, p.detectable) for p in res.positions if p.detectable is not None]
+            if found:
+                plt.plot([x for x, _ in found], [d for _, d in found], label="detectable (80 % power)", marker="dot")
         plt.xlabel("generated position")
         plt.title("how far apart the two sides' token distributions are, position by position")
         plot.refresh()

@@ -28,8 +28,9 @@ class TheoryScreen(Screen):
 
     @classmethod
     def for_results(cls, results) -> TheoryScreen:
-        """The screen with the last run as its measured point (α, γ from the server's counters), and the
-        interval of its speed-up where the prompt ran several times."""
+        """The screen with the last run as its measured point (α per position and γ from the server's
+        counters, labs.theory.from_result), and the interval of its speed-up where the prompt ran several
+        times."""
         from spectui.core.runner import grouped
         from spectui.labs import theory
 
@@ -120,7 +121,7 @@ class TheoryScreen(Screen):
             if self.measured.get("runs"):  # the 95 % interval over repeated runs, as a vertical bar
                 a = self.measured["alpha"]
                 plt.plot([a, a], [self.measured["speedup_low"], self.measured["speedup_high"]], label="95 % interval")
-        plt.xlabel("acceptance rate α")
+        plt.xlabel("acceptance rate α (per position)")
         plt.ylabel("speed-up S")
         plt.title("speculative decoding: speed-up against acceptance rate")
         plot.refresh()
@@ -129,9 +130,10 @@ class TheoryScreen(Screen):
             d = self.measured
             m.update(
                 Text(
-                    f"measured run: α = {d['alpha']:.2f}, γ = {d['gamma']:.2f} drafts/step (server counters), "
-                    f"implied c = {d['implied_cost']:.2f}; predicted with a free draft "
-                    f"{d['predicted_speedup_free_draft']:.2f}×, measured {d['measured_speedup']:.2f}×"
+                    f"measured run: α = {d['alpha']:.2f} per position "
+                    f"({d['acceptance_per_drafted_token']:.0%} accepted per drafted token), γ = {d['gamma']:.2f} "
+                    f"drafts/step (server counters), implied c = {d['implied_cost']:.2f}; predicted with a free "
+                    f"draft {d['predicted_speedup_free_draft']:.2f}×, measured {d['measured_speedup']:.2f}×"
                     + (
                         f" (median of {d['runs']} runs [{d['speedup_low']:.2f}–{d['speedup_high']:.2f}]; the point is "
                         "the last run's)"

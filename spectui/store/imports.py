@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,29 +19,85 @@ from spectui.core.errors import InputError
 
 TOOLS = ("vllm-bench", "aiperf", "guidellm")
 LONG_LIST = 16  # per-request arrays (one value per request) stay in the tool's file, not the notebook
+_KINDS = {dict: "an object", list: "an array", str: "text", bool: "true/false", type(None): "null"}
 
 
-def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+def _kind(v) -> str:
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v).replace("inf", "Infinity").replace("nan", "NaN")
+    return _KINDS.get(type(v), "a number" if isinstance(v, (int, float)) else type(v).__name__)
 
 
-def _scalars(d: dict, skip: set[str], requests: int | None = None) -> dict:
-    """The tool's own values spectui has no name for: scalars and short lists (per-request arrays, one value
-    per request, are left out: they stay in the tool's file)."""
-    out: dict = {}
-    for k, v in d.items():
-        if k in skip or v is None:
-            continue
-        if isinstance(v, (str, int, float, bool)):
-            out[k] = v
-        elif (
-            isinstance(v, list)
-            and len(v) <= LONG_LIST
-            and len(v) != requests
-            and all(isinstance(x, (int, float, str)) for x in v)
-        ):
-            out[k] = v
-    return out
+class Schema:
+    """Typed reads of one tool's file: each value spectui takes is checked where it is taken, and a
+    value of the wrong type (or NaN/Infinity as a figure) is one line naming the file and the field,
+    never a traceback and never a notebook entry that breaks `notebook show`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def wrong(self, where: str, v, wanted: str) -> InputError:
+        return InputError(
+            f"{self.path.name}: {where} is {_kind(v)}, not {wanted}",
+            hint="the file is damaged or from a version of the tool spectui does not read",
+        )
+
+    def obj(self, d: dict, key: str, where: str = "") -> dict:
+        """An object field; absent or null is an empty object."""
+        v = d.get(key)
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            raise self.wrong(where + key, v, "an object")
+        return v
+
+    def arr(self, d: dict, key: str, where: str = "") -> list:
+        v = d.get(key)
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise self.wrong(where + key, v, "an array")
+        return v
+
+    def text(self, d: dict, key: str, where: str = "") -> str | None:
+        v = d.get(key)
+        if v is None:
+            return None
+        if not isinstance(v, str):
+            raise self.wrong(where + key, v, "text")
+        return v
+
+    def figure(self, d: dict, key: str, where: str = "") -> int | float | None:
+        """A number the notebook keeps: finite (NaN and Infinity are not figures), never true/false."""
+        v = d.get(key)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise self.wrong(where + key, v, "a finite number")
+        return v
+
+    def scalars(self, d: dict, skip: set[str], requests: int | None = None, where: str = "") -> dict:
+        """The tool's own values spectui has no name for: scalars and short lists (per-request arrays,
+        one value per request, stay in the tool's file). Numbers among them are figures too."""
+        out: dict = {}
+        for k, v in d.items():
+            if k in skip or v is None:
+                continue
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[k] = self.figure(d, k, where)
+            elif isinstance(v, (str, bool)):
+                out[k] = v
+            elif (
+                isinstance(v, list)
+                and len(v) <= LONG_LIST
+                and len(v) != requests
+                and all(isinstance(x, (int, float, str)) and not isinstance(x, bool) for x in v)
+            ):
+                for i, x in enumerate(v):
+                    if isinstance(x, float) and not math.isfinite(x):
+                        raise self.wrong(f"{where}{k}[{i}]", x, "a finite number")
+                out[k] = v
+        return out
 
 
 def _kept(m: dict) -> dict:
@@ -72,16 +129,20 @@ VLLM_MAPPED = {
 }
 
 
-def from_vllm_bench(doc: dict) -> list[dict]:
-    m: dict = {"source_tool": "vllm bench serve", "source_version": doc.get("vllm_version") or "not in the file"}
+VLLM_TEXT = {"model_id"}
+
+
+def from_vllm_bench(doc: dict, t: Schema) -> list[dict]:
+    m: dict = {"source_tool": "vllm bench serve", "source_version": t.text(doc, "vllm_version") or "not in the file"}
     for src, dst in VLLM_MAPPED.items():
-        if doc.get(src) is not None:
-            m[dst] = doc[src]
-    rate = _num(doc.get("spec_decode_acceptance_rate"))
+        v = t.text(doc, src) if src in VLLM_TEXT else t.figure(doc, src)
+        if v is not None:
+            m[dst] = v
+    rate = t.figure(doc, "spec_decode_acceptance_rate")
     if rate is not None:
         m["acceptance_rate"] = rate / 100  # vLLM writes a percentage; the notebook a fraction
     requests = doc.get("num_prompts") if isinstance(doc.get("num_prompts"), int) else None
-    m["vllm_bench"] = _scalars(doc, set(VLLM_MAPPED) | {"spec_decode_acceptance_rate"}, requests)
+    m["vllm_bench"] = t.scalars(doc, set(VLLM_MAPPED) | {"spec_decode_acceptance_rate"}, requests)
     return [_kept(m)]
 
 
@@ -95,20 +156,21 @@ AIPERF_METRICS = {
 }
 
 
-def from_aiperf(doc: dict) -> list[dict]:
+def from_aiperf(doc: dict, t: Schema) -> list[dict]:
     m: dict = {"source_tool": "aiperf"}
-    version = doc.get("aiperf_version") or (doc.get("input_config") or {}).get("aiperf_version")
+    config = t.obj(doc, "input_config")
+    version = t.text(doc, "aiperf_version") or t.text(config, "aiperf_version", "input_config.")
     m["source_version"] = version or "not in the file"
     records = doc.get("records") if isinstance(doc.get("records"), dict) else doc
     unmapped: dict = {}
     for tag, value in records.items():
         if not isinstance(value, dict) or "unit" not in value:
             if isinstance(value, (str, int, float, bool)) and tag not in ("aiperf_version",):
-                unmapped[tag] = value  # schema_version, benchmark_id, was_cancelled, …
+                unmapped.update(t.scalars({tag: value}, set()))  # schema_version, benchmark_id, was_cancelled, …
             continue
         name = AIPERF_METRICS.get(tag)
         for stat in ("avg", "p50", "p99"):
-            v = _num(value.get(stat))
+            v = t.figure(value, stat, f"{tag}.")
             if v is None:
                 continue
             if name is not None:
@@ -119,12 +181,19 @@ def from_aiperf(doc: dict) -> list[dict]:
                 m[key] = v
             else:
                 unmapped[f"{tag}_{stat}"] = v
-    items = ((doc.get("input_config") or {}).get("models") or {}).get("items") or []
-    if items and isinstance(items[0], dict) and items[0].get("name"):
-        m["model"] = items[0]["name"]
-    endpoint = (doc.get("input_config") or {}).get("endpoint") or {}
-    if endpoint.get("urls"):
-        m["url"] = endpoint["urls"][0]
+    items = t.arr(t.obj(config, "models", "input_config."), "items", "input_config.models.")
+    if items:
+        first = items[0] if isinstance(items[0], dict) else None
+        if first is None:
+            raise t.wrong("input_config.models.items[0]", items[0], "an object")
+        model = t.text(first, "name", "input_config.models.items[0].")
+        if model:
+            m["model"] = model
+    urls = t.arr(t.obj(config, "endpoint", "input_config."), "urls", "input_config.endpoint.")
+    if urls:
+        if not isinstance(urls[0], str):
+            raise t.wrong("input_config.endpoint.urls[0]", urls[0], "text")
+        m["url"] = urls[0]
     m["aiperf"] = unmapped
     return [_kept(m)]
 
@@ -141,16 +210,19 @@ GUIDELLM_MAPPED = {
 }
 
 
-def from_guidellm(doc: dict) -> list[dict]:
+def from_guidellm(doc: dict, t: Schema) -> list[dict]:
     out = []
-    version = (doc.get("metadata") or {}).get("guidellm_version") or doc.get("guidellm_version")
-    for i, bench in enumerate(doc.get("benchmarks") or [], 1):
+    version = t.text(t.obj(doc, "metadata"), "guidellm_version", "metadata.") or t.text(doc, "guidellm_version")
+    for i, bench in enumerate(t.arr(doc, "benchmarks"), 1):
+        at = f"benchmarks[{i - 1}]."
         if not isinstance(bench, dict):
-            continue
-        metrics = bench.get("metrics") or {}
+            raise t.wrong(at[:-1], bench, "an object")
+        metrics = t.obj(bench, "metrics", at)
         m: dict = {"source_tool": "guidellm", "source_version": version or "not in the file", "benchmark": i}
-        strategy = (bench.get("config") or {}).get("strategy") or bench.get("scheduler", {}).get("strategy") or {}
-        if isinstance(strategy, dict) and strategy.get("type_"):
+        strategy = t.obj(t.obj(bench, "config", at), "strategy", at + "config.") or t.obj(
+            t.obj(bench, "scheduler", at), "strategy", at + "scheduler."
+        )
+        if t.text(strategy, "type_", at + "config.strategy."):
             m["strategy"] = strategy["type_"]
         for tag, name in (
             ("output_tokens_per_second", "output_tokens_per_s"),
@@ -160,35 +232,40 @@ def from_guidellm(doc: dict) -> list[dict]:
             ("time_per_output_token_ms", "tpot_ms"),
             ("request_latency", "request_latency_s"),
         ):
-            dist = (metrics.get(tag) or {}).get("successful") or {}
-            if not isinstance(dist, dict):
-                continue
-            pct = dist.get("percentiles") or {}
+            where = f"{at}metrics.{tag}."
+            dist = t.obj(t.obj(metrics, tag, at + "metrics."), "successful", where)
+            where += "successful."
             if name.endswith("_per_s"):
-                if _num(dist.get("mean")) is not None:
-                    m[name] = dist["mean"]
+                if (v := t.figure(dist, "mean", where)) is not None:
+                    m[name] = v
                 continue
-            for key, v in (("mean", dist.get("mean")), ("median", dist.get("median")), ("p99", pct.get("p99"))):
-                if _num(v) is not None:
+            pct = t.obj(dist, "percentiles", where)
+            for key, v in (
+                ("mean", t.figure(dist, "mean", where)),
+                ("median", t.figure(dist, "median", where)),
+                ("p99", t.figure(pct, "p99", where + "percentiles.")),
+            ):
+                if v is not None:
                     m[f"{name}_{key}"] = v
         own: dict = {}
         for tag, value in metrics.items():  # every other distribution guidellm reports, by its own name
             dist = value.get("successful") if isinstance(value, dict) else None
             if tag in GUIDELLM_MAPPED or not isinstance(dist, dict):
                 continue
+            where = f"{at}metrics.{tag}.successful."
             for key, v in (
-                ("mean", dist.get("mean")),
-                ("median", dist.get("median")),
-                ("p99", (dist.get("percentiles") or {}).get("p99")),
+                ("mean", t.figure(dist, "mean", where)),
+                ("median", t.figure(dist, "median", where)),
+                ("p99", t.figure(t.obj(dist, "percentiles", where), "p99", where + "percentiles.")),
             ):
-                if _num(v) is not None:
+                if v is not None:
                     own[f"{tag}_{key}"] = v
-        totals = metrics.get("request_totals") or {}
+        totals = t.obj(metrics, "request_totals", at + "metrics.")
         for k in ("successful", "errored", "incomplete", "total"):
-            if _num(totals.get(k)) is not None:
-                own[f"requests_{k}"] = totals[k]
-        if _num(bench.get("duration")) is not None:
-            own["duration"] = bench["duration"]
+            if (v := t.figure(totals, k, at + "metrics.request_totals.")) is not None:
+                own[f"requests_{k}"] = v
+        if (v := t.figure(bench, "duration", at)) is not None:
+            own["duration"] = v
         m["guidellm"] = own
         out.append(_kept(m))
     return out
@@ -207,7 +284,7 @@ def _looks_like(doc) -> str | None:
     return None
 
 
-READERS: dict[str, Callable[[dict], list[dict]]] = {
+READERS: dict[str, Callable[[dict, Schema], list[dict]]] = {
     "vllm-bench": from_vllm_bench,
     "aiperf": from_aiperf,
     "guidellm": from_guidellm,
@@ -224,15 +301,19 @@ def read(tool: str, path: Path, version: str | None = None) -> list[dict]:
         raise InputError(f"{path} does not exist") from None
     except IsADirectoryError:
         raise InputError(f"{path} is a folder", hint="give the tool's result file") from None
+    except PermissionError:
+        raise InputError(f"{path} cannot be read (permission denied)") from None
     except UnicodeDecodeError:
         raise InputError(f"{path} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path} is not JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise InputError(f"{path} is nested too deeply to be a result file") from None
     found = _looks_like(doc)
     if found != tool:
         what = f"looks like a {found} result" if found else "is not a result file spectui knows"
         raise InputError(f"{path} {what}, not {tool}'s", hint=f"spectui import {found} {path}" if found else "")
-    rows = READERS[tool](doc)
+    rows = READERS[tool](doc, Schema(path))
     if not rows:
         raise InputError(f"{path} holds no results")
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)

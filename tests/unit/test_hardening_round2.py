@@ -78,3 +78,145 @@ def test_markdown_report_escapes_server_supplied_text():
     # five cells: an escaped pipe (\|) does not end one
     assert row.replace("\\|", "").count("|") == 6
     assert "&lt;script&gt;" in row and "m\\|\\`x\\`\\*\\_\\[a\\](b)" in row
+
+
+# -- items 7, 8, 12: imported values are checked by type; `notebook show` survives any value --------------
+TOOLS = ROOT / "tests" / "data" / "tools"
+TOOL_FILES = {
+    "vllm-bench": TOOLS / "vllm-bench-0.32.0-vllm-ngram.json",
+    "aiperf": TOOLS / "aiperf-0.13.0-llamacpp.json",
+    "guidellm": TOOLS / "guidellm-0.8.1-llamacpp.json",
+}
+WRONG = ["fast", 7, [1, "x"], {"a": 1}, True, float("nan"), float("inf")]
+FIGURE_SUFFIXES = ("_per_s", "_mean", "_median", "_p99", "_rate")
+FIGURE_NAMES = {"drafted", "accepted", "requests_completed", "requests_failed", "concurrency", "mean_accepted_length"}
+
+
+def _paths(obj, depth=0, pre=()):
+    """Every field of a result file down to depth 6 (the first element of each array)."""
+    if pre:
+        yield pre
+    if depth >= 6:
+        return
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _paths(v, depth + 1, (*pre, k))
+    elif isinstance(obj, list) and obj:
+        yield from _paths(obj[0], depth + 1, (*pre, 0))
+
+
+def _clean(v) -> bool:
+    """What a notebook row may hold: text, true/false, finite numbers, dates, and lists/tables of those."""
+    import datetime as dt
+    import math
+
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _clean(x) for k, x in v.items())
+    if isinstance(v, list):
+        return all(_clean(x) for x in v)
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return isinstance(v, (str, int, bool, dt.datetime))
+
+
+@pytest.mark.parametrize("tool", list(TOOL_FILES))
+def test_every_field_of_the_wrong_type_is_a_line_or_a_clean_row(tool):
+    """Each field of a real result file in turn set to text, a number, a list, an object, true, NaN and
+    Infinity: the import is either one InputError or rows that hold only clean values. (On the old code
+    'output_throughput': 'fast' went into the notebook, and wrong-typed nested fields raised
+    AttributeError and TypeError.)"""
+    from spectui.store import imports
+
+    path = TOOL_FILES[tool]
+    doc = json.loads(path.read_text())
+    schema = imports.Schema(path)
+    refused = 0
+    for where in list(_paths(doc)):
+        parent = doc
+        for k in where[:-1]:
+            parent = parent[k]
+        original = parent[where[-1]]
+        for value in WRONG:
+            parent[where[-1]] = value
+            try:
+                if imports._looks_like(doc) != tool:
+                    continue
+                rows = imports.READERS[tool](doc, schema)
+            except InputError as exc:
+                refused += 1
+                assert path.name in str(exc) and "\n" not in str(exc)
+                continue
+            finally:
+                parent[where[-1]] = original
+            for row in rows:
+                assert _clean(row), (where, value, row)
+                for k, v in row.items():  # the notebook's own figure names hold numbers only
+                    if k.endswith(FIGURE_SUFFIXES) or k in FIGURE_NAMES:
+                        assert isinstance(v, (int, float)) and not isinstance(v, bool), (where, value, k, v)
+    assert refused > 20  # the check does refuse (a figure of the wrong type, NaN, a nested field)
+
+
+@pytest.mark.parametrize(
+    "tool,patch,field",
+    [
+        ("vllm-bench", {"output_throughput": "fast"}, "output_throughput is text"),
+        ("vllm-bench", {"mean_ttft_ms": float("nan")}, "mean_ttft_ms is NaN"),
+        ("vllm-bench", {"output_throughput": float("inf")}, "output_throughput is Infinity"),
+        ("aiperf", {"input_config": {"models": "SmolLM2"}}, "input_config.models is text"),
+        ("aiperf", {"time_to_first_token": {"unit": "ms", "avg": "1"}}, "time_to_first_token.avg is text"),
+        ("guidellm", {"benchmarks": [5]}, "benchmarks[0] is a number"),
+    ],
+)
+def test_the_import_line_names_the_field(tool, patch, field, tmp_path):
+    doc = json.loads(TOOL_FILES[tool].read_text())
+    doc.update(patch)
+    f = tmp_path / "result.json"
+    f.write_text(json.dumps(doc))  # NaN and Infinity as Python writes them: the literals NaN, Infinity
+    nb = tmp_path / "nb.toml"
+    r = _cli("import", tool, str(f), "--notebook", str(nb))
+    assert r.returncode == 2 and field in one_line_error(r)
+    assert not nb.exists()  # nothing appended
+
+
+def test_deeply_nested_json_is_one_line(tmp_path):
+    f = tmp_path / "deep.json"
+    f.write_text("[" * 100_000 + "]" * 100_000)
+    r = _cli("import", "aiperf", str(f), "--notebook", str(tmp_path / "nb.toml"))
+    assert r.returncode == 2 and "nested too deeply" in one_line_error(r)
+
+
+NOTEBOOK_KEYS = [
+    "date",
+    "prompt_id",
+    "speedup",
+    "acceptance_rate",
+    "mean_accepted_length",
+    "identical",
+    "verdict",
+    "candidate_config",
+    "candidate_build",
+    "source_tool",
+    "output_tokens_per_s",
+    "ttft_ms_mean",
+    "itl_ms_mean",
+    "source_version",
+    "source_file",
+]
+TOML_VALUES = ['"fast"', "nan", "inf", "-inf", "[1, 2]", "{ a = 1 }", "true", "1979-05-27T07:32:00Z", "12", '""']
+
+
+@pytest.mark.parametrize("kind", ["compare", "import"])
+def test_notebook_show_survives_any_value_a_hand_edit_can_hold(tmp_path, kind):
+    from spectui.store import notebook
+
+    nb = tmp_path / "nb.toml"
+    blocks = []
+    for key in NOTEBOOK_KEYS:
+        for value in TOML_VALUES:
+            kind_line = 'kind = "import"\n' if kind == "import" and key != "kind" else ""
+            blocks.append(f"[[measurement]]\n{kind_line}{key} = {value}\n")
+    nb.write_text("\n".join(blocks))
+    text = notebook.show_text(nb)
+    assert text.count("\n") == len(blocks) + 2  # one line per measurement, after the three header lines
+    r = _cli("notebook", "show", "--notebook", str(nb))
+    assert r.returncode == 0 and "Traceback" not in r.stderr

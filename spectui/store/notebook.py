@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import math
 import os
 import tomllib
 from pathlib import Path
@@ -183,6 +184,22 @@ def read(path: Path) -> list[dict]:
         raise InputError(f"notebook {path} is not valid TOML: {exc}") from None
 
 
+def _figure(m: dict, key: str, spec: str, missing: str = "—") -> str:
+    """A figure as the table shows it: '—' when absent, '?' when the notebook holds something that is not
+    a finite number there (a hand edit, an old import): `notebook show` survives any value."""
+    v = m.get(key)
+    if v is None:
+        return missing
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "?"
+    return format(v, spec)
+
+
+def _word(m: dict, key: str, missing: str = "") -> str:
+    v = m.get(key, missing)
+    return " ".join(str(v).split())[:60]  # one line, whatever the value (a table, a list, a date)
+
+
 def show_text(path: Path) -> str:
     rows = read(path)
     if not rows:
@@ -190,22 +207,26 @@ def show_text(path: Path) -> str:
     lines = [f"{path}: {len(rows)} measurements", ""]
     lines.append(f"{'date':<20} {'prompt':<16} {'speed-up':>8} {'accept':>7} {'mean len':>8} {'same':<9} candidate")
     for m in rows:
+        date = _word(m, "date", "?")[:19]
         if m.get("kind") == "import":  # another tool's result: its throughput and latencies, and which tool
-            acc = f"  accept {m['acceptance_rate']:.0%}" if "acceptance_rate" in m else ""
+            acc = f"  accept {_figure(m, 'acceptance_rate', '.0%')}" if "acceptance_rate" in m else ""
             lines.append(
-                f"{str(m.get('date', '?'))[:19]:<20} {'(' + str(m.get('source_tool', '?')) + ')':<16} "
-                f"out {m.get('output_tokens_per_s', float('nan')):.1f} tok/s  TTFT {m.get('ttft_ms_mean', float('nan')):.0f} ms"
-                f"  ITL {m.get('itl_ms_mean', float('nan')):.1f} ms{acc}  {m.get('source_version', '')} {m.get('source_file', '')}"
+                f"{date:<20} {'(' + _word(m, 'source_tool', '?') + ')':<16} "
+                f"out {_figure(m, 'output_tokens_per_s', '.1f')} tok/s  TTFT {_figure(m, 'ttft_ms_mean', '.0f')} ms"
+                f"  ITL {_figure(m, 'itl_ms_mean', '.1f')} ms{acc}  {_word(m, 'source_version')} "
+                f"{_word(m, 'source_file')}"
             )
             continue
-        acc = f"{m['acceptance_rate']:.0%}" if "acceptance_rate" in m else "—"
-        sp = f"{m['speedup']:.2f}×" if "speedup" in m else "—"
-        ml = f"{m['mean_accepted_length']:.2f}" if "mean_accepted_length" in m else "—"
+        acc = _figure(m, "acceptance_rate", ".0%")
+        sp = _figure(m, "speedup", ".2f")
+        sp = sp + "×" if sp not in ("—", "?") else sp
+        ml = _figure(m, "mean_accepted_length", ".2f")
+        identical = m.get("identical")
         same = {"identical": "identical", "differs": "DIFFERS", "failed": "FAILED", "incomplete": "incomplete"}.get(
-            str(m.get("verdict")), {True: "identical", False: "DIFFERS"}.get(m.get("identical"), "—")
+            _word(m, "verdict"), "identical" if identical is True else ("DIFFERS" if identical is False else "—")
         )
         lines.append(
-            f"{str(m.get('date', '?'))[:19]:<20} {m.get('prompt_id', '?'):<16} {sp:>8} {acc:>7} {ml:>8} "
-            f"{same:<9} {m.get('candidate_config', '')} ({m.get('candidate_build', '?')})"
+            f"{date:<20} {_word(m, 'prompt_id', '?'):<16} {sp:>8} {acc:>7} {ml:>8} "
+            f"{same:<9} {_word(m, 'candidate_config')} ({_word(m, 'candidate_build', '?')})"
         )
     return "\n".join(lines)

@@ -67,7 +67,11 @@ def prompts_from(args):
         return [prompts.single(args.prompt, raw=args.raw)]
     items = prompts.load_set(args.prompts)[1]
     return prompts.pick(
-        items, getattr(args, "limit", None), getattr(args, "sample", None), getattr(args, "sample_seed", 0)
+        items,
+        getattr(args, "limit", None),
+        getattr(args, "sample", None),
+        getattr(args, "sample_seed", 0),
+        note=lambda m: print(f"spectui: warning: {m}", file=sys.stderr),
     )
 
 

@@ -79,6 +79,8 @@ def _records(path: Path, text: str) -> tuple[list[tuple[int, object]], list[str]
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        except RecursionError:
+            raise InputError(f"{path}: nested too deeply to be a file of prompts") from None
         if not isinstance(data, list):
             raise InputError(f"{path}: a JSON file of prompts must hold an array of records")
         return [(i, rec) for i, rec in enumerate(data, 1)], []
@@ -90,6 +92,8 @@ def _records(path: Path, text: str) -> tuple[list[tuple[int, object]], list[str]
             out.append((lineno, json.loads(line)))
         except json.JSONDecodeError as exc:
             out.append((lineno, exc.msg))
+        except RecursionError:
+            out.append((lineno, "nested too deeply"))
     return [r for r in out if not isinstance(r[1], str)], [
         f"line {n}: not JSON ({m})" for n, m in out if isinstance(m, str)
     ]
@@ -118,6 +122,19 @@ def _text(content, where: str) -> str:
 
 
 def _prompt(fmt: str, rec: object, lineno: int) -> Prompt:
+    p = _parsed(fmt, rec, lineno)
+    for what, text in (("id", p.id), ("category", p.category), ("raw", p.raw or "")) + tuple(
+        (f"message {j}", m["content"]) for j, m in enumerate(p.messages, 1)
+    ):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800"): JSON allows it, no text holds it
+            bad = text[exc.start : exc.end].encode("unicode_escape").decode()
+            raise ValueError(f"{what} holds {bad}, half of a UTF-16 pair: not text") from None
+    return p
+
+
+def _parsed(fmt: str, rec: object, lineno: int) -> Prompt:
     if not isinstance(rec, dict):
         raise ValueError("not a JSON object")
     if fmt == "openai-chat":

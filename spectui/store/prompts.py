@@ -16,6 +16,7 @@ A prompt set file:
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 from spectui.core.errors import InputError
@@ -70,7 +71,7 @@ def load_set(name_or_path: str) -> tuple[str, list[Prompt]]:
     if prompt_files.is_json_prompts(path):
         return prompt_files.load(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM (Windows editors) is not TOML
     except UnicodeDecodeError:
         raise InputError(f"{path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
@@ -128,14 +129,23 @@ def parse_set(data: dict, where: str) -> tuple[str, list[Prompt]]:
     return str(data.get("name") or Path(where).stem), out
 
 
-def pick(prompts: list[Prompt], limit: int | None = None, sample: int | None = None, seed: int = 0) -> list[Prompt]:
-    """--limit N: the first N; --sample N: N drawn at random with --sample-seed S (kept in file order)."""
+def pick(
+    prompts: list[Prompt],
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    note: Callable[[str], None] | None = None,
+) -> list[Prompt]:
+    """--limit N: the first N; --sample N: N drawn at random with --sample-seed S (kept in file order).
+    A sample as large as the set is the whole set, and `note` is told so."""
     import random
 
     for name, v in (("--limit", limit), ("--sample", sample)):
         if v is not None and v < 1:
             raise InputError(f"{name} must be at least 1, not {v}")
     if sample is not None:
+        if sample >= len(prompts) and note is not None:
+            note(f"--sample {sample}: the set holds {len(prompts)} prompts; running all {len(prompts)}")
         if sample < len(prompts):
             chosen = sorted(random.Random(seed).sample(range(len(prompts)), sample))
             prompts = [prompts[i] for i in chosen]

@@ -220,3 +220,43 @@ def test_notebook_show_survives_any_value_a_hand_edit_can_hold(tmp_path, kind):
     assert text.count("\n") == len(blocks) + 2  # one line per measurement, after the three header lines
     r = _cli("notebook", "show", "--notebook", str(nb))
     assert r.returncode == 0 and "Traceback" not in r.stderr
+
+
+# -- items 8, 12: prompt files ------------------------------------------------------------------------------
+NOWHERE = ["--baseline", "http://127.0.0.1:9", "--candidate", "http://127.0.0.1:9"]
+
+
+def test_a_lone_surrogate_in_a_prompt_file_is_one_line_before_any_server(tmp_path):
+    f = tmp_path / "p.jsonl"
+    f.write_text(
+        '{"messages": [{"role": "user", "content": "ok"}]}\n{"messages": [{"role": "user", "content": "a\\ud800b"}]}\n'
+    )
+    r = _cli("compare", *NOWHERE, "--prompts", str(f))
+    line = one_line_error(r)
+    assert r.returncode == 2 and "line 2" in line and "\\ud800" in line
+
+
+@pytest.mark.parametrize("text", ["[" * 50_000 + "]" * 50_000, '{"messages": ' + "[" * 50_000 + "]" * 50_000 + "}\n"])
+def test_deeply_nested_prompt_files_are_one_line(tmp_path, text):
+    f = tmp_path / "p.jsonl"
+    f.write_text(text)
+    r = _cli("compare", *NOWHERE, "--prompts", str(f))
+    assert r.returncode == 2 and "nested too deeply" in one_line_error(r)
+
+
+def test_a_toml_prompt_set_may_start_with_a_byte_order_mark(tmp_path):
+    from spectui.store.prompts import load_set
+
+    f = tmp_path / "set.toml"
+    f.write_bytes('\ufeffname = "bom"\n[[prompt]]\nid = "a"\ntext = "Hi."\n'.encode())
+    name, prompts = load_set(str(f))
+    assert name == "bom" and [p.id for p in prompts] == ["a"]
+
+
+def test_sampling_more_prompts_than_the_set_holds_says_so(tmp_path):
+    f = tmp_path / "set.toml"
+    f.write_text('[[prompt]]\ntext = "a"\n[[prompt]]\ntext = "b"\n[[prompt]]\ntext = "c"\n')
+    r = _cli("compare", *NOWHERE, "--prompts", str(f), "--sample", "10")
+    assert "spectui: warning: --sample 10: the set holds 3 prompts; running all 3" in r.stderr
+    r = _cli("compare", *NOWHERE, "--prompts", str(f), "--sample", "2")
+    assert "warning" not in r.stderr

@@ -23,7 +23,8 @@ from typing import ClassVar
 from spectui.backends.metrics import CounterNames, counters_from
 from spectui.core.errors import Unsupported
 from spectui.core.events import StreamEvent
-from spectui.core.types import GenerationParams, ServerCounters, ServerInfo
+from spectui.core.findings import ProbeResult, Triage
+from spectui.core.types import GenerationParams, ServerCounters, ServerInfo, SlotResult
 from spectui.core.verdict import Verdict
 
 OnWait = Callable[[str, float], None]
@@ -69,6 +70,10 @@ class Backend(abc.ABC):
     def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]:
         """Stream one completion as events; a failure ends it with StreamFailed, never raises."""
 
+    def recorded_findings(self) -> tuple[Triage | None, ProbeResult | None]:
+        """Triage's finding and the draft probe recorded with the prompt just played (a saved session's)."""
+        return None, None
+
     def recorded_verdict(self) -> Verdict | None:
         """The verdict a recording holds for the prompt just played (a saved session's), else None: a live
         server's prompts are judged by the run (core.verdict.judge)."""
@@ -109,6 +114,11 @@ class Backend(abc.ABC):
         """The model's n greedy next tokens after the context ids, each with its position's `top` best
         (id, log-probability). Needs capabilities.token_ids."""
         raise Unsupported(f"{self.kind} server at {self.url} cannot continue from token ids")
+
+    async def slot_action(self, action: str, slot: int = 0, filename: str | None = None) -> SlotResult:
+        """Save, restore or erase a slot's KV cache (a file name inside the server's save folder).
+        Needs capabilities.slots."""
+        raise Unsupported(f"{self.kind} server at {self.url} cannot save or restore slot caches")
 
     async def reset_cache(self) -> str:
         """Empty the server's prompt cache; returns what was done. Needs capabilities.cache_reset."""

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 import httpx
 
 from spectui.backends import metrics as M
+from spectui.backends import props as P
 from spectui.backends.base import Backend, Capabilities
 from spectui.backends.labeller import LlamaCppLabeller
 from spectui.backends.metrics import parse_metrics
@@ -17,6 +18,7 @@ from spectui.backends.sse import post_sse
 from spectui.backends.sse import why as _why
 from spectui.core.errors import (
     BadEvent,
+    InputError,
     NotLlamaServer,
     ServerHTTPError,
     ServerLoading,
@@ -25,13 +27,7 @@ from spectui.core.errors import (
     describe,
 )
 from spectui.core.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted
-from spectui.core.types import GenerationParams, ServerInfo
-
-
-def _basename(path: str | None) -> str | None:
-    if not path:
-        return None
-    return path.replace("\\", "/").rsplit("/", 1)[-1]
+from spectui.core.types import GenerationParams, ServerInfo, SlotResult
 
 
 class LlamaCppBackend(Backend):
@@ -121,19 +117,20 @@ class LlamaCppBackend(Backend):
             raise NotLlamaServer(f"{self.url}/props is not JSON: not a llama-server") from None
         if not isinstance(props, dict) or "default_generation_settings" not in props:
             raise NotLlamaServer(f"{self.url}/props lacks default_generation_settings: not a llama-server")
+        # every field normalised here, once (backends.props): a session then records both identities whole
         info = ServerInfo(url=self.url)
-        info.build = props.get("build_info")
-        info.model = _basename(props.get("model_path")) or props.get("model_alias")
-        info.model_path = props.get("model_path")
-        info.slots = props.get("total_slots")
-        info.has_chat_template = bool(props.get("chat_template"))
-        gen = props.get("default_generation_settings") or {}
-        info.n_ctx = gen.get("n_ctx") or props.get("n_ctx")
-        params = gen.get("params") or {}
-        spec = params.get("speculative") or {}
+        info.build = P.name(props.get("build_info"))
+        info.model = P.basename(props.get("model_path")) or P.text(props.get("model_alias"))
+        info.model_path = P.text(props.get("model_path"))
+        info.slots = P.count(props.get("total_slots"))
+        info.has_chat_template = bool(P.text(props.get("chat_template")))
+        gen = P.obj(props.get("default_generation_settings"))
+        info.n_ctx = P.count(gen.get("n_ctx")) or P.count(props.get("n_ctx"))
+        params = P.obj(gen.get("params"))
+        spec = P.obj(params.get("speculative"))
         info.speculative = _speculative_from(spec, params)
         if "cache_prompt" in params:
-            info.cache_prompt = bool(params["cache_prompt"])
+            info.cache_prompt = P.flag(params["cache_prompt"])
         await self._add_slot_details(info)
         r = await self._get("/metrics")
         info.metrics_enabled = r.status_code == 200
@@ -149,12 +146,12 @@ class LlamaCppBackend(Backend):
             return
         s0 = slots[0]
         spec = s0.get("speculative")
-        if isinstance(spec, bool):
+        if isinstance(spec, bool) and isinstance(info.speculative, dict):
             info.speculative["enabled"] = spec
             if spec and info.speculative.get("type") in (None, "none"):
                 # /props shows the request default ("none"); the slot says a drafter is loaded
                 info.speculative["type"] = "on"
-        p = s0.get("params") or {}
+        p = P.obj(s0.get("params"))
         if isinstance(p.get("speculative"), dict) and not info.speculative.get("n_max"):
             info.speculative.update(_speculative_from(p["speculative"], p))
 
@@ -312,17 +309,20 @@ class LlamaCppBackend(Backend):
             return "cannot erase (server started without --slot-save-path); cold turns use cache_prompt: false"
         return f"erase answered HTTP {r.status_code}"
 
-    async def slot_action(self, action: str, slot: int = 0, filename: str | None = None) -> dict:
-        return await slot_action(self.client, self.url, action, slot, filename)
+    async def slot_action(self, action: str, slot: int = 0, filename: str | None = None) -> SlotResult:
+        return slot_result(action, slot, filename, await slot_action(self.client, self.url, action, slot, filename))
 
     async def slots(self) -> list[dict]:
         r = await self._get("/slots")
         if r.status_code != 200:
             return []
-        data = r.json()
+        try:
+            data = r.json()
+        except ValueError:
+            return []
         if isinstance(data, dict):  # the docs show an object, the code returns an array
             data = list(data.values()) if all(isinstance(v, dict) for v in data.values()) else [data]
-        return [s for s in data if isinstance(s, dict)]
+        return [s for s in data if isinstance(s, dict)] if isinstance(data, list) else []
 
     async def kv_usage(self) -> tuple[int, int] | None:
         """(tokens in slots, total context): llama.cpp has no KV gauge, so count slot tokens."""
@@ -334,32 +334,67 @@ class LlamaCppBackend(Backend):
             nxt = s.get("next_token") or {}
             if isinstance(nxt, list):  # an array in the code, an object in the docs
                 nxt = nxt[0] if nxt else {}
-            total += int(s.get("n_ctx") or 0)
-            used += int(s.get("n_prompt_tokens") or 0) + int(nxt.get("n_decoded") or 0)
+            nxt = P.obj(nxt)
+            total += P.count(s.get("n_ctx")) or 0
+            used += (P.count(s.get("n_prompt_tokens")) or 0) + (P.count(nxt.get("n_decoded")) or 0)
         return used, total
 
 
 def _speculative_from(spec: dict, params: dict) -> dict:
     out: dict = {}
     for key in ("type", "types"):
-        if spec.get(key) is not None:
-            out["type"] = spec[key] if not isinstance(spec[key], list) else ",".join(map(str, spec[key]))
+        v = spec.get(key)
+        if isinstance(v, list):
+            v = ",".join(str(x) for x in v if isinstance(x, str)) or None
+        if P.text(v):
+            out["type"] = v
     for src, dst in (("n_max", "n_max"), ("n_min", "n_min"), ("p_min", "p_min")):
-        if spec.get(src) is not None:
+        if P.scalar(spec.get(src)) is not None:
             out[dst] = spec[src]
     for key in ("model", "draft_model", "model_draft"):
-        if spec.get(key):
-            out["draft_model"] = _basename(str(spec[key]))
+        if P.basename(spec.get(key)):
+            out["draft_model"] = P.basename(spec[key])
     for src in ("speculative.n_max", "speculative.n_min"):
-        if params.get(src) is not None:
+        if P.scalar(params.get(src)) is not None:
             out[src.split(".", 1)[1]] = params[src]
-    if params.get("speculative.type"):
+    if P.text(params.get("speculative.type")):
         out["type"] = params["speculative.type"]
     return out
 
 
+def slot_result(action: str, slot: int, filename: str | None, body: dict) -> SlotResult:
+    """llama-server's slot reply (n_saved/n_written, n_restored/n_read, n_erased, timings) in spectui's
+    terms: read here, once; a value of the wrong type is left out, never passed on."""
+
+    def num(key: str) -> int | None:
+        v = body.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+    timings = body["timings"] if isinstance(body.get("timings"), dict) else {}
+    ms = timings.get(f"{action}_ms")
+    name = body.get("filename")
+    return SlotResult(
+        action,
+        slot,
+        num({"save": "n_saved", "restore": "n_restored", "erase": "n_erased"}.get(action, "")),
+        num({"save": "n_written", "restore": "n_read"}.get(action, "")),
+        name if isinstance(name, str) else filename,
+        float(ms) if isinstance(ms, (int, float)) and not isinstance(ms, bool) else None,
+    )
+
+
 async def slot_action(client: httpx.AsyncClient, url: str, action: str, slot: int, filename: str | None) -> dict:
-    """POST /slots/{slot}?action=save|restore|erase; a one-line error naming --slot-save-path when it is off."""
+    """POST /slots/{slot}?action=save|restore|erase; a one-line error naming --slot-save-path when it is off,
+    and one for a slot the server does not have (llama-server b11434 answered a save of slot 99 on a 2-slot
+    server with another slot's 89 tokens)."""
+    if slot < 0:
+        raise InputError(f"--slot must be 0 or more, not {slot}")
+    total = await _total_slots(client, url)
+    if total is not None and slot >= total:
+        raise InputError(
+            f"{url} has {total} slot{'s' if total != 1 else ''} (0–{total - 1}); there is no slot {slot}",
+            hint="give --slot N below the server's -np",
+        )
     body = {"filename": filename} if filename else {}
     try:
         r = await client.post(f"{url.rstrip('/')}/slots/{slot}?action={action}", json=body, timeout=60)
@@ -379,4 +414,15 @@ async def slot_action(client: httpx.AsyncClient, url: str, action: str, slot: in
         body = r.json()
     except ValueError:
         raise NotLlamaServer(f"{url}/slots did not answer JSON") from None
-    return body if isinstance(body, dict) else {}
+    if not isinstance(body, dict):
+        raise NotLlamaServer(f"{url} answered the slot {action} with {type(body).__name__}, not an object")
+    return body
+
+
+async def _total_slots(client: httpx.AsyncClient, url: str) -> int | None:
+    """The server's slot count from /props (None when it does not say)."""
+    try:
+        r = await client.get(f"{url.rstrip('/')}/props", timeout=10)
+        return P.count(r.json().get("total_slots")) if r.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None

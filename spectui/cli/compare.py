@@ -17,52 +17,6 @@ from spectui.cli.common import (  # noqa: F401
     prompts_from,
 )
 from spectui.core.errors import InputError
-from spectui.core.runner import RunObserver
-
-
-class _CliObserver(RunObserver):
-    """The CLI's side of the run loop: progress on stderr, and the session (with the machine's state
-    before and after each prompt) when --save is given."""
-
-    def __init__(self, quiet: bool, writer, infos) -> None:
-        self.quiet, self.writer, self.infos = quiet, writer, infos
-        if writer is not None:
-            from spectui.machine.probes import GPUProbe, host_sample
-
-            self.gpu_probe, self.host_sample = GPUProbe(), host_sample
-
-    def prompt_started(self, prompt, params, order) -> None:
-        if not self.quiet:
-            print(f"spectui: {prompt.id} …", file=sys.stderr)
-        self.last = prompt
-        if self.writer is not None:
-            self.writer.prompt_started(prompt, params, order)
-            self.writer.probe(self.gpu_probe.sample(), self.host_sample())
-
-    def event(self, side, ev) -> None:
-        if self.writer is not None:
-            self.writer.event(side, ev)
-
-    def prompt_finished(self, result) -> None:
-        if self.writer is not None:
-            self.writer.probe(self.gpu_probe.sample(), self.host_sample())  # the machine before and after
-            self.writer.servers(self.infos)  # identities learnt during the run (speculation type used)
-            self.writer.prompt_finished(result)
-
-
-async def triage_results(backends, results, params, args, writer) -> None:
-    """Triage the first `--triage-limit` divergent prompts; the finding goes into the result and the session."""
-    from spectui.labs.triage import triage
-
-    divergent = [(i, r) for i, r in enumerate(results) if r.divergence is not None and not r.failed]
-    for i, r in divergent[: args.triage_limit]:
-        if not args.json:
-            print(f"spectui: {r.prompt.id} differs: triage (reruns, cache, log-probabilities) …", file=sys.stderr)
-        found = await triage(backends["baseline"], backends["candidate"], r, params, args.near_tie)
-        if found is not None:
-            r.triage = found
-            if writer is not None:
-                writer.triage(i, found)
 
 
 def _say(line: str) -> None:
@@ -81,30 +35,31 @@ def ngram_sizes(text: str | None) -> tuple[int, int] | None:
     return n, m
 
 
-async def probe_results(client, backends, results, args, writer) -> None:
-    """--probe-drafts: rebuild each prompt's drafts after the timed run (a draft model runs on its own
-    llama-server, launched here on 127.0.0.1 and stopped before returning)."""
-    from spectui.labs import probe as drafts
+def progress(quiet: bool):
+    """The run session's events as progress lines on stderr (none with --json)."""
+    from spectui.run import events as ev
 
-    candidate = backends["candidate"]
-    kind = drafts.drafter_kind(candidate.info.speculative if candidate.info else {})
-    launcher = drafter = None
-    sizes = ngram_sizes(args.ngram_size)
-    try:
-        if kind == "draft-simple":
-            from spectui.machine.drafter import start_drafter
+    def emit(e) -> None:
+        if quiet:
+            return
+        if isinstance(e, ev.PromptStarted):
+            _say(f"{e.prompt.id} …")
+        elif isinstance(e, ev.TriageStarted):
+            _say(f"{e.result.prompt.id} differs: triage (reruns, cache, log-probabilities) …")
+        elif isinstance(e, ev.ProbeStarted):
+            _say(f"{e.result.prompt.id}: {e.what}")
+        elif isinstance(e, ev.StepStopped):
+            _say(f"{e.result.prompt.id}: {e.step} stopped: {e.message}")
 
-            launcher, drafter = await start_drafter(client, args.draft_model, None if args.json else _say)
-        for i, r in enumerate(results):
-            if not args.json:
-                print(f"spectui: {r.prompt.id}: rebuilding the candidate's drafts …", file=sys.stderr)
-            found = await drafts.probe_prompt(candidate, r, drafter, sizes)
-            r.drafts = found
-            if writer is not None:
-                writer.drafts(i, found)
-    finally:
-        if launcher is not None:
-            launcher.stop_all()
+    return emit
+
+
+def machine_sampler():
+    """The GPUs and the host, sampled around each prompt for the session file."""
+    from spectui.machine.probes import GPUProbe, host_sample
+
+    gpu = GPUProbe()
+    return lambda: (gpu.sample(), host_sample())
 
 
 def exit_for(results) -> int:
@@ -116,14 +71,23 @@ def exit_for(results) -> int:
 
 async def cmd_compare(args) -> int:
     from spectui.backends.transport import stamped_client
-    from spectui.core import runner
     from spectui.core.report import json_report, text_report
+    from spectui.run.session import RunOptions, RunSession
 
     params = params_from(args)
     prompt_list = prompts_from(args)
     if args.repeat < 1:
         raise InputError(f"--repeat must be at least 1, not {args.repeat}")
-    ngram_sizes(args.ngram_size)  # a bad value is a usage error before any server is asked
+    options = RunOptions(
+        order=args.order,
+        repeat=args.repeat,
+        triage=args.triage,
+        triage_limit=args.triage_limit,
+        near_tie=args.near_tie,
+        probe_drafts=args.probe_drafts,
+        draft_model=Path(args.draft_model).expanduser() if args.draft_model else None,
+        ngram_sizes=ngram_sizes(args.ngram_size),  # a bad value is a usage error before any server is asked
+    )
     writer = None
     if args.save:
         from spectui.store.session import SessionWriter
@@ -132,29 +96,21 @@ async def cmd_compare(args) -> int:
     try:
         async with stamped_client() as client:
             backends, infos = await connect_pair(client, args)
-            if writer:
-                writer.servers(infos)
-            results = await runner.run_prompts(
+            run = RunSession(
                 backends["baseline"],
                 backends["candidate"],
-                prompt_list,
                 params,
-                args.order,
-                _CliObserver(args.json, writer, infos),
-                repeat=args.repeat,
+                options,
+                writer=writer,
+                emit=progress(args.json),
+                machine=machine_sampler() if writer is not None else None,
+                client=client,
             )
-            if args.triage:
-                await triage_results(backends, results, params, args, writer)
-            if args.probe_drafts:
-                await probe_results(client, backends, results, args, writer)
+            results = await run.run(prompt_list)
     finally:
         if writer:
             writer.close()
-    if args.notebook is not None:
-        from spectui.store import notebook
-
-        # one row per prompt (repeats are one row with their spread), so count the rows, not the runs
-        append_to_notebook(args, notebook.measurements(results, infos, args.profile))
+    # the report first: a notebook that cannot be written afterwards never costs the printed run
     if args.json:
         print(json.dumps(json_report(infos, results, params, args.order), indent=2))
     else:
@@ -163,6 +119,11 @@ async def cmd_compare(args) -> int:
         for rec in (r.baseline, r.candidate):
             if rec.failed is not None:
                 print(f"spectui: error: {rec.name} failed on {r.prompt.id}: {rec.failed.message}", file=sys.stderr)
+    if args.notebook is not None:
+        from spectui.store import notebook
+
+        # one row per prompt (repeats are one row with their spread), so count the rows, not the runs
+        append_to_notebook(args, notebook.measurements(results, infos, args.profile))
     return exit_for(results)
 
 

@@ -173,7 +173,7 @@ async def cmd_cache(args) -> int:
 
     import httpx
 
-    from spectui.backends.llamacpp import slot_action
+    from spectui.backends.llamacpp import LlamaCppBackend
 
     if args.action in ("save", "restore") and not args.file:
         raise InputError(f"spectui cache {args.action} needs --file NAME")
@@ -181,21 +181,20 @@ async def cmd_cache(args) -> int:
         raise InputError("--file is a plain file name inside the server's --slot-save-path folder")
     async with httpx.AsyncClient() as client:
         t0 = time.perf_counter()
-        body = await slot_action(client, args.url, args.action, args.slot, args.file)
+        done = await LlamaCppBackend(args.url, client).slot_action(args.action, args.slot, args.file)
         wall = (time.perf_counter() - t0) * 1000
-    timings = body.get("timings") or {}
+
+    def count(n: int | None) -> str:
+        return "?" if n is None else str(n)
+
+    size = f"{done.file_bytes / 1e6:.1f} MB" if done.file_bytes is not None else "? MB"
+    ms = done.ms if done.ms is not None else wall
     if args.action == "save":
-        print(
-            f"saved slot {args.slot}: {body.get('n_saved')} tokens, {body.get('n_written', 0) / 1e6:.1f} MB to "
-            f"{body.get('filename', args.file)} in {timings.get('save_ms', wall):.1f} ms"
-        )
+        print(f"saved slot {args.slot}: {count(done.tokens)} tokens, {size} to {done.filename} in {ms:.1f} ms")
     elif args.action == "restore":
-        print(
-            f"restored slot {args.slot}: {body.get('n_restored')} tokens, {body.get('n_read', 0) / 1e6:.1f} MB from "
-            f"{body.get('filename', args.file)} in {timings.get('restore_ms', wall):.1f} ms"
-        )
+        print(f"restored slot {args.slot}: {count(done.tokens)} tokens, {size} from {done.filename} in {ms:.1f} ms")
     else:
-        print(f"erased slot {args.slot}: {body.get('n_erased', '?')} tokens")
+        print(f"erased slot {args.slot}: {count(done.tokens)} tokens")
     return EXIT_OK
 
 
@@ -222,8 +221,8 @@ def cmd_theory(args) -> int:
         print(theory.text(t))
     return EXIT_OK
 
-EXIT_UNDECIDED = 4  # spectui sampling: not enough samples to decide (never a pass)
 
+EXIT_UNDECIDED = 4  # spectui sampling: not enough samples to decide (never a pass)
 
 
 async def cmd_sampling(args) -> int:

@@ -368,11 +368,11 @@ def rejected_by_position(results: list[PromptResult], examples: int = 2) -> list
     if not table:
         return []
     out = ["", "rejected drafts by chain position of the first rejection (from --probe-drafts):"]
-    for cat, by_pos in sorted(table.items()):
+    for category, by_pos in sorted(table.items()):
         parts = []
         for pos in sorted(by_pos):
             texts = by_pos[pos]
             shown = ", ".join(f"'{escape_bytes(t.encode())[:24]}'" for t in texts[:examples])
             parts.append(f"{pos}: {len(texts)} ({shown})")
-        out.append(f"  {cat:<16} " + "; ".join(parts))
+        out.append(f"  {category:<16} " + "; ".join(parts))
     return out

@@ -123,6 +123,18 @@ def checked_params(
 
 
 @dataclass(frozen=True)
+class SlotResult:
+    """What a slot save/restore/erase did, in spectui's terms (None: the server did not say)."""
+
+    action: str  # "save" | "restore" | "erase"
+    slot: int
+    tokens: int | None = None  # saved, restored or erased
+    file_bytes: int | None = None  # written or read
+    filename: str | None = None
+    ms: float | None = None  # the server's own timing of the save or restore
+
+
+@dataclass(frozen=True)
 class ServerCounters:
     """A server's cumulative counters in spectui's terms (None: the server does not export it).
 

@@ -80,7 +80,7 @@ class Verdict:
         """The verdict of a session written before verdicts were recorded whole (`identical`,
         `first_divergence`, `compared` keys of its result record); None where it holds none."""
         same = saved.get("identical")
-        compared = saved.get("compared") if isinstance(saved.get("compared"), str) else "text"
+        compared = str(saved["compared"]) if isinstance(saved.get("compared"), str) else "text"
         if same is True:
             return cls("identical", compared)
         if same is False and isinstance(saved.get("first_divergence"), dict):
@@ -136,7 +136,7 @@ def judge(b: SideRecorder, c: SideRecorder, ids_comparable: bool, damaged: bool 
     compared = "text+ids" if with_ids else "text"
     div = compare_tokens(tb, tc)
     if div is None and with_ids:
-        i = compare_ids(ids_b, ids_c)  # type: ignore[arg-type]
+        i = compare_ids(ids_b, ids_c)
         if i is not None:
             div = token_divergence(tb, tc, i, "ids", f"same text, different token ids from token {i}")
     if div is None:

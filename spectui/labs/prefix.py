@@ -149,21 +149,21 @@ async def restore_experiment(
     nxt = await backend.render_chat(convo)
     t0 = time.perf_counter()
     saved = await backend.slot_action("save", slot, filename)
-    save_ms = (saved.get("timings") or {}).get("save_ms", (time.perf_counter() - t0) * 1000)
+    save_ms = saved.ms if saved.ms is not None else (time.perf_counter() - t0) * 1000
     await backend.slot_action("erase", slot, None)
     # recompute for real: the server can also keep prompts in a host-memory cache beyond the slot
     recomputed = await run_side("candidate", backend, nxt, GenerationParams(p.max_tokens, p.temperature, p.seed, False))
     await backend.slot_action("erase", slot, None)
     t0 = time.perf_counter()
     restored = await backend.slot_action("restore", slot, filename)
-    restore_ms = (restored.get("timings") or {}).get("restore_ms", (time.perf_counter() - t0) * 1000)
+    restore_ms = restored.ms if restored.ms is not None else (time.perf_counter() - t0) * 1000
     after = await run_side("candidate", backend, nxt, p)
     return {
-        "tokens_saved": saved.get("n_saved"),
-        "file_bytes": saved.get("n_written"),
+        "tokens_saved": saved.tokens,
+        "file_bytes": saved.file_bytes,
         "save_ms": save_ms,
         "restore_ms": restore_ms,
-        "tokens_restored": restored.get("n_restored"),
+        "tokens_restored": restored.tokens,
         "recomputed": {
             "ttft_ms": recomputed.figures.ttft_ms,
             "prompt_tokens_processed": recomputed.figures.prompt_tokens,

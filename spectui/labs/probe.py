@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from spectui.backends.launchspec import LaunchSpec
 from spectui.core.figures import SideRecorder
 from spectui.core.findings import ProbeResult, ProbeStep, StepSpan
 
@@ -234,19 +235,7 @@ def drafter_kind(speculative: dict) -> str | None:
 
 def ngram_sizes_from_argv(argv: list[str] | None) -> tuple[int, int] | None:
     """--spec-ngram-simple-size-n/-m from a launch command line (llama.cpp's defaults where absent)."""
-    if not argv:
-        return None
-    n, m = 12, 48  # common/common.h: common_params_speculative_ngram_map size_n / size_m
-
-    def after(flag: str, default: int) -> int:
-        if flag in argv and argv.index(flag) + 1 < len(argv):
-            try:
-                return int(argv[argv.index(flag) + 1])
-            except ValueError:
-                return default
-        return default
-
-    return after("--spec-ngram-simple-size-n", n), after("--spec-ngram-simple-size-m", m)
+    return LaunchSpec.from_argv(argv).ngram_sizes
 
 
 async def probe_prompt(

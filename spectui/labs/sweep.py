@@ -41,7 +41,7 @@ class SideLevel:
 
         if not self.read_lag_ns:
             return None
-        v = sorted(self.read_lag_ns)
+        v = sorted(float(x) for x in self.read_lag_ns)
         return quantile(v, 0.5) / 1e6, quantile(v, 0.99) / 1e6
 
     @property
@@ -78,7 +78,7 @@ class SideLevel:
     @property
     def drafted(self) -> int:
         if self.counts_from_server:
-            return int(self.metrics_drafted)
+            return int(self.metrics_drafted or 0)
         return sum(r.figures.drafted for r in self.recorders)
 
     @property
@@ -161,7 +161,7 @@ class Level:
         """A side's aggregate tokens/s: the median over the runs where the level was repeated; None where
         a request of that side failed in every run."""
         k = 0 if side == "baseline" else 1
-        vals = [r[k] for r in self.runs if r[k]]
+        vals = [v for r in self.runs if (v := r[k])]
         if not vals:
             return None
         return statistics.median(vals) if len(vals) > 1 else vals[0]
@@ -309,6 +309,7 @@ async def sweep(
             level.runs.append(
                 (None if base.failed else base.aggregate_tps, None if cand.failed else cand.aggregate_tps)
             )
+        assert level is not None  # repeat >= 1: the first run made it
         out.append(level)
         if on_level:
             on_level(level)
@@ -355,11 +356,12 @@ def text_table(levels: list[Level]) -> str:
         )
     for lv in levels:
         for name, side in (("baseline", lv.baseline), ("candidate", lv.candidate)):
-            if side.client_behind:
-                lag = side.read_lag_ms[1]
+            lags, tps = side.read_lag_ms, side.per_request_tps
+            if side.client_behind and lags is not None and tps:
+                lag = lags[1]
                 lines.append(
                     f"client behind at {lv.concurrency} ({name}): reads lagged their packets by {lag:.0f} ms (p99), "
-                    f"over half the {1000 / side.per_request_tps:.0f} ms between a stream's tokens: some inter-token "
+                    f"over half the {1000 / tps:.0f} ms between a stream's tokens: some inter-token "
                     "gaps merged, and the aggregate tok/s may be spectui's limit rather than the server's"
                 )
     repeated = max((len(lv.runs) for lv in levels), default=1)

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+from spectui.backends.launchspec import LaunchSpec
 from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.core.errors import InputError
 from spectui.machine import assets
@@ -18,10 +19,7 @@ from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
 
 def draft_model_from_argv(argv: list[str] | None) -> Path | None:
     """The draft GGUF a launched candidate was given (-md / --model-draft / --spec-draft-model)."""
-    for flag in ("-md", "--model-draft", "--spec-draft-model"):
-        if argv and flag in argv and argv.index(flag) + 1 < len(argv):
-            return Path(argv[argv.index(flag) + 1])
-    return None
+    return LaunchSpec.from_argv(argv).draft_model
 
 
 async def start_drafter(

@@ -86,7 +86,7 @@ class SessionBackend(Backend):
         return None
 
     async def identify(self) -> ServerInfo:
-        return self.info
+        return self.session.infos[self.side]
 
     async def render_chat(self, messages: list[dict]) -> str:
         return messages[-1]["content"] if messages else ""
@@ -154,6 +154,9 @@ class SessionBackend(Backend):
         if not self._cursor or self.session.prompts[self._cursor - 1].damaged:
             return None
         return recorded_verdict(self.session.prompts[self._cursor - 1])
+
+    def recorded_findings(self) -> tuple[Triage | None, ProbeResult | None]:
+        return self.saved_triage(), self.saved_drafts()
 
     def saved_drafts(self) -> ProbeResult | None:
         """The draft probe's reconstruction recorded for the prompt just replayed, if any."""

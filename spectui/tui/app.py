@@ -18,6 +18,7 @@ from textual.theme import Theme
 from textual.widgets import Footer, Header, Input, Label, Select
 
 from spectui.backends.base import Backend
+from spectui.backends.launchspec import LaunchSpec
 from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.core.errors import describe
 from spectui.core.runner import SIDES
@@ -176,6 +177,7 @@ class SpectuiApp(App):
 
     def make_backend(self, url: str) -> Backend:
         factory = self.config.backend_factory or (lambda u, client: LlamaCppBackend(u, client))
+        assert self.client is not None, "backends are made once the app's HTTP client is open"
         return factory(url, self.client)
 
     # -- layout ------------------------------------------------------------------------------------
@@ -255,7 +257,7 @@ class SpectuiApp(App):
             try:  # Textual's own colour parser has the last word on what a theme may hold
                 for value in [*spec.colors.values(), *spec.marks.values()]:
                     Color.parse(value)
-                self.register_theme(Theme(name=spec.name, dark=spec.dark, **spec.colors))
+                self.register_theme(Theme(spec.name, dark=spec.dark, **spec.colors))  # type: ignore[arg-type]
             except Exception as exc:
                 loaded.problems.append(f"theme {spec.path}: {exc}; skipped")
                 continue
@@ -361,11 +363,8 @@ class SpectuiApp(App):
         profiles, problems = load_profiles()
         hw = detect(self.gpu_probe)
         remembered = load_settings()[0].get("profile")
-        chosen = (
-            remembered
-            if remembered in profiles
-            else (preselect(profiles, hw).name if preselect(profiles, hw) else None)
-        )
+        pre = preselect(profiles, hw)
+        chosen = remembered if remembered in profiles else (pre.name if pre is not None else None)
 
         def picked(result) -> None:
             if result is None:
@@ -471,6 +470,20 @@ class SpectuiApp(App):
         if not self.history or self.history[-1] != text:
             self.history.append(text)
         self._history_pos = len(self.history)
+
+    # -- the typed doors the app's parts reach it through (tui.controller.RunHost, …) --------------------
+    def banner(self) -> Banner:
+        return self.q(Banner)
+
+    def read_input(self, widget_id: str) -> str:
+        return self.q(widget_id, Input).value
+
+    def start_run(self, work) -> None:
+        """Run the controller's work (a run, triage, the probe) as the one "run" worker."""
+        self.run_worker(work, group="run", exclusive=True, exit_on_error=False)
+
+    def cancel_run(self) -> None:
+        self.workers.cancel_group(self, "run")
 
     def infos(self) -> dict[str, ServerInfo]:
         return {s: (self.pane(s).info or ServerInfo(url=self.pane(s).url)) for s in SIDES}
@@ -585,27 +598,7 @@ class SpectuiApp(App):
 
 def launch_note(argv: list[str]) -> str:
     """The speed-up configuration as launched, read from the server's argv (llama.cpp, vLLM, SGLang)."""
-    notes = []
-    flags = {
-        "--spec-type": "spec",
-        "-md": "draft",
-        "--spec-draft-model": "draft",
-        "--spec-draft-n-max": "n_max",
-        "-ctk": "K",
-        "-ctv": "V",
-        "--kv-cache-dtype": "kv",
-        "--speculative-algorithm": "spec",
-        "--speculative-config": "spec-config",
-    }
-    for i, a in enumerate(argv):
-        if a in flags and i + 1 < len(argv):
-            v = argv[i + 1]
-            notes.append(f"{flags[a]}={v.rsplit('/', 1)[-1] if flags[a] == 'draft' else v}")
-        elif a in ("--no-cache-prompt", "--disable-radix-cache", "--no-enable-prefix-caching"):
-            notes.append("prefix cache off")
-        elif a in ("--cache-prompt", "--enable-prefix-caching"):
-            notes.append("prefix cache on")
-    return "as launched: " + (" ".join(notes) if notes else "defaults")
+    return LaunchSpec.from_argv(argv).note()
 
 
 def make_app(config: AppConfig) -> SpectuiApp:

@@ -1,59 +1,91 @@
-"""The TUI's run controller: drives core.runner's one run loop and draws its events in the panes.
+"""The TUI's run controller: an adapter between the run session (spectui.run) and the panes.
 
-The runner feeds the recorders the figures come from; the controller queues each event as it arrives
-and drains the queues into the panes every ~30 ms (never dropping one), so a fast stream costs one
-redraw per frame, not one per token.
+The TUI drives the same RunSession as `spectui compare`: run, verdict, triage, probe and the session
+record happen there. The controller queues each stream event as it arrives and drains the queues into
+the panes every ~30 ms (never dropping one), so a fast stream costs one redraw per frame, not one per
+token; the run session's typed events (a prompt finished with its verdict, triage found a cause) move
+the banner. It reaches the app only through `RunHost`, the typed door of what it needs.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.css.query import NoMatches
-from textual.widgets import Input
 
-from spectui.core import runner
+from spectui.backends.launchspec import LaunchSpec
 from spectui.core.compare import LiveComparer
 from spectui.core.errors import describe
-from spectui.core.events import StreamFailed, StreamFinished, StreamStarted, TokenEvent
+from spectui.core.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
 from spectui.core.figures import SideRecorder
 from spectui.core.findings import ProbeResult
 from spectui.core.report import speedup_text
-from spectui.core.runner import SIDES, PromptResult, RunObserver, grouped
-from spectui.core.types import GenerationParams, Prompt
+from spectui.core.runner import SIDES, PromptResult, grouped
+from spectui.core.types import GenerationParams, Prompt, ServerInfo
+from spectui.run.events import (
+    ProbeFound,
+    ProbeStarted,
+    PromptFinished,
+    PromptStarted,
+    RunEvent,
+    StepStopped,
+    TriageFound,
+    TriageStarted,
+)
+from spectui.run.session import RunOptions, RunSession
 from spectui.store import prompts as prompt_sets
-from spectui.tui.widgets.panes import Banner
+
+if TYPE_CHECKING:
+    from spectui.backends.base import Backend
+    from spectui.tui.app import AppConfig
+    from spectui.tui.recording import SessionKeeper
+    from spectui.tui.widgets.panes import Banner, SidePane
 
 FLUSH_S = 0.03  # batch token updates every ~30 ms instead of one message per token
 QUANTISED_KV_NOTE = "expected: the candidate runs a quantised KV cache, which is not lossless"
 
 
-class _Observer(RunObserver):
-    """Routes the run loop's events into the controller's queues and the session writer."""
+class RunHost(Protocol):
+    """What the run controller needs of the app (SpectuiApp provides it)."""
 
-    def __init__(self, ctl: RunController, writer) -> None:
-        self.ctl, self.writer = ctl, writer
+    config: AppConfig
+    backends: dict[str, Backend]
+    recording: SessionKeeper
+    params: GenerationParams
+    order: str
+    client: Any
+    sub_title: str
 
-    def prompt_started(self, prompt: Prompt, params: GenerationParams, order: str) -> None:
-        self.ctl.prompt_started(prompt)
-        if self.writer is not None:
-            self.writer.prompt_started(prompt, params, order)
+    @property
+    def replaying(self) -> bool: ...
 
-    def event(self, side: str, ev) -> None:
-        self.ctl.pending[side].append(ev)
-        if self.writer is not None:
-            self.writer.event(side, ev)
+    def pane(self, side: str) -> SidePane: ...
 
-    def prompt_finished(self, result: PromptResult) -> None:
-        self.ctl.prompt_finished(result)
-        if self.writer is not None:
-            self.writer.servers(self.ctl.app.infos())
-            self.writer.prompt_finished(result)
+    def banner(self) -> Banner: ...
+
+    def read_input(self, widget_id: str) -> str: ...
+
+    def notify(self, message: str, *, severity: Any = "information", timeout: float | None = None) -> None: ...
+
+    def infos(self) -> dict[str, ServerInfo]: ...
+
+    def build_of(self, side: str) -> str: ...
+
+    def refresh_bindings(self) -> None: ...
+
+    def remember_history(self, text: str) -> None: ...
+
+    def start_run(self, work: Coroutine[Any, Any, object]) -> None: ...
+
+    def cancel_run(self) -> None: ...
 
 
 class RunController:
-    def __init__(self, app) -> None:
+    def __init__(self, app: RunHost) -> None:
         self.app = app
+        self.session: RunSession | None = None  # the run session of the run on screen
         self.recorders: dict[str, SideRecorder] = {s: SideRecorder(s) for s in SIDES}
         self.comparer = LiveComparer()
         self.results: list[PromptResult] = []
@@ -69,10 +101,10 @@ class RunController:
     def read_params(self) -> GenerationParams | None:
         app = self.app
         try:
-            mt = int(app.q("#max-tokens", Input).value)
-            temp = float(app.q("#temperature", Input).value)
-            seed = int(app.q("#seed", Input).value)
-            repeat = int(app.q("#repeat", Input).value or "1")
+            mt = int(app.read_input("#max-tokens"))
+            temp = float(app.read_input("#temperature"))
+            seed = int(app.read_input("#seed"))
+            repeat = int(app.read_input("#repeat") or "1")
         except ValueError:
             app.notify("max tokens, temperature, seed and runs must be numbers", severity="error")
             return None
@@ -87,7 +119,7 @@ class RunController:
 
     def run_typed(self) -> None:
         app = self.app
-        text = app.q("#prompt", Input).value
+        text = app.read_input("#prompt")
         picked = self.picked
         if picked is not None and (picked.messages and picked.messages[-1]["content"] == text or picked.raw == text):
             prompt = picked
@@ -108,47 +140,49 @@ class RunController:
             app.notify("the servers are not ready yet", severity="warning")
             return
         app.params = params
-        app.workers.cancel_group(app, "run")
+        app.cancel_run()
         self.run_done.clear()
-        app.run_worker(self._run(prompts, params, app.order), group="run", exclusive=True, exit_on_error=False)
+        app.start_run(self._run(prompts, params, app.order))
 
     def cancel(self) -> None:
         if self.running:
-            self.app.workers.cancel_group(self.app, "run")
+            self.app.cancel_run()
 
     # -- the run ------------------------------------------------------------------------------------
+    def _session(self, params: GenerationParams, order: str) -> RunSession:
+        app = self.app
+        launched = {s: LaunchSpec.from_argv(p.argv) for s, p in (app.config.launched or {}).items()}
+        return RunSession(
+            app.backends["baseline"],
+            app.backends["candidate"],
+            params,
+            # the TUI triages the first prompt that differs (Ctrl+X any other), never in replay
+            RunOptions(order, self.repeat, bool(app.config.triage) and not app.replaying, 1, launched=launched),
+            writer=app.recording.writer_for_run(),
+            emit=self.on_run_event,
+            on_stream=self.on_stream_event,
+            recorders=lambda: self.recorders,
+            client=app.client,
+            infos=app.infos,
+        )
+
     async def _run(self, prompts: list[Prompt], params: GenerationParams, order: str) -> None:
         app = self.app
         self.running = True
         probes = None
         try:
-            writer = app.recording.writer_for_run()
-            if writer is not None:
-                writer.servers(app.infos())
-            usable = {s: app.backends[s] for s in SIDES}
+            self.session = self._session(params, order)
             if app.replaying:
                 probes = asyncio.create_task(app.recording.replay_probes())
-            results = await runner.run_prompts(
-                usable["baseline"],
-                usable["candidate"],
-                prompts,
-                params,
-                order,
-                _Observer(self, writer),
-                recorders=lambda: self.recorders,
-                repeat=self.repeat,
-            )
-            first_diff = next((r for r in results if r.divergence is not None and not r.failed), None)
-            if app.config.triage and not app.replaying and first_diff is not None:
-                await self._triage(first_diff, params, writer)
+            await self.session.run(prompts)
             if app.config.auto_notebook and not app.replaying:
-                app.recording.append_notebook(self.results[-len(prompts) :])
+                app.recording.append_notebook(self.results[-len(prompts) * self.repeat :])
         except asyncio.CancelledError:
             self.flush()
             for s in SIDES:
                 if not self.recorders[s].done and app.pane(s).state != "failed":
                     app.pane(s).set_state("cancelled")
-            app.q(Banner).show_running("cancelled")
+            app.banner().show_running("cancelled")
             raise
         except Exception as exc:  # never leave the app in "running" on a bug: say what broke
             app.notify(f"run stopped: {describe(exc)}", severity="error", timeout=12)
@@ -158,42 +192,43 @@ class RunController:
             self.running = False
             self.run_done.set()
 
-    async def _triage(self, result: PromptResult, params: GenerationParams, writer) -> None:
-        from spectui.labs.triage import triage
+    # -- the run session's events ------------------------------------------------------------------
+    def on_stream_event(self, side: str, ev: StreamEvent) -> None:
+        self.pending[side].append(ev)
 
-        app = self.app
-        banner = app.q(Banner)
-        banner.show_cause("triage: rerunning both sides and asking for log-probabilities…")
-        try:
-            launched = {s: app.pane(s).launch_note for s in SIDES if app.pane(s).launch_note}
-            found = await triage(
-                app.backends["baseline"], app.backends["candidate"], result, params, launched=launched or None
-            )
-        except Exception as exc:  # a side going away during triage must not take the result with it
-            banner.show_cause(f"triage stopped: {describe(exc)}")
-            return
-        if found is None:
-            return
-        result.triage = found
-        if result is self.results[-1]:
-            banner.show_cause(found.line())
-        if writer is not None:
-            writer.triage(self._writer_index(writer, result), found)
+    def on_run_event(self, ev: RunEvent) -> None:
+        banner = self.app.banner()
+        if isinstance(ev, PromptStarted):
+            self.prompt_started(ev.prompt)
+        elif isinstance(ev, PromptFinished):
+            self.prompt_finished(ev.result)
+        elif isinstance(ev, TriageStarted):
+            banner.show_cause("triage: rerunning both sides and asking for log-probabilities…")
+        elif isinstance(ev, TriageFound):
+            if ev.result is self.results[-1]:
+                banner.show_cause(ev.triage.line())
+        elif isinstance(ev, ProbeStarted):
+            banner.show_cause(f"draft probe: {ev.what}")
+        elif isinstance(ev, ProbeFound):
+            if ev.result is self.results[-1]:
+                self.show_drafts(ev.drafts)
+        elif isinstance(ev, StepStopped):
+            banner.show_cause(f"{ev.step} stopped: {ev.message}")
 
-    def _writer_index(self, writer, result: PromptResult) -> int:
-        """The session writer's number for a result shown earlier (a later record refers back to it)."""
-        return writer.n - (len(self.results) - 1 - self.results.index(result))
+    def _session_for_more(self) -> RunSession:
+        """The session of the run on screen, for triage or the probe after it (one for the app's params)."""
+        if self.session is None:
+            self.session = self._session(self.app.params, self.app.order)
+        return self.session
 
     def triage_last(self) -> None:
         """Ctrl+X: triage the prompt on screen (when its outputs differ)."""
         app = self.app
         last = self.results[-1] if self.results else None
-        if last is None or last.divergence is None or app.replaying:
+        if last is None or last.verdict is None or last.verdict.status != "differs" or app.replaying:
             app.notify("nothing to triage: the outputs on screen do not differ", severity="warning")
             return
-        app.run_worker(
-            self._triage(last, app.params, app.recording.writer), group="run", exclusive=True, exit_on_error=False
-        )
+        app.start_run(self._session_for_more().triage(last))
 
     # -- the draft probe (Ctrl+B) ------------------------------------------------------------------
     def drafts_toggle(self) -> None:
@@ -210,7 +245,7 @@ class RunController:
         if app.replaying:
             app.notify("this recording holds no draft probe for the prompt", severity="warning")
             return
-        app.run_worker(self._probe(last), group="run", exclusive=True, exit_on_error=False)
+        app.start_run(self._session_for_more().probe(last))
 
     def show_drafts(self, found: ProbeResult | None, show: bool = True) -> None:
         app = self.app
@@ -219,37 +254,7 @@ class RunController:
         view.show_rejected = show and found is not None
         view.rebuild()
         if found is not None and show:
-            app.q(Banner).show_cause(found.summary())
-
-    async def _probe(self, result: PromptResult) -> None:
-        from spectui.labs import probe as drafts
-        from spectui.machine.drafter import draft_model_from_argv, start_drafter
-
-        app = self.app
-        banner = app.q(Banner)
-        candidate = app.backends["candidate"]
-        launched = (app.config.launched or {}).get("candidate")
-        argv = list(launched.argv) if launched is not None else None
-        launcher = drafter = None
-        try:
-            kind = drafts.drafter_kind(candidate.info.speculative if candidate.info else {})
-            if kind == "draft-simple":
-                banner.show_cause("draft probe: starting the draft model on its own server…")
-                launcher, drafter = await start_drafter(app.client, draft_model_from_argv(argv))
-            banner.show_cause("draft probe: rebuilding each step's drafts…")
-            found = await drafts.probe_prompt(candidate, result, drafter, drafts.ngram_sizes_from_argv(argv))
-        except Exception as exc:  # the probe is extra: it never takes the run's result with it
-            banner.show_cause(f"draft probe stopped: {describe(exc)}")
-            return
-        finally:
-            if launcher is not None:
-                launcher.stop_all()
-        result.drafts = found
-        writer = app.recording.writer
-        if writer is not None and result in self.results:
-            writer.drafts(self._writer_index(writer, result), found)
-        if result is self.results[-1]:
-            self.show_drafts(result.drafts)
+            app.banner().show_cause(found.summary())
 
     def prompt_started(self, prompt: Prompt) -> None:
         app = self.app
@@ -264,7 +269,7 @@ class RunController:
             pane.set_class(False, "-diverged")
             pane.show_figures(self.recorders[s])
             pane.set_state("waiting" if app.order == "sequential" and s == "candidate" else "streaming")
-        app.q(Banner).show_running()
+        app.banner().show_running()
         if not app.replaying:
             app.sub_title = f"{prompt.id}: {prompt.preview}"
 
@@ -278,7 +283,7 @@ class RunController:
                 app.pane(s).set_info(backend.info)
         self.show_figures()
         app.refresh_bindings()
-        banner = app.q(Banner)
+        banner = app.banner()
         b, c = result.baseline, result.candidate
         if result.prompts_differ_at is not None:
             banner.show_running(
@@ -294,10 +299,8 @@ class RunController:
             for side, tok in (("baseline", d.baseline_token), ("candidate", d.candidate_token)):
                 app.pane(side).view.mark_divergence(tok)
                 app.pane(side).set_class(True, "-diverged")
-            saved = app.backends["baseline"].saved_triage() if app.replaying else None
-            if saved:
-                result.triage = saved
-                banner.show_cause(f"{saved.line()} (recorded)")
+            if result.triage is not None and app.replaying:
+                banner.show_cause(f"{result.triage.line()} (recorded)")
         elif v is not None and v.status == "identical":
             banner.show_identical(len(b.output()), cached, v.compared)
         elif v is not None and v.status == "failed":
@@ -309,10 +312,8 @@ class RunController:
             )
         elif v is not None and v.status == "incomplete":
             banner.show_running("incomplete: the recording stops inside this prompt; no verdict")
-        recorded = app.backends["baseline"].saved_drafts() if app.replaying else None
-        if recorded:  # replay shows the recorded probe without any server
-            result.drafts = recorded
-            self.show_drafts(recorded)
+        if result.drafts is not None and app.replaying:  # replay shows the recorded probe without any server
+            self.show_drafts(result.drafts)
 
     # -- drawing ------------------------------------------------------------------------------------
     def flush(self) -> None:
@@ -374,7 +375,7 @@ class RunController:
             line = f"speed-up {speedup_text(r)} · builds {builds}"
             group = grouped(self.results)[-1] if self.results else None
             spread = group.speedup if group is not None and len(group.runs) > 1 else None
-            if spread is not None and spread.measured and group.prompt is self.last_prompt:
+            if group is not None and spread is not None and spread.measured and group.prompt is self.last_prompt:
                 # repeated runs: the median of the paired ratios with its interval, and what it means
                 sp = spread
                 acc = c.figures.acceptance_rate
@@ -386,15 +387,16 @@ class RunController:
         app.pane("candidate").show_figures(c, line)
 
     def _kv_note(self) -> str:
-        launched = self.app.pane("candidate").launch_note
-        return QUANTISED_KV_NOTE if any(k in launched for k in ("K=", "V=", "kv=")) else ""
+        launched = (self.app.config.launched or {}).get("candidate")
+        spec = LaunchSpec.from_argv(launched.argv if launched is not None else None)
+        return QUANTISED_KV_NOTE if spec.quantised_kv else ""
 
     def _check_divergence(self) -> None:
         """While the streams run, show where their bytes part the moment it is seen. The final word,
         IDENTICAL or DIFFERS, is the verdict the prompt carries (prompt_finished), never decided here."""
         app = self.app
         d = self.comparer.divergence
-        banner = app.q(Banner)
+        banner = app.banner()
         cached = (self.recorders["baseline"].figures.prompt_cached, self.recorders["candidate"].figures.prompt_cached)
         if d is not None and not banner.has_class("-diverged"):
             banner.show_diverged(d, cached, self._kv_note())

@@ -5,21 +5,63 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from spectui.core.errors import describe
 from spectui.core.runner import SIDES
 from spectui.store.locations import atomic_write
+from spectui.store.replay import SessionBackend
 from spectui.store.session import SessionWriter, autosave_path, default_session_dir
+
+if TYPE_CHECKING:
+    from spectui.backends.base import Backend
+    from spectui.core.types import GenerationParams, Prompt, ServerInfo
+    from spectui.tui.app import AppConfig
+    from spectui.tui.controller import RunController
+    from spectui.tui.widgets.panes import SidePane
+
+
+class KeeperHost(Protocol):
+    """What the session keeper needs of the app (SpectuiApp provides it): its typed door."""
+
+    config: AppConfig
+    backends: dict[str, Backend]
+    runs: RunController
+    replay_control: Any
+    params: GenerationParams
+    order: str
+    prompt_list: list[Prompt]
+    sub_title: str
+
+    @property
+    def workers(self) -> Any: ...
+
+    @property
+    def replaying(self) -> bool: ...
+
+    def pane(self, side: str) -> SidePane: ...
+
+    def notify(self, message: str, *, severity: Any = "information", timeout: float | None = None) -> None: ...
+
+    def infos(self) -> dict[str, ServerInfo]: ...
+
+    def refresh_bindings(self) -> None: ...
+
+    def post_message(self, message: Any) -> bool: ...
+
+    def call_later(self, callback: Any, *args: Any, **kwargs: Any) -> Any: ...
+
+    def save_screenshot(self, *args: Any, **kwargs: Any) -> str: ...
 
 
 class SessionKeeper:
-    def __init__(self, app) -> None:
+    def __init__(self, app: KeeperHost) -> None:
         self.app = app
         self.writer: SessionWriter | None = None
 
     def session_dir(self) -> Path:
         d = self.app.config.session_dir
-        return Path(d) if d else default_session_dir()
+        return Path(str(d)) if d else default_session_dir()
 
     def writer_for_run(self) -> SessionWriter | None:
         """The writer every run records into (autosaved unless turned off); None while replaying."""
@@ -135,6 +177,8 @@ class SessionKeeper:
         app = self.app
         await asyncio.sleep(0.05)  # the first side's stream has started the replay clock
         backend = app.backends["baseline"]
+        if not isinstance(backend, SessionBackend):
+            return
 
         def show(gpus, host):
             app.post_message(ProbeSampled(gpus, host, {}, "recorded with the session" if not gpus else None))
@@ -174,7 +218,8 @@ class SessionKeeper:
         c = app.replay_control
         target = max(0, c.position_ns - 2_000_000_000)
         for b in app.backends.values():
-            b.rewind()
+            if isinstance(b, SessionBackend):
+                b.rewind()
         prompt = app.runs.last_prompt
         app.workers.cancel_group(app, "run")
         c.restart(target)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.css.query import NoMatches
 from textual.message import Message
@@ -12,6 +13,13 @@ from spectui.core.errors import describe
 from spectui.core.runner import SIDES
 from spectui.machine.probes import ProcessProbe
 from spectui.tui.widgets.panes import ServerLogs
+
+if TYPE_CHECKING:
+    from spectui.backends.base import Backend
+    from spectui.machine.launcher import Launcher
+    from spectui.tui.app import AppConfig
+    from spectui.tui.controller import RunController
+    from spectui.tui.widgets.panes import SidePane
 
 
 class ProbeSampled(Message):
@@ -25,10 +33,46 @@ class ProbeSampled(Message):
         return isinstance(message, ProbeSampled)
 
 
+class SupervisorHost(Protocol):
+    """What the server supervisor needs of the app (SpectuiApp provides it): its typed door."""
+
+    config: AppConfig
+    backends: dict[str, Backend]
+    gpu_probe: Any
+    client: Any
+    runs: RunController
+
+    @property
+    def workers(self) -> Any: ...
+
+    @property
+    def replaying(self) -> bool: ...
+
+    def pane(self, side: str) -> SidePane: ...
+
+    def q(self, selector: Any, kind: Any = None) -> Any: ...
+
+    def notify(self, message: str, *, severity: Any = "information", timeout: float | None = None) -> None: ...
+
+    def run_worker(self, work: Any, *args: Any, **kwargs: Any) -> Any: ...
+
+    def call_from_thread(self, callback: Any, *args: Any, **kwargs: Any) -> Any: ...
+
+    def post_message(self, message: Message) -> bool: ...
+
+    def make_backend(self, url: str) -> Backend: ...
+
+    def apply_launch_notes(self) -> None: ...
+
+    def action_run(self) -> None: ...
+
+    def action_run_all(self) -> None: ...
+
+
 class ServerSupervisor:
-    def __init__(self, app) -> None:
+    def __init__(self, app: SupervisorHost) -> None:
         self.app = app
-        self.launcher = None
+        self.launcher: Launcher | None = None
         self.kv: dict[str, tuple[int, int] | None] = {}
         self.proc_probe = ProcessProbe()
 

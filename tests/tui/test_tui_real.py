@@ -168,8 +168,8 @@ async def test_ctrl_b_shows_the_rejected_drafts_inline(llama_servers):
         await pilot.press("ctrl+b")
         await until(pilot, lambda: view.show_rejected, timeout=180, what="the draft probe to finish")
         drafts = app.results[-1].drafts
-        assert drafts and drafts["agreed"] >= 1
-        shown = [s["rejected_text"] for s in drafts["steps"] if s["agrees"] and s["rejected_text"]]
+        assert drafts is not None and drafts.agreed >= 1
+        shown = [s.rejected_text for s in drafts.steps if s.agrees and s.rejected_text]
         # each guess on one line between brackets, newlines shown as ⏎
         assert shown and f"⟨{shown[0].replace(chr(10), '⏎')}⟩" in view.plain() and len(view.plain()) > len(before)
         assert "reconstructed" in str(app.query_one(Banner).render())

@@ -11,62 +11,6 @@ from spectui.cli.main import main
 from spectui.core.errors import InputError
 from spectui.store import notebook
 from spectui.store.session import load_session, recorders_for
-from tests.pilot import until
-
-
-@pytest.fixture(scope="module")
-def recorded(llama_servers, tmp_path_factory):
-    """A live run against real servers, saved; the compare JSON kept to check the replay against."""
-    import contextlib
-    import io
-
-    path = tmp_path_factory.mktemp("s") / "run.jsonl"
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = main(
-            [
-                "compare",
-                "--baseline",
-                llama_servers["baseline"],
-                "--candidate",
-                llama_servers["draft"],
-                "--prompts",
-                "quick",
-                "--max-tokens",
-                "48",
-                "--save",
-                str(path),
-                "--json",
-            ]
-        )
-    assert code == 0
-    return path, json.loads(out.getvalue())
-
-
-@pytest.mark.server
-def test_replay_gives_the_same_labels_figures_and_verdict(recorded, capsys):
-    path, live = recorded
-    assert main(["replay", str(path), "--no-tui", "--json"]) == 0
-    replayed = json.loads(capsys.readouterr().out)
-    for a, b in zip(live["prompts"], replayed["prompts"], strict=True):
-        assert a["identical"] == b["identical"] and a["first_divergence"] == b["first_divergence"]
-        for side in ("baseline", "candidate"):
-            for key in (
-                "tokens",
-                "label_counts",
-                "drafted",
-                "accepted",
-                "steps",
-                "ttft_ms",
-                "decode_tps",
-                "acceptance_rate",
-                "mean_accepted_length",
-                "output",
-                "metrics_check",
-            ):
-                assert a[side][key] == b[side][key], (side, key)
-        assert a["speedup"] == b["speedup"]
-    assert replayed["candidate"]["build"] == live["candidate"]["build"]
 
 
 def _whole_token_lines(data: bytes, side: str) -> int:
@@ -189,46 +133,6 @@ def test_notebook_path_from_environment(monkeypatch, tmp_path, capsys):
     assert notebook.notebook_path() == tmp_path / "course.toml"
     assert main(["notebook", "path"]) == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / "course.toml")
-
-
-@pytest.mark.server
-async def test_replay_in_the_tui_matches_the_live_run(recorded):
-    """Replay is another event source for the same UI: same labels, figures and verdict as the live run."""
-    from spectui.machine.probes import GPUProbe
-    from spectui.store.replay import ReplayControl, SessionBackend
-    from spectui.tui.app import AppConfig, make_app
-    from tests.fakes import FakeNVML
-
-    path, live = recorded
-    session = load_session(path)
-    control = ReplayControl(None)
-    cfg = AppConfig(
-        session.infos["baseline"].url,
-        session.infos["candidate"].url,
-        prompts=[p.prompt for p in session.prompts],
-        backends={s: SessionBackend(s, session, None, control) for s in ("baseline", "candidate")},
-        replay_control=control,
-        autorun_all=True,
-        gpu_probe=GPUProbe(FakeNVML(fail_init=True)),
-        autosave=False,
-    )
-    app = make_app(cfg)
-    async with app.run_test(size=(160, 50)) as pilot:
-        await until(pilot, lambda: len(app.results) == len(live["prompts"]) and app.run_done.is_set(), timeout=20)
-        assert len(app.results) == len(live["prompts"])
-        for r, want in zip(app.results, live["prompts"]):
-            assert r.identical == want["identical"]
-            for side in ("baseline", "candidate"):
-                f = getattr(r, side).figures
-                assert f.label_counts == want[side]["label_counts"]
-                assert (f.tokens, f.drafted, f.accepted, f.steps) == tuple(
-                    want[side][k] for k in ("tokens", "drafted", "accepted", "steps")
-                )
-                assert f.ttft_ms == pytest.approx(want[side]["ttft_ms"]) and f.decode_tps == pytest.approx(
-                    want[side]["decode_tps"]
-                )
-        banner = str(app.q("#banner").render())
-        assert "IDENTICAL" in banner
 
 
 def test_probe_samples_round_trip_through_a_session(tmp_path):

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 
+from spectui.backends import props as P
 from spectui.backends.base import Backend, Capabilities
 from spectui.backends.chunks import ChunkLabeller
 from spectui.backends.metrics import parse_metrics
@@ -106,9 +107,13 @@ class OpenAIBackend(Backend):
         r = await self._get("/v1/models")
         if r.status_code != 200:
             raise NotLlamaServer(f"{self.url}/v1/models answered HTTP {r.status_code}: not an OpenAI-compatible server")
-        data = (r.json().get("data") or [{}])[0]
-        self.model = data.get("id")
-        info = ServerInfo(url=self.url, backend=self.kind, model=self.model, n_ctx=data.get("max_model_len"))
+        try:
+            listed = P.obj(r.json()).get("data")
+        except ValueError:
+            raise NotLlamaServer(f"{self.url}/v1/models is not JSON: not an OpenAI-compatible server") from None
+        data = P.obj(listed[0]) if isinstance(listed, list) and listed else {}
+        self.model = P.name(data.get("id"))  # normalised once here (backends.props)
+        info = ServerInfo(url=self.url, backend=self.kind, model=self.model, n_ctx=P.count(data.get("max_model_len")))
         info.speculative = {"type": "unknown (not reported)"}
         self.info = info
         return info

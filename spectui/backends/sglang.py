@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
+from spectui.backends import props as P
 from spectui.backends.base import Capabilities
 from spectui.backends.chunks import ChunkLabeller
 from spectui.backends.metrics import SGLANG, total
@@ -74,26 +75,30 @@ class SGLangBackend(OpenAIBackend):
         for path in ("/server_info", "/get_server_info"):
             r = await self._get(path)
             if r.status_code == 200:
-                body = r.json()
+                try:
+                    body = r.json()
+                except ValueError:
+                    body = None
                 break
         if not isinstance(body, dict):
             raise NotLlamaServer(f"{self.url} has no /server_info: not an SGLang server")
-        args = body.get("server_args", body)
+        # each field normalised here, once (backends.props): one type whatever the server sent
+        args = P.obj(body.get("server_args")) or body
         info = ServerInfo(
             url=self.url,
             backend="sglang",
-            build=f"sglang {body.get('version', '?')}",
-            model=str(args.get("served_model_name") or args.get("model_path") or "?").rsplit("/", 1)[-1],
-            n_ctx=args.get("context_length"),
+            build=f"sglang {P.name(body.get('version')) or '?'}",
+            model=P.basename(args.get("served_model_name")) or P.basename(args.get("model_path")) or "?",
+            n_ctx=P.count(args.get("context_length")),
         )
-        algo = args.get("speculative_algorithm")
+        algo = P.text(args.get("speculative_algorithm"))
         self.speculative = bool(algo)
         info.speculative = {"type": algo or "none"}
-        if args.get("speculative_num_draft_tokens") is not None:
+        if P.scalar(args.get("speculative_num_draft_tokens")) is not None:
             info.speculative["n_max"] = args["speculative_num_draft_tokens"]
-        if args.get("kv_cache_dtype") not in (None, "auto"):
+        if P.text(args.get("kv_cache_dtype")) not in (None, "auto"):
             info.kv_cache = {"dtype": args["kv_cache_dtype"]}
-        if "disable_radix_cache" in args:
+        if P.flag(args.get("disable_radix_cache")) is not None:
             info.cache_prompt = not args["disable_radix_cache"]
         m = await self.metrics()
         info.metrics_enabled = m is not None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import httpx
 
 from spectui.backends import metrics as M
+from spectui.backends import props as P
 from spectui.backends.base import Capabilities
 from spectui.backends.chunks import ChunkLabeller
 from spectui.backends.openai import OpenAIBackend
@@ -37,7 +38,11 @@ class VLLMBackend(OpenAIBackend):
         info.backend = "vllm"
         r = await self._get("/version")
         if r.status_code == 200:
-            info.build = f"vllm {r.json().get('version', '?')}"
+            try:
+                version = P.name(P.obj(r.json()).get("version"))
+            except ValueError:
+                version = None
+            info.build = f"vllm {version or '?'}"
         m = await self.metrics()
         self.speculative = bool(m) and M.total(m, M.VLLM_SPEC_DRAFTED) is not None
         info.metrics_enabled = m is not None

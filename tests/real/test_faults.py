@@ -122,3 +122,107 @@ def test_a_404_on_the_ready_path_is_an_answer_not_loading():
         r, took = compare(bad.url, bad.url, "--backend", "vllm", "--ready-timeout", "100")
     assert r.returncode == 1 and took < 30, took
     assert "has no /v1/models: not a vllm server" in r.stderr
+
+
+# -- issue 26: odd /props and slot replies, normalised at the backend ------------------------------------
+class OddServer(FaultServer):
+    """Answers like llama-server b11434 but with the /props and slot replies given; /completion streams
+    two tokens and a final event, as a real one does."""
+
+    def __init__(self, props: dict, slot_reply=None) -> None:
+        super().__init__("odd")
+        self.props, self.slot_reply = props, slot_reply
+
+    async def _answer(self, method, path, headers, writer) -> bool:
+        def send(status, body):
+            data = json.dumps(body).encode()
+            writer.write(
+                f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+                + data
+            )
+
+        if path == "/props":
+            send("200 OK", self.props)
+        elif path.startswith("/slots/") and method == "POST":
+            send("200 OK", self.slot_reply)
+        elif path == "/completion":
+            events = [
+                {"content": "Hi", "tokens": [1], "tokens_predicted": 1, "tokens_evaluated": 5},
+                {"content": "!", "tokens": [2], "tokens_predicted": 2, "tokens_evaluated": 5},
+                {
+                    "content": "",
+                    "tokens": [],
+                    "stop": True,
+                    "stop_type": "limit",
+                    "tokens_predicted": 2,
+                    "tokens_evaluated": 5,
+                    "timings": {"prompt_n": 5, "predicted_n": 2, "predicted_ms": 10.0, "prompt_ms": 5.0},
+                },
+            ]
+            body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+        else:
+            return await super()._answer(method, path, headers, writer)
+        await writer.drain()
+        return True
+
+
+ODD = {
+    "default_generation_settings": {"n_ctx": "big", "params": {"speculative": ["x"]}},
+    "build_info": 11434,
+    "model_path": 5,
+    "total_slots": "four",
+    "chat_template": "x",
+}
+
+
+def test_odd_props_types_are_recorded_and_replayed_not_a_traceback(llama_servers, tmp_path):
+    session = tmp_path / "s.jsonl"
+    with OddServer(ODD) as odd:
+        r, _ = compare(llama_servers["baseline"], odd.url, "--save", str(session))
+        assert "Traceback" not in r.stderr and r.returncode in (0, 3), r.stderr
+        sweep = subprocess.run(
+            [sys.executable, "-m", "spectui", "sweep", "--baseline", llama_servers["baseline"], "--candidate", odd.url]
+            + ["--backend", "llama.cpp", "--concurrency", "1", "--prompts", "default", "--limit", "1"]
+            + ["--max-tokens", "4", "--json"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+        assert "Traceback" not in sweep.stderr and sweep.returncode in (0, 1, 3), sweep.stderr
+        assert json.loads(sweep.stdout)["candidate"]["build"] == "11434"
+    replay = subprocess.run(
+        [sys.executable, "-m", "spectui", "replay", str(session), "--no-tui", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    doc = json.loads(replay.stdout)
+    assert "unreadable record" not in replay.stderr  # both servers' identities kept
+    assert doc["candidate"]["build"] == "11434" and doc["candidate"]["slots"] is None
+    assert doc["baseline"]["build"].startswith("b11434")
+
+
+def cache(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "spectui", "cache", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+
+
+def test_a_slot_the_server_does_not_have_is_refused(llama_servers):
+    r = cache("save", llama_servers["baseline"], "--slot", "99", "--file", "x.bin")  # these servers run -np 1
+    assert r.returncode == 2 and "has 1 slot (0–0); there is no slot 99" in r.stderr
+    assert r.stderr.strip().count("\n") == 0 and "saved" not in r.stdout
+
+
+def test_a_slot_reply_that_is_not_an_object_is_one_line():
+    with OddServer({**ODD, "total_slots": 2}, slot_reply=[1, 2]) as odd:
+        r = cache("save", odd.url, "--slot", "0", "--file", "x.bin")
+    assert r.returncode == 1 and "answered the slot save with list, not an object" in r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""

@@ -260,3 +260,59 @@ def test_sampling_more_prompts_than_the_set_holds_says_so(tmp_path):
     assert "spectui: warning: --sample 10: the set holds 3 prompts; running all 3" in r.stderr
     r = _cli("compare", *NOWHERE, "--prompts", str(f), "--sample", "2")
     assert "warning" not in r.stderr
+
+
+# -- items 8, 10: what a server says about itself is normalised at the backend ----------------------------
+def _llamacpp_with(props: dict, slots=None):
+    import httpx
+
+    from spectui.backends.llamacpp import LlamaCppBackend
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/props":
+            return httpx.Response(200, json=props)
+        if request.url.path == "/slots":
+            return httpx.Response(200, json=slots) if slots is not None else httpx.Response(501)
+        return httpx.Response(404)
+
+    return LlamaCppBackend("http://odd:1", httpx.AsyncClient(transport=httpx.MockTransport(answer)))
+
+
+ODD_PROPS = [
+    {"build_info": 11434, "model_path": 5, "total_slots": "four", "default_generation_settings": {"n_ctx": "big"}},
+    {"build_info": ["b1"], "model_path": ["/m/x.gguf"], "total_slots": True, "default_generation_settings": []},
+    {
+        "build_info": None,
+        "model_path": {"p": 1},
+        "model_alias": 7,
+        "total_slots": -1,
+        "default_generation_settings": {"params": {"speculative": ["x"], "speculative.n_max": [1]}},
+    },
+    {"default_generation_settings": {"params": {"speculative": {"type": 3, "n_max": "8", "model": 9}}}},
+]
+
+
+@pytest.mark.parametrize("props", ODD_PROPS)
+async def test_odd_props_become_typed_fields_and_survive_a_session_round_trip(props, tmp_path):
+    from spectui.store.session import SessionWriter, load_session
+
+    backend = _llamacpp_with(props, slots=[{"speculative": "yes", "params": [], "n_ctx": "x", "next_token": 5}])
+    info = await backend.identify()
+    assert info.build is None or isinstance(info.build, str)
+    assert info.model is None or isinstance(info.model, str)
+    assert info.slots is None or (type(info.slots) is int and info.slots >= 0)
+    assert info.n_ctx is None or type(info.n_ctx) is int
+    assert await backend.kv_usage() in (None, (0, 0))
+    w = SessionWriter(tmp_path / "s.jsonl")
+    w.servers({"baseline": info, "candidate": info})
+    w.close()
+    s = load_session(tmp_path / "s.jsonl")
+    assert s.warnings == []  # the servers record is read back whole…
+    assert (
+        s.infos["candidate"].build == info.build and s.infos["candidate"].slots == info.slots
+    )  # …with both identities
+
+
+async def test_a_numeric_build_is_still_the_builds_name():
+    info = await _llamacpp_with({"build_info": 11434, "default_generation_settings": {}}).identify()
+    assert info.build == "11434"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from spectui.cli.common import (  # noqa: F401
     prompts_from,
 )
 from spectui.core.errors import InputError
+from spectui.core.types import ServerInfo
 
 
 def _say(line: str) -> None:
@@ -69,6 +71,49 @@ def exit_for(results) -> int:
     return EXIT_OK if all(r.identical for r in results) else EXIT_DIFFERS
 
 
+def launch_plan(args):
+    """--launch: the profile's comparison, its two servers (127.0.0.1, free ports) and whether they run one
+    at a time (asked for, or the memory plan says they do not fit together)."""
+    from spectui.labs.memplan import plan_pair
+    from spectui.store.profiles import load_profiles, servers_for
+
+    profiles, _ = load_profiles()
+    name = args.profile or "cpu-demo"
+    if name not in profiles:
+        raise InputError(f"no profile named {name!r}", hint="spectui profiles list")
+    profile = profiles[name]
+    comparison = profile.comparison(args.launch)
+    plan = plan_pair(profile, comparison)
+    if plan.decision in ("too-big", "unknown"):
+        raise InputError(f"{name}/{args.launch}: {plan.reason}", hint="spectui profiles check " + name)
+    alone = args.one_at_a_time or plan.one_at_a_time
+    base, cand = servers_for(profile, comparison, shares=plan.shares or None)
+    return comparison, {"baseline": base, "candidate": cand}, alone, plan
+
+
+async def _open_launched(server, client, args):
+    """Start one launched server, connect to it, and stop it (by its PID) when the block ends."""
+    from contextlib import asynccontextmanager
+
+    from spectui.backends.detect import api_key_from, resolve
+    from spectui.core.runner import connect
+    from spectui.machine.launcher import Launcher
+
+    @asynccontextmanager
+    async def opened():
+        launcher = Launcher()
+        launcher.add(server)
+        try:
+            await asyncio.to_thread(launcher.start_all)
+            backend, _ = await resolve(server.backend or "auto", server.url, client, api_key_from(args.api_key_env))
+            await connect(backend, args.ready_timeout)
+            yield backend
+        finally:
+            await asyncio.to_thread(launcher.stop_all)
+
+    return opened()
+
+
 async def cmd_compare(args) -> int:
     from spectui.backends.transport import stamped_client
     from spectui.core.report import json_report, text_report
@@ -78,6 +123,15 @@ async def cmd_compare(args) -> int:
     prompt_list = prompts_from(args)
     if args.repeat < 1:
         raise InputError(f"--repeat must be at least 1, not {args.repeat}")
+    if args.launch is None and (args.baseline is None or args.candidate is None):
+        raise InputError("compare needs --baseline URL and --candidate URL, or --launch COMPARISON")
+    if args.launch is not None and (args.baseline or args.candidate):
+        raise InputError("--launch starts both servers: give it without --baseline/--candidate")
+    if args.one_at_a_time and args.launch is None:
+        raise InputError(
+            "--one-at-a-time starts and stops the servers itself: give it with --launch COMPARISON",
+            hint="servers already running cannot be stopped and started by spectui",
+        )
     options = RunOptions(
         order=args.order,
         repeat=args.repeat,
@@ -88,6 +142,7 @@ async def cmd_compare(args) -> int:
         draft_model=Path(args.draft_model).expanduser() if args.draft_model else None,
         ngram_sizes=ngram_sizes(args.ngram_size),  # a bad value is a usage error before any server is asked
     )
+    launched = launch_plan(args) if args.launch is not None else None
     writer = None
     if args.save:
         from spectui.store.session import SessionWriter
@@ -95,26 +150,33 @@ async def cmd_compare(args) -> int:
         writer = SessionWriter(args.save)  # refuses a file that is not a session before any server is asked
     try:
         async with stamped_client() as client:
-            backends, infos = await connect_pair(client, args)
-            run = RunSession(
-                backends["baseline"],
-                backends["candidate"],
-                params,
-                options,
-                writer=writer,
-                emit=progress(args.json),
-                machine=machine_sampler() if writer is not None else None,
-                client=client,
-            )
-            results = await run.run(prompt_list)
+            if launched is not None and launched[2]:
+                results, infos, order = await _one_at_a_time(launched, client, args, params, prompt_list, writer)
+            else:
+                async with _launched_pair(launched, args) as urls:
+                    if urls:
+                        args.baseline, args.candidate = urls
+                    backends, infos = await connect_pair(client, args)
+                    run = RunSession(
+                        backends["baseline"],
+                        backends["candidate"],
+                        params,
+                        options,
+                        writer=writer,
+                        emit=progress(args.json),
+                        machine=machine_sampler() if writer is not None else None,
+                        client=client,
+                    )
+                    results = await run.run(prompt_list)
+                    order = args.order
     finally:
         if writer:
             writer.close()
     # the report first: a notebook that cannot be written afterwards never costs the printed run
     if args.json:
-        print(json.dumps(json_report(infos, results, params, args.order), indent=2))
+        print(json.dumps(json_report(infos, results, params, order), indent=2))
     else:
-        print(text_report(infos, results, params, args.order))
+        print(text_report(infos, results, params, order))
     for r in results:
         for rec in (r.baseline, r.candidate):
             if rec.failed is not None:
@@ -125,6 +187,69 @@ async def cmd_compare(args) -> int:
         # one row per prompt (repeats are one row with their spread), so count the rows, not the runs
         append_to_notebook(args, notebook.measurements(results, infos, args.profile))
     return exit_for(results)
+
+
+def _launched_pair(launched, args):
+    """Both launched servers up for the block (None: the servers are the user's, given by URL)."""
+    from contextlib import asynccontextmanager
+
+    from spectui.machine.launcher import Launcher
+
+    @asynccontextmanager
+    async def up():
+        if launched is None:
+            yield None
+            return
+        comparison, servers, _, _ = launched
+        launcher = Launcher()
+        for s in servers.values():
+            launcher.add(s)
+        if not args.json:
+            _say(f"starting [{comparison.title}] on {servers['baseline'].url} and {servers['candidate'].url}")
+        try:
+            await asyncio.to_thread(launcher.start_all)
+            yield servers["baseline"].url, servers["candidate"].url
+        finally:
+            await asyncio.to_thread(launcher.stop_all)
+
+    return up()
+
+
+async def _one_at_a_time(launched, client, args, params, prompt_list, writer):
+    """--one-at-a-time: the baseline alone, then the candidate alone (core.verdict judges the pairs)."""
+    from spectui.run.phased import ORDER, PhasedRun
+
+    comparison, servers, _, plan = launched
+    if not args.json:
+        why = "asked for" if args.one_at_a_time else f"the memory plan: {plan.reason}"
+        _say(f"[{comparison.title}] one server at a time ({why})")
+        if args.triage or args.probe_drafts:
+            _say("triage and the draft probe need both servers up at once: not run one at a time")
+
+    def open_side(side: str):
+        return _Opener(servers[side], client, args)
+
+    run = PhasedRun(
+        open_side, params, args.repeat, writer=writer, emit=progress(args.json), say=None if args.json else _say
+    )
+    results = await run.run(prompt_list)
+    infos = {s: run.infos.get(s) or ServerInfo(servers[s].url) for s in ("baseline", "candidate")}
+    return results, infos, ORDER
+
+
+class _Opener:
+    """An async context: one launched server up (started, connected) for the block, stopped after."""
+
+    def __init__(self, server, client, args) -> None:
+        self.server, self.client, self.args = server, client, args
+        self._cm = None
+
+    async def __aenter__(self):
+        self._cm = await _open_launched(self.server, self.client, self.args)
+        return await self._cm.__aenter__()
+
+    async def __aexit__(self, *exc):
+        return await self._cm.__aexit__(*exc)
 
 
 def cmd_replay(args) -> int:

@@ -40,7 +40,18 @@ def demo_config(base, cand, **overrides):
 
 
 def cmd_demo(args) -> int:
+    from spectui.core.errors import InputError
+
     assets.ensure_all(progress=lambda m: print(f"spectui demo: {m}", file=sys.stderr))
+    if args.one_at_a_time:
+        if not args.headless:
+            raise InputError("demo --one-at-a-time runs headless", hint="add --headless")
+        from spectui.cli.main import main as cli_main
+
+        return cli_main(
+            ["compare", "--launch", args.candidate, "--one-at-a-time", "--prompt", DEMO_PROMPT]
+            + ["--max-tokens", "96", "--repeat", str(args.repeat)]
+        )
     comparison, base, cand = demo_servers(args.candidate)
     desc = comparison.title
     launcher = Launcher()

@@ -103,8 +103,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     p = sub.add_parser("compare", help="stream the same prompts to both servers and compare, headless")
-    p.add_argument("--baseline", required=True, metavar="URL")
-    p.add_argument("--candidate", required=True, metavar="URL")
+    p.add_argument("--baseline", metavar="URL", help="the baseline server (or --launch a profile's pair)")
+    p.add_argument("--candidate", metavar="URL", help="the candidate server (or --launch a profile's pair)")
+    p.add_argument(
+        "--launch",
+        metavar="COMPARISON",
+        help="start the comparison's two servers from the profile (--profile, default cpu-demo) and stop them after",
+    )
+    p.add_argument(
+        "--one-at-a-time",
+        action="store_true",
+        help="with --launch: run the baseline alone, stop it, then the candidate alone (chosen by itself "
+        "where the memory plan says the two do not fit on the GPU together)",
+    )
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--prompt", metavar="TEXT", help="one user message")
     g.add_argument("--prompts", metavar="SET|FILE", help="a bundled prompt set by name, or a prompts file")
@@ -200,6 +211,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="launch the bundled pair of llama-servers and open the TUI on them")
     p.add_argument("--headless", action="store_true", help="run the comparison without the TUI and print it")
     p.add_argument("--repeat", type=int, default=1, metavar="N", help="with --headless: runs per side (interleaved)")
+    p.add_argument(
+        "--one-at-a-time",
+        action="store_true",
+        help="with --headless: the baseline alone, then the candidate alone (never both servers up)",
+    )
     p.add_argument(
         "--triage",
         action=argparse.BooleanOptionalAction,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import fcntl
 import json
 import os
 import time
@@ -145,9 +146,16 @@ class SessionWriter:
         self.path = Path(path).expanduser() if path is not None else None
         self.lines: list[str] = []
         self._fh = None
+        self._created = False  # this writer made the file: one left with no record is removed at close
+        self._started = False  # the header (for a new file) and this run's record are written lazily
+        self.error: str | None = None  # why the file stopped taking lines (a full disk), if it did
         if self.path is not None:
             if self.path.is_dir():
                 raise InputError(f"{self.path} is a folder", hint="give --save a file name")
+            if self.path.exists() and not self.path.is_file():
+                raise InputError(
+                    f"{self.path} is not a regular file (a device or a pipe)", hint="give --save a file name"
+                )
             if self.path.exists() and self.path.stat().st_size > 0 and not is_session(self.path):
                 raise InputError(
                     f"{self.path} exists and is not a spectui session; not appending to it",
@@ -155,11 +163,26 @@ class SessionWriter:
                 )
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._created = not self.path.exists()
                 self._fh = open(self.path, "a", encoding="utf-8")
             except OSError as exc:
                 raise InputError(f"cannot write session {self.path}: {exc.strerror}") from None
+            try:  # one writer at a time: two appending at once interleave their lines (issue 26, item 4)
+                fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                self._fh.close()
+                self._fh = None
+                raise InputError(
+                    f"{self.path} is being written by another spectui run right now",
+                    hint="give --save another file name, or wait for that run to end",
+                ) from None
         self.n = -1
         self.base_ns = 0
+
+    def _start(self) -> None:
+        """The header of a new file, then this run's record: written with the first record, so a run
+        that never got going (a failed connect) leaves no file behind."""
+        self._started = True
         if self._fh is None or self._fh.tell() == 0:
             self._write(
                 {
@@ -169,8 +192,12 @@ class SessionWriter:
                     "spectui": __version__,
                 }
             )
+        # each run appended to a file says where it starts: the loader keeps the runs apart
+        self._write({"type": "run", "pid": os.getpid(), "started": dt.datetime.now(dt.UTC).isoformat("seconds")})
 
     def _write(self, obj: dict) -> None:
+        if not self._started:
+            self._start()
         # orjson: a line per streamed event, written as it arrives; with the standard library's encoder
         # it took 1.42 s of a 10.2 s profile of bench/tui_keepup.py at 2 × 10,000 tokens/s, now 0.51 s
         try:
@@ -180,8 +207,20 @@ class SessionWriter:
             line = json.dumps(obj, separators=(",", ":")) + "\n"
         self.lines.append(line)
         if self._fh is not None:
-            self._fh.write(line)
-            self._fh.flush()
+            try:
+                self._fh.write(line)
+                self._fh.flush()
+            except OSError as exc:  # a full disk mid-run: the run goes on, the file keeps what it had
+                self.error = f"{exc.strerror or exc} after {len(self.lines) - 1} lines"
+                self._close_file()
+
+    def _close_file(self) -> None:
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            try:
+                fh.close()  # closing drops the lock
+            except OSError as exc:
+                self.error = self.error or f"{exc.strerror or exc} (flushing the last lines)"
 
     def save_as(self, path: str | Path) -> Path:
         """Write everything recorded so far to a new file, atomically."""
@@ -223,10 +262,13 @@ class SessionWriter:
             }
         )
 
-    def event(self, side: str, ev: StreamEvent) -> None:
+    def event(self, side: str, ev: StreamEvent, base_ns: int | None = None) -> None:
+        """One stream event, its time from the prompt's start (or from `base_ns`: a side that ran on its
+        own, one server at a time, is timed from its own start)."""
+        base = self.base_ns if base_ns is None else base_ns
         if isinstance(ev, StreamFailed) and ev.t_ns == 0:
-            ev = StreamFailed(self.base_ns, ev.message)
-        self._write({"type": "event", "n": self.n, "side": side, **event_to_json(ev, self.base_ns)})
+            ev = StreamFailed(base, ev.message)
+        self._write({"type": "event", "n": self.n, "side": side, **event_to_json(ev, base)})
 
     def result(self, result: PromptResult) -> None:
         """The prompt's figures and THE verdict its run made (replay shows this one, never its own)."""
@@ -257,8 +299,9 @@ class SessionWriter:
         self._write({"type": "drafts", "n": n, "drafts": found.to_json()})
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
+        self._close_file()
+        if self._created and not self._started and self.path is not None:
+            self.path.unlink(missing_ok=True)  # nothing was recorded: no header-only session left behind
 
     # -- as the run loop's observer (core.runner.RunObserver) ------------------------------------------
     def prompt_started(self, prompt: Prompt, params: GenerationParams, order: str) -> None:
@@ -364,7 +407,7 @@ def _prompt(rec: dict) -> SessionPrompt:
     return SessionPrompt(
         prompt,
         GenerationParams(max_tokens, float(temperature), seed, _typed(pa, "cache_prompt", bool)),
-        order if order in ("sequential", "concurrent") else "sequential",
+        order if order in ("sequential", "concurrent", "one-at-a-time") else "sequential",
     )
 
 
@@ -402,6 +445,9 @@ def load_session(path: str | Path) -> Session:
         warnings.append(f"{p}: the last line is incomplete (the run was cut off); replaying up to the last whole event")
     bad = 0
     by_n: dict = {}  # the writer's prompt numbers → prompts (a later triage record names one)
+    runs = 0  # runs appended one after another (each opens with a "run" record)
+    interleaved = False
+    next_token: dict[tuple[int, str], int] = {}  # (prompt, side) → the token index its stream is at
     for lineno, line in enumerate(body, 2):
         if not line.strip():
             continue
@@ -410,7 +456,10 @@ def load_session(path: str | Path) -> Session:
             if not isinstance(rec, dict):
                 raise TypeError("not an object")
             kind = rec["type"]
-            if kind == "servers":
+            if kind == "run":
+                runs += 1
+                by_n = {}  # each run numbers its prompts from 0
+            elif kind == "servers":
                 infos = {k: _info(rec[k]) for k in ("baseline", "candidate")}
             elif kind == "prompt":
                 prompts.append(_prompt(rec))
@@ -420,7 +469,19 @@ def load_session(path: str | Path) -> Session:
                 side = rec["side"]
                 if side not in ("baseline", "candidate"):
                     raise ValueError(f"side {side!r}")
-                prompts[-1].events[side].append(event_from_json(rec))
+                ev = event_from_json(rec)
+                # two writers at once (or an old spectui without the lock): a side that starts twice in
+                # one prompt, or whose tokens do not follow on, holds two runs' lines: no verdict from it
+                key = (len(prompts), side)
+                if isinstance(ev, StreamStarted) and key in next_token:
+                    raise _Interleaved()
+                if isinstance(ev, TokenEvent):
+                    if ev.index != next_token.get(key, 0):
+                        raise _Interleaved()
+                    next_token[key] = ev.index + 1
+                elif isinstance(ev, StreamStarted):
+                    next_token[key] = 0
+                prompts[-1].events[side].append(ev)
             elif kind == "result" and prompts:
                 prompts[-1].result = rec
                 by_n[rec.get("n")] = prompts[-1]
@@ -430,6 +491,9 @@ def load_session(path: str | Path) -> Session:
                 by_n[rec["n"]].drafts = ProbeResult.from_json(rec.get("drafts"))
             elif kind == "probe" and prompts:
                 prompts[-1].probes.append(probe_from_json(rec))
+        except _Interleaved:
+            interleaved = True
+            prompts[-1].damaged = True
         except (orjson.JSONDecodeError, KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:
             bad += 1
             if bad <= 3:
@@ -438,7 +502,28 @@ def load_session(path: str | Path) -> Session:
                 prompts[-1].damaged = True
     if bad > 3:
         warnings.append(f"{p}: {bad} unreadable records in all; the prompts they belong to are reported as incomplete")
+    if interleaved:
+        warnings.append(
+            f"{p}: holds the lines of two runs written at the same time, interleaved; the prompts they mix are "
+            "reported as incomplete (no verdict)"
+        )
+    if runs > 1:
+        warnings.append(f"{p}: holds {runs} runs appended one after another; each prompt is reported as recorded")
     return Session(p, head.get("created", "?"), infos, prompts, warnings)
+
+
+class _Interleaved(Exception):
+    """A record that cannot follow the one before it in the same stream: two runs' lines mixed."""
+
+
+# a saved figure read back only with the type the live run gave it (an edited session may hold anything)
+_SAVED_FIGURES = {
+    "metrics_drafted": (int, float),
+    "metrics_accepted": (int, float),
+    "metrics_steps": (int, float),
+    "metrics_check": str,
+    "accepted_per_position": list,
+}
 
 
 def recorders_for(sp: SessionPrompt) -> tuple[SideRecorder, SideRecorder]:
@@ -450,15 +535,12 @@ def recorders_for(sp: SessionPrompt) -> tuple[SideRecorder, SideRecorder]:
             rec.feed(ev)
         saved = (sp.result or {}).get(side) or {}
         if isinstance(saved, dict):
-            for key in (
-                "metrics_drafted",
-                "metrics_accepted",
-                "metrics_steps",
-                "metrics_check",
-                "accepted_per_position",
-            ):
-                if key in saved:
-                    setattr(rec.figures, key, saved[key])
+            for key, kinds in _SAVED_FIGURES.items():
+                v = saved.get(key)
+                if key == "accepted_per_position" and isinstance(v, list):
+                    v = v if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v) else None
+                if v is not None and isinstance(v, kinds) and not isinstance(v, bool):
+                    setattr(rec.figures, key, v)
         recs[side] = rec
     return recs["baseline"], recs["candidate"]
 

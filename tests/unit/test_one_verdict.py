@@ -207,3 +207,14 @@ def test_replay_shows_the_recorded_verdict_and_says_when_the_events_disagree(tmp
     code, out, err = _cli(capsys, "replay", str(path), "--no-tui", "--json")
     assert code == 3 and json.loads(out)["prompts"][0]["verdict"]["status"] == "differs"
     assert "the run recorded DIFFERS" in err and "judged again from the recorded events: IDENTICAL" in err
+
+
+def test_one_at_a_time_alternates_whole_phases_and_shares_adjacent_launches():
+    from spectui.run.phased import phases
+
+    def plan(n):
+        return [(p.side[0].upper(), p.runs) for p in phases(n)]
+
+    assert plan(1) == [("B", [1]), ("C", [1])]
+    assert plan(2) == [("B", [1]), ("C", [1, 2]), ("B", [2])]  # B C | C B
+    assert plan(3) == [("B", [1]), ("C", [1, 2]), ("B", [2, 3]), ("C", [3])]

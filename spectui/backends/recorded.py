@@ -82,6 +82,7 @@ class ReplayBackend(Backend):
         return None
 
     async def identify(self) -> ServerInfo:
+        assert self.info is not None  # set in __init__
         return self.info
 
     async def render_chat(self, messages: list[dict]) -> str:

@@ -252,6 +252,7 @@ async def post_sse(
                         continue
                     if obj is DONE:
                         return
+                    assert isinstance(obj, dict)  # parse_payload gives an object, DONE or None
                     if "error" in obj and not obj.keys() & {"content", "choices", "text"}:
                         err = obj["error"]
                         msg = err.get("message", err) if isinstance(err, dict) else err

@@ -44,7 +44,7 @@ class VLLMBackend(OpenAIBackend):
                 version = None
             info.build = f"vllm {version or '?'}"
         m = await self.metrics()
-        self.speculative = bool(m) and M.total(m, M.VLLM_SPEC_DRAFTED) is not None
+        self.speculative = m is not None and bool(m) and M.total(m, M.VLLM_SPEC_DRAFTED) is not None
         info.metrics_enabled = m is not None
         info.speculative = {"type": "on (spec_decode counters present)" if self.speculative else "none"}
         if m and M.total(m, M.VLLM_PREFIX_QUERIES) is not None:

@@ -22,7 +22,9 @@ def cmd_setup(args=None) -> int:
     try:
         assets = ensure_all(progress=progress, advance=bar)
         bar.close()
-        print(f"llama-server  {assets.llama_server} ({server_build(assets.llama_server) or 'build unknown'})")
+        print(
+            f"llama-server  {assets.llama_server} ({(server_build(assets.llama_server) if assets.llama_server else None) or 'build unknown'})"
+        )
         print(f"model         {assets.model}")
         print(f"draft model   {assets.draft_model}")
         if args is not None and getattr(args, "vllm", False):
@@ -47,17 +49,17 @@ def cmd_profiles(args) -> int:
     from spectui.store.profiles import detect, fits, load_profiles, preselect, profile_text
 
     profiles, problems = load_profiles()
-    for p in problems:
-        print(f"spectui: warning: {p}", file=sys.stderr)
+    for problem in problems:
+        print(f"spectui: warning: {problem}", file=sys.stderr)
     hw = detect()
     if args.action == "list":
         chosen = preselect(profiles, hw)
         print(f"this machine: {hw.describe()}")
-        for p in profiles.values():
-            ok, why = fits(p, hw)
-            mark = "*" if chosen and p.name == chosen.name else " "
+        for each in profiles.values():
+            ok, why = fits(each, hw)
+            mark = "*" if chosen and each.name == chosen.name else " "
             print(
-                f"{mark} {p.name:<10} track {p.track or '—':<4} {'fits' if ok else 'does not fit: ' + why}  — {p.description}"
+                f"{mark} {each.name:<10} track {each.track or '—':<4} {'fits' if ok else 'does not fit: ' + why}  — {each.description}"
             )
         if chosen:
             print(f"* pre-selected: {chosen.name}")

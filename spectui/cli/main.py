@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import math
 import sys
+from typing import NoReturn
 
 from spectui import __version__
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, EXIT_USAGE  # noqa: F401
@@ -31,7 +32,7 @@ def positive(text: str) -> float:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         sub = self.prog.split()[1:]  # "spectui compare" → ["compare"]
         self.exit(EXIT_USAGE, f"spectui: error: {message} (see spectui {' '.join(sub) + ' ' if sub else ''}--help)\n")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 
 class Advance:
@@ -13,7 +14,7 @@ class Advance:
     def __init__(self, label: str = "spectui setup") -> None:
         self.label = label
         self.tty = sys.stderr.isatty()
-        self._bar = None
+        self._bar: Any = None  # a rich Progress once drawn (rich is imported only then)
         self._task = None
         self._what: str | None = None
         self._tenth = -1

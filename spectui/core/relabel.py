@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from spectui.core.events import StepEvent, TokenEvent
+from spectui.core.events import Label, StepEvent, TokenEvent
 
 
 def chunks_of(tokens: list[TokenEvent]) -> list[list[int]] | None:
@@ -95,7 +95,7 @@ def aligned_labels(
                 out[idx] = dataclasses.replace(out[idx], label="target", step=None, rejected=0)
                 continue
             s = steps[j]
-            label = "accepted" if k < len(g) - 1 else "target"
+            label: Label = "accepted" if k < len(g) - 1 else "target"
             cut = len(g) < s.accepted + 1  # the last step, cut short: its last token is still a draft
             if cut:
                 label = "accepted"
@@ -124,7 +124,8 @@ def exact_labels(
             if i >= len(out):
                 break
             tok = out[i]
-            label = "accepted" if k < s.accepted else "target"
+            want: Label = "accepted" if k < s.accepted else "target"
+            label = want
             rejected = s.drafted - s.accepted if label == "target" else 0
             if tok.label != label and complete:
                 agreed = False

@@ -117,7 +117,7 @@ def model_dims(path: str | Path) -> dict:
         "layers": int(layers),
         "kv_heads": int(kv_heads),
         "head_k": int(head_k),
-        "head_v": int(head_v),
+        "head_v": int(head_v or head_k),
         "context_trained": get("context_length"),
     }
 

@@ -275,7 +275,7 @@ class Launcher:
         are refused here (the pair would not fit): run them one at a time instead.
         """
         shared = [s for s in self.servers if s.memory_share is not None]
-        if len(self.servers) > 1 and any(s.memory_share.alone for s in shared):
+        if len(self.servers) > 1 and any(s.memory_share is not None and s.memory_share.alone for s in shared):
             raise SetupError(
                 "these servers do not fit on the GPU together: the memory plan gave each the whole GPU",
                 hint="run the comparison one server at a time (see spectui profiles check)",

@@ -91,6 +91,7 @@ class GPUProbe:
         if not self._init():
             return []
         nv = self._nvml
+        assert nv is not None  # _init() succeeded
         out: list[GPUSample] = []
         try:
             count = nv.nvmlDeviceGetCount()
@@ -125,14 +126,17 @@ class GPUProbe:
         if not gpus or gpus[0].memory_total is None:
             return None
         g = gpus[0]
-        free = g.memory_free if g.memory_free is not None else g.memory_total - (g.memory_used or 0)
-        return GPUMemory(g.memory_total, free, g.name, "NVML")
+        total = g.memory_total
+        assert total is not None
+        free = g.memory_free if g.memory_free is not None else total - (g.memory_used or 0)
+        return GPUMemory(total, free, g.name, "NVML")
 
     def close(self) -> None:
         with self._lock:
             if self._ready:
                 try:
-                    self._nvml.nvmlShutdown()
+                    if self._nvml is not None:
+                        self._nvml.nvmlShutdown()
                 except Exception:
                     pass
             self._ready = None

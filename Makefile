@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv setup demo test lint bench clean browser
+.PHONY: venv setup demo test lint bench clean browser mutate
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ browser:
 test: setup lint browser
 	$(PY) -m spectui setup --vllm
 	$(PY) -m pytest -q
+
+# mutation testing (mutmut) of the verdict and figure modules against the fast tests, one module at a time;
+# slow (about an hour on 2 cores), so not part of `make test`; results and survivors in MUTATION.md
+mutate: $(STAMP)
+	$(PY) tests/mutate.py
 
 bench: setup
 	$(PY) bench/calibrate.py

@@ -19,9 +19,6 @@ SERVER_FIXTURES = frozenset(
     {"llama_servers", "assets_found", "assets_found_module", "vllm_pair", "vllm_servers", "four_slot_servers"}
 )
 
-# Tests the lead is rewriting server-free (issue 27 note): until then they still use a live recording.
-PENDING_REWRITE = frozenset({})
-
 
 def server_program(argv) -> str | None:
     """What a command line would start that needs a real server program, or None."""
@@ -53,7 +50,7 @@ def _is_script(path: str) -> bool:
 
 def check_fixtures(item: pytest.Item) -> None:
     used = sorted(SERVER_FIXTURES & set(getattr(item, "fixturenames", ())))
-    if used and item.nodeid not in PENDING_REWRITE:
+    if used:
         pytest.fail(
             f"{item.nodeid} asks for {', '.join(used)}, which start or need real servers: "
             "unit and contract tests are server-free (move it to tests/real)",
@@ -64,9 +61,6 @@ def check_fixtures(item: pytest.Item) -> None:
 @pytest.fixture
 def no_servers(monkeypatch, request):
     """Fail the test if it starts a server program or launches one through spectui's launcher."""
-    if request.node.nodeid in PENDING_REWRITE:
-        yield []
-        return
     started: list[str] = []
     real_popen = subprocess.Popen
 

@@ -23,7 +23,7 @@ class ChunkLabeller:
         self.step = 0
 
     def feed(self, data: bytes, ids: list[int] | None, n: int, t_ns: int) -> list[TokenEvent]:
-        out = []
+        out: list[TokenEvent] = []
         if n <= 0:
             return out
         first_chunk = self.index == 0

@@ -275,11 +275,11 @@ def size_model(profile: Profile, arg: str, values: dict | None) -> ModelSize:
     value, origin = variable_value(profile, name, values)
     stated = var.stated if var else None
     set_by_user = var is not None and not origin.startswith(var.env + " not set")
-    if stated is not None and not set_by_user:
+    if stated is not None and var is not None and not set_by_user:
         return _stated(stated, f"{var.env} not set")
     if value and Path(value).exists():
-        m = _measure(Path(value))
-        return ModelSize(m.weights, m.dims, f"{m.source} ({origin})", m.dtype_bytes)
+        size = _measure(Path(value))
+        return ModelSize(size.weights, size.dims, f"{size.source} ({origin})", size.dtype_bytes)
     if stated is not None:
         return _stated(stated, f"{value} is not on this machine")
     how = f"set {var.env}" if var else "run `spectui setup`"
@@ -403,7 +403,7 @@ def server_need(profile: Profile, side: str, backend: str, argv: list[str], tota
             continue
         k, v = (_kv_type(t, m) for t in kinds)
         try:
-            b = kv_bytes(m.dims, tokens, k, v)
+            b = kv_bytes(m.dims, tokens or 0, k, v)
         except InputError as exc:
             need.unknown.append(f"{label} KV cache: {exc.one_line()}")
             continue

@@ -205,6 +205,7 @@ async def triage(
 
 async def _near_tie(sides, result: PromptResult, text: dict, notes: list[str]) -> dict | None:
     div = result.divergence
+    assert div is not None  # triage runs on prompts whose verdict is DIFFERS
     b_toks, c_toks = result.baseline.tokens, result.candidate.tokens
     ks = [k for k in (div.baseline_token, div.candidate_token) if k is not None]
     if not ks:
@@ -219,7 +220,8 @@ async def _near_tie(sides, result: PromptResult, text: dict, notes: list[str]) -
     chosen_b = b_toks[k].token_id if k < len(b_toks) else None
     chosen_c = c_toks[k].token_id if k < len(c_toks) else None
     out: dict = {"position": k, "baseline_token": chosen_b, "candidate_token": chosen_c}
-    margins, bounds = [], []
+    margins: list[float] = []
+    bounds: list[float] = []
     for name, (backend, _orig) in sides.items():
         if not backend.capabilities.logprobs:
             notes.append(f"{name}: gives no log-probabilities; near-tie not checked on this side")

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import httpx
 from textual import on
@@ -22,49 +20,16 @@ from spectui.backends.launchspec import LaunchSpec
 from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.core.errors import describe
 from spectui.core.runner import SIDES
-from spectui.core.types import GenerationParams, ServerInfo
-from spectui.machine.probes import GPUProbe, host_sample
+from spectui.core.types import ServerInfo
+from spectui.machine.probes import GPUProbe
 from spectui.store import prompts as prompt_sets
 from spectui.store.themes import load_themes
+from spectui.tui.config import AppConfig
 from spectui.tui.controller import FLUSH_S, RunController
 from spectui.tui.recording import SessionKeeper
 from spectui.tui.screens.diff import DiffScreen
 from spectui.tui.supervisor import ProbeSampled, ServerSupervisor
 from spectui.tui.widgets.panes import Banner, LivePanel, ServerLogs, SidePane
-
-
-@dataclass
-class AppConfig:
-    """Everything from outside the app, injected in one place (CLI, tests, replay and bench alike)."""
-
-    baseline_url: str
-    candidate_url: str
-    prompt_set: str = "default"
-    params: GenerationParams = field(default_factory=GenerationParams)
-    order: str = "sequential"
-    backend_factory: Callable[[str, httpx.AsyncClient], LlamaCppBackend] | None = None
-    gpu_probe: GPUProbe | None = None
-    pids: dict[str, int] = field(default_factory=dict)  # local server processes, by side
-    ready_timeout: float = 120.0
-    probe_interval: float = 1.0
-    host_probe: Callable[[], object] = host_sample
-    initial_prompt: str | None = None
-    autorun: bool = False
-    prompts: list | None = None  # a fixed prompt list (replay) instead of a prompt set
-    autorun_all: bool = False
-    title: str | None = None
-    backends: dict | None = None  # ready-made backends by side (replay), instead of backend_factory
-    replay_control: object | None = None  # a ReplayControl when replaying
-    autosave: bool = True  # record every run into session_dir
-    session_dir: object | None = None  # default: the user data dir's sessions/
-    notebook: str | None = None  # notebook path (None: $SPECTUI_NOTEBOOK or the default)
-    auto_notebook: bool = False
-    launched: dict = field(default_factory=dict)  # side → ServerProcess, for servers spectui started
-    profile: str | None = None  # the hardware profile in use (recorded in the notebook)
-    pick_profile: bool = False  # open the profile picker on start
-    backend_kind: str = "auto"
-    api_key: str | None = None  # from the environment variable the user named; never written anywhere
-    triage: bool = True  # when outputs differ, rerun and ask for log-probabilities to say why
 
 
 class SpectuiApp(App):
@@ -305,7 +270,7 @@ class SpectuiApp(App):
 
     def apply_launch_notes(self) -> None:
         for side, server in self.config.launched.items():
-            self.pane(side).launch_note = launch_note(server.argv)
+            self.pane(side).launch_note = LaunchSpec.from_argv(server.argv).note()
 
     def action_theory(self) -> None:
         from spectui.tui.screens.theory_screen import TheoryScreen
@@ -594,11 +559,6 @@ class SpectuiApp(App):
 
     def action_replay_back(self) -> None:
         self.recording.control("back")
-
-
-def launch_note(argv: list[str]) -> str:
-    """The speed-up configuration as launched, read from the server's argv (llama.cpp, vLLM, SGLang)."""
-    return LaunchSpec.from_argv(argv).note()
 
 
 def make_app(config: AppConfig) -> SpectuiApp:

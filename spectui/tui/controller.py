@@ -39,7 +39,7 @@ from spectui.store import prompts as prompt_sets
 
 if TYPE_CHECKING:
     from spectui.backends.base import Backend
-    from spectui.tui.app import AppConfig
+    from spectui.tui.config import AppConfig
     from spectui.tui.recording import SessionKeeper
     from spectui.tui.widgets.panes import Banner, SidePane
 

@@ -16,7 +16,7 @@ from spectui.store.session import SessionWriter, autosave_path, default_session_
 if TYPE_CHECKING:
     from spectui.backends.base import Backend
     from spectui.core.types import GenerationParams, Prompt, ServerInfo
-    from spectui.tui.app import AppConfig
+    from spectui.tui.config import AppConfig
     from spectui.tui.controller import RunController
     from spectui.tui.widgets.panes import SidePane
 
@@ -52,6 +52,8 @@ class KeeperHost(Protocol):
     def call_later(self, callback: Any, *args: Any, **kwargs: Any) -> Any: ...
 
     def save_screenshot(self, *args: Any, **kwargs: Any) -> str: ...
+
+    def export_screenshot(self, *args: Any, **kwargs: Any) -> str: ...
 
 
 class SessionKeeper:

@@ -17,7 +17,7 @@ from spectui.tui.widgets.panes import ServerLogs
 if TYPE_CHECKING:
     from spectui.backends.base import Backend
     from spectui.machine.launcher import Launcher
-    from spectui.tui.app import AppConfig
+    from spectui.tui.config import AppConfig
     from spectui.tui.controller import RunController
     from spectui.tui.widgets.panes import SidePane
 

@@ -147,8 +147,8 @@ class ProfilePicker(Screen[tuple[Profile, str] | None]):
                 self._show_plan(clist.get_option_at_index(clist.highlighted).id)
             return
         plist = self.query_one("#profile-list", OptionList)
-        name = list(self.profiles)[plist.highlighted]
-        self.dismiss((self.profiles[name], event.option.id))
+        name = list(self.profiles)[plist.highlighted or 0]
+        self.dismiss((self.profiles[name], event.option.id or ""))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

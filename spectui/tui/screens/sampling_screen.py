@@ -10,6 +10,7 @@ drafts.
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -22,6 +23,9 @@ from textual_plotext import PlotextPlot
 
 from spectui.core.compare import escape_bytes
 from spectui.core.types import GenerationParams, Prompt
+
+if TYPE_CHECKING:
+    from spectui.labs.sampling import SamplingResult
 
 POSITIONS = 4  # positions shown side by side (the test covers all K)
 
@@ -53,7 +57,7 @@ class SamplingScreen(Screen):
     def __init__(self, backends: dict, prompt: Prompt, params: GenerationParams) -> None:
         super().__init__()
         self.backends, self.prompt, self.params = backends, prompt, params
-        self.result = None
+        self.result: SamplingResult | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(f"exact under sampling on {self.prompt.id}: {self.prompt.preview}; Enter to run", id="status")

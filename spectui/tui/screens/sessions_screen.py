@@ -47,7 +47,7 @@ class SessionBrowser(Screen):
     def __init__(self, folder: Path) -> None:
         super().__init__()
         self.folder = folder
-        self.rows = []
+        self.rows: list = []
 
     def compose(self) -> ComposeResult:
         yield Label(f"sessions in {self.folder}", id="where")
@@ -90,7 +90,7 @@ class SessionBrowser(Screen):
             self.notify("nothing to replay here", severity="warning")
             return
         self.app.pop_screen()
-        self.app.open_session(row.path)
+        self.app.open_session(row.path)  # type: ignore[attr-defined]  # SpectuiApp's
 
     def action_rename(self) -> None:
         row = self._current()

@@ -16,8 +16,17 @@ MODEL = "/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 class RecordedServer:
-    def __init__(self, payloads: list[dict], build: str = "b11434-recorded", model_path: str = MODEL) -> None:
+    def __init__(
+        self,
+        payloads: list[dict],
+        build: str = "b11434-recorded",
+        model_path: str = MODEL,
+        cut_after: int | None = None,
+    ) -> None:
         self.payloads = payloads
+        # drop the connection after this many events of every /completion (0: before the first token),
+        # as a server killed mid-stream does
+        self.cut_after = cut_after
         self.props = {
             "default_generation_settings": {"n_ctx": 2048, "params": {}},
             "build_info": build,
@@ -93,7 +102,11 @@ class RecordedServer:
         elif path == "/completion":
             self.requests += 1
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-            for p in self.payloads:
+            for i, p in enumerate(self.payloads):
+                if self.cut_after is not None and i >= self.cut_after:
+                    await writer.drain()
+                    writer.transport.abort()  # no final chunk: the stream ends mid-response
+                    return
                 data = f"data: {json.dumps(p)}\n\n".encode()
                 writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 await writer.drain()

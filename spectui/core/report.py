@@ -14,6 +14,11 @@ def fmt(v: float | None, spec: str = ".1f", missing: str = "—") -> str:
     return missing if v is None else format(v, spec)
 
 
+def measured(rec, value):
+    """A side's figure, or None where the side did not finish (a failed or cut-off side measured nothing)."""
+    return value if rec.finished is not None else None
+
+
 def acceptance_text(rec) -> str:
     f = rec.figures
     if not f.drafted:
@@ -294,9 +299,10 @@ def markdown_report(
     ]
     for r in results:
         fb, fc = r.baseline.figures, r.candidate.figures
+        b_tps, c_tps = measured(r.baseline, fb.decode_tps), measured(r.candidate, fc.decode_tps)
         out.append(
-            f"| {md_cell(r.prompt.id)} | {fmt(fb.decode_tps)} | {fmt(fc.decode_tps)} | {speedup_text(r)} | "
-            f"{fmt(fc.mean_accepted_length, '.2f')} | {fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')} | "
+            f"| {md_cell(r.prompt.id)} | {fmt(b_tps)} | {fmt(c_tps)} | {speedup_text(r)} | "
+            f"{fmt(measured(r.candidate, fc.mean_accepted_length), '.2f')} | {fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')} | "
             f"{verdict_text(r)} |"
         )
     for r in results:

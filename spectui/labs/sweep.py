@@ -109,15 +109,16 @@ class SideLevel:
         return [r.failed.message for r in self.recorders if r.failed is not None]
 
     def to_json(self) -> dict:
+        measured = not self.failed  # a side in which a request failed measured no rate and no acceptance
         return {
-            "aggregate_tps": self.aggregate_tps,
-            "per_request_tps": self.per_request_tps,
+            "aggregate_tps": self.aggregate_tps if measured else None,
+            "per_request_tps": self.per_request_tps if measured else None,
             "ttft_ms": self.ttft_ms,
             "tokens": self.tokens,
             "wall_s": self.wall_s,
-            "drafted": self.drafted,
-            "accepted": self.accepted,
-            "acceptance_rate": self.acceptance_rate,
+            "drafted": self.drafted if measured else None,
+            "accepted": self.accepted if measured else None,
+            "acceptance_rate": self.acceptance_rate if measured else None,
             "metrics_drafted": self.metrics_drafted,
             "metrics_accepted": self.metrics_accepted,
             "metrics_check": self.metrics_check,

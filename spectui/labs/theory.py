@@ -193,6 +193,8 @@ def from_result(result) -> dict | None:
     server's own where /metrics gave it, since two steps whose counters arrived together are one in the
     stream (labeller); the tokens are those decoded after the first (the first comes with the prompt,
     outside the decode rate's window), where they are counted in tokens and not chunks."""
+    if not result.measured:  # a failed side: no point to place (its rate and acceptance were never measured)
+        return None
     b, c = result.baseline.figures, result.candidate.figures
     steps = int(c.metrics_steps) if c.metrics_steps else c.steps
     fin = result.candidate.finished

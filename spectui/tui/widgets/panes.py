@@ -272,14 +272,21 @@ class SidePane(Vertical):
         self.query_one(".state", Static).update(text)
         self.set_class(state == "failed", "-failed")
 
+    def figures_text(self) -> str:
+        """The figures the pane shows now, as plain text."""
+        return self._figures_plain
+
     def show_figures(self, rec: SideRecorder, speedup_line: str | None = None) -> None:
         f = rec.figures
+        cut = rec.failed is not None  # a failed side measured no rate and no acceptance: none is shown
         t = Text()
         t.append("TTFT ", style="dim")
         t.append(f"{f.ttft_ms:.0f} ms" if f.ttft_ms is not None else "—")
         t.append(f"  {f.rate_unit} ", style="dim")
-        t.append(f"{f.decode_tps:.1f}" if f.decode_tps else "—")
-        if f.decode_source == "server timings":
+        t.append(f"{f.decode_tps:.1f}" if f.decode_tps and not cut else "—")
+        if cut:
+            t.append(" not measured (the side failed)", style="dim")
+        elif f.decode_source == "server timings":
             t.append(" server-timed" + (f" · {f.observed_tps:.1f} seen" if f.observed_tps else ""), style="dim")
         elif f.decode_source == "observed":
             t.append(" seen", style="dim")
@@ -290,7 +297,9 @@ class SidePane(Vertical):
             t.append(str(f.prompt_cached))
         if self.side == "candidate":
             t.append("\naccept ", style="dim")
-            if f.drafted:
+            if cut:
+                t.append("—")
+            elif f.drafted:
                 t.append(f"{f.acceptance_rate:.0%} ({f.accepted}/{f.drafted})")
                 t.append("  mean len ", style="dim")
                 t.append(f"{f.mean_accepted_length:.2f}")

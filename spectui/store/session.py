@@ -193,7 +193,9 @@ class SessionWriter:
                 }
             )
         # each run appended to a file says where it starts: the loader keeps the runs apart
-        self._write({"type": "run", "pid": os.getpid(), "started": dt.datetime.now(dt.UTC).isoformat("seconds")})
+        self._write(
+            {"type": "run", "pid": os.getpid(), "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+        )
 
     def _write(self, obj: dict) -> None:
         if not self._started:

@@ -132,6 +132,13 @@ async def cmd_compare(args) -> int:
             "--one-at-a-time starts and stops the servers itself: give it with --launch COMPARISON",
             hint="servers already running cannot be stopped and started by spectui",
         )
+    # every input and output checked before any server is asked (issue 26, items 3 and 9)
+    from spectui.cli.outputs import check_gguf, check_notebook, check_output
+
+    if args.probe_drafts and args.draft_model:
+        check_gguf(args.draft_model, "--draft-model")
+    check_output(args.save, "--save")
+    check_notebook(args)
     options = RunOptions(
         order=args.order,
         repeat=args.repeat,
@@ -181,12 +188,16 @@ async def cmd_compare(args) -> int:
         for rec in (r.baseline, r.candidate):
             if rec.failed is not None:
                 print(f"spectui: error: {rec.name} failed on {r.prompt.id}: {rec.failed.message}", file=sys.stderr)
+    from spectui.cli.outputs import session_failed
+
+    unwritten = session_failed(writer)
     if args.notebook is not None:
         from spectui.store import notebook
 
         # one row per prompt (repeats are one row with their spread), so count the rows, not the runs
-        append_to_notebook(args, notebook.measurements(results, infos, args.profile))
-    return exit_for(results)
+        unwritten |= not append_to_notebook(args, notebook.measurements(results, infos, args.profile))
+    code = exit_for(results)
+    return EXIT_SERVER if unwritten and code == EXIT_OK else code  # a file not written is not a clean run
 
 
 def _launched_pair(launched, args):
@@ -288,8 +299,9 @@ def cmd_report(args) -> int:
         print(f"spectui: warning: {w}", file=sys.stderr)
     if not results:
         raise InputError(f"{session.path} holds no prompts")
-    if args.output and Path(args.output).expanduser().is_dir():
-        raise InputError(f"-o {args.output} is a folder", hint="give -o a file name")
+    from spectui.cli.outputs import check_output
+
+    check_output(args.output, "-o")
     params, order = session.prompts[0].params, session.prompts[0].order
     if args.format == "md":
         text = markdown_report(session.infos, results, params, order, str(session.path))
@@ -302,7 +314,10 @@ def cmd_report(args) -> int:
     if args.output:
         from spectui.store.locations import atomic_write
 
-        atomic_write(Path(args.output).expanduser(), text)
+        try:
+            atomic_write(Path(args.output).expanduser(), text)
+        except OSError as exc:
+            raise InputError(f"cannot write {args.output}: {exc.strerror or exc}", hint="nothing was written") from None
         print(f"spectui: wrote {args.output}", file=sys.stderr)
     else:
         print(text, end="")

@@ -27,6 +27,11 @@ async def cmd_sweep(args) -> int:
         raise InputError(f"--repeat must be at least 1, not {args.repeat}")
     params = params_from(args)
     prompt_list = prompts_from(args)
+    from spectui.cli.outputs import check_notebook, check_output, write_failed
+
+    check_output(args.save, "--save")  # every output checked before the run (issue 26, item 3)
+    check_output(args.svg, "--svg")
+    check_notebook(args)
     from spectui.backends.transport import stamped_client
 
     async with stamped_client(max(levels) * 2 + 4) as client:
@@ -65,16 +70,34 @@ async def cmd_sweep(args) -> int:
         "params": {"max_tokens": params.max_tokens, "temperature": params.temperature, "seed": params.seed},
         "levels": [lv.to_json() for lv in result],
     }
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"baseline  {infos['baseline'].url} ({infos['baseline'].build}) [{infos['baseline'].describe_speedup()}]")
+        print(
+            f"candidate {infos['candidate'].url} ({infos['candidate'].build}) [{infos['candidate'].describe_speedup()}]"
+        )
+        print(text_table(result))
     from pathlib import Path
 
     from spectui.store.locations import atomic_write
 
+    unwritten = False  # the report is printed first: a file that cannot be written never costs it
+    kept = "the report above is complete"
     if args.save:
-        atomic_write(Path(args.save).expanduser(), json.dumps(doc, indent=2) + "\n")
+        try:
+            atomic_write(Path(args.save).expanduser(), json.dumps(doc, indent=2) + "\n")
+        except OSError as exc:
+            write_failed(f"--save {args.save}", exc, kept)
+            unwritten = True
     if args.svg:
-        atomic_write(
-            Path(args.svg).expanduser(), svg_chart(result, f"{infos['candidate'].describe_speedup()} vs baseline")
-        )
+        try:
+            atomic_write(
+                Path(args.svg).expanduser(), svg_chart(result, f"{infos['candidate'].describe_speedup()} vs baseline")
+            )
+        except OSError as exc:
+            write_failed(f"--svg {args.svg}", exc, kept)
+            unwritten = True
     if args.notebook is not None:
         import datetime as dt
 
@@ -98,16 +121,8 @@ async def cmd_sweep(args) -> int:
                 "identical": lv.identical,
             }
             rows.append({k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items() if v is not None})
-        append_to_notebook(args, rows)
-    if args.json:
-        print(json.dumps(doc, indent=2))
-    else:
-        print(f"baseline  {infos['baseline'].url} ({infos['baseline'].build}) [{infos['baseline'].describe_speedup()}]")
-        print(
-            f"candidate {infos['candidate'].url} ({infos['candidate'].build}) [{infos['candidate'].describe_speedup()}]"
-        )
-        print(text_table(result))
-    if any(lv.identical is None for lv in result):
+        unwritten |= not append_to_notebook(args, rows)
+    if any(lv.identical is None for lv in result) or unwritten:
         return EXIT_SERVER
     return EXIT_OK if all(lv.identical for lv in result) else EXIT_DIFFERS
 
@@ -244,6 +259,10 @@ async def cmd_sampling(args) -> int:
 
     params = dataclasses.replace(params_from(args), top_p=args.top_p)
     prompt_list = prompts_from(args)
+    from spectui.cli.outputs import check_notebook, check_output, session_failed
+
+    check_output(args.save, "--save")  # every output checked before the run (issue 26, item 3)
+    check_notebook(args)
     writer = None
     if args.save:
         from spectui.store.session import SessionWriter
@@ -319,7 +338,9 @@ async def cmd_sampling(args) -> int:
                     if v is not None
                 }
             )
-        append_to_notebook(args, rows)
+        unwritten = not append_to_notebook(args, rows)
+    else:
+        unwritten = False
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
@@ -333,7 +354,8 @@ async def cmd_sampling(args) -> int:
         )
         for r in results:
             print(r.text())
-    if any(x.failed for r in results for x in r.runs):
+    unwritten |= session_failed(writer)
+    if any(x.failed for r in results for x in r.runs) or unwritten:
         return EXIT_SERVER
     if any(r.verdict == "different" or r.seeded_mismatch_is_failure for r in results):
         return EXIT_DIFFERS  # a seeded mismatch counts only where seeded bytes are (or may be) promised

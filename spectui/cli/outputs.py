@@ -1,0 +1,79 @@
+"""Where the headless commands write files: every path checked before the run, and a write that fails
+afterwards turned into one line that says what was kept (issue 26, item 3: a bad --notebook, --save,
+--svg or -o used to end in a traceback after the run, with the printed report lost).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from spectui.core.errors import InputError, describe
+
+
+def check_output(path: str | Path | None, flag: str) -> Path | None:
+    """Before any server is asked: a path a file can be written at (atomically: a temporary beside it,
+    then a rename), or one line saying why not. None passes (the option was not given)."""
+    if path is None:
+        return None
+    p = Path(path).expanduser()
+    if p.is_symlink():
+        p = p.resolve()
+    if p.is_dir():
+        raise InputError(f"{flag} {p} is a folder", hint=f"give {flag} a file name")
+    if p.exists() and not p.is_file():
+        raise InputError(f"{flag} {p} is not a regular file (a device or a pipe)", hint=f"give {flag} a file name")
+    folder = p.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the nearest folder that exists: the missing ones are made in it
+    if not folder.is_dir():
+        raise InputError(f"{flag} {p}: {folder} is not a folder", hint=f"give {flag} a path in a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"{flag} {p}: cannot write in {folder} (permission denied)", hint="give a writable folder")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise InputError(f"{flag} {p} is read-only", hint=f"give {flag} a file spectui may replace")
+    return p
+
+
+def check_notebook(args) -> None:
+    """--notebook [PATH], when given: the notebook, its lock file and its side file live in one folder."""
+    if getattr(args, "notebook", None) is None:
+        return
+    from spectui.store import notebook
+
+    check_output(notebook.notebook_path(args.notebook or None), "--notebook")
+
+
+def write_failed(what: str, exc: BaseException, kept: str) -> None:
+    """A file that could not be written after the run: one line, saying what was kept."""
+    print(f"spectui: error: {what} not written ({describe(exc)}); {kept}", file=sys.stderr)
+
+
+def session_failed(writer) -> bool:
+    """After the run: whether --save's session stopped taking lines (a full disk), said in one line."""
+    if writer is None or writer.error is None:
+        return False
+    print(
+        f"spectui: error: the session {writer.path} stopped being written ({writer.error}); the report above is "
+        "complete, and the file holds the run up to that point",
+        file=sys.stderr,
+    )
+    return True
+
+
+def check_gguf(path: str | Path | None, flag: str) -> Path | None:
+    """A model file given on the command line: it exists and is a GGUF (the first four bytes say so)."""
+    if path is None:
+        return None
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise InputError(f"{flag} {p} does not exist" if not p.exists() else f"{flag} {p} is not a file")
+    try:
+        with open(p, "rb") as fh:
+            magic = fh.read(4)
+    except OSError as exc:
+        raise InputError(f"{flag} {p} cannot be read ({exc.strerror})") from None
+    if magic != b"GGUF":
+        raise InputError(f"{flag} {p} is not a GGUF model file", hint="give the draft model's .gguf file")
+    return p

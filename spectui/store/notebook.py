@@ -140,10 +140,21 @@ def append(path: Path, measurements: list[dict]) -> tuple[Path, str | None]:
     """Append measurements; returns (where they went, a warning or None).
 
     The old text stays byte for byte; the new text is parsed before it replaces the file, so a notebook
-    that would not parse afterwards is left alone and the measurements go to a side file instead.
+    that would not parse afterwards is left alone and the measurements go to a side file instead. A
+    notebook that cannot be written (a read-only folder, a full disk) is one InputError; nothing of it
+    changed.
     """
     if path.is_dir():
         raise InputError(f"notebook {path} is a folder", hint="give --notebook a file name")
+    try:
+        return _append(path, measurements)
+    except OSError as exc:
+        raise InputError(
+            f"cannot write notebook {path}: {exc.strerror or exc}", hint="nothing was appended; it is as it was"
+        ) from None
+
+
+def _append(path: Path, measurements: list[dict]) -> tuple[Path, str | None]:
     block = entries_text(measurements)
     with _locked(path):
         existing = ""

@@ -226,3 +226,112 @@ def test_a_slot_reply_that_is_not_an_object_is_one_line():
         r = cache("save", odd.url, "--slot", "0", "--file", "x.bin")
     assert r.returncode == 1 and "answered the slot save with list, not an object" in r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+# -- issue 26, item 3: a file that cannot be written during or after the run never costs the run ----------
+def _file_size_limit(limit: int):
+    """A full disk, portably: the child may write no file past `limit` bytes (RLIMIT_FSIZE; Python ignores
+    SIGXFSZ, so a write past it fails with EFBIG 'File too large', as one on a full disk fails with ENOSPC)."""
+    import resource
+
+    def apply():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def _spectui(*args, limit: int, timeout=180):
+    return subprocess.run(
+        [sys.executable, "-m", "spectui", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+        preexec_fn=_file_size_limit(limit),
+    )
+
+
+def test_a_full_disk_during_the_run_keeps_the_report_and_says_what_the_session_kept(llama_servers, tmp_path):
+    session = tmp_path / "s.jsonl"
+    r = _spectui(
+        "compare",
+        "--baseline",
+        llama_servers["baseline"],
+        "--candidate",
+        llama_servers["ngram"],
+        "--prompt",
+        "Count from one to twenty.",
+        "--max-tokens",
+        "32",
+        "--json",
+        "--save",
+        str(session),
+        limit=3000,
+    )
+    assert "Traceback" not in r.stderr
+    doc = json.loads(r.stdout)  # the whole report, printed
+    assert doc["prompts"][0]["baseline"]["tokens"] == 32 and doc["prompts"][0]["candidate"]["tokens"] == 32
+    [line] = errors(r)
+    assert f"the session {session} stopped being written (File too large" in line and "up to that point" in line
+    assert r.returncode == 1
+    replay = subprocess.run(
+        [sys.executable, "-m", "spectui", "replay", str(session), "--no-tui"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert "Traceback" not in replay.stderr  # what the file kept still reads
+
+
+def test_files_that_cannot_be_written_after_a_sweep_are_one_line_each(llama_servers, tmp_path):
+    out, svg, nb = tmp_path / "sweep.json", tmp_path / "plot.svg", tmp_path / "nb.toml"
+    r = _spectui(
+        "sweep",
+        "--baseline",
+        llama_servers["baseline"],
+        "--candidate",
+        llama_servers["ngram"],
+        "--concurrency",
+        "1",
+        "--limit",
+        "1",
+        "--max-tokens",
+        "8",
+        "--save",
+        str(out),
+        "--svg",
+        str(svg),
+        "--notebook",
+        str(nb),
+        limit=200,  # every file the sweep writes is larger
+    )
+    assert "Traceback" not in r.stderr
+    assert "1/1 identical" in r.stdout  # the table was printed before any file was tried
+    lines = errors(r)
+    assert len(lines) == 3, r.stderr
+    assert any(f"--save {out} not written" in ln for ln in lines) and any(
+        f"--svg {svg} not written" in ln for ln in lines
+    )
+    assert any(f"cannot write notebook {nb}" in ln for ln in lines)
+    assert r.returncode == 1
+    # no half-written file or temporary left (the notebook's lock file stays, as it always does)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".nb.toml.lock"]
+
+
+def test_a_notebook_that_cannot_be_written_after_compare_keeps_the_report(llama_servers, tmp_path):
+    nb = tmp_path / "nb.toml"
+    r = _spectui(
+        "compare",
+        "--baseline",
+        llama_servers["baseline"],
+        "--candidate",
+        llama_servers["ngram"],
+        "--prompt",
+        "Say hi.",
+        "--max-tokens",
+        "8",
+        "--notebook",
+        str(nb),
+        limit=100,
+    )
+    assert "Traceback" not in r.stderr and "baseline" in r.stdout  # the text report
+    [line] = errors(r)
+    assert f"cannot write notebook {nb}" in line and "the report above is complete" in line
+    assert r.returncode == 1 and not nb.exists()

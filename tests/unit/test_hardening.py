@@ -74,7 +74,9 @@ def test_a_failing_replace_loses_nothing(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OSError):
+    from spectui.core.errors import InputError
+
+    with pytest.raises(InputError, match="cannot write notebook .*: disk full"):  # one line, not a traceback
         notebook.append(nb, [{"a": 2}])
     assert nb.read_bytes() == before
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # no half-written temporary left

@@ -236,7 +236,11 @@ def test_a_lone_surrogate_in_a_prompt_file_is_one_line_before_any_server(tmp_pat
     assert r.returncode == 2 and "line 2" in line and "\\ud800" in line
 
 
-@pytest.mark.parametrize("text", ["[" * 50_000 + "]" * 50_000, '{"messages": ' + "[" * 50_000 + "]" * 50_000 + "}\n"])
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 50_000 + "]" * 50_000, '{"messages": ' + "[" * 50_000 + "]" * 50_000 + "}\n"],
+    ids=["array", "jsonl-line"],
+)
 def test_deeply_nested_prompt_files_are_one_line(tmp_path, text):
     f = tmp_path / "p.jsonl"
     f.write_text(text)
@@ -316,3 +320,208 @@ async def test_odd_props_become_typed_fields_and_survive_a_session_round_trip(pr
 async def test_a_numeric_build_is_still_the_builds_name():
     info = await _llamacpp_with({"build_info": 11434, "default_generation_settings": {}}).identify()
     assert info.build == "11434"
+
+
+# -- items 3, 9: every output and input path checked before any server is asked ----------------------------
+def _not_a_regular_file(tmp_path) -> Path:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)  # a pipe stands for /dev/full and other devices (never write those in a test)
+    return fifo
+
+
+@pytest.mark.parametrize(
+    "make,flag,said",
+    [
+        (lambda t: t, "--save", "is a folder"),
+        (lambda t: (t / "f.txt").write_text("x") and t / "f.txt" / "out.jsonl", "--save", "is not a folder"),
+        (_not_a_regular_file, "--save", "not a regular file"),
+        (lambda t: t, "--notebook", "is a folder"),
+        (lambda t: (t / "f.txt").write_text("x") and t / "f.txt" / "nb.toml", "--notebook", "is not a folder"),
+        (_not_a_regular_file, "--notebook", "not a regular file"),
+    ],
+)
+def test_compare_checks_its_outputs_before_any_server(tmp_path, make, flag, said):
+    target = make(tmp_path)
+    r = _cli("compare", *NOWHERE, "--prompt", "hi", flag, str(target))
+    line = one_line_error(r)
+    assert r.returncode == 2 and said in line and "connect" not in line  # refused before any server is asked
+
+
+@pytest.mark.parametrize("flag", ["--save", "--svg", "--notebook"])
+def test_sweep_checks_its_outputs_before_any_server(tmp_path, flag):
+    r = _cli("sweep", *NOWHERE, flag, str(_not_a_regular_file(tmp_path)))
+    line = one_line_error(r)
+    assert r.returncode == 2 and "not a regular file" in line and "connect" not in line
+
+
+def test_sampling_checks_its_outputs_before_any_server(tmp_path):
+    for flag in ("--save", "--notebook"):
+        r = _cli("sampling", *NOWHERE, "--prompt", "hi", flag, str(tmp_path))
+        assert r.returncode == 2 and "is a folder" in one_line_error(r)
+
+
+def test_report_o_into_a_path_under_a_file_is_one_line(tmp_path):
+    from tests.unit.test_hardening import PROMPT, _session, _side
+
+    p = _session(tmp_path, [PROMPT, *_side("baseline", "a"), *_side("candidate", "a")])
+    (tmp_path / "f.txt").write_text("x")
+    r = _cli("report", str(p), "-o", str(tmp_path / "f.txt" / "r.md"))
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("spectui: error")]
+    assert r.returncode == 2 and len(errors) == 1 and "is not a folder" in errors[0] and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("content,said", [(None, "does not exist"), (b"not a model", "is not a GGUF model file")])
+def test_a_bad_draft_model_is_refused_before_the_run(tmp_path, content, said):
+    model = tmp_path / "draft.gguf"
+    if content is not None:
+        model.write_bytes(content)
+    r = _cli("compare", *NOWHERE, "--prompt", "hi", "--probe-drafts", "--draft-model", str(model))
+    line = one_line_error(r)
+    assert r.returncode == 2 and said in line and "connect" not in line
+
+
+def test_a_draft_model_with_the_gguf_magic_passes_the_check(tmp_path):
+    from spectui.cli.outputs import check_gguf
+
+    model = tmp_path / "d.gguf"
+    model.write_bytes(b"GGUF\x03\x00\x00\x00")
+    assert check_gguf(str(model), "--draft-model") == model
+
+
+# -- item 4, 12: one writer at a time; two runs in one file; no header-only session -----------------------
+def test_a_second_writer_on_the_same_session_is_refused(tmp_path):
+    from spectui.store.session import SessionWriter
+
+    path = tmp_path / "s.jsonl"
+    first = SessionWriter(path)
+    first.servers({})
+    with pytest.raises(InputError, match="being written by another spectui run"):
+        SessionWriter(path)
+    first.close()
+    second = SessionWriter(path)  # once the first is done, appending is fine
+    second.close()
+
+
+def test_two_processes_saving_to_one_file_one_is_refused(tmp_path):
+    path = tmp_path / "s.jsonl"
+    hold = (
+        "import sys, time; from spectui.store.session import SessionWriter\n"
+        "w = SessionWriter(sys.argv[1]); w.servers({}); print('open', flush=True); sys.stdin.readline()\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        r = _cli("compare", *NOWHERE, "--prompt", "hi", "--save", str(path))
+        assert r.returncode == 2 and "being written by another spectui run" in one_line_error(r)
+    finally:
+        holder.communicate("\n", timeout=30)
+
+
+def _interleaved_lines():
+    from tests.unit.test_hardening import PROMPT, _side
+
+    a = [PROMPT, *_side("baseline", "hey"), *_side("candidate", "hey")]
+    b = [PROMPT, *_side("baseline", "hey"), *_side("candidate", "hey")]
+    out = []
+    for x, y in zip(a, b):  # two identical runs written into one file at the same time, line by line
+        out += [x, y]
+    return out
+
+
+def test_two_runs_interleaved_in_one_file_are_named_not_judged(tmp_path):
+    from tests.unit.test_hardening import _session
+
+    p = _session(tmp_path, _interleaved_lines())
+    r = _cli("replay", str(p), "--no-tui", "--json")
+    doc = json.loads(r.stdout)
+    assert "holds the lines of two runs written at the same time" in r.stderr
+    # the old loader said "DIFFERS at byte 0" for runs that were all identical; no verdict is honest
+    assert all(pr["identical"] is None for pr in doc["prompts"]) and r.returncode == 1
+
+
+def test_runs_appended_one_after_another_are_kept_apart(tmp_path):
+    from spectui.store.session import SessionWriter, load_session
+    from tests.unit.test_hardening import PROMPT, _side
+
+    path = tmp_path / "s.jsonl"
+
+    for _ in range(2):
+        w = SessionWriter(path)
+        for line in [PROMPT, *_side("baseline", "hi"), *_side("candidate", "hi"), {"type": "result", "n": 0}]:
+            w._write(line)
+        w.close()
+    s = load_session(path)
+    assert len(s.prompts) == 2 and not any(sp.damaged for sp in s.prompts)
+    assert any("holds 2 runs appended one after another" in w for w in s.warnings)
+
+
+def test_a_run_that_records_nothing_leaves_no_file(tmp_path):
+    from spectui.store.session import SessionWriter
+
+    path = tmp_path / "s.jsonl"
+    SessionWriter(path).close()
+    assert not path.exists()
+    r = _cli("compare", *NOWHERE, "--prompt", "hi", "--save", str(path))  # nothing answers at NOWHERE
+    assert r.returncode == 1 and not path.exists()  # no header-only session left behind
+
+
+def test_a_full_disk_mid_run_stops_the_file_not_the_run(tmp_path):
+    import errno
+
+    from spectui.store.session import SessionWriter, load_session
+
+    path = tmp_path / "s.jsonl"
+    w = SessionWriter(path)
+    w.servers({})
+    real = w._fh
+
+    class Full:
+        def write(self, _):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    w._fh = Full()
+    w.servers({})  # no exception: the run goes on
+    w.servers({})
+    assert w.error and "No space left on device" in w.error
+    assert len(w.lines) == 5  # header, run, three servers: all kept in memory
+    w.close()
+    real.close()
+    assert len(load_session(path).prompts) == 0 and path.read_text().count("\n") == 3
+
+
+# -- item 8: an edited session never crashes replay or a report ------------------------------------------
+@pytest.mark.parametrize(
+    "result,triage",
+    [
+        (
+            {"metrics_check": {"x": 1}, "accepted_per_position": "x", "metrics_drafted": "8"},
+            {"cause": "x", "logprobs": 5},
+        ),
+        ({"metrics_check": [1], "accepted_per_position": [None, "a"], "metrics_steps": True}, {"cause": 5}),
+        ({"metrics_accepted": {"a": 1}}, {"cause": "near-tie", "logprobs": {"positions": 5}, "reruns": "x"}),
+    ],
+)
+def test_an_edited_session_is_read_by_replay_and_every_report(tmp_path, result, triage):
+    from tests.unit.test_hardening import PROMPT, _session, _side
+
+    lines = [PROMPT, *_side("baseline", "hi"), *_side("candidate", "hi")]
+    lines += [
+        {"type": "result", "n": 0, "baseline": result, "candidate": result, "identical": True},
+        {"type": "triage", "n": 0, "triage": triage},
+    ]
+    p = _session(tmp_path, lines)
+    for args in (
+        ("replay", str(p), "--no-tui"),
+        ("replay", str(p), "--no-tui", "--json"),
+        ("report", str(p)),
+        ("report", str(p), "--format", "html"),
+        ("report", str(p), "--format", "json"),
+        ("sessions", str(tmp_path)),
+    ):
+        r = _cli(*args)
+        assert "Traceback" not in r.stderr and r.returncode in (0, 3), (args, r.stderr)

@@ -327,6 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     from spectui.cli.drafts import add_parser as add_drafts_parser
 
     add_drafts_parser(sub)
+    from spectui.cli.prove import add_parsers as add_prove_parsers
+
+    add_prove_parsers(sub, _add_run_options)  # prove, verify, regress, merge
     return parser
 
 
@@ -379,6 +382,10 @@ COMMANDS = {
     "serve": ("serve", "cmd_serve"),
     "import": ("compare", "cmd_import"),
     "drafts": ("drafts", "cmd_drafts"),
+    "prove": ("prove", "cmd_prove"),
+    "verify": ("prove", "cmd_verify"),
+    "regress": ("prove", "cmd_regress"),
+    "merge": ("prove", "cmd_merge"),
 }
 
 

@@ -241,3 +241,35 @@ def show_text(path: Path) -> str:
             f"{same:<9} {_word(m, 'candidate_config')} ({_word(m, 'candidate_build', '?')})"
         )
     return "\n".join(lines)
+
+
+def certificate_entry(doc: dict) -> dict:
+    """One [[measurement]] for a `spectui prove` certificate: its verdict line and headline figures (the
+    certificate itself, beside its sessions, holds the rest)."""
+    d, mo = doc["derived"], doc["measured_on"]
+    sp, acc = d["speedup"]["overall"] or {}, d.get("acceptance") or {}
+    servers = mo.get("servers", {})
+    m = {
+        "date": dt.datetime.now(dt.UTC).replace(microsecond=0),
+        "kind": "certificate",
+        "prompt_id": f"({doc['inputs']['prompt_set'].get('name')})",
+        "certificate": doc.get("_path"),
+        "verdict": {"identical": "identical", "different": "differs"}.get(doc["verdict"]["status"], "incomplete"),
+        "verdict_line": doc["verdict"]["line"],
+        "prompt_set_sha256": doc["inputs"]["prompt_set"]["sha256"],
+        "prompts": d["greedy"]["prompts"],
+        "identical_prompts": d["greedy"]["identical"],
+        "speedup": sp.get("value"),
+        "speedup_low": sp.get("low"),
+        "speedup_high": sp.get("high"),
+        "acceptance_rate": acc.get("acceptance_rate"),
+        "mean_accepted_length": (acc.get("mean_accepted_length") or {}).get("value"),
+        "alpha": (acc.get("alpha") or {}).get("value"),
+        "baseline_build": servers.get("baseline", {}).get("build"),
+        "candidate_build": servers.get("candidate", {}).get("build"),
+        "candidate_config": ", ".join(
+            f"{k}={v}" for k, v in (servers.get("candidate", {}).get("speculative") or {}).items()
+        )
+        or None,
+    }
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items() if v is not None}

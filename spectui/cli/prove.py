@@ -1,0 +1,290 @@
+"""`spectui prove`, `verify`, `regress` and `merge`: the certificate commands (spectui.run.prove and
+spectui.run.certificate do the work; this module parses, prints and picks the exit code)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER
+from spectui.core.errors import InputError
+
+EXIT_NOT_VERIFIED = 1
+
+
+def add_parsers(sub, add_run_options) -> None:
+    p = sub.add_parser(
+        "prove",
+        help="one certificate that the candidate is identical to the baseline, and how much faster",
+        description="Greedy identity on every prompt, identity under sampling on a subset, the speed-up with its "
+        "interval beside its acceptance, and what it was measured on: a certificate (JSON, Markdown, HTML) next "
+        "to the raw sessions it was derived from. --temperature is the sampled pass's; the greedy pass is at 0.",
+    )
+    p.add_argument("--baseline", metavar="URL", help="the baseline server (or --profile to launch a pair)")
+    p.add_argument("--candidate", metavar="URL", help="the candidate server (or --profile to launch a pair)")
+    p.add_argument("--prompts", default="default", metavar="SET|FILE", help="a bundled set by name, or a prompts file")
+    p.add_argument(
+        "--runs", type=int, default=2, metavar="N", help="interleaved runs per prompt (B C / C B; default 2)"
+    )
+    p.add_argument(
+        "--sampled", type=int, default=2, metavar="K", help="prompts checked under sampling (default 2; 0: none)"
+    )
+    p.add_argument(
+        "--samples", type=int, default=16, metavar="N", help="seeds per sampled prompt and side (default 16)"
+    )
+    p.add_argument("--sample-max-tokens", type=int, default=16, metavar="N", help="tokens per sample (default 16)")
+    p.add_argument("--seed-base", type=int, default=1000, metavar="S", help="the sampled pass's seeds S, S+1, … (1000)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="folder for the certificate and its sessions (default: the data folder's certificates/)",
+    )
+    p.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run share I of N of the prompt set (1/N … N/N); merge the N with `spectui merge`",
+    )
+    p.add_argument(
+        "--profile", metavar="NAME", help="launch the pair of a hardware profile (see spectui profiles list)"
+    )
+    p.add_argument("--comparison", metavar="ID", help="with --profile: which of its comparisons (default: its first)")
+    p.add_argument(
+        "--triage",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="find each difference's cause (default: on)",
+    )
+    p.add_argument("--triage-limit", type=int, default=10, metavar="N", help="differing prompts to triage (default 10)")
+    p.add_argument(
+        "--no-hash", dest="hash_files", action="store_false", help="identify model files by size and mtime, not sha256"
+    )
+    p.add_argument("--json", action="store_true", help="print the certificate JSON instead of the text")
+    p.add_argument(
+        "--notebook", metavar="PATH", help="the lab notebook for this certificate's entry (else the default)"
+    )
+    p.add_argument("--no-notebook", action="store_true", help="do not add an entry to the lab notebook")
+    add_run_options(p)
+    p.set_defaults(temperature=0.8)
+
+    p = sub.add_parser("verify", help="re-derive a certificate from its raw sessions (no servers) and check every hash")
+    p.add_argument("certificate", metavar="CERT", help="certificate.json (or its folder)")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser(
+        "regress", help="two certificates of one prompt set: what got worse (exit 0 no, 4 yes, 2 incomparable)"
+    )
+    p.add_argument("old", metavar="OLD")
+    p.add_argument("new", metavar="NEW")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("merge", help="shard certificates (--shard I/N) into the one a single run would give")
+    p.add_argument("certificates", nargs="+", metavar="CERT")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="the merged certificate (JSON; .md/.html beside it)"
+    )
+    p.add_argument("--json", action="store_true")
+
+
+def exit_for(doc: dict) -> int:
+    """0 identical, 3 different, 1 where some prompt was not compared (a side failed)."""
+    return {"identical": EXIT_OK, "different": EXIT_DIFFERS}.get(doc["verdict"]["status"], EXIT_SERVER)
+
+
+def _say(line: str) -> None:
+    print(f"spectui: {line}", file=sys.stderr, flush=True)
+
+
+def progress(quiet: bool):
+    from spectui.run import events as ev
+    from spectui.run import prove
+
+    def emit(e) -> None:
+        if quiet:
+            return
+        if isinstance(e, prove.PhaseStarted):
+            what = {
+                "greedy": f"greedy pass: {e.total} prompt runs at temperature 0",
+                "triage": f"triage of {e.total} differing prompt(s): reruns, cache, log-probabilities",
+                "sampled": f"sampled pass: {e.total} seeded prompt runs",
+                "certificate": "deriving the certificate from the recorded sessions",
+            }[e.phase]
+            _say(what + " …")
+        elif isinstance(e, prove.Progressed):
+            step = max(1, e.total // 10)
+            if e.phase != "sampled" or e.done == e.total or e.done % step == 0:
+                _say(f"{e.phase} {e.done}/{e.total} {e.prompt_id}")
+        elif isinstance(e, ev.StepStopped):
+            _say(f"{e.result.prompt.id}: {e.step} stopped: {e.message}")
+
+    return emit
+
+
+def _launch(args):
+    """--profile NAME [--comparison ID]: the profile's pair, started on 127.0.0.1 (stopped by the caller)."""
+    from spectui.labs.memplan import plan_pair
+    from spectui.machine.launcher import Launcher
+    from spectui.store.profiles import load_profiles, servers_for
+
+    profiles, _ = load_profiles()
+    if args.profile not in profiles:
+        raise InputError(f"no profile named {args.profile!r}", hint="spectui profiles list")
+    profile = profiles[args.profile]
+    comparison = profile.comparison(args.comparison) if args.comparison else profile.comparisons[0]
+    plan = plan_pair(profile, comparison)
+    if plan.decision in ("too-big", "unknown") or plan.one_at_a_time:
+        raise InputError(
+            f"{profile.name}/{comparison.id}: {plan.reason}; prove interleaves both servers, so they must run together",
+            hint="spectui profiles check " + profile.name,
+        )
+    base, cand = servers_for(profile, comparison, shares=plan.shares or None)
+    launcher = Launcher()
+    launcher.add(base)
+    launcher.add(cand)
+    _say(f"starting {profile.name}/{comparison.id} [{comparison.title}] on {base.url} and {cand.url}")
+    launcher.start_all()
+    return launcher, base, cand
+
+
+def default_dir(shard) -> Path:
+    import datetime as dt
+    import os
+
+    from spectui.store.locations import data_dir
+
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    tail = f"-shard-{shard.index}-of-{shard.of}" if shard else ""
+    return data_dir() / "certificates" / f"certificate-{stamp}-{os.getpid()}{tail}"
+
+
+async def cmd_prove(args) -> int:
+    import asyncio
+
+    from spectui.backends.launchspec import LaunchSpec
+    from spectui.backends.transport import stamped_client
+    from spectui.cli.common import PairOptions, connect_pair, params_from, prompts_from
+    from spectui.cli.compare import machine_sampler
+    from spectui.run.prove import ProveOptions, Prover, prepare_dir
+    from spectui.run.render import render_text
+    from spectui.run.shard import parse_shard
+    from spectui.store import prompts as prompt_sets
+
+    if args.profile is None and (args.baseline is None or args.candidate is None):
+        raise InputError("prove needs --baseline URL and --candidate URL, or --profile NAME to launch a pair")
+    if args.profile is not None and (args.baseline or args.candidate):
+        raise InputError("--profile launches both servers: give it without --baseline/--candidate")
+    if args.comparison and args.profile is None:
+        raise InputError("--comparison picks one of a profile's pairs: give it with --profile NAME")
+    params = params_from(args)
+    shard = parse_shard(args.shard)
+    options = ProveOptions(
+        runs=args.runs,
+        sampled=args.sampled,
+        samples=args.samples,
+        temperature=args.temperature,
+        sample_max_tokens=args.sample_max_tokens,
+        seed_base=args.seed_base,
+        triage=args.triage,
+        triage_limit=args.triage_limit,
+        order=args.order,
+        shard=shard,
+        hash_files=args.hash_files,
+    )
+    options.check()
+    prompt_list = prompts_from(args)
+    set_name = prompt_sets.load_set(args.prompts)[0]
+    if args.limit or args.sample:
+        set_name += f" ({len(prompt_list)} picked)"
+    out = prepare_dir(Path(args.output) if args.output else default_dir(shard))
+    launcher = None
+    launched: dict[str, LaunchSpec] = {}
+    try:
+        pair = PairOptions.from_args(args)
+        if args.profile is not None:
+            launcher, base, cand = await asyncio.to_thread(_launch, args)
+            launched = {"baseline": LaunchSpec.from_argv(base.argv), "candidate": LaunchSpec.from_argv(cand.argv)}
+            pair = PairOptions(
+                base.url, cand.url, "auto", base.backend, cand.backend, args.api_key_env, args.ready_timeout, args.json
+            )
+        async with stamped_client() as client:
+            backends, _ = await connect_pair(client, pair)
+            prover = Prover(
+                backends["baseline"],
+                backends["candidate"],
+                params,
+                prompt_list,
+                set_name,
+                out,
+                options,
+                emit=progress(args.json),
+                machine=machine_sampler(),
+                client=client,
+                launched=launched,
+            )
+            doc = await prover.run()
+    finally:
+        if launcher is not None:
+            await asyncio.to_thread(launcher.stop_all)
+    if args.json:
+        from spectui.run.certificate import canonical
+
+        print(canonical(doc), end="")
+    else:
+        print(render_text(doc), end="")  # its first line is the verdict: IDENTICAL … or DIFFERENT …
+    cert = Path(doc["_path"])
+    _say(f"wrote {cert} (+ {cert.with_suffix('.md').name}, {cert.with_suffix('.html').name}) beside its sessions")
+    if not args.no_notebook:
+        _note(args.notebook, doc)
+    return exit_for(doc)
+
+
+def _note(path: str | None, doc: dict) -> None:
+    from spectui.store import notebook
+
+    try:
+        where, warning = notebook.append(notebook.notebook_path(path), [notebook.certificate_entry(doc)])
+    except (InputError, OSError) as exc:
+        _say(f"error: the notebook entry was not written: {exc}; the certificate is complete")
+        return
+    _say(f"warning: {warning}" if warning else f"appended the certificate to {where}")
+
+
+def cmd_verify(args) -> int:
+    from spectui.run.certificate import verify
+
+    v = verify(args.certificate)
+    if args.json:
+        print(json.dumps({"ok": v.ok, "problems": v.problems, "checked": v.checked}, indent=2))
+    else:
+        print(
+            ("VERIFIED: " if v.ok else "NOT VERIFIED: ")
+            + (f"{len(v.checked)} checks agree" if v.ok else f"{len(v.problems)} problem(s)")
+        )
+        for line in v.problems:
+            print(f"  ✗ {line}")
+        for line in v.checked:
+            print(f"  ✓ {line}")
+    return EXIT_OK if v.ok else EXIT_NOT_VERIFIED
+
+
+def cmd_regress(args) -> int:
+    from spectui.run.certificate import regress
+
+    r = regress(args.old, args.new)
+    print(json.dumps(r.to_json(), indent=2) if args.json else r.text())
+    return r.code
+
+
+def cmd_merge(args) -> int:
+    from spectui.cli.outputs import check_output
+    from spectui.run.certificate import canonical, merge, write
+    from spectui.run.render import render_text
+
+    out = check_output(args.output, "-o")
+    doc = merge(args.certificates, out)
+    write(doc, out)
+    print(canonical(doc) if args.json else render_text(doc), end="")
+    _say(f"wrote {out} (+ {out.with_suffix('.md').name}, {out.with_suffix('.html').name})")
+    return exit_for(doc)

@@ -1,0 +1,281 @@
+"""`spectui prove`: the run session, driven to make a certificate (run.certificate).
+
+    Prover.run()
+      1. greedy: RunSession over the share of the prompt set, `runs` interleaved runs each (B C / C B),
+         recorded to greedy.jsonl; then RunSession.triage on the first differing run of each prompt
+      2. sampled: RunSession per seed on the sampled prompts (temperature T, seeds S, S+1, …), recorded to
+         sampled.jsonl; nothing is triaged there (sampled outputs may differ by design)
+      3. measured_on (run.provenance), then certificate.build: every figure derived from the files just
+         written, exactly as `spectui verify` will derive them again
+
+Nothing here has a loop over requests of its own: each request goes through RunSession (core.runner).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from spectui.backends.launchspec import LaunchSpec
+from spectui.core.errors import InputError
+from spectui.core.runner import Source
+from spectui.core.types import GenerationParams, Prompt
+from spectui.run import certificate
+from spectui.run.events import PromptFinished, RunEvent
+from spectui.run.session import RunOptions, RunSession
+from spectui.run.shard import Shard, sampled_positions
+
+GREEDY, SAMPLED = "greedy.jsonl", "sampled.jsonl"
+
+
+@dataclass
+class ProveOptions:
+    runs: int = 2
+    sampled: int = 0  # prompts of the set that the sampled pass covers
+    samples: int = 16  # seeds per sampled prompt and side
+    temperature: float = 0.8  # the sampled pass's (greedy is always 0)
+    sample_max_tokens: int = 16
+    seed_base: int = 1000
+    triage: bool = True
+    triage_limit: int = 10  # differing prompts triaged (each costs reruns and a log-probability request)
+    near_tie: float = 0.05
+    order: str = "sequential"
+    shard: Shard | None = None
+    hash_files: bool = True
+
+    def check(self) -> None:
+        if self.runs < 1:
+            raise InputError(f"--runs must be at least 1, not {self.runs}")
+        if self.sampled < 0:
+            raise InputError(f"--sampled must be 0 or more, not {self.sampled}")
+        if self.sampled and self.samples < 2:
+            raise InputError(
+                f"--samples must be at least 2 (two samples per side make a distribution), not {self.samples}"
+            )
+        if self.sampled and not self.temperature > 0:
+            raise InputError(f"--temperature for the sampled pass must be above 0, not {self.temperature}")
+        if self.sample_max_tokens < 1:
+            raise InputError(f"--sample-max-tokens must be at least 1, not {self.sample_max_tokens}")
+
+
+# -- what a prove run tells its driver, besides the run session's own events -----------------------------
+@dataclass(frozen=True, slots=True)
+class PhaseStarted:
+    phase: str  # "greedy" | "triage" | "sampled" | "certificate"
+    total: int  # requests pairs (prompt runs) in the phase
+
+
+@dataclass(frozen=True, slots=True)
+class Progressed:
+    phase: str
+    done: int
+    total: int
+    prompt_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CertificateWritten:
+    path: Path
+    document: dict
+
+
+ProveEvent = PhaseStarted | Progressed | CertificateWritten
+
+
+def prepare_dir(out: Path) -> Path:
+    """The certificate's folder: new or empty of spectui's files; never overwrites raw sessions."""
+    out = out.expanduser()
+    if out.exists() and not out.is_dir():
+        raise InputError(f"-o {out} is a file", hint="give -o a folder for the certificate and its sessions")
+    for name in (GREEDY, SAMPLED, certificate.CERT_NAME):
+        if (out / name).exists():
+            raise InputError(
+                f"{out / name} exists: not overwriting a certificate's raw data", hint="give -o a new folder"
+            )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create {out}: {exc.strerror}") from None
+    return out
+
+
+class Prover:
+    def __init__(
+        self,
+        baseline: Source,
+        candidate: Source,
+        params: GenerationParams,
+        prompts: list[Prompt],
+        set_name: str,
+        out_dir: Path,
+        options: ProveOptions,
+        *,
+        emit: Callable[[RunEvent | ProveEvent], None] | None = None,
+        machine: Callable[[], tuple[list, object]] | None = None,
+        client: object | None = None,
+        launched: dict[str, LaunchSpec] | None = None,
+        argvs: dict[str, list[str] | None] | None = None,
+        gpu_probe=None,
+    ) -> None:
+        if not prompts:
+            raise InputError("the prompt set is empty")
+        options.check()
+        self.baseline, self.candidate = baseline, candidate
+        self.params = dataclasses.replace(params, temperature=0.0)  # the greedy pass is greedy
+        self.prompts, self.set_name = prompts, set_name
+        self.out = out_dir
+        self.options = options
+        self._emit = emit
+        self.machine = machine
+        self.client = client
+        self.launched = launched or {}
+        self.argvs = argvs or {}
+        self.gpu_probe = gpu_probe
+        shard = options.shard
+        self.share = [p for i, p in enumerate(prompts) if shard is None or shard.takes(i)]
+        picked = sampled_positions(len(prompts), options.sampled)
+        self.sampled_all = [prompts[i] for i in picked]
+        self.sampled = [prompts[i] for i in picked if shard is None or shard.takes(i)]
+        if not self.share:
+            raise InputError(f"shard {shard.text() if shard else ''} of a {len(prompts)}-prompt set holds no prompt")
+
+    def emit(self, ev) -> None:
+        if self._emit is not None:
+            self._emit(ev)
+
+    def inputs(self) -> dict:
+        o, p = self.options, self.params
+        return {
+            "prompt_set": {
+                "name": self.set_name,
+                "sha256": _set_hash(self.prompts),
+                "count": len(self.prompts),
+                "prompts": [{"id": q.id, "category": q.category} for q in self.prompts],
+            },
+            "shard": o.shard.to_json() if o.shard else None,
+            "share": [q.id for q in self.share],
+            "params": {"max_tokens": p.max_tokens, "seed": p.seed, "cache_prompt": p.cache_prompt, "order": o.order},
+            "runs": o.runs,
+            "sampled": {
+                "ids": [q.id for q in self.sampled_all],
+                "samples": o.samples,
+                "temperature": o.temperature,
+                "max_tokens": o.sample_max_tokens,
+                "seed_base": o.seed_base,
+            }
+            if self.sampled_all
+            else None,
+        }
+
+    def _session(self, params: GenerationParams, writer, repeat: int, emit=None) -> RunSession:
+        opts = RunOptions(
+            order=self.options.order,
+            repeat=repeat,
+            triage=False,
+            near_tie=self.options.near_tie,
+            launched=self.launched,
+        )
+        return RunSession(
+            self.baseline,
+            self.candidate,
+            params,
+            opts,
+            writer=writer,
+            emit=emit or self.emit,
+            machine=self.machine,
+            client=self.client,
+        )
+
+    async def run(self) -> dict:
+        from spectui.store.session import SessionWriter
+
+        o = self.options
+        out = prepare_dir(self.out)
+        refs_paths = [(out / GREEDY, "greedy")]
+        total = len(self.share) * o.runs
+        self.emit(PhaseStarted("greedy", total))
+        writer = SessionWriter(out / GREEDY)
+        try:
+            done = 0
+
+            def counted(ev) -> None:
+                nonlocal done
+                self.emit(ev)
+                if isinstance(ev, PromptFinished):
+                    done += 1
+                    self.emit(Progressed("greedy", done, total, ev.result.prompt.id))
+
+            session = self._session(self.params, writer, o.runs, counted)
+            results = await session.run(self.share, triage=False)
+            if o.triage:
+                first: dict[str, object] = {}
+                for r in results:
+                    if r.verdict is not None and r.verdict.status == "differs":
+                        first.setdefault(r.prompt.id, r)
+                todo = list(first.values())[: o.triage_limit]
+                if todo:
+                    self.emit(PhaseStarted("triage", len(todo)))
+                for k, r in enumerate(todo, 1):
+                    await session.triage(r)
+                    self.emit(Progressed("triage", k, len(todo), r.prompt.id))
+        finally:
+            writer.close()
+        if self.sampled:
+            refs_paths.append((out / SAMPLED, "sampled"))
+            total = len(self.sampled) * o.samples
+            self.emit(PhaseStarted("sampled", total))
+            writer = SessionWriter(out / SAMPLED)
+            try:
+                done = 0
+                for prompt in self.sampled:
+                    for i in range(o.samples):
+                        params = dataclasses.replace(
+                            self.params,
+                            temperature=o.temperature,
+                            seed=o.seed_base + i,
+                            max_tokens=o.sample_max_tokens,
+                            cache_prompt=False,
+                        )
+                        await self._session(params, writer, 1).run([prompt], triage=False)
+                        done += 1
+                        self.emit(Progressed("sampled", done, total, prompt.id))
+            finally:
+                writer.close()
+        self.emit(PhaseStarted("certificate", 1))
+        from spectui.run.provenance import measured_on
+
+        infos = {"baseline": self._info(self.baseline), "candidate": self._info(self.candidate)}
+        argvs = {side: self._argv(side) for side in ("baseline", "candidate")}
+        mo = measured_on(infos, argvs, self.prompts, self.set_name, o.hash_files, self.gpu_probe)
+        refs = [certificate.session_ref(p, out, phase) for p, phase in refs_paths]
+        doc = certificate.build(self.inputs(), mo, refs, out)
+        path = out / certificate.CERT_NAME
+        certificate.write(doc, path)
+        self.emit(CertificateWritten(path, doc))
+        return doc
+
+    @staticmethod
+    def _info(source: Source):
+        from spectui.core.types import ServerInfo
+
+        return source.info or ServerInfo(source.url)
+
+    def _argv(self, side: str) -> list[str] | None:
+        """How the side was started: as spectui launched it, as the caller says, or as the local process
+        listening on its port was started (None: not on this machine)."""
+        spec = self.launched.get(side)
+        if spec is not None and spec.launched:
+            return list(spec.argv)
+        if side in self.argvs:
+            return self.argvs[side]
+        from spectui.labs.sampling import launch_argv
+
+        return launch_argv((self.baseline if side == "baseline" else self.candidate).url)
+
+
+def _set_hash(prompts: list[Prompt]) -> str:
+    from spectui.run.provenance import prompt_set_hash
+
+    return prompt_set_hash(prompts)

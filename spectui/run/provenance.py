@@ -1,0 +1,134 @@
+"""What a certificate was measured on: both servers (build, speculative and cache flags, launch command
+line where known, model and draft files), the hardware, spectui's version, the prompt set's hash, the date.
+
+A model or draft file on this machine is identified by its sha256 (or, with `hash_files=False`, by size
+and modification time, and the certificate says so); a file only the server can see is identified by the
+path the server reports, and the certificate says that too.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+from pathlib import Path
+
+from spectui import __version__
+from spectui.backends.launchspec import LaunchSpec
+from spectui.core.types import Prompt, ServerInfo
+
+CHUNK = 1 << 20
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def prompt_set_hash(prompts: list[Prompt]) -> str:
+    """sha256 of the prompts as canonical JSON (ids, categories and texts, in order): two runs on the same
+    set (whatever its file is called) have the same hash; any change to a prompt changes it."""
+    doc = json.dumps([p.to_json() for p in prompts], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(doc.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def file_identity(path: str | Path | None, hash_files: bool = True) -> dict | None:
+    """How a model file is identified: sha256 where the file is here (or size and mtime, said so), the
+    reported path alone where it is not."""
+    if not path:
+        return None
+    p = Path(path).expanduser()
+    if not p.is_file():
+        return {"path": str(path), "identity": "reported path only (the file is not on this machine)"}
+    st = p.stat()
+    out = {
+        "path": str(p),
+        "bytes": st.st_size,
+        "mtime": dt.datetime.fromtimestamp(st.st_mtime, dt.UTC).isoformat(timespec="seconds"),
+    }
+    if hash_files:
+        out["sha256"] = sha256_file(p)
+        out["identity"] = "sha256"
+    else:
+        out["identity"] = "size and mtime (not hashed: --no-hash)"
+    return out
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "?"
+
+
+def hardware(gpu_probe=None) -> dict:
+    """CPU, cores, RAM and NVIDIA GPUs (NVML); no GPU is a value, never an error."""
+    import psutil
+
+    from spectui.machine.probes import GPUProbe
+
+    probe = gpu_probe or GPUProbe()
+    gpus = [{"index": g.index, "name": g.name, "memory_total": g.memory_total} for g in probe.sample()]
+    return {
+        "cpu": cpu_model(),
+        "cores_logical": os.cpu_count(),
+        "cores_physical": psutil.cpu_count(logical=False),
+        "memory_total": int(psutil.virtual_memory().total),
+        "system": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "gpus": gpus,
+        "gpu_note": None if gpus else (probe.error or "no NVIDIA GPU found"),
+    }
+
+
+def where(hw: dict) -> str:
+    """`on this CPU` / `on NVIDIA H200`: what the verdict line says the speed was measured on."""
+    gpus = hw.get("gpus") or []
+    if not gpus:
+        return "on this CPU"
+    names = sorted({str(g.get("name")) for g in gpus})
+    return f"on {len(gpus)}× {names[0]}" if len(gpus) > 1 and len(names) == 1 else f"on {', '.join(names)}"
+
+
+def server_facts(info: ServerInfo, argv: list[str] | None, hash_files: bool = True) -> dict:
+    """One side as measured: its identity as it reported it, its launch command line where spectui
+    launched it or can read it from the local process, the flags spectui reads from that, and its files."""
+    spec = LaunchSpec.from_argv(argv)
+    model_path = info.model_path
+    if not model_path and argv:
+        for flag in ("-m", "--model"):
+            if flag in argv and argv.index(flag) + 1 < len(argv):
+                model_path = argv[argv.index(flag) + 1]
+    draft = spec.draft_model or (info.speculative or {}).get("draft_model")
+    return {
+        **info.to_json(),
+        "launch_argv": list(argv) if argv else None,
+        "launch_flags": dict(spec.values) if argv else None,
+        "prefix_cache_flag": spec.prefix_cache,
+        "model_file": file_identity(model_path, hash_files),
+        "draft_file": file_identity(str(draft), hash_files) if draft else None,
+    }
+
+
+def measured_on(
+    infos: dict[str, ServerInfo],
+    argvs: dict[str, list[str] | None],
+    prompts: list[Prompt],
+    set_name: str,
+    hash_files: bool = True,
+    gpu_probe=None,
+) -> dict:
+    return {
+        "servers": {side: server_facts(infos[side], argvs.get(side), hash_files) for side in ("baseline", "candidate")},
+        "hardware": hardware(gpu_probe),
+        "spectui": __version__,
+        "prompt_set": {"name": set_name, "sha256": prompt_set_hash(prompts), "count": len(prompts)},
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }

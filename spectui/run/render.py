@@ -1,0 +1,268 @@
+"""A certificate (run.certificate's JSON document) as text for the console, as Markdown and as one
+self-contained HTML page. Every value is read from the document; nothing is judged here. Values that came
+from outside (builds, models, URLs, prompt ids, excerpts) are escaped for the format they land in.
+"""
+
+from __future__ import annotations
+
+import html
+
+from spectui.core.report import md_cell
+
+
+def _iv(d: dict | None, spec: str = ".2f", unit: str = "") -> str:
+    from spectui.run.certificate import interval_text
+
+    return interval_text(d, spec, unit)
+
+
+def _size(n) -> str:
+    return f"{n / 1024**3:.1f} GiB" if isinstance(n, (int, float)) else "?"
+
+
+def _file(f: dict | None) -> str:
+    if not f:
+        return "—"
+    if f.get("sha256"):
+        return f"{f['path']} sha256 {f['sha256']}"
+    if f.get("bytes") is not None:
+        return f"{f['path']} {f['bytes']} bytes, modified {f.get('mtime')} ({f.get('identity')})"
+    return f"{f['path']} ({f.get('identity')})"
+
+
+def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
+    """The certificate's content as (title, rows) — tables (lists of cells, first row the header) or lines —
+    shared by the three renderings, so they say the same things."""
+    d, mo, inp = doc["derived"], doc["measured_on"], doc["inputs"]
+    out: list = []
+    ps = inp["prompt_set"]
+    shard = inp.get("shard")
+    g = d["greedy"]
+    p = inp["params"]
+    scope = [
+        f"prompt set {ps.get('name')} ({ps['count']} prompts, sha256 {ps['sha256']})"
+        + (f"; shard {shard['index']}/{shard['of']}: {len(inp.get('share') or [])} of them" if shard else ""),
+        f"greedy: temperature 0, max_tokens {p.get('max_tokens')}, {inp['runs']} interleaved run(s) per prompt "
+        f"(B C / C B), prompt cache {_cache(p.get('cache_prompt'))}, order {p.get('order')}",
+    ]
+    s = inp.get("sampled")
+    if s and s.get("ids"):
+        scope.append(
+            f"sampled: {len(s['ids'])} prompt(s), {s['samples']} seeds each from {s['seed_base']}, temperature "
+            f"{s['temperature']}, max_tokens {s['max_tokens']}"
+        )
+    out.append(("What was run", scope))
+    rows = [["prompt", "category", "greedy", "first difference", "cause", "speed-up", "acceptance", "mean len"]]
+    for pp in g["per_prompt"]:
+        diff = pp.get("difference")
+        a = pp.get("acceptance")
+        rows.append(
+            [
+                pp["id"],
+                pp["category"],
+                f"{pp['status']} ({pp['runs']} run{'s' if pp['runs'] != 1 else ''})",
+                f"byte {diff['byte']} ({diff['kind']}, run {diff['run']})" if diff else "",
+                (diff.get("cause") or "not triaged") if diff else "",
+                _iv(pp["speedup"], unit="×") if pp.get("speedup") else "— (not measured)",
+                f"{a['accepted']}/{a['drafted']}" if a and a.get("drafted") else ("no drafts" if a else "—"),
+                f"{1 + a['accepted'] / a['steps']:.2f}" if a and a.get("steps") else "—",
+            ]
+        )
+    out.append((f"Greedy identity: {g['identical']}/{g['prompts']} identical", rows))
+    if d["differences"]:
+        lines = []
+        for x in d["differences"]:
+            lines.append(
+                f"{x['id']}: {x['reason']} — baseline …{x['baseline_excerpt']}… | candidate …{x['candidate_excerpt']}…"
+                f" — cause: {x.get('cause') or 'not triaged'}"
+                + (f" ({x['cause_summary']})" if x.get("cause_summary") else "")
+                + (
+                    f"; prompt tokens from cache {x['prompt_cached'][0]} | {x['prompt_cached'][1]}"
+                    if x.get("prompt_cached")
+                    else ""
+                )
+            )
+        out.append(("Differences", lines))
+    sm = d.get("sampled")
+    if sm:
+        rows = [["prompt", "seeds identical", "drafting", "promise", "verdict", "test", "detectable TVD"]]
+        for x in sm["prompts"]:
+            t = x.get("test") or {}
+            rows.append(
+                [
+                    x["id"],
+                    f"{x['seeded_identical']}/{x['samples']}",
+                    x["guarantee"]["drafting"],
+                    x["guarantee"]["promise"],
+                    f"{x['status']}: {x['why']}",
+                    f"p {t['p']:.3g} over {t['positions_tested']} varying positions" if t else "not needed",
+                    f"{t['smallest_detectable_tvd']:.2f}"
+                    if t and t.get("smallest_detectable_tvd") is not None
+                    else "—",
+                ]
+            )
+        out.append((f"Identity under sampling: {sm['passed']}/{sm['total']}", rows))
+    sp, acc = d["speedup"], d.get("acceptance")
+    o = sp["overall"]
+    lines = [
+        f"speed-up {_iv(o, unit='×')}: {sp['speed']} (candidate decode tok/s over the baseline's, paired within "
+        f"each run; {o['method'] or o['reason']})"
+        if o
+        else "speed-up: not measured (no run where both sides finished)"
+    ]
+    if o and o.get("over_prompts"):
+        lines.append(f"over prompts (the set as a sample of prompts like these): {_iv(o['over_prompts'], unit='×')}")
+    if sp.get("note"):
+        lines.append(f"note: {sp['note']}")
+    if acc and acc.get("drafted"):
+        a = acc["alpha"]
+        lines.append(
+            f"acceptance {acc['accepted']}/{acc['drafted']} drafted tokens ({acc['acceptance_rate']:.1%}) in "
+            f"{acc['steps']} verification steps; mean accepted length {_iv(acc['mean_accepted_length'])} "
+            f"(over prompts {_iv(acc['mean_accepted_length']['over_prompts'])}); α {_iv(a)} at γ {a['gamma']:.2f} "
+            f"(counts from {acc['source']})"
+        )
+        if acc.get("per_position"):
+            lines.append(
+                "per-position acceptance: "
+                + ", ".join(f"{q['position'] + 1}: {_iv(q, '.1%')}" for q in acc["per_position"])
+            )
+        elif acc.get("per_position_note"):
+            lines.append(f"per-position acceptance: — ({acc['per_position_note']})")
+    elif acc:
+        lines.append("acceptance: the candidate drafted nothing")
+    out.append(("Speed-up, beside its acceptance", lines))
+    rows = [["category", "prompts", "identical", "speed-up", "", "mean accepted length", "α"]]
+    for cat, c in d["by_category"].items():
+        ca = c.get("acceptance") or {}
+        rows.append(
+            [
+                cat,
+                str(c["prompts"]),
+                str(c["identical"]),
+                _iv(c["speedup"], unit="×") if c.get("speedup") else "—",
+                c["speed"],
+                _iv(ca.get("mean_accepted_length")) if ca.get("drafted") else "no drafts",
+                _iv(ca.get("alpha")) if ca.get("drafted") else "—",
+            ]
+        )
+    out.append(("By category", rows))
+    hw = mo.get("hardware") or {}
+    gpus = ", ".join(f"{x['name']} ({_size(x.get('memory_total'))})" for x in hw.get("gpus") or []) or (
+        f"none ({hw.get('gpu_note')})"
+    )
+    lines = []
+    for side in ("baseline", "candidate"):
+        sv = mo["servers"][side]
+        lines.append(
+            f"{side}: {sv.get('backend')} build {sv.get('build') or '?'}, model {sv.get('model') or '?'}, "
+            f"speculative {sv.get('speculative') or 'none'}, KV cache {sv.get('kv_cache') or 'default'}, "
+            f"at {sv.get('url')}"
+        )
+        if sv.get("launch_argv"):
+            lines.append(f"  launched as: {' '.join(sv['launch_argv'])}")
+        lines.append(f"  model file: {_file(sv.get('model_file'))}")
+        if sv.get("draft_file"):
+            lines.append(f"  draft file: {_file(sv.get('draft_file'))}")
+    c = d["cache"]
+    lines.append(
+        f"cache: prompt cache {_cache(c['requested'])} per request; prompt tokens reused from the cache: baseline "
+        f"{c['baseline']['prompt_cached']} of {c['baseline']['prompt_tokens'] + c['baseline']['prompt_cached']}, "
+        f"candidate {c['candidate']['prompt_cached']} of {c['candidate']['prompt_tokens'] + c['candidate']['prompt_cached']}"
+    )
+    lines.append(
+        f"hardware: {hw.get('cpu')}, {hw.get('cores_logical')} logical cores ({hw.get('cores_physical')} physical), "
+        f"{_size(hw.get('memory_total'))} RAM, {hw.get('system')}; GPUs: {gpus}"
+    )
+    if mo.get("hardware_note"):
+        lines.append(f"note: {mo['hardware_note']}")
+    for sh in mo.get("shards") or []:
+        lines.append(
+            f"shard {sh['shard']['index']}/{sh['shard']['of']}: {sh['date']} on {(sh.get('hardware') or {}).get('cpu')} "
+            f"(certificate sha256 {sh['certificate_sha256']})"
+        )
+    lines.append(f"spectui {mo.get('spectui')}; made {mo.get('date')}")
+    out.append(("Measured on", lines))
+    out.append(
+        (
+            "Derived from (raw sessions, replayable: spectui verify re-derives every figure from them)",
+            [f"{r['path']} ({r['phase']}, {r['bytes']} bytes) sha256 {r['sha256']}" for r in doc["sessions"]],
+        )
+    )
+    if d.get("problems"):
+        out.append(("Problems found while deriving", list(d["problems"])))
+    return out
+
+
+def _cache(v) -> str:
+    return "server default" if v is None else ("on" if v else "off")
+
+
+def render_text(doc: dict) -> str:
+    """The console form: the verdict line first, then each section."""
+    lines = [doc["verdict"]["line"]]
+    for title, rows in sections(doc):
+        lines += ["", title]
+        if rows and isinstance(rows[0], list):
+            widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+            for r in rows:
+                lines.append("  " + "  ".join(f"{str(c):<{w}}" for c, w in zip(r, widths)).rstrip())
+        else:
+            lines += [f"  {x}" for x in rows]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(doc: dict) -> str:
+    lines = ["# spectui certificate", "", f"**{md_cell(doc['verdict']['line'])}**", ""]
+    for title, rows in sections(doc):
+        lines += [f"## {md_cell(title)}", ""]
+        if rows and isinstance(rows[0], list):
+            lines.append("| " + " | ".join(md_cell(c) for c in rows[0]) + " |")
+            lines.append("|" + "---|" * len(rows[0]))
+            for r in rows[1:]:
+                lines.append("| " + " | ".join(md_cell(c) for c in r) + " |")
+        else:
+            lines += [f"- {md_cell(x)}" for x in rows]
+        lines.append("")
+    lines.append(
+        f"Certificate format {doc['format']} version {doc['version']}; check it with `spectui verify` beside its sessions."
+    )
+    return "\n".join(lines) + "\n"
+
+
+_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em; color: #1d1d1f; }
+h1 { font-size: 1.3em; } h2 { font-size: 1.05em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+.verdict { font-size: 1.15em; font-weight: 600; padding: .6em .8em; border-radius: 6px; }
+.identical { background: #e6f4ea; color: #0b5d1e; } .different { background: #fde7e9; color: #8a1020; }
+.incomplete { background: #fff4ce; color: #6b4e00; }
+table { border-collapse: collapse; margin: .5em 0; } td, th { border: 1px solid #ddd; padding: .25em .6em; text-align: left; }
+th { background: #f4f4f6; } li { margin: .15em 0; } code, .mono { font-family: ui-monospace, monospace; font-size: .92em; }
+"""
+
+
+def render_html(doc: dict) -> str:
+    """One page, no external resources: styles inline, every value escaped."""
+    e = html.escape
+    status = doc["verdict"]["status"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>spectui certificate</title>',
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>spectui certificate</h1>",
+        f'<p class="verdict {e(status)}">{e(doc["verdict"]["line"])}</p>',
+    ]
+    for title, rows in sections(doc):
+        parts.append(f"<h2>{e(title)}</h2>")
+        if rows and isinstance(rows[0], list):
+            parts.append("<table><tr>" + "".join(f"<th>{e(str(c))}</th>" for c in rows[0]) + "</tr>")
+            for r in rows[1:]:
+                parts.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>")
+            parts.append("</table>")
+        else:
+            parts.append("<ul>" + "".join(f'<li class="mono">{e(str(x))}</li>' for x in rows) + "</ul>")
+    parts.append(
+        f"<p>Certificate format {e(doc['format'])} version {e(str(doc['version']))}; "
+        "check it with <code>spectui verify</code> beside its sessions.</p></body></html>"
+    )
+    return "\n".join(parts) + "\n"

@@ -178,7 +178,8 @@ def test_a_malformed_header_is_one_line(tmp_path, head):
 def test_malformed_fields_never_crash_replay_report_or_listing(tmp_path, bad):
     p = _session(tmp_path, [PROMPT, bad, *_side("baseline", "hi"), *_side("candidate", "hi")])
     good = tmp_path / "good.jsonl"
-    _session(tmp_path / "g", [PROMPT, *_side("baseline", "hi"), *_side("candidate", "hi")]).rename(good)
+    done = {"type": "result", "n": 0, "identical": True}  # the listing reads the recorded verdict
+    _session(tmp_path / "g", [PROMPT, *_side("baseline", "hi"), *_side("candidate", "hi"), done]).rename(good)
     for args in (("replay", str(p), "--no-tui"), ("report", str(p))):
         r = _cli(*args)
         assert "Traceback" not in r.stderr, r.stderr

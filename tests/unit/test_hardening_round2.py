@@ -525,3 +525,43 @@ def test_an_edited_session_is_read_by_replay_and_every_report(tmp_path, result, 
     ):
         r = _cli(*args)
         assert "Traceback" not in r.stderr and r.returncode in (0, 3), (args, r.stderr)
+
+
+# -- item 12: `spectui sessions` reads the header and the summary records only -----------------------------
+def test_listing_parses_summary_records_not_events(tmp_path, monkeypatch):
+    import orjson
+
+    from spectui.store import session_list
+    from tests.unit.test_hardening import PROMPT, _ev
+
+    head = {"format": "spectui-session", "version": 1, "created": "2026-12-01T00:00:00+00:00"}
+    servers = {"type": "servers", "baseline": {"url": "http://b"}, "candidate": {"url": "http://c"}}
+    lines = [json.dumps(head), json.dumps(servers)]
+    for n in range(2):
+        lines.append(json.dumps({**PROMPT, "n": n, "prompt": {"id": f"p{n}", "messages": []}}))
+        for side in ("baseline", "candidate"):
+            lines.append(json.dumps(_ev(side, "start", 0)))
+            lines += [json.dumps(_ev(side, "token", 10 + i, i=i, id=7, d="x", label="target")) for i in range(20_000)]
+        result = {"type": "result", "n": n, "identical": True, "speedup": 1.5, "candidate": {"acceptance_rate": 0.5}}
+        lines.append(json.dumps(result))
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    parsed = []
+    real = orjson.loads
+    monkeypatch.setattr(session_list.orjson, "loads", lambda b: parsed.append(b) or real(b))
+    [row] = session_list.list_sessions(tmp_path)
+    assert len(parsed) == 5  # servers, two prompts, two results: none of the 80,004 events
+    assert (row.prompt, row.n_prompts, row.identical, row.speedup, row.acceptance) == ("p0", 2, True, 1.5, 0.5)
+    assert "identical" in row.line() and "1.50× at 50% accepted" in row.line()
+
+
+def test_listing_says_what_a_cut_off_run_recorded(tmp_path):
+    from spectui.store.session_list import summarise
+    from tests.unit.test_hardening import PROMPT, _session, _side
+
+    done = {"type": "result", "n": 0, "identical": True, "speedup": 1.2}
+    p = _session(tmp_path, [PROMPT, *_side("baseline", "hi"), *_side("candidate", "hi"), done, PROMPT])
+    p.write_text(p.read_text() + '{"type":"result","n":1,"identi')  # the last line cut mid-write
+    s = summarise(p)
+    assert s.n_prompts == 2 and s.identical is None  # the second prompt has no verdict recorded
+    assert s.speedup == 1.2

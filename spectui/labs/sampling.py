@@ -87,6 +87,7 @@ def launch_argv(url: str) -> list[str] | None:
 # llama.cpp's --spec-draft-sampling acts on the drafters that sample (draft-simple, draft-mtp:
 # common/speculative.cpp sets result_q only for them); n-gram drafts are looked up, never sampled
 _SAMPLED_DRAFTERS = ("draft-simple", "draft-mtp")
+_SPECULATION_FLAGS = ("--spec-type", "-md", "--spec-draft-model", "--model-draft")
 
 
 def guarantee_for(kind: str, info: ServerInfo | None, argv: list[str] | None) -> Guarantee:
@@ -97,11 +98,13 @@ def guarantee_for(kind: str, info: ServerInfo | None, argv: list[str] | None) ->
         return Guarantee(
             "own randomness",
             "distribution only",
-            f"{kind} draws its own randomness in rejection sampling: seeds need not reproduce the baseline's bytes",
+            f"{kind} draws its own randomness in rejection sampling",
         )
     if kind != "llama.cpp":
         return Guarantee("unknown", "unknown", f"a {kind} server: how it verifies drafts under sampling is unknown")
     if argv is not None:
+        if not any(a.split("=", 1)[0] in _SPECULATION_FLAGS for a in argv):
+            return Guarantee("none", "seeded bytes", "launched without speculation")
         mode = "greedy"
         for i, arg in enumerate(argv):
             if arg == "--spec-draft-sampling" and i + 1 < len(argv):
@@ -112,30 +115,28 @@ def guarantee_for(kind: str, info: ServerInfo | None, argv: list[str] | None) ->
             return Guarantee(
                 "probabilistic",
                 "distribution only",
-                "launched with --spec-draft-sampling probabilistic: drafts are verified by rejection sampling, so "
-                "a correct server need not reproduce the baseline seed for seed",
+                "launched with --spec-draft-sampling probabilistic: drafts are verified by rejection sampling",
             )
         return Guarantee(
             "greedy",
             "seeded bytes",
-            "launched with greedy drafting (--spec-draft-sampling greedy, the default): every position is sampled "
-            "from the target with the request's RNG, so each seed must give the baseline's bytes",
+            "launched without --spec-draft-sampling probabilistic: every position is sampled from the target "
+            "with the request's RNG",
         )
     types = [t for t in str((info.speculative if info else {}).get("type") or "").split(",") if t]
     if types and all(t == "none" for t in types):
-        return Guarantee("none", "seeded bytes", "the candidate drafted nothing: each seed must give the same bytes")
+        return Guarantee("none", "seeded bytes", "the candidate drafts nothing")
     if types and not any(t in _SAMPLED_DRAFTERS or t == "on" for t in types):
         return Guarantee(
             "n-gram",
             "seeded bytes",
-            f"{','.join(types)} drafts are not sampled, so --spec-draft-sampling does not apply: each seed must "
-            "give the baseline's bytes",
+            f"{','.join(types)} drafts are looked up, not sampled: --spec-draft-sampling does not apply",
         )
     return Guarantee(
         "unknown",
         "unknown",
-        "the drafting mode is unknown (llama-server does not report --spec-draft-sampling and the server is not "
-        "on this machine): a seeded mismatch is a failure under greedy drafting, expected under probabilistic",
+        "llama-server does not report --spec-draft-sampling and this server's argv is not readable here: a seeded "
+        "mismatch is a failure under greedy drafting, expected under probabilistic",
     )
 
 
@@ -196,8 +197,8 @@ class SamplingResult:
         g = self.guarantee
         if g is not None:
             judged = {
-                "seeded bytes": "seeded bytes are promised: a mismatch is a failure",
-                "distribution only": "only the distribution is promised: a seeded mismatch is not a failure",
+                "seeded bytes": "seeded bytes promised, a mismatch is a failure",
+                "distribution only": "only the distribution promised, a seeded mismatch is not a failure",
                 "unknown": "whether seeded bytes are promised is unknown",
             }[g.promise]
             lines.append(f"  drafting {g.drafting}: {judged} ({g.why})")

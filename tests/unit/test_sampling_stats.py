@@ -80,12 +80,19 @@ def test_ids_on_one_side_and_bytes_on_the_other_are_never_compared():
         ("llama.cpp", ["llama-server", "-md", "d.gguf"], None, "greedy", "seeded bytes"),
         (
             "llama.cpp",
-            ["llama-server", "--spec-draft-sampling", "probabilistic"],
+            ["llama-server", "-md", "d", "--spec-draft-sampling", "probabilistic"],
             None,
             "probabilistic",
             "distribution only",
         ),
-        ("llama.cpp", ["llama-server", "--spec-draft-sampling=greedy"], None, "greedy", "seeded bytes"),
+        (
+            "llama.cpp",
+            ["llama-server", "--spec-type", "draft-mtp", "--spec-draft-sampling=greedy"],
+            None,
+            "greedy",
+            "seeded bytes",
+        ),
+        ("llama.cpp", ["llama-server", "-m", "x.gguf"], "draft-simple", "none", "seeded bytes"),
         ("llama.cpp", None, "draft-simple", "unknown", "unknown"),
         ("llama.cpp", None, "ngram-simple", "n-gram", "seeded bytes"),
         ("llama.cpp", None, "none", "none", "seeded bytes"),
@@ -108,9 +115,11 @@ def test_a_seeded_mismatch_under_probabilistic_drafting_is_not_a_failure():
         r.verdict = judge(r.baseline, r.candidate, True)
     res = SamplingResult(Prompt("p"), runs)
     assert res.seeded_identical == 0
-    res.guarantee = guarantee_for("llama.cpp", None, ["llama-server", "--spec-draft-sampling", "probabilistic"])
+    res.guarantee = guarantee_for(
+        "llama.cpp", None, ["llama-server", "-md", "d", "--spec-draft-sampling", "probabilistic"]
+    )
     assert not res.seeded_mismatch_is_failure
-    res.guarantee = guarantee_for("llama.cpp", None, ["llama-server"])
+    res.guarantee = guarantee_for("llama.cpp", None, ["llama-server", "-md", "d"])
     assert res.seeded_mismatch_is_failure
     res.guarantee = guarantee_for("llama.cpp", ServerInfo("http://x", speculative={"type": "draft-simple"}), None)
     assert res.seeded_mismatch_is_failure  # unknown: never called a pass

@@ -148,17 +148,6 @@ def _launch(args):
     return launcher, base, cand
 
 
-def default_dir(shard) -> Path:
-    import datetime as dt
-    import os
-
-    from spectui.store.locations import data_dir
-
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    tail = f"-shard-{shard.index}-of-{shard.of}" if shard else ""
-    return data_dir() / "certificates" / f"certificate-{stamp}-{os.getpid()}{tail}"
-
-
 async def cmd_prove(args) -> int:
     import asyncio
 
@@ -166,7 +155,7 @@ async def cmd_prove(args) -> int:
     from spectui.backends.transport import stamped_client
     from spectui.cli.common import PairOptions, connect_pair, params_from, prompts_from
     from spectui.cli.compare import machine_sampler
-    from spectui.run.prove import ProveOptions, Prover, prepare_dir
+    from spectui.run.prove import ProveOptions, Prover, default_dir, prepare_dir
     from spectui.run.render import render_text
     from spectui.run.shard import parse_shard
     from spectui.store import prompts as prompt_sets

@@ -84,6 +84,18 @@ class CertificateWritten:
 ProveEvent = PhaseStarted | Progressed | CertificateWritten
 
 
+def default_dir(shard: Shard | None = None) -> Path:
+    """Where a certificate goes when no -o is given: the data folder's certificates/, one folder each."""
+    import datetime as dt
+    import os
+
+    from spectui.store.locations import data_dir
+
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    tail = f"-shard-{shard.index}-of-{shard.of}" if shard else ""
+    return data_dir() / "certificates" / f"certificate-{stamp}-{os.getpid()}{tail}"
+
+
 def prepare_dir(out: Path) -> Path:
     """The certificate's folder: new or empty of spectui's files; never overwrites raw sessions."""
     out = out.expanduser()

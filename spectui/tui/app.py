@@ -73,6 +73,7 @@ class SpectuiApp(App):
         Binding("ctrl+u", "sweep", "Sweep", id="sweep", priority=True),
         Binding("f2", "sampling", "Sampling", id="sampling", priority=True),
         Binding("f3", "drafts_cost", "Draft cost", id="drafts_cost", show=False, priority=True),
+        Binding("f4", "prove", "Prove", id="prove", show=False, priority=True),
         Binding("ctrl+w", "toggle_logs", "Logs", id="toggle_logs", priority=True),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         # replay: pause, one token, slower/faster, seek
@@ -319,6 +320,24 @@ class SpectuiApp(App):
         backends = self._live_backends()
         if backends:
             self.push_screen(SamplingScreen(backends, prompt, self.params))
+
+    def action_prove(self) -> None:
+        """F4: a certificate for the prompt set on screen (spectui prove, on the same run session)."""
+        from spectui.tui.screens.prove_screen import ProveScreen
+
+        backends = self._live_backends()
+        if backends:
+            self.push_screen(
+                ProveScreen(
+                    backends,
+                    list(self.prompt_list),
+                    self.prompt_set_name,
+                    self.params,
+                    client=self.client,
+                    launched=self.config.launched,
+                    notebook=self.config.notebook,
+                )
+            )
 
     def action_profiles(self) -> None:
         from spectui.store.config import load as load_settings

@@ -337,3 +337,30 @@ def test_really_cold_runs_clear_each_servers_cache():
     assert ("POST", "/reset_prefix_cache") in calls and ("POST", "/flush_cache") in calls
     assert v == "/reset_prefix_cache done" and s == "/flush_cache done"
     assert "no way to clear" in o  # said, not pretended
+
+
+@pytest.mark.parametrize("kind", ["vllm", "sglang"])
+def test_the_draft_probe_says_it_is_not_available_for_vllm_and_sglang(kind):
+    """README: rejected drafts are rebuilt for llama.cpp's drafters; vLLM and SGLang candidates: not
+    available, said so per prompt (the result carries why, and no steps)."""
+    from spectui.core.runner import compare_prompt
+    from spectui.core.types import Prompt
+    from spectui.labs.probe import probe_prompt
+
+    transport = (
+        vllm_transport("spec_completions_stream_usage.sse", "spec_metrics_final.txt")
+        if kind == "vllm"
+        else sglang_transport(_chunks(True))
+    )
+
+    async def go():
+        async with httpx.AsyncClient(transport=transport) as c:
+            cand = make_backend(kind, f"http://{kind}", c)
+            await cand.identify()
+            r = await compare_prompt(cand, cand, Prompt("p", raw="x"), GenerationParams(max_tokens=9))
+            return cand, await probe_prompt(cand, r)
+
+    cand, found = asyncio.run(go())
+    assert found.steps == [] and found.unavailable
+    reported = cand.info.speculative.get("type") or "none reported"
+    assert found.unavailable == f"no reconstruction for this server's drafter ({reported})"

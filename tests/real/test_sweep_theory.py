@@ -145,7 +145,9 @@ def test_bad_concurrency_is_a_usage_error(capsys):
 
 def test_from_measurement_explains_the_gap():
     m = theory.from_measurement(80.0, 24.0, 120, 45, 15)
-    assert m["alpha"] == pytest.approx(0.375) and m["gamma"] == pytest.approx(8.0)
+    # α on the curve is per position (Σ_{i≤8} α^i = 45/15 = 3), not accepted/drafted = 0.375
+    assert sum(m["alpha"] ** i for i in range(1, 9)) == pytest.approx(3.0)
+    assert m["acceptance_per_drafted_token"] == pytest.approx(0.375) and m["gamma"] == pytest.approx(8.0)
     assert m["measured_speedup"] == pytest.approx(0.3)
     # the cost model T = t(γc + 1) reproduces the measured step time
     t, T = 1 / 80.0, (1 + 45 / 15) / 24.0

@@ -99,6 +99,7 @@ class SideTotals:
     identical: int = 0
     differs: int = 0
     no_verdict: int = 0
+    speedups: list[float] = field(default_factory=list)  # candidate decode tok/s over the plain server's
 
     def add(self, result) -> None:
         f = result.candidate.figures
@@ -106,6 +107,8 @@ class SideTotals:
         self.drafted += f.drafted
         self.accepted += f.accepted
         self.steps += int(f.metrics_steps) if f.metrics_steps else f.steps
+        if result.speedup is not None:
+            self.speedups.append(result.speedup)
         ident = result.identical
         if ident is True:
             self.identical += 1
@@ -127,6 +130,13 @@ class SideTotals:
     def mean_accepted_length(self) -> float | None:
         return 1 + self.accepted / self.steps if self.steps else None
 
+    @property
+    def speedup_median(self) -> float | None:
+        """One run a prompt on a shared machine: noise-limited, shown beside the counts, never claimed."""
+        import statistics
+
+        return statistics.median(self.speedups) if self.speedups else None
+
     def to_json(self) -> dict:
         return {
             "name": self.name,
@@ -137,6 +147,7 @@ class SideTotals:
             "acceptance_rate": self.acceptance_rate,
             "accepted_share": self.accepted_share,
             "mean_accepted_length": self.mean_accepted_length,
+            "speedup_median": self.speedup_median,
             "identical": self.identical,
             "differs": self.differs,
             "no_verdict": self.no_verdict,
@@ -190,7 +201,8 @@ def proof_text(p: Proof) -> str:
         return f"{x:.2f}" if x is not None else "—"
 
     lines = [
-        f"{'held-out prompts':<32} {'tokens':>7} {'drafted':>8} {'accepted':>9} {'rate':>6} {'of output':>10} {'mean len':>9}  bytes vs plain"
+        f"{'held-out prompts':<32} {'tokens':>7} {'drafted':>8} {'accepted':>9} {'rate':>6} {'of output':>10} "
+        f"{'mean len':>9} {'speed-up':>9}  bytes vs plain"
     ]
     for s in (p.without_cache, p.with_cache):
         same = (
@@ -200,7 +212,8 @@ def proof_text(p: Proof) -> str:
         )
         lines.append(
             f"{s.name:<32} {s.tokens:>7} {s.drafted:>8} {s.accepted:>9} {pct(s.acceptance_rate):>6} "
-            f"{pct(s.accepted_share):>10} {num(s.mean_accepted_length):>9}  {same}"
+            f"{pct(s.accepted_share):>10} {num(s.mean_accepted_length):>9} "
+            f"{(num(s.speedup_median) + '×') if s.speedup_median else '—':>9}  {same}"
         )
     lines.append(
         "the static cache "

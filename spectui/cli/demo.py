@@ -40,12 +40,21 @@ def demo_config(base, cand, **overrides):
 
 
 def cmd_demo(args) -> int:
-    from spectui.core.errors import InputError
 
     assets.ensure_all(progress=lambda m: print(f"spectui demo: {m}", file=sys.stderr))
+    if args.one_at_a_time and not args.headless:
+        # the TUI starts each server when a run needs it and stops it after (tui.supervisor.open_alone)
+        from spectui.tui.app import make_app
+
+        _, base, cand = demo_servers(args.candidate)
+        app = make_app(demo_config(base, cand, one_at_a_time=True, pids={}))
+        try:
+            app.run()
+        finally:
+            for s in (base, cand):
+                s.stop()
+        return 0
     if args.one_at_a_time:
-        if not args.headless:
-            raise InputError("demo --one-at-a-time runs headless", hint="add --headless")
         from spectui.cli.main import main as cli_main
 
         return cli_main(

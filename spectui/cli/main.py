@@ -215,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--one-at-a-time",
         action="store_true",
-        help="with --headless: the baseline alone, then the candidate alone (never both servers up)",
+        help="the baseline alone, then the candidate alone, never both servers up (the TUI plays the "
+        "baseline's recording beside the live candidate)",
     )
     p.add_argument(
         "--triage",
@@ -319,9 +320,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?")
 
     p = sub.add_parser("theory", help="speed-up as a function of acceptance rate, draft length and draft cost")
-    p.add_argument("--alpha", type=finite, required=True, metavar="A", help="acceptance rate, 0 <= A < 1")
-    p.add_argument("--gamma", type=int, required=True, metavar="G", help="drafted tokens per step, >= 1")
-    p.add_argument("--cost", type=finite, required=True, metavar="C", help="draft step cost / target step cost, >= 0")
+    p.add_argument("--alpha", type=finite, metavar="A", help="acceptance rate, 0 <= A < 1")
+    p.add_argument("--gamma", type=int, metavar="G", help="drafted tokens per step, >= 1")
+    p.add_argument("--cost", type=finite, metavar="C", help="draft step cost / target step cost, >= 0")
+    p.add_argument(
+        "--from",
+        dest="from_session",
+        metavar="SESSION",
+        help="a saved session: measure the formula's terms on its servers and check the formula against the run",
+    )
+    p.add_argument(
+        "--draft-model", metavar="GGUF", help="with --from: the candidate's draft (default: the bundled draft)"
+    )
+    p.add_argument("--repeats", type=int, default=3, metavar="N", help="with --from: measurements per term (3)")
+    p.add_argument("--no-measure", action="store_true", help="with --from: the ideal formula only, no requests")
+    p.add_argument("--html", metavar="FILE", help="with --from: also write the HTML report with the terms table")
     p.add_argument("--json", action="store_true")
 
     from spectui.cli.drafts import add_parser as add_drafts_parser

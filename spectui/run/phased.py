@@ -1,31 +1,36 @@
 """One server at a time: when a GPU cannot hold both servers (labs.memplan says so), run every prompt on
-the baseline, stop it, start the candidate and run the same prompts, then judge each pair.
+the baseline alone, stop it, start the candidate alone and run the same prompts — with the baseline's
+recording played beside the candidate's live stream, in step, so a driver draws both panes as it does
+side by side. Each pair is then judged by core.verdict.judge exactly as side by side.
 
-The verdicts, labels and acceptance are the same as side by side (core.verdict.judge on the same two
-streams); the session file records both sides of each prompt as if they had run together, each side's
-times from its own start, so replay plays the baseline's recording in step with the candidate's.
-Repeats alternate whole phases, B C | C B | B C …, and adjacent phases of one side share a launch
-(B C C B is three launches), so a drifting GPU clock falls on both sides alike.
+Repeats alternate whole phases, B C | C B | B C …, and adjacent phases of one side share a launch (B C
+C B is three launches), so a drifting GPU clock falls on both sides alike. In each run the side that
+goes second streams live and the first is played from its recording. The session file records each
+side timed from its own start, so replay plays them in step too.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
 from spectui.core.errors import describe
 from spectui.core.events import StreamEvent, StreamFailed
 from spectui.core.figures import SideRecorder
-from spectui.core.runner import SIDES, PromptResult, Source, render_prompt, run_side, same_tokenizer
-from spectui.core.types import GenerationParams, Prompt, ServerInfo
-from spectui.core.verdict import judge
+from spectui.core.findings import ProbeResult, Triage
+from spectui.core.runner import SIDES, PromptResult, Source, compare_prompt, render_prompt, run_side
+from spectui.core.types import GenerationParams, Prompt, ServerCounters, ServerInfo
+from spectui.core.verdict import Verdict
 from spectui.run.events import PromptFinished, PromptStarted, RunEvent
 
 ORDER = "one-at-a-time"
 # a side that is up: the backend to stream from; leaving the context stops the server
 OpenSide = Callable[[str], AbstractAsyncContextManager[Source]]
+# what a side measured that the stream does not carry: the /metrics cross-check
+CROSS_CHECK = ("metrics_drafted", "metrics_accepted", "metrics_steps", "metrics_check", "accepted_per_position")
 
 
 @dataclass
@@ -47,14 +52,56 @@ def phases(repeat: int) -> list[Phase]:
 
 
 @dataclass
-class _Side:
+class Recorded:
+    """One side's stream of one prompt, run alone: its events, the figures they made, its prompt text."""
+
     rec: SideRecorder
+    info: ServerInfo | None
     events: list[StreamEvent] = field(default_factory=list)
     rendered: str | None = None
 
 
+class RecordedSide:
+    """A side that already ran, played as a source at its recorded pace (the original events and their
+    times: the figures it makes are the ones measured when it ran)."""
+
+    kind = "recorded"
+
+    def __init__(self, name: str, recorded: Recorded) -> None:
+        self.recorded = recorded
+        self.info = recorded.info
+        self.url = recorded.info.url if recorded.info is not None else f"recorded:{name}"
+
+    async def render_chat(self, messages: list[dict]) -> str:
+        return self.recorded.rendered or ""
+
+    async def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]:
+        events = self.recorded.events
+        t0 = events[0].t_ns if events else 0
+        wall0 = time.perf_counter_ns()
+        for ev in events:
+            due = max(0, ev.t_ns - t0) if ev.t_ns else 0
+            left = due - (time.perf_counter_ns() - wall0)
+            if left > 0:
+                await asyncio.sleep(left / 1e9)
+            yield ev
+
+    async def counters(self) -> ServerCounters | None:
+        return None  # its cross-check was made when it ran (copied onto the result)
+
+    def recorded_verdict(self) -> Verdict | None:
+        return None
+
+    def recorded_findings(self) -> tuple[Triage | None, ProbeResult | None]:
+        return None, None
+
+
 class PhasedRun:
-    """Runs a prompt set one server at a time; `open_side(side)` starts a side and stops it on exit."""
+    """Runs a prompt set one server at a time; `open_side(side)` starts a side and stops it on exit.
+
+    `on_stream` gets each stream event of the paired runs (the live side and the played one), as the run
+    session's does; `say` a line at each phase.
+    """
 
     def __init__(
         self,
@@ -64,6 +111,8 @@ class PhasedRun:
         *,
         writer=None,
         emit: Callable[[RunEvent], None] | None = None,
+        on_stream: Callable[[str, StreamEvent], None] | None = None,
+        recorders: Callable[[], dict[str, SideRecorder]] | None = None,
         say: Callable[[str], None] | None = None,
     ) -> None:
         self.open_side = open_side
@@ -71,39 +120,52 @@ class PhasedRun:
         self.repeat = repeat
         self.writer = writer
         self.emit = emit or (lambda ev: None)
+        self.on_stream = on_stream
+        self.recorders = recorders
         self.say = say or (lambda line: None)
         self.infos: dict[str, ServerInfo] = {}
         self.schedule = phases(repeat)
 
     async def run(self, prompts: list[Prompt]) -> list[PromptResult]:
-        done: dict[tuple[int, int, str], _Side] = {}
+        alone: dict[tuple[int, int, str], Recorded] = {}
+        paired: dict[tuple[int, int], PromptResult] = {}
         for phase in self.schedule:
+            side, other = phase.side, ("candidate" if phase.side == "baseline" else "baseline")
             runs = ", ".join(map(str, phase.runs))
-            self.say(f"{phase.side}: starting it alone (run{'s' if len(phase.runs) > 1 else ''} {runs})")
+            self.say(f"{side}: starting it alone (run{'s' if len(phase.runs) > 1 else ''} {runs})")
             try:
-                async with self.open_side(phase.side) as backend:
+                async with self.open_side(side) as backend:
                     if backend.info is not None:
-                        self.infos[phase.side] = backend.info
+                        self.infos[side] = backend.info
                     for k in phase.runs:
                         for i, prompt in enumerate(prompts):
-                            done[(i, k, phase.side)] = await self._one(phase.side, backend, prompt)
+                            first = alone.get((i, k, other))
+                            if first is None:
+                                self.say(f"{side} alone: {prompt.id} (run {k})")
+                                alone[(i, k, side)] = await self._alone(side, backend, prompt)
+                            else:
+                                paired[(i, k)] = await self._pair(prompt, k, side, backend, other, first)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # a side that would not start fails every prompt of its phase
-                why = describe(exc)
+            except Exception as exc:  # a side that would not start (or went away) fails what it had left
+                why = f"{side} server: {describe(exc)}"
                 for k in phase.runs:
-                    for i in range(len(prompts)):
-                        if (i, k, phase.side) not in done:
-                            side = _Side(SideRecorder(phase.side))
-                            failed = StreamFailed(0, f"{phase.side} server: {why}")
-                            side.rec.feed(failed)
-                            side.events.append(failed)
-                            done[(i, k, phase.side)] = side
-            self.say(f"{phase.side}: stopped")
-        return self._results(prompts, done)
+                    for i, prompt in enumerate(prompts):
+                        if (i, k) in paired or (i, k, side) in alone:
+                            continue
+                        failed = Recorded(SideRecorder(side), self.infos.get(side))
+                        failed.rec.feed(StreamFailed(0, why))
+                        failed.events.append(StreamFailed(0, why))
+                        first = alone.get((i, k, other))
+                        if first is None:
+                            alone[(i, k, side)] = failed
+                        else:
+                            paired[(i, k)] = await self._pair(prompt, k, side, RecordedSide(side, failed), other, first)
+            self.say(f"{side}: stopped")
+        return [paired[(i, k)] for i in range(len(prompts)) for k in range(1, self.repeat + 1)]
 
-    async def _one(self, name: str, backend: Source, prompt: Prompt) -> _Side:
-        side = _Side(SideRecorder(name))
+    async def _alone(self, name: str, backend: Source, prompt: Prompt) -> Recorded:
+        side = Recorded(SideRecorder(name), backend.info)
         try:
             side.rendered = await render_prompt(backend, prompt)
             await run_side(name, backend, side.rendered, self.params, lambda _s, ev: side.events.append(ev), side.rec)
@@ -115,29 +177,37 @@ class PhasedRun:
             side.events.append(ev)
         return side
 
-    def _results(self, prompts: list[Prompt], done: dict[tuple[int, int, str], _Side]) -> list[PromptResult]:
-        ids = same_tokenizer(self.infos.get("baseline"), self.infos.get("candidate"))
-        out = []
-        for i, prompt in enumerate(prompts):
-            for k in range(1, self.repeat + 1):
-                b, c = done[(i, k, "baseline")], done[(i, k, "candidate")]
-                rendered = {s: x.rendered for s, x in (("baseline", b), ("candidate", c)) if x.rendered is not None}
-                r = PromptResult(prompt, b.rec, c.rec, rendered=rendered, run=k, runs=self.repeat)
-                r.verdict = judge(b.rec, c.rec, ids)  # THE verdict, exactly as side by side
-                self.emit(PromptStarted(prompt, self.params, ORDER))
-                self._record(r, b, c)
-                self.emit(PromptFinished(r))
-                out.append(r)
-        return out
-
-    def _record(self, r: PromptResult, b: _Side, c: _Side) -> None:
+    async def _pair(
+        self, prompt: Prompt, k: int, live_side: str, live: Source, played_side: str, played: Recorded
+    ) -> PromptResult:
+        """The live side's stream beside the played side's recording, judged as side by side."""
+        sources = {live_side: live, played_side: RecordedSide(played_side, played)}
         w = self.writer
-        if w is None:
-            return
-        w.servers({s: self.infos.get(s) or ServerInfo("?") for s in SIDES})
-        w.prompt_started(r.prompt, self.params, ORDER)
-        for name, side in (("baseline", b), ("candidate", c)):
-            start = side.rec.started_ns if side.rec.started_ns is not None else None
-            for ev in side.events:
-                w.event(name, ev, base_ns=start)  # each side's times from its own start
-        w.prompt_finished(r)
+        self.emit(PromptStarted(prompt, self.params, ORDER))
+        if w is not None:
+            w.servers({s: self.infos.get(s) or ServerInfo("?") for s in SIDES})
+            w.prompt_started(prompt, self.params, ORDER)
+        played_start = played.rec.started_ns
+
+        def sink(side: str, ev: StreamEvent) -> None:
+            if w is not None:  # each side timed from its own start
+                w.event(side, ev, base_ns=played_start if side == played_side else None)
+            if self.on_stream is not None:
+                self.on_stream(side, ev)
+
+        r = await compare_prompt(
+            sources["baseline"],
+            sources["candidate"],
+            prompt,
+            self.params,
+            "concurrent",
+            sink,
+            self.recorders() if self.recorders is not None else None,
+        )
+        for key in CROSS_CHECK:  # what the played side's server counters said when it ran
+            setattr(getattr(r, played_side).figures, key, getattr(played.rec.figures, key))
+        r.run, r.runs = k, self.repeat
+        if w is not None:
+            w.prompt_finished(r)
+        self.emit(PromptFinished(r))
+        return r

@@ -204,7 +204,10 @@ class SpectuiApp(App):
                 "baseline": self.make_backend(self.config.baseline_url),
                 "candidate": self.make_backend(self.config.candidate_url),
             }
-        self.servers.connect_all()
+        if self.config.one_at_a_time:
+            self.servers.wait_alone()
+        else:
+            self.servers.connect_all()
         self.set_interval(FLUSH_S, self.runs.flush)
         self.servers.start_probes()
         self.set_interval(self.config.probe_interval, self.servers.poll_kv)

@@ -44,4 +44,7 @@ class AppConfig:
     pick_profile: bool = False  # open the profile picker on start
     backend_kind: str = "auto"
     api_key: str | None = None  # from the environment variable the user named; never written anywhere
+    # launched servers run one at a time (the memory plan says both do not fit): each is started when a
+    # run needs it and stopped after; the baseline pane plays its recording beside the live candidate
+    one_at_a_time: bool = False
     triage: bool = True  # when outputs differ, rerun and ask for log-probabilities to say why

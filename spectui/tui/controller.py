@@ -23,6 +23,7 @@ from spectui.core.figures import SideRecorder
 from spectui.core.findings import ProbeResult
 from spectui.core.report import speedup_text
 from spectui.core.runner import SIDES, PromptResult, grouped
+from spectui.core.tokens import TokenLog
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
 from spectui.run.events import (
     ProbeFound,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from spectui.backends.base import Backend
     from spectui.tui.config import AppConfig
     from spectui.tui.recording import SessionKeeper
+    from spectui.tui.supervisor import ServerSupervisor
     from spectui.tui.widgets.panes import Banner, SidePane
 
 FLUSH_S = 0.03  # batch token updates every ~30 ms instead of one message per token
@@ -53,6 +55,7 @@ class RunHost(Protocol):
     config: AppConfig
     backends: dict[str, Backend]
     recording: SessionKeeper
+    servers: ServerSupervisor
     params: GenerationParams
     order: str
     client: Any
@@ -95,7 +98,7 @@ class RunController:
         self.running = False
         self.pending: dict[str, list] = {s: [] for s in SIDES}
         self.run_done = asyncio.Event()
-        self.frames = 0  # flushes that drew new tokens (the keep-up benchmark reads it)
+        self.frames = 0  # flushes (frames) that drew new tokens in either pane
 
     # -- starting ---------------------------------------------------------------------------------
     def read_params(self) -> GenerationParams | None:
@@ -174,7 +177,10 @@ class RunController:
             self.session = self._session(params, order)
             if app.replaying:
                 probes = asyncio.create_task(app.recording.replay_probes())
-            await self.session.run(prompts)
+            if app.config.one_at_a_time:
+                await self._run_alone(prompts, params)
+            else:
+                await self.session.run(prompts)
             if app.config.auto_notebook and not app.replaying:
                 app.recording.append_notebook(self.results[-len(prompts) * self.repeat :])
         except asyncio.CancelledError:
@@ -191,6 +197,28 @@ class RunController:
                 probes.cancel()
             self.running = False
             self.run_done.set()
+
+    async def _run_alone(self, prompts: list[Prompt], params: GenerationParams) -> None:
+        """One server at a time (run.phased): each side started alone; the second side of each run streams
+        live beside the first's recording, and the verdict is judged as side by side."""
+        from spectui.run.phased import PhasedRun
+
+        app = self.app
+        run = PhasedRun(
+            app.servers.open_alone,
+            params,
+            self.repeat,
+            writer=app.recording.writer_for_run(),
+            emit=self.on_run_event,
+            on_stream=self.on_stream_event,
+            recorders=lambda: self.recorders,
+            say=self._say_alone,
+        )
+        await run.run(prompts)
+
+    def _say_alone(self, line: str) -> None:
+        """Where a one-at-a-time run is, in the header: the banner keeps the verdict."""
+        self.app.sub_title = f"one server at a time, measured one after the other · {line}"
 
     # -- the run session's events ------------------------------------------------------------------
     def on_stream_event(self, side: str, ev: StreamEvent) -> None:
@@ -325,10 +353,12 @@ class RunController:
 
     def _drain(self) -> None:
         app = self.app
+        drew = changed = False
         for side in SIDES:
             pending = self.pending[side]
             if not pending:
                 continue
+            changed = True
             batch = pending[:]
             pending.clear()
             rec = self.recorders[side]
@@ -347,9 +377,12 @@ class RunController:
                     if tokens:
                         pane.view.add(tokens)
                         tokens = []
+                        drew = True
                     pane.view.add_tail(ev.tail)
                     if rec.relabelled:  # labels were made exact at the end (vLLM, llama.cpp tail): redraw
-                        pane.view.tokens = list(rec.tokens)
+                        pane.view.tokens = (
+                            rec.tokens.copy() if isinstance(rec.tokens, TokenLog) else TokenLog(rec.tokens)
+                        )
                         pane.view.rebuild()
                     self.comparer.add_tail(side, ev.tail)
                     self.comparer.finish(side)
@@ -359,8 +392,11 @@ class RunController:
                     pane.set_state("failed", f"{ev.message}")
             if tokens:
                 pane.view.add(tokens)
-                self.frames += 1
-            self.show_figures()
+                drew = True
+        if changed:
+            self.show_figures()  # once a frame, for both panes
+        if drew:
+            self.frames += 1
         self._check_divergence()
 
     def show_figures(self) -> None:

@@ -68,6 +68,8 @@ class SupervisorHost(Protocol):
 
     def action_run_all(self) -> None: ...
 
+    def call_after_refresh(self, callback: Any, *args: Any, **kwargs: Any) -> Any: ...
+
 
 class ServerSupervisor:
     def __init__(self, app: SupervisorHost) -> None:
@@ -113,6 +115,51 @@ class ServerSupervisor:
                 app.action_run_all()
             elif app.config.autorun:
                 app.action_run()
+
+    # -- one server at a time ---------------------------------------------------------------------------
+    def wait_alone(self) -> None:
+        """One at a time: nothing starts until a run needs a side; the panes say so, and autorun goes."""
+        app = self.app
+        for side in SIDES:
+            app.pane(side).set_state("ready", "one at a time: started when a run needs it")
+        # after the first refresh: on_mount fills the prompt box after this
+        if app.config.autorun_all:
+            app.call_after_refresh(app.action_run_all)
+        elif app.config.autorun:
+            app.call_after_refresh(app.action_run)
+
+    def open_alone(self, side: str):
+        """An async context: the side's launched server started alone, connected and shown; stopped (by
+        its PID) when the block ends. The run layer's PhasedRun opens each side through it."""
+        from contextlib import asynccontextmanager
+
+        from spectui.machine.launcher import Launcher
+
+        app = self.app
+
+        @asynccontextmanager
+        async def opened():
+            server = app.config.launched[side]
+            pane = app.pane(side)
+            launcher = Launcher()
+            launcher.add(server)
+            self.launcher = launcher
+            pane.set_state("starting", "one at a time: this side alone")
+            try:
+                await asyncio.to_thread(launcher.start_all)
+                backend = app.make_backend(server.url)
+                await backend.wait_ready(app.config.ready_timeout)
+                pane.set_info(await backend.identify())
+                app.backends[side] = backend
+                app.config.pids[side] = server.pid or 0
+                pane.set_state("streaming")
+                yield backend
+            finally:
+                await asyncio.to_thread(launcher.stop_all)
+                app.config.pids.pop(side, None)
+                pane.set_state("done", "one at a time: stopped")
+
+        return opened()
 
     # -- launching a profile's pair -----------------------------------------------------------------
     def launch(self, profile, comparison) -> None:

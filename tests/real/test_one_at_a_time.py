@@ -73,3 +73,52 @@ def test_one_at_a_time_needs_servers_spectui_can_start(capsys):
     code = main(["compare", "--baseline", "http://127.0.0.1:1", "--candidate", "http://127.0.0.1:2",
                  "--prompt", "x", "--one-at-a-time"])  # fmt: skip
     assert code == 2 and "give it with --launch" in capsys.readouterr().err
+
+
+async def test_the_tui_plays_the_baseline_recording_beside_the_live_candidate():
+    """One at a time in the TUI: the baseline runs alone first; then the candidate streams live while the
+    baseline pane plays its recording; the verdict and labels are those of the pair, and the banner says
+    the two were measured one after the other. Never both servers up."""
+    from spectui.cli.demo import DEMO_PROMPT, demo_config, demo_servers
+    from spectui.core.types import GenerationParams
+    from spectui.machine.probes import GPUProbe
+    from spectui.tui.app import make_app
+    from tests.fakes import FakeNVML
+    from tests.pilot import until
+
+    _, base, cand = demo_servers("draft")
+    cfg = demo_config(
+        base,
+        cand,
+        one_at_a_time=True,
+        pids={},
+        params=GenerationParams(max_tokens=32, cache_prompt=False),
+        gpu_probe=GPUProbe(FakeNVML(fail_init=True)),
+        autosave=False,
+        triage=False,
+    )
+    app = make_app(cfg)
+    most = 0
+    async with app.run_test(size=(160, 50)) as pilot:
+
+        def watch() -> bool:
+            nonlocal most
+            most = max(most, len(_llama_children()))
+            return bool(app.results) and app.run_done.is_set()
+
+        await until(pilot, watch, timeout=240, what="the one-at-a-time run")
+        await pilot.pause()
+        r = app.results[0]
+        shown_b = app.pane("baseline").view.plain()
+        banner = str(app.q("#banner").render())
+        header = app.sub_title
+    assert "measured one after the other" in header
+    assert most == 1 and not _llama_children()
+    assert (
+        r.verdict.status == "identical"
+        and r.baseline.output().decode() in shown_b.replace("⏎", "\n")
+        or (r.baseline.output()[:20].decode(errors="ignore") in shown_b)
+    )
+    assert r.candidate.figures.drafted > 0 and r.candidate.figures.label_counts.get("accepted", 0) > 0
+    assert "IDENTICAL" in banner
+    assert DEMO_PROMPT  # the demo's own prompt was the one run

@@ -104,3 +104,20 @@ def sampling_exit(p: dict) -> int:
     if p["verdict"] == "different" or p["seeded_mismatch_is_failure"]:
         return 3
     return 4 if p["verdict"] == "not enough samples to decide" else 0
+
+
+# Student's t, two-sided 95 % (the 0.975 quantile), by degrees of freedom: from the printed tables
+T975 = {1: 12.706204736, 2: 4.302652730, 3: 3.182446305, 4: 2.776445105, 5: 2.570581836, 6: 2.446911851, 7: 2.364624252}
+
+
+def log_t_interval(values: list[float]) -> tuple[float, float, float]:
+    """README: the median of positive values with a 95 % t-interval on their logarithms, written out."""
+    import math
+    import statistics
+
+    logs = [math.log(v) for v in values]
+    n = len(logs)
+    mean = sum(logs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    half = T975[n - 1] * sd / math.sqrt(n)
+    return statistics.median(values), math.exp(mean - half), math.exp(mean + half)

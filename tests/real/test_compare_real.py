@@ -178,3 +178,24 @@ def test_server_dying_mid_stream_reports_the_other_side(llama_servers, assets_fo
     assert p["candidate"]["failed"] and "after" in p["candidate"]["failed"]
     assert p["candidate"]["tokens"] < 1500
     assert p["identical"] is None
+
+
+def test_ttft_is_never_below_the_servers_own_prompt_time(llama_servers, capsys):
+    """README: TTFT runs from sending the request to the first token's bytes, so it is never below the
+    server's own prompt_ms."""
+    code, doc = run_compare(
+        capsys,
+        "--baseline",
+        llama_servers["baseline"],
+        "--candidate",
+        llama_servers["draft"],
+        "--prompts",
+        "quick",
+        "--max-tokens",
+        "8",
+    )
+    assert code == 0
+    for p in doc["prompts"]:
+        for side in ("baseline", "candidate"):
+            f = p[side]
+            assert f["server_prompt_ms"] > 0 and f["ttft_ms"] >= f["server_prompt_ms"], (side, f)

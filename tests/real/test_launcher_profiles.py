@@ -318,3 +318,29 @@ async def test_theme_switch_is_remembered_and_user_themes_load(tmp_path, monkeyp
         app.theme = "my-theme"
         await pilot.pause()
         assert app.pane("candidate").view.marks["accepted"] == "#00ff00"
+
+
+@pytest.mark.server
+def test_setup_finds_everything_in_the_cache_and_says_where(assets_found, capsys):
+    from spectui.cli.main import main
+
+    assert main(["setup"]) == 0
+    out = capsys.readouterr().out
+    assert f"llama-server  {assets_found.llama_server}" in out
+    assert f"model         {assets_found.model}" in out and f"draft model   {assets_found.draft_model}" in out
+
+
+@pytest.mark.server
+def test_demo_headless_with_the_ngram_candidate(assets_found, capsys):
+    """`spectui demo --headless --candidate ngram`: the cpu-demo pair launched, compared, reported, and stopped."""
+    from spectui.cli.main import main
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    code = main(["demo", "--headless", "--candidate", "ngram"])
+    out = capsys.readouterr().out
+    assert code == 0 and "identical" in out  # n-gram speculation verifies every draft: the same bytes
+    assert "ngram-simple" in out and "speed-up" in out
+    line = next(x for x in out.splitlines() if "speed-up" in x and "×" in x)
+    assert "accepted" in line or "drafted nothing" in line or "no drafts" in line
+    after = {p.pid for p in psutil.Process().children(recursive=True) if p.is_running()}
+    assert not (after - before), "the demo left a server running"

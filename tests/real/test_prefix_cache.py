@@ -153,3 +153,12 @@ async def test_prefix_screen_runs_turns_and_saves_the_slot(slot_servers):
         await until(pilot, lambda: "save:" in str(app.screen.query_one("#status").render()), timeout=5)
         assert "MB" in str(app.screen.query_one("#status").render())
         assert (slots / "spectui-conversation.bin").exists()
+
+
+def test_cache_erase_takes_a_slot(slot_servers, capsys):
+    _, warm, _ = slot_servers
+    assert main(["cache", "erase", warm, "--slot", "0"]) == 0
+    assert "slot 0" in capsys.readouterr().out
+    assert main(["cache", "erase", warm, "--slot", "3"]) == 1  # the server has one slot
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "slot" in err

@@ -158,3 +158,21 @@ async def _probe_once(url: str):
             launcher.stop_all()
         after = await cand.counters()
         return figures, json.dumps(r.candidate.figures.to_json(), sort_keys=True), before, after, found
+
+
+def test_the_draft_model_option_names_the_file_the_probe_asked(llama_servers, assets_found, capsys):
+    code, doc = compare(
+        capsys,
+        llama_servers["baseline"],
+        llama_servers["draft"],
+        "--prompt",
+        "Name three primary colours.",
+        "--max-tokens",
+        "24",
+        "--draft-model",
+        str(assets_found.draft_model),
+    )
+    d = doc["prompts"][0]["drafts"]
+    assert code == (0 if doc["prompts"][0]["identical"] else 3)
+    assert d["method"] == f"draft model {assets_found.draft_model.name}, greedy"
+    assert d["steps_total"] == doc["prompts"][0]["candidate"]["steps"] and d["agreed"] >= 1

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from spectui.cli.main import main
-from tests.oracles import verdict_by_hand
+from tests.oracles import log_t_interval, verdict_by_hand
 
 
 def run(capsys, baseline, candidate, repeat, *extra):
@@ -36,11 +36,10 @@ def check_repeat(doc: dict, runs: int) -> dict:
     around it inside the runs' range, and the verdict the README's rule gives for that interval."""
     [rep] = doc["repeats"]
     assert rep["runs"] == runs and [p["run"] for p in doc["prompts"]] == list(range(1, runs + 1))
-    ratios = sorted(p["candidate"]["decode_tps"] / p["baseline"]["decode_tps"] for p in doc["prompts"])
-    mid = (ratios[(runs - 1) // 2] + ratios[runs // 2]) / 2
+    ratios = [p["candidate"]["decode_tps"] / p["baseline"]["decode_tps"] for p in doc["prompts"]]
+    mid, low, high = log_t_interval(ratios)
     sp = rep["speedup"]
-    assert sp["median"] == pytest.approx(mid) and sp["n"] == runs
-    assert ratios[0] <= sp["low"] <= sp["median"] <= sp["high"] <= ratios[-1]
+    assert sp["n"] == runs and (sp["median"], sp["low"], sp["high"]) == pytest.approx((mid, low, high))
     assert rep["verdict"] == verdict_by_hand(sp["low"], sp["high"], rep["tolerance"])
     rates = [p["candidate"]["acceptance_rate"] for p in doc["prompts"]]
     assert rep["acceptance_rate"] == rates

@@ -10,6 +10,7 @@ import pytest
 from spectui.cli.main import main
 from spectui.labs import theory
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
+from tests.oracles import log_t_interval
 from tests.pilot import ready, until
 
 
@@ -71,12 +72,11 @@ def test_sweep_repeat_gives_each_level_its_interval_and_compares_every_run(four_
 
     for lv in doc["levels"]:
         assert lv["runs"] == 3 and len(lv["per_run_tps"]) == 3
-        ratios = sorted(c / b for b, c in lv["per_run_tps"])
-        # the speed-up is the median of the paired per-run ratios; its 95 % percentile-bootstrap interval,
-        # by hand: for 3 runs a resample's median is the smallest ratio with probability 7/27 (at least
-        # 2 of 3 draws), far above 2.5 %, and likewise the largest: the interval is [min, max]
-        assert lv["speedup"] == pytest.approx(ratios[1])
-        assert (lv["speedup_low"], lv["speedup_high"]) == pytest.approx((ratios[0], ratios[2]))
+        ratios = [c / b for b, c in lv["per_run_tps"]]
+        # the speed-up is the median of the paired per-run ratios, with a 95 % t-interval on their logs
+        mid, low, high = log_t_interval(ratios)
+        assert lv["speedup"] == pytest.approx(mid)
+        assert (lv["speedup_low"], lv["speedup_high"]) == pytest.approx((low, high))
         assert lv["outputs_compared"] == 3 * lv["concurrency"]  # every run's outputs, not only the first
     ET.fromstring(svg.read_text())
     assert svg.read_text().count('stroke-width="1.5"') == 2  # one error bar per level

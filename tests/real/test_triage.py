@@ -131,3 +131,17 @@ def test_a_prompt_cache_hit_that_changes_the_output_is_cause_cache(capsys, tmp_p
     assert t["cause"] == "cache", t
     cold_rerun = t["reruns"][-1]
     assert cold_rerun["identical"] is True and "without its prompt cache" in cold_rerun["what"]
+
+
+def test_the_near_tie_threshold_decides_between_near_tie_and_configuration(llama_servers, capsys):
+    """--near-tie NATS: a margin under it is a near-tie. The same divergence, judged at two thresholds:
+    one above any exact margin, one below any."""
+    found = {}
+    for nats in ("50", "0.000001"):
+        code, doc = compare(capsys, llama_servers["baseline"], llama_servers["kvq4"], "--triage", "--near-tie", nats)
+        t = doc["prompts"][0]["triage"]
+        assert code == 3 and t["cause"] == cause_by_the_evidence(t, float(nats))
+        found[nats] = t
+    exact = found["50"]["logprobs"].get("margin") is not None
+    assert found["50"]["cause"] == ("near-tie" if exact else "configuration")
+    assert found["0.000001"]["cause"] == "configuration"

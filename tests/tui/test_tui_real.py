@@ -13,7 +13,7 @@ from spectui.machine.launcher import Launcher
 from spectui.machine.probes import GPUProbe
 from spectui.tui.app import AppConfig, make_app
 from spectui.tui.widgets.panes import Banner
-from tests.oracles import cause_by_the_evidence
+from tests.oracles import cause_by_the_evidence, log_t_interval
 from tests.pilot import ready, until
 
 pytestmark = pytest.mark.server
@@ -204,11 +204,11 @@ async def test_runs_setting_repeats_interleaved_and_shows_the_interval(llama_ser
         for r in app.results:
             first, second = (r.baseline, r.candidate) if r.run % 2 else (r.candidate, r.baseline)
             assert first.started_ns < first.finished.t_ns <= second.started_ns, r.run
-        # the interval by hand: for 3 runs a bootstrap resample's median is the smallest run's with
-        # probability 7/27 (at least 2 of 3 draws), far above 2.5 %: the 95 % interval is [min, max]
-        ratios = sorted(r.candidate.figures.decode_tps / r.baseline.figures.decode_tps for r in app.results)
+        # the interval by hand: the median and a 95 % t-interval on the logarithms (README)
+        ratios = [r.candidate.figures.decode_tps / r.baseline.figures.decode_tps for r in app.results]
+        mid, low, high = log_t_interval(ratios)
         figures = str(app.query_one("#figures-candidate").render())
-        assert f"{ratios[1]:.2f}× [{ratios[0]:.2f}–{ratios[2]:.2f}]" in figures
+        assert f"{mid:.2f}× [{low:.2f}–{high:.2f}]" in figures
         assert "(3 runs: " in figures and "accepted" in figures
 
 

@@ -164,11 +164,17 @@ class ServerSupervisor:
     # -- launching a profile's pair -----------------------------------------------------------------
     def launch(self, profile, comparison) -> None:
         """Start a comparison's two servers (bound to 127.0.0.1 unless the profile says otherwise)."""
+        from spectui.labs.memplan import plan_pair
         from spectui.store.profiles import servers_for
 
         app = self.app
         try:
-            base, cand = servers_for(profile, comparison)
+            # the memory plan first: explicit shares where both fit, one at a time where they do not
+            plan = plan_pair(profile, comparison)
+            if plan.decision in ("too-big", "unknown"):
+                app.notify(f"{comparison.title}: {plan.reason}", severity="error", timeout=15)
+                return
+            base, cand = servers_for(profile, comparison, shares=plan.shares or None)
         except Exception as exc:
             app.notify(describe(exc), severity="error", timeout=12)
             return
@@ -184,6 +190,11 @@ class ServerSupervisor:
             pane.border_title = f"{side} · {server.url}"
             pane.set_state("starting", f"{profile.name} · {comparison.title}")
         app.apply_launch_notes()
+        app.config.one_at_a_time = plan.one_at_a_time
+        if plan.one_at_a_time:
+            app.notify(f"{comparison.title}: {plan.reason}; one server at a time", timeout=12)
+            self.wait_alone()
+            return
         app.run_worker(self._start_servers, thread=True, group="launch", exclusive=True, exit_on_error=False)
 
     def _start_servers(self) -> None:

@@ -150,7 +150,7 @@ async def test_prefix_screen_runs_turns_and_saves_the_slot(slot_servers):
         assert reused not in ("—", "0")
         assert "MiB" in str(app.screen.query_one("#kv").render())
         await pilot.press("s")
-        await until(pilot, lambda: "save:" in str(app.screen.query_one("#status").render()), timeout=5)
+        await until(pilot, lambda: "save:" in str(app.screen.query_one("#status").render()), 30, "the save")
         assert "MB" in str(app.screen.query_one("#status").render())
         assert (slots / "spectui-conversation.bin").exists()
 

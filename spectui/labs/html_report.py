@@ -64,9 +64,11 @@ def output_html(rec, marked: bool, diverge_token: int | None, rejected_at: dict[
     return "".join(out)
 
 
-def theory_svg(r: PromptResult) -> str:
+def theory_svg(r: PromptResult, chk: theory.TheoryCheck | None = None) -> str:
     """S(α) for the measured chain length with a free draft and with the implied draft cost, and the
-    measured point: why the payoff is what it is on this hardware."""
+    measured point: why the payoff is what it is on this hardware. With a TheoryCheck (the terms
+    measured, labs.costs): the ideal curve at the measured c, the curve with the measured cost terms, the
+    predicted point and the measured one with its interval."""
     m = theory.from_result(r)
     if m is None:
         return ""
@@ -74,8 +76,12 @@ def theory_svg(r: PromptResult) -> str:
     W, H, L, B = 360, 220, 40, 30
     alphas = [i / 50 for i in range(50)]
     curves = {"free draft (c = 0)": 0.0, f"implied c = {m['implied_cost']:.2f}": m["implied_cost"]}
+    if chk is not None:
+        curves = {f"ideal, measured c = {chk.costs.c:.2f}": chk.costs.c}
+    measured_curve = [chk.costs.speedup(a, g) for a in alphas] if chk is not None else []
+    extra = [chk.predicted, chk.measured_high or chk.measured] if chk is not None else []
     ys = [theory.speedup(a, g, c) for c in curves.values() for a in alphas] + [m["measured_speedup"], 1.0]
-    top = max(ys) * 1.1
+    top = max(ys + measured_curve + extra) * 1.1
 
     def x(a):
         return L + a * (W - L - 10)
@@ -97,6 +103,18 @@ def theory_svg(r: PromptResult) -> str:
         parts.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
         yl = y(theory.speedup(alphas[-1], g, c))
         parts.append(f'<text x="{x(0.97):.1f}" y="{yl - 4:.1f}" text-anchor="end" fill="{colour}">{_e(label)}</text>')
+    if chk is not None:
+        pts = " ".join(f"{x(a):.1f},{y(v):.1f}" for a, v in zip(alphas, measured_curve))
+        parts.append(f'<polyline points="{pts}" fill="none" stroke="#8250df" stroke-width="1.5"/>')
+        parts.append(
+            f'<text x="{x(0.97):.1f}" y="{y(measured_curve[-1]) + 12:.1f}" text-anchor="end" fill="#8250df">'
+            "measured costs (c, V, R)</text>"
+        )
+        px, py = x(min(chk.alpha, 0.98)), y(chk.predicted)
+        parts.append(f'<rect x="{px - 4:.1f}" y="{py - 4:.1f}" width="8" height="8" fill="none" stroke="#8250df"/>')
+        if chk.measured_low is not None and chk.measured_high is not None:
+            lo, hi = y(chk.measured_low), y(chk.measured_high)
+            parts.append(f'<line x1="{px:.1f}" y1="{lo:.1f}" x2="{px:.1f}" y2="{hi:.1f}" stroke="#cf222e"/>')
     mx, my = x(min(m["alpha"], 0.98)), y(m["measured_speedup"])
     parts.append(f'<circle cx="{mx:.1f}" cy="{my:.1f}" r="4" fill="#cf222e"/>')
     parts.append(
@@ -107,12 +125,39 @@ def theory_svg(r: PromptResult) -> str:
     return "".join(parts)
 
 
+def terms_table_html(chk: theory.TheoryCheck) -> str:
+    """The formula's terms, ideal against measured, with the speed-up each step predicts, and the verdict
+    of prediction against measurement (the table `spectui theory --from` prints)."""
+    rows = "".join(
+        f"<tr><td>{_e(t.name)}</td><td>{_e(t.ideal)}</td><td>{_e(t.measured)}</td><td>{t.speedup:.2f}×</td>"
+        f'<td class="note">{_e(t.source)}</td></tr>'
+        for t in chk.terms
+    )
+    ks = " ".join(f"{k}:{v:.2f}" for k, v in enumerate(chk.costs.verify, 1))
+    meas = (
+        f"{chk.measured:.2f}× [{chk.measured_low:.2f}–{chk.measured_high:.2f}] over {chk.runs} runs"
+        if chk.measured_low is not None
+        else f"{chk.measured:.2f}× (1 run: no interval)"
+    )
+    verdict = (
+        '<p class="ok">the measured terms account for the measured speed-up</p>'
+        if chk.agree
+        else (f'<p class="bad">{_e(chk.miss)}</p>' if chk.miss else "")
+    )
+    return (
+        "<table><tr><th>term</th><th>ideal</th><th>measured</th><th>predicted speed-up</th><th>how</th></tr>"
+        f"{rows}</table>"
+        f"<p>V(k) in target steps: {_e(ks)}. Predicted {chk.predicted:.2f}×, measured {_e(meas)}.</p>{verdict}"
+    )
+
+
 def html_report(
     infos: dict[str, ServerInfo],
     results: list[PromptResult],
     params: GenerationParams,
     order: str,
     source: str | None = None,
+    checks: dict[str, theory.TheoryCheck | None] | None = None,
 ) -> str:
 
     b, c = infos["baseline"], infos["candidate"]
@@ -183,10 +228,13 @@ def html_report(
                 f"{output_html(rec, side == 'candidate', tok, marks)}</div></div>"
             )
         body.append("</div>")
-        svg = theory_svg(r)
+        chk = (checks or {}).get(r.prompt.id)
+        svg = theory_svg(r, chk)
         if svg:
             body.append(
                 f"<p>The arithmetic for this prompt (Leviathan et al.): S(α) = (1−α^(γ+1)) / ((1−α)(γc+1)).</p>{svg}"
             )
+        if chk is not None and r.run == r.runs:  # once per prompt, after its last run
+            body.append(terms_table_html(chk))
     body.append("</body></html>")
     return "\n".join(x for x in body if x) + "\n"

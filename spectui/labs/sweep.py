@@ -16,6 +16,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from spectui.backends.base import Backend
 from spectui.backends.sse import READ_LAG
@@ -24,6 +25,9 @@ from spectui.core.figures import SideRecorder
 from spectui.core.runner import counters_or_none, render_prompt, same_tokenizer
 from spectui.core.types import GenerationParams, Prompt
 from spectui.core.verdict import Verdict, judge
+
+if TYPE_CHECKING:
+    from spectui.labs.costs import CostCurve
 
 
 @dataclass
@@ -145,6 +149,11 @@ class Level:
     runs: list[tuple[float | None, float | None]] = field(default_factory=list)
     divergence_at: list[tuple[int, int]] = field(default_factory=list)
     failed_runs: list[int] = field(default_factory=list)
+    # the speed-up predicted from the batch times measured after the sweep (labs.costs.predict_levels),
+    # or None with the reason; the first level also holds the measurement
+    predicted: float | None = None
+    predicted_note: str | None = None
+    cost_terms: CostCurve | None = None
 
     @property
     def ratios(self) -> list[float]:
@@ -238,6 +247,9 @@ class Level:
                 req for (_, req), v in zip(self.divergence_at, self.verdicts) if v.status == "differs"
             ],
             "first_divergences": [v.divergence.to_json() if v.divergence else None for v in self.verdicts],
+            "predicted_speedup": self.predicted,
+            "predicted_note": self.predicted_note,
+            "cost_terms": self.cost_terms.to_json() if self.cost_terms is not None else None,
         }
 
 
@@ -278,9 +290,12 @@ async def sweep(
     params: GenerationParams,
     on_level=None,
     repeat: int = 1,
+    predict: bool = True,
 ) -> list[Level]:
     """Each level `repeat` times, interleaved (baseline first, then candidate first, …) so that drift on
-    a shared machine falls on both sides alike; every run's outputs are compared, not only the first."""
+    a shared machine falls on both sides alike; every run's outputs are compared, not only the first.
+    With `predict`, after the last level the batch times each level needs are measured (labs.costs) and
+    every level gets the speed-up they predict beside the measured one."""
     out = []
     rendered: dict[str, dict[str, str]] = {"baseline": {}, "candidate": {}}
     for side, b in (("baseline", baseline), ("candidate", candidate)):
@@ -314,6 +329,10 @@ async def sweep(
         out.append(level)
         if on_level:
             on_level(level)
+    if predict and out:
+        from spectui.labs.costs import predict_levels
+
+        await predict_levels(out, baseline, candidate, rendered["baseline"][prompts[0].id])
     return out
 
 
@@ -355,6 +374,12 @@ def text_table(levels: list[Level]) -> str:
             f"{fmt(lv.baseline.per_request_tps):>14} {fmt(lv.candidate.per_request_tps):>14} "
             f"{fmt(lv.baseline.ttft_ms, '.0f') + '/' + fmt(lv.candidate.ttft_ms, '.0f'):>13}  {sp:<28} {same}"
         )
+    if any(lv.predicted is not None or lv.predicted_note for lv in levels):
+        lines.append("predicted from the batch times measured after the sweep (labs.costs), beside the measured:")
+        for lv in levels:
+            pred = f"{lv.predicted:.2f}×" if lv.predicted is not None else "—"
+            meas = f"{lv.speedup:.2f}×" if lv.speedup else "—"
+            lines.append(f"{lv.concurrency:>4} predicted {pred:>7}  measured {meas:>7}  ({lv.predicted_note or ''})")
     for lv in levels:
         for name, side in (("baseline", lv.baseline), ("candidate", lv.candidate)):
             lags, tps = side.read_lag_ms, side.per_request_tps

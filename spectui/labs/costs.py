@@ -1,0 +1,595 @@
+"""The formula's terms measured on the servers being compared: the target's cost to verify k tokens in one
+batch, the draft's cost per token, and the draft's re-evaluation of each verified batch (issue 30).
+
+How, with llama-server's own timings (backends.llamacpp_timing), on requests of token ids made after the
+run, each pinned to slot 0 with the prompt cache on:
+
+- the prefix (the run's prompt and the first half of its output: the run's context length) is sent once,
+  so the slot holds it; each measuring request repeats the prefix and adds k more tokens (the run's own
+  output from there), so the server processes exactly k tokens in one batch on the cached prefix, and
+  `prompt_ms` times that batch. A reply whose cache_n or prompt_n is not what was asked is left out
+  (and counted). Two requests in a row start their k tokens differently, so the cache never covers them;
+- one plain decode step t of the target: `predicted_ms / (predicted_n − 1)` of the k = 1 requests to the
+  baseline, which go on for `decode_tokens` more tokens;
+- V(k), in target steps, is one decode step plus what k − 1 more tokens add to a batch:
+  1 + (prompt_ms(k) − prompt_ms(1)) / t. V(1) = 1 by construction; the ideal formula says V(k) = 1;
+- c: the draft model's own decode step over t, on its own llama-server (machine.drafter, as the draft
+  probe runs it), at the same context; R(k): that server's prompt_ms for k tokens over t — llama.cpp
+  re-runs the draft model on every batch the target decoded. n-gram drafting runs no model: c = 0 and
+  R = 0, said so, not measured;
+- the candidate gets only k = 1 and k = K requests with n_predict 1: the first token comes from the
+  prompt batch and the request ends before any draft, so its speculation counters do not move (checked
+  before and after); its prompt_ms for k tokens is shown beside the target's plus the draft's.
+
+Baseline, draft server and candidate are measured in turn for each k, repeats interleaved (k rising, then
+falling), so a change in the machine's load falls on all of them alike. Where a server gives no
+per-request prompt timings (vLLM, SGLang, other OpenAI-compatible servers), its term is not measured and
+the ideal formula's value stands in for it, labelled.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from spectui.backends.llamacpp_timing import CompletionTimings
+from spectui.labs.theory import StepCosts
+
+Timer = Callable[[list[int], int], Awaitable[CompletionTimings]]  # (prompt ids, n_predict) → the reply's timings
+
+DRAFT_MODEL, NGRAM, OTHER, NONE = "draft model", "n-gram", "other", "none"
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Repeated measurements of one time, in ms."""
+
+    values: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    def at(self, i: int) -> float:
+        return self.values[i % len(self.values)]
+
+    def to_json(self) -> dict:
+        return {"median_ms": self.median, "ms": list(self.values)}
+
+
+@dataclass
+class CostCurve:
+    """The raw measurements (ms, as the servers timed them) and the cost terms made of them."""
+
+    context: int  # tokens in the cached prefix the batches were measured on
+    repeats: int
+    target_step: Samples | None  # one plain decode step of the target (the baseline)
+    target_batch: dict[int, Samples]  # k → prompt_ms for k tokens on the baseline
+    draft_step: Samples | None = None  # the draft model's decode step on its own server
+    draft_batch: dict[int, Samples] | None = None  # k → its prompt_ms for k tokens
+    candidate_batch: dict[int, Samples] | None = None  # k → the candidate's prompt_ms for k tokens
+    drafting: str = DRAFT_MODEL
+    sources: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    left_out: int = 0  # replies whose cache_n/prompt_n were not what was asked
+
+    @property
+    def ks(self) -> list[int]:
+        return sorted(self.target_batch)
+
+    @property
+    def measured(self) -> bool:
+        return self.target_step is not None and 1 in self.target_batch and len(self.target_batch) > 1
+
+    def target_ms(self, k: float, i: int | None = None) -> float:
+        return _interp(self.target_batch, k, i)
+
+    def draft_ms(self, k: float, i: int | None = None) -> float:
+        return _interp(self.draft_batch, k, i) if self.draft_batch else 0.0
+
+    def step_ms(self, i: int | None = None) -> float:
+        assert self.target_step is not None
+        return self.target_step.median if i is None else self.target_step.at(i)
+
+    def c(self, i: int | None = None) -> float | None:
+        if self.drafting == NGRAM:
+            return 0.0
+        if self.draft_step is None or self.target_step is None:
+            return None
+        d = self.draft_step.median if i is None else self.draft_step.at(i)
+        return d / self.step_ms(i)
+
+    def terms(self, i: int | None = None, k_max: int | None = None) -> StepCosts:
+        """The cost terms in target steps, k = 1 … k_max (the largest k measured by default): from the
+        medians, or from repeat i alone."""
+        if not self.measured:
+            ideal = StepCosts.ideal(0.0).sources
+            sources = {key: self.sources.get(key, ideal[key]) for key in ("c", "verify", "reeval")}
+            c = self.c(i) if self.target_step is not None else (0.0 if self.drafting == NGRAM else None)
+            if c is None:
+                sources["c"] += "; c = 0 assumed (a free draft): the prediction is an upper bound"
+            return StepCosts(c or 0.0, (1.0,), (), sources, draft_model=self.drafting != NGRAM)
+        t = self.step_ms(i)
+        top = k_max or max(self.ks)
+        b1 = self.target_ms(1, i)
+        verify = tuple(1 + (self.target_ms(k, i) - b1) / t for k in range(1, top + 1))
+        reeval: tuple[float, ...] = ()
+        if self.draft_batch and self.drafting == DRAFT_MODEL:
+            reeval = tuple(self.draft_ms(k, i) / t for k in range(1, top + 1))
+        c = self.c(i)
+        sources = dict(self.sources)
+        if c is None:
+            sources["c"] = (
+                sources.get("c", "not measured") + "; c = 0 assumed (a free draft): the prediction is an upper bound"
+            )
+            c = 0.0
+        return StepCosts(c, verify, reeval, sources, draft_model=self.drafting != NGRAM)
+
+    def terms_each(self, k_max: int | None = None) -> list[StepCosts]:
+        return [self.terms(i, k_max) for i in range(self.repeats)] if self.measured else []
+
+    def to_json(self) -> dict:
+        def batch(d):
+            return {str(k): s.to_json() for k, s in sorted(d.items())} if d else None
+
+        return {
+            "context_tokens": self.context,
+            "repeats": self.repeats,
+            "target_step": self.target_step.to_json() if self.target_step else None,
+            "target_batch": batch(self.target_batch),
+            "draft_step": self.draft_step.to_json() if self.draft_step else None,
+            "draft_batch": batch(self.draft_batch),
+            "candidate_batch": batch(self.candidate_batch),
+            "drafting": self.drafting,
+            "sources": dict(self.sources),
+            "notes": list(self.notes),
+            "left_out": self.left_out,
+        }
+
+
+def _interp(table: dict[int, Samples] | None, k: float, i: int | None) -> float:
+    """A batch time at k tokens: measured, or linear between the nearest measured k (along the last two
+    beyond them)."""
+    assert table
+    ks = sorted(table)
+
+    def val(x: int) -> float:
+        return table[x].median if i is None else table[x].at(i)
+
+    if k in table:
+        return val(int(k))
+    if len(ks) == 1:
+        return val(ks[0])
+    lo = max((x for x in ks if x <= k), default=ks[0])
+    hi = min((x for x in ks if x > k), default=ks[-1])
+    if lo == hi:  # beyond the measured range: along the last (or first) two
+        lo, hi = (ks[-2], ks[-1]) if k > ks[-1] else (ks[0], ks[1])
+    return val(lo) + (val(hi) - val(lo)) * (k - lo) / (hi - lo)
+
+
+def drafting_kind(types: str | None) -> str:
+    """llama.cpp's speculation types as a request reports them ('none,draft-simple', 'ngram-simple')."""
+    used = [t for t in str(types or "").split(",") if t and t != "none"]
+    if not used:
+        return NONE
+    if all(t.startswith("ngram") for t in used):
+        return NGRAM
+    if any(t == "draft-simple" for t in used):
+        return DRAFT_MODEL
+    return OTHER  # EAGLE-3, MTP, DFlash: a head inside the target, not a model spectui can run on its own
+
+
+def is_local(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
+async def measure(
+    target: Timer,
+    prefix: list[int],
+    continuation: list[int],
+    ks: Sequence[int],
+    *,
+    draft: Timer | None = None,
+    candidate: Timer | None = None,
+    drafting: str = DRAFT_MODEL,
+    repeats: int = 3,
+    decode_tokens: int = 8,
+    sources: dict[str, str] | None = None,
+) -> CostCurve:
+    """Measure the batch times for each k (1 is always measured) on the target, the draft server and the
+    candidate (k = 1 and the largest k only), `repeats` times, interleaved."""
+    ks = sorted(set(ks) | {1})
+    top = ks[-1]
+    pool = list(continuation)
+    while len(pool) < top + 3:  # the k new tokens' content hardly matters to their cost: cycle the prefix
+        pool += prefix[: top + 3 - len(pool)] or [0]
+    servers: dict[str, Timer] = {"target": target}
+    if draft is not None:
+        servers["draft"] = draft
+    if candidate is not None:
+        servers["candidate"] = candidate
+    times: dict[str, dict[int, list[float]]] = {name: {} for name in servers}
+    steps: dict[str, list[float]] = {"target": [], "draft": []}
+    last_first: dict[str, int | None] = {}
+    left_out, reasons = 0, []
+    for name, timer in servers.items():
+        await timer(prefix, 1)  # the slot now holds the prefix
+        last_first[name] = None
+    for r in range(repeats):
+        for k in ks if r % 2 == 0 else list(reversed(ks)):
+            for name, timer in servers.items():
+                if name == "candidate" and k not in (1, top):
+                    continue
+                off = next(o for o in range(3) if pool[o] != last_first[name])
+                new = pool[off : off + k]
+                last_first[name] = new[0]
+                plain = k == 1 and name in ("target", "draft")
+                got = await timer(prefix + new, 1 + decode_tokens if plain else 1)
+                if got.cache_n != len(prefix) or got.prompt_n != k:
+                    left_out += 1
+                    if len(reasons) < 2:
+                        reasons.append(
+                            f"{name}: asked for {k} tokens on {len(prefix)} cached, got prompt_n {got.prompt_n} "
+                            f"on cache_n {got.cache_n}"
+                        )
+                    continue
+                if name == "candidate" and got.drafted:
+                    reasons.append(f"the candidate drafted {got.drafted} tokens on a one-token request")
+                times[name].setdefault(k, []).append(got.prompt_ms)
+                if plain and got.decode_ms_per_token:
+                    steps[name].append(got.decode_ms_per_token)
+
+    def table(name: str) -> dict[int, Samples]:
+        return {k: Samples(tuple(v)) for k, v in times.get(name, {}).items() if v}
+
+    src = dict(sources or {})
+    src.setdefault("verify", "measured: the baseline's prompt_ms for k tokens on a cached prefix")
+    curve = CostCurve(
+        context=len(prefix),
+        repeats=repeats,
+        target_step=Samples(tuple(steps["target"])) if steps["target"] else None,
+        target_batch=table("target"),
+        draft_step=Samples(tuple(steps["draft"])) if steps["draft"] else None,
+        draft_batch=table("draft") if draft is not None else None,
+        candidate_batch=table("candidate") if candidate is not None else None,
+        drafting=drafting,
+        sources=src,
+        left_out=left_out,
+    )
+    if left_out:
+        curve.notes.append(f"{left_out} measuring replies left out ({'; '.join(reasons)})")
+    if len(curve.target_batch) < 2 or 1 not in curve.target_batch:
+        curve.sources["verify"] = (
+            "not measured: the baseline did not reuse the cached prefix (is its prompt cache off?): ideal V(k) = 1"
+        )
+    elif curve.target_step is None:
+        curve.sources["verify"] = "not measured: the baseline gave no decode time: ideal V(k) = 1"
+    if drafting == DRAFT_MODEL and draft is not None:
+        curve.sources.setdefault("c", "measured: the draft model's decode step on its own llama-server, over t")
+        curve.sources.setdefault("reeval", "measured: the draft model's prompt_ms for k tokens, over t")
+    if curve.candidate_batch and curve.measured:
+        for k in sorted(curve.candidate_batch):
+            own = curve.candidate_batch[k].median
+            parts = curve.target_ms(k) + (curve.draft_ms(k) if drafting == DRAFT_MODEL else 0.0)
+            curve.notes.append(
+                f"the candidate's own batch of {k} token{'s' if k > 1 else ''}: {own:.1f} ms; the baseline's"
+                + (" plus the draft model's: " if drafting == DRAFT_MODEL and curve.draft_batch else ": ")
+                + f"{parts:.1f} ms"
+            )
+    return curve
+
+
+def ideal_sources(drafting: str, why: str) -> dict[str, str]:
+    """Where a term cannot be measured: the ideal formula's value, labelled with the reason."""
+    out = {"verify": f"not measured ({why}): ideal V(k) = 1", "reeval": f"not measured ({why}): ideal R = 0"}
+    if drafting == NGRAM:
+        out["c"] = "n-gram drafting: no draft model, c = 0"
+        out["reeval"] = "n-gram drafting: no model re-evaluates the batch, R = 0"
+    else:
+        out["c"] = f"not measured ({why})"
+    return out
+
+
+async def measure_on_servers(
+    client,
+    baseline,
+    candidate,
+    ids: list[int],
+    prefix_len: int,
+    ks: Sequence[int],
+    drafting: str,
+    draft_model=None,
+    repeats: int = 3,
+    say: Callable[[str], None] | None = None,
+    check_candidate: bool = True,
+) -> CostCurve:
+    """The terms for one context (`ids`: the run's prompt and output tokens; the first `prefix_len` are the
+    cached prefix), measured on the live servers after the run. The draft model runs on a llama-server of
+    its own (spectui's bundled draft unless `draft_model` names one) where the candidate drafts with a
+    model and runs on this machine; the candidate is sent only one-token requests, and its speculation
+    counters are read before and after to show they did not move."""
+    from spectui.backends.llamacpp import LlamaCppBackend
+    from spectui.backends.llamacpp_timing import timed_completion
+
+    prefix, continuation = ids[:prefix_len], ids[prefix_len:]
+    if not isinstance(baseline, LlamaCppBackend):
+        why = f"the baseline ({baseline.kind}) reports no per-request prompt timings"
+        return CostCurve(prefix_len, 0, None, {}, drafting=drafting, sources=ideal_sources(drafting, why))
+    sources: dict[str, str] = {}
+    if baseline.info and candidate.info and baseline.info.model != candidate.info.model:
+        sources["verify"] = (
+            f"measured on the baseline, which serves {baseline.info.model}, not the candidate's "
+            f"{candidate.info.model}: not the candidate's target"
+        )
+    launcher = None
+    draft_timer = None
+    if drafting == NGRAM:
+        sources["c"] = "n-gram drafting: no draft model, a lookup in the token history (c = 0, not measured)"
+        sources["reeval"] = "n-gram drafting: no model re-evaluates the batch (R = 0)"
+    elif drafting == DRAFT_MODEL and not is_local(candidate.url):
+        sources["c"] = "not measured: the candidate is not on this machine, its draft would be timed on other hardware"
+        sources["reeval"] = "not measured (the candidate is not on this machine): R = 0 assumed"
+    elif drafting == DRAFT_MODEL:
+        from spectui.machine.drafter import start_drafter
+
+        if say is not None:
+            say("starting the draft model on a llama-server of its own, to time it …")
+        launcher, drafter = await start_drafter(client, draft_model)
+        name = drafter.info.model if drafter.info else "the draft model"
+        which = (
+            "named with --draft-model"
+            if draft_model
+            else "spectui's bundled draft: llama-server does not say which the candidate loaded"
+        )
+        sources["c"] = f"measured: {name}'s decode step on its own llama-server, over t ({which})"
+        sources["reeval"] = f"measured: {name}'s prompt_ms for k tokens on its own llama-server, over t"
+
+        async def draft_timer(p: list[int], n: int) -> CompletionTimings:
+            return await timed_completion(drafter, p, n)
+    else:
+        sources["c"] = f"not measured: {drafting} drafting has no separate model spectui can time (c = 0 assumed)"
+        sources["reeval"] = "not measured: R = 0 assumed"
+
+    async def target_timer(p: list[int], n: int) -> CompletionTimings:
+        return await timed_completion(baseline, p, n)
+
+    cand_timer = None
+    if check_candidate and isinstance(candidate, LlamaCppBackend):
+
+        async def cand_timer(p: list[int], n: int) -> CompletionTimings:
+            return await timed_completion(candidate, p, n)
+
+    before = await candidate.counters() if cand_timer is not None else None
+    try:
+        if say is not None:
+            say(
+                f"measuring the cost terms on a {prefix_len}-token context, k = {min(ks)}…{max(ks)}, {repeats} repeats …"
+            )
+        curve = await measure(
+            target_timer,
+            prefix,
+            continuation,
+            ks,
+            draft=draft_timer,
+            candidate=cand_timer,
+            drafting=drafting,
+            repeats=repeats,
+            sources=sources,
+        )
+    finally:
+        if launcher is not None:
+            launcher.stop_all()
+    if before is not None:
+        after = await candidate.counters()
+        if after is not None:
+            moved = [
+                name
+                for name in ("drafted", "accepted", "steps")
+                if getattr(before, name) is not None and getattr(after, name) != getattr(before, name)
+            ]
+            curve.notes.append(
+                "the candidate's speculation counters moved during the measurement: " + ", ".join(moved)
+                if moved
+                else "the candidate's speculation counters (drafted, accepted, steps) did not move: measured after "
+                "the run, on separate one-token requests that draft nothing"
+            )
+    return curve
+
+
+async def check_prompt(
+    client,
+    baseline,
+    candidate,
+    runs: list,
+    draft_model=None,
+    repeats: int = 3,
+    say: Callable[[str], None] | None = None,
+    measure_terms: bool = True,
+):
+    """The terms measured for one prompt's runs (core.runner.PromptResult) and the formula checked against
+    them: (TheoryCheck or None where the candidate drafted nothing, the CostCurve or None)."""
+    from spectui.core.runner import render_prompt
+    from spectui.labs import theory
+
+    last = next((r for r in reversed(runs) if r.speedup), None)
+    if last is None:
+        return None, None
+    rec = last.candidate
+    steps = theory.run_steps(rec)
+    if steps is None:
+        return None, None
+    settings = rec.finished.settings if rec.finished is not None else {}
+    kind = drafting_kind(settings.get("speculative.types") or settings.get("speculative.type"))
+    if not measure_terms:
+        return theory.check_runs(runs, StepCosts.ideal(0.0, "not measured (--no-measure)")), None
+    out = [t.token_id for t in rec.tokens]
+    if any(i is None for i in out) or not candidate.capabilities.token_ids:
+        why = f"the {candidate.kind} candidate's stream gave no token ids to rebuild the run's context"
+        curve = CostCurve(0, 0, None, {}, drafting=kind, sources=ideal_sources(kind, why))
+    else:
+        rendered = last.rendered.get("baseline") or await render_prompt(baseline, last.prompt)
+        try:
+            prompt_ids = await baseline.tokenize(rendered)
+        except Exception as exc:  # Unsupported or a server error: the terms stay the ideal's, labelled
+            from spectui.core.errors import describe
+
+            curve = CostCurve(0, 0, None, {}, drafting=kind, sources=ideal_sources(kind, describe(exc)))
+        else:
+            ids = prompt_ids + [int(i) for i in out]
+            top = (steps.n_max or max(steps.drafted)) + 1
+            curve = await measure_on_servers(
+                client,
+                baseline,
+                candidate,
+                ids,
+                len(prompt_ids) + len(out) // 2,
+                range(1, top + 1),
+                kind,
+                draft_model,
+                repeats,
+                say,
+            )
+    if curve.measured and last.baseline.figures.decode_tps:
+        during = 1000.0 / last.baseline.figures.decode_tps
+        now = curve.step_ms()
+        if abs(now / during - 1) > 0.2:
+            curve.notes.append(
+                f"a target step took {during:.1f} ms during the run and {now:.1f} ms during the measurement: the "
+                "machine's load moved; the terms are ratios measured together, the run's speed-up was measured then"
+            )
+    return theory.check_runs(runs, curve.terms(), curve.terms_each()), curve
+
+
+def curve_text(curve: CostCurve) -> str:
+    """The measured times and the terms made of them, as a table."""
+    if not curve.measured:
+        lines = ["cost terms not measured:"] + [f"  {k}: {v}" for k, v in curve.sources.items()]
+        return "\n".join(lines + [f"  {n}" for n in curve.notes])
+    t = curve.step_ms()
+    terms = curve.terms()
+    spread = curve.target_step.values if curve.target_step else ()
+    lines = [
+        f"measured after the run on a {curve.context}-token cached prefix, {curve.repeats} repeats (medians):",
+        f"  one target decode step t = {t:.2f} ms (baseline; {min(spread):.1f}–{max(spread):.1f})",
+    ]
+    if curve.draft_step is not None:
+        ds = curve.draft_step
+        lines.append(
+            f"  one draft decode step = {ds.median:.2f} ms ({min(ds.values):.1f}–{max(ds.values):.1f}): c = {terms.c:.3f}"
+        )
+    elif curve.drafting == NGRAM:
+        lines.append("  n-gram drafting: no draft model runs, c = 0 (not measured: a lookup in the token history)")
+    head = f"  {'k':>3} {'target ms':>10} {'V(k)':>6}"
+    if curve.draft_batch:
+        head += f" {'draft ms':>9} {'R(k)':>6}"
+    if curve.candidate_batch:
+        head += f" {'candidate ms':>12}"
+    lines.append(head)
+    for k in curve.ks:
+        row = f"  {k:>3} {curve.target_batch[k].median:>10.2f} {terms.V(k):>6.2f}"
+        if curve.draft_batch:
+            row += f" {curve.draft_ms(k):>9.2f} {terms.R(k):>6.2f}"
+        if curve.candidate_batch:
+            got = curve.candidate_batch.get(k)
+            row += f" {got.median:>12.2f}" if got else f" {'':>12}"
+        lines.append(row)
+    lines += [f"  {n}" for n in curve.notes]
+    return "\n".join(lines)
+
+
+# -- the sweep: the predicted speed-up at each concurrency level ----------------------------------------
+
+
+def predict_level(curve: CostCurve, n: int, tokens_per_round: float, drafted_per_round: float, n_max=None) -> float:
+    """The speed-up at concurrency n from the measured batch times, all n sequences stepping together
+    (a round: each sequence makes one step). The baseline's round decodes n tokens in one batch:
+    B(n) = 1 + (prompt_ms(n) − prompt_ms(1))/t. The candidate's round: its draft decodes (as llama.cpp
+    counts them) each a batch of n on the draft model, c + (draft prompt_ms(n) − draft prompt_ms(1))/t;
+    the target verifies n·(γ+1) tokens in one batch, V(n·(γ+1)); the draft re-evaluates them,
+    R(n·(γ+1)). S(n) = E · B(n) / candidate round."""
+    t = curve.step_ms()
+    b1 = curve.target_ms(1)
+
+    def batch(k: float) -> float:  # a target batch of k tokens, in target steps
+        return 1 + (curve.target_ms(k) - b1) / t
+
+    g = drafted_per_round
+    k = n * (g + 1)
+    cand = batch(k)
+    c = curve.c()
+    if curve.drafting == DRAFT_MODEL and c is not None:
+        decodes = g if n_max is not None and g >= n_max else g + 1
+        draft_batch = c + ((curve.draft_ms(n) - curve.draft_ms(1)) / t if curve.draft_batch else 0.0)
+        cand += decodes * draft_batch + (curve.draft_ms(k) / t if curve.draft_batch else 0.0)
+    return tokens_per_round * batch(n) / cand
+
+
+async def predict_levels(levels, baseline, candidate, prompt_text: str, repeats: int = 3) -> CostCurve | None:
+    """Measure the batch times the sweep's levels need (after every level ran: the baseline and a draft
+    server of its own only, the candidate is sent nothing) and set each level's predicted speed-up, or
+    the reason there is none."""
+    from spectui.backends.llamacpp import LlamaCppBackend
+
+    def note_all(why: str) -> None:
+        for lv in levels:
+            lv.predicted, lv.predicted_note = None, why
+        return None
+
+    rounds = []
+    kinds = set()
+    for lv in levels:
+        recs = [r for r in lv.candidate.recorders if r.finished is not None]
+        steps = sum(len(r.steps) for r in recs)
+        drafted = sum(s.drafted for r in recs for s in r.steps)
+        later = sum(max(0, len(r.tokens) - 1) for r in recs)
+        accepted = sum(s.accepted for r in recs for s in r.steps)
+        plain = max(0, later - accepted - steps)
+        rounds.append((later, drafted, steps + plain))
+        for r in recs:
+            kinds.add(drafting_kind(r.finished.settings.get("speculative.types")))
+    kinds.discard(NONE)
+    if not any(d for _, d, _ in rounds):
+        return note_all("the candidate drafted nothing")
+    if not isinstance(baseline, LlamaCppBackend):
+        return note_all(f"not predicted: the baseline ({baseline.kind}) reports no per-request prompt timings")
+    kind = kinds.pop() if len(kinds) == 1 else OTHER
+    out_ids = [t.token_id for r in levels[0].baseline.recorders[:1] for t in r.tokens]
+    if any(i is None for i in out_ids):
+        return note_all("not predicted: the baseline's stream gave no token ids")
+    prompt_ids = await baseline.tokenize(prompt_text)
+    n_max = None
+    need = {1}
+    for lv, (_, drafted, groups) in zip(levels, rounds):
+        if groups:
+            need |= {lv.concurrency, max(1, round(lv.concurrency * (drafted / groups + 1)))}
+        for r in lv.candidate.recorders:
+            v = r.finished.settings.get("speculative.n_max") if r.finished is not None else None
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+                n_max = v
+    ids = prompt_ids + [int(i) for i in out_ids]
+    curve = await measure_on_servers(
+        baseline.client,
+        baseline,
+        candidate,
+        ids,
+        len(prompt_ids) + len(out_ids) // 2,
+        sorted(need),
+        kind,
+        repeats=repeats,
+        check_candidate=False,
+    )
+    if not curve.measured:
+        return note_all("not predicted: " + curve.sources.get("verify", "the batch times were not measured"))
+    c = curve.c()
+    label = f"c {c:.2f}" if c is not None else "c not measured: 0 assumed"
+    for lv, (later, drafted, groups) in zip(levels, rounds):
+        if not groups or not drafted:
+            lv.predicted, lv.predicted_note = None, "no drafts at this level"
+            continue
+        lv.predicted = predict_level(curve, lv.concurrency, later / groups, drafted / groups, n_max)
+        lv.predicted_note = f"{label}, batch {lv.concurrency}·(γ+1) = {lv.concurrency * (drafted / groups + 1):.0f}"
+    levels[0].cost_terms = curve
+    return curve

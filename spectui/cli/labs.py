@@ -226,14 +226,128 @@ def cmd_kv(args) -> int:
     return EXIT_OK
 
 
-def cmd_theory(args) -> int:
+def cmd_theory(args):
     from spectui.labs import theory
 
+    typed = [f"--{n}" for n in ("alpha", "gamma", "cost") if getattr(args, n, None) is not None]
+    if getattr(args, "from_session", None):
+        if typed:
+            raise InputError(f"--from reads α, γ and c from the run: leave out {', '.join(typed)}")
+        return _theory_from(args)  # main runs the coroutine
+    if len(typed) < 3:
+        raise InputError(
+            "give --alpha, --gamma and --cost (or --from SESSION to measure them)",
+            hint="e.g. --alpha 0.8 --gamma 4 --cost 0.05",
+        )
+    for flag in ("--draft-model", "--no-measure", "--html"):
+        if getattr(args, flag[2:].replace("-", "_"), None):
+            raise InputError(f"{flag} goes with --from SESSION")
     t = theory.analyse(args.alpha, args.gamma, args.cost)
     if args.json:
         print(json.dumps(t, indent=2))
     else:
         print(theory.text(t))
+    return EXIT_OK
+
+
+async def _theory_from(args) -> int:
+    """spectui theory --from SESSION: each prompt's terms measured on the session's servers (still
+    running), the formula's prediction beside the measured speed-up, and the term that misses."""
+    from pathlib import Path
+
+    from spectui.backends.transport import stamped_client
+    from spectui.cli.common import PairOptions
+    from spectui.core.runner import grouped
+    from spectui.labs.costs import check_prompt
+    from spectui.store.session import load_session, results_for
+
+    if args.repeats < 1:
+        raise InputError(f"--repeats must be at least 1, not {args.repeats}")
+    if args.html and (Path(args.html).expanduser().is_dir() or not Path(args.html).expanduser().parent.is_dir()):
+        raise InputError(f"--html {args.html}: not a file in an existing folder", hint="give --html a file name")
+    session = load_session(args.from_session)
+    groups = [g for g in grouped(results_for(session)) if any(r.speedup for r in g.runs)]
+    if not groups:
+        raise InputError(f"{session.path}: no prompt finished on both sides, nothing to check the formula against")
+    for w in session.warnings:
+        print(f"spectui: warning: {w}", file=sys.stderr)
+
+    def say(line: str) -> None:
+        if not args.json:
+            print(f"spectui: {line}", file=sys.stderr)
+
+    infos = session.infos
+    checks, curves = {}, {}
+    async with stamped_client() as client:
+        backends = None
+        if not args.no_measure:
+            opts = PairOptions(
+                infos["baseline"].url,
+                infos["candidate"].url,
+                baseline_backend=infos["baseline"].backend,
+                candidate_backend=infos["candidate"].backend,
+                quiet=args.json,
+            )
+            backends, live = await connect_pair(client, opts)
+            for side in ("baseline", "candidate"):
+                was, now = infos[side], live[side]
+                if (was.model, was.build) != (now.model, now.build):
+                    raise InputError(
+                        f"the {side} at {was.url} now serves {now.model} ({now.build}); the session's run used "
+                        f"{was.model} ({was.build})",
+                        hint="start the session's servers again, or use --no-measure",
+                    )
+        for g in groups:
+            say(f"{g.prompt.id}: {len(g.runs)} run(s)")
+            b, c = (backends["baseline"], backends["candidate"]) if backends else (None, None)
+            chk, curve = await check_prompt(
+                client, b, c, g.runs, args.draft_model, args.repeats, say, measure_terms=backends is not None
+            )
+            checks[g.prompt.id], curves[g.prompt.id] = chk, curve
+    doc = {
+        "session": str(session.path),
+        "baseline": infos["baseline"].to_json(),
+        "candidate": infos["candidate"].to_json(),
+        "prompts": [
+            {
+                "id": pid,
+                "check": chk.to_json() if chk else None,
+                "measurement": curves[pid].to_json() if curves[pid] else None,
+                "why_none": None if chk else "the candidate drafted nothing in this prompt's runs",
+            }
+            for pid, chk in checks.items()
+        ],
+    }
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        from spectui.labs.costs import curve_text
+
+        for pid, chk in checks.items():
+            print(f"== {pid}")
+            if chk is None:
+                print("the candidate drafted nothing in this prompt's runs: no speculation to check")
+                continue
+            if curves[pid] is not None:
+                print(curve_text(curves[pid]))
+            print(chk.text())
+            print()
+    if args.html:
+        from spectui.labs.html_report import html_report
+        from spectui.store.locations import atomic_write
+
+        results = [r for g in groups for r in g.runs]
+        sp = session.prompts[0] if session.prompts else None
+        params, order = (sp.params, sp.order) if sp else (None, "sequential")
+        text = html_report(infos, results, params, order, str(session.path), checks=checks)
+        try:
+            atomic_write(Path(args.html).expanduser(), text)
+        except OSError as exc:
+            print(
+                f"spectui: error: --html {args.html} not written ({exc.strerror}); the report above is complete",
+                file=sys.stderr,
+            )
+            return EXIT_SERVER
     return EXIT_OK
 
 

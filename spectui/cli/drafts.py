@@ -115,7 +115,7 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true")
 
 
-def cmd_drafts(args) -> int:
+def cmd_drafts(args):
     action = getattr(args, "drafts_command", None)
     if action is None:
         raise InputError("spectui drafts needs an action: cost, data or train-lookup", hint="see spectui drafts --help")
@@ -271,4 +271,4 @@ async def cmd_train_lookup(args) -> int:
         from spectui.cli.common import append_to_notebook
 
         append_to_notebook(args, outcome.notebook_rows(args.profile))
-    return EXIT_OK if outcome.proof.all_identical else EXIT_DIFFERS
+    return EXIT_OK if outcome.proof is not None and outcome.proof.all_identical else EXIT_DIFFERS

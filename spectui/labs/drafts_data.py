@@ -148,7 +148,7 @@ def repair_tail(path: Path) -> int:
 
 def read_records(path: Path) -> list[dict]:
     """The whole records of a data file; InputError naming a bad line (a torn last line is not one)."""
-    out = []
+    out: list[dict] = []
     if not path.exists():
         return out
     with open(path, "rb") as fh:
@@ -308,7 +308,7 @@ async def generate(
         leaked = done & {p.id for p in pl.heldout}
         if leaked:
             raise InputError(
-                f"{out} already answers held-out prompt(s) {sorted(leaked)[:3]}",
+                f"{out} already answers held-out prompt(s) {sorted(str(x) for x in leaked)[:3]}",
                 hint="the held-out share changed since the file was started: keep --holdout as it was",
             )
     todo = [p for p in pl.train if p.id not in done]

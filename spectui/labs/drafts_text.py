@@ -87,8 +87,8 @@ def text(r: CostReport) -> str:
             out.append(f"  time, {p.name}: {human_seconds(p.value)}  [{p.formula}]")
         if not m.time:
             out.append("  time: give --baseline URL (measured here) or --gpu NAME / --profile (datasheet figures)")
-        for p in m.published:
-            out.append(f"  published: {p.figure} — {p.source}")
+        for pub in m.published:
+            out.append(f"  published: {pub.figure} — {pub.source}")
         out += [f"  note: {x}" for x in m.notes]
     out += ["", "what each method needs, and which servers serve it:"]
     for name, data, servers in DATA_AND_SERVERS:

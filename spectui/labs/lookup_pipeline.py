@@ -71,7 +71,7 @@ class Outcome:
         """One measurement per held-out prompt and candidate, as compare writes them, marked as this lab's."""
         from spectui.store import notebook
 
-        rows = []
+        rows: list[dict] = []
         if self.proof is None:
             return rows
         for static, results, name in (
@@ -112,11 +112,14 @@ async def run_pipeline(
 
     found = assets.find_all()
     model = model or found.model
-    if found.llama_server is None or model is None:
+    server = found.llama_server
+    if server is None or model is None:
         raise SetupError("llama-server or the model is missing", hint="run `spectui setup`")
     if not Path(model).is_file():
         raise InputError(f"model {model} does not exist")
-    tool = found.lookup_create or await asyncio.to_thread(assets.ensure_lookup_create, say, advance)
+    tool = found.lookup_create
+    if tool is None:
+        tool = await asyncio.to_thread(assets.ensure_lookup_create, say, advance)
     source, items = prompt_sets.load_set(prompts_source)
     items = prompt_sets.pick(items, limit)
     plan = drafts_data.plan(items, holdout)
@@ -131,7 +134,7 @@ async def run_pipeline(
     params = GenerationParams(max_tokens=max_tokens, temperature=0.0, seed=42, cache_prompt=False)
 
     def spec(name: str, extra: list[str]) -> ServerProcess:
-        return ServerProcess(name, llama_server_argv(found.llama_server, model, 0, threads=threads, extra=extra))
+        return ServerProcess(name, llama_server_argv(server, model, 0, threads=threads, extra=extra))
 
     launcher = Launcher()
     try:

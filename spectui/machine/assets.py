@@ -464,7 +464,7 @@ def ensure_vllm(progress: Progress = print, advance: Advance | None = None) -> t
     return env / "bin" / "python", hf
 
 
-def vllm_argv(python: Path, model: Path, port: int, extra: list[str] = ()) -> list[str]:
+def vllm_argv(python: Path, model: Path, port: int, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
     return [
         str(python),
         "-m",

@@ -66,3 +66,21 @@ def test_verdicts():
     assert runs([1.03, 1.05, 1.04]).verdict == "faster"
     assert runs([0.5]).verdict == "1 run: no spread measured"
     assert runs([1.10, 1.12]).verdict == "no measurable difference"  # two runs: the interval is wide
+
+
+def test_a_speedup_across_two_clocks_says_so():
+    # issue 25 item 9: llama.cpp's server-timed rate over vLLM's observed one is one ratio of two clocks
+    from spectui.core.events import StreamFinished
+    from spectui.core.figures import SideRecorder
+    from spectui.core.report import speedup_text
+    from spectui.core.runner import PromptResult, Repeated
+    from spectui.core.types import Prompt
+
+    r = PromptResult(Prompt("p"), SideRecorder("b"), SideRecorder("c"))
+    for side, tps, source in ((r.baseline, 50.0, "server timings"), (r.candidate, 60.0, "observed")):
+        side.figures.decode_tps, side.figures.decode_source = tps, source
+        side.finished = StreamFinished(1, "limit")
+    assert "mixes two clocks" in speedup_text(r)
+    assert "mixes two clocks" in Repeated(Prompt("p"), [r]).to_json()["rate_note"]
+    r.candidate.figures.decode_source = "server timings"
+    assert "clocks" not in speedup_text(r) and Repeated(Prompt("p"), [r]).rate_note is None

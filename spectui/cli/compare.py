@@ -42,6 +42,9 @@ def progress(quiet: bool):
     from spectui.run import events as ev
 
     def emit(e) -> None:
+        if isinstance(e, ev.StepStopped):  # said even with --json: the report lacks what it would have held
+            _say(f"{e.result.prompt.id}: {e.step} stopped: {e.message}")
+            return
         if quiet:
             return
         if isinstance(e, ev.PromptStarted):
@@ -50,8 +53,6 @@ def progress(quiet: bool):
             _say(f"{e.result.prompt.id} differs: triage (reruns, cache, log-probabilities) …")
         elif isinstance(e, ev.ProbeStarted):
             _say(f"{e.result.prompt.id}: {e.what}")
-        elif isinstance(e, ev.StepStopped):
-            _say(f"{e.result.prompt.id}: {e.step} stopped: {e.message}")
 
     return emit
 

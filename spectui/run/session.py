@@ -206,10 +206,9 @@ class RunSession:
                 launcher, drafter = await self._start_drafter(first)
             for r in results:
                 await self._probe_one(r, drafter)
-        except Exception as exc:
+        except Exception as exc:  # the probe is extra: the run's results (and the report) stand without it
             if first is not None:
                 self.emit(StepStopped(first, "draft probe", describe(exc)))
-            raise
         finally:
             if launcher is not None:
                 launcher.stop_all()

@@ -333,12 +333,13 @@ async def _theory_from(args) -> int:
             print(chk.text())
             print()
     if args.html:
+        from spectui.core.types import GenerationParams
         from spectui.labs.html_report import html_report
         from spectui.store.locations import atomic_write
 
         results = [r for g in groups for r in g.runs]
         sp = session.prompts[0] if session.prompts else None
-        params, order = (sp.params, sp.order) if sp else (None, "sequential")
+        params, order = (sp.params, sp.order) if sp else (GenerationParams(), "sequential")
         text = html_report(infos, results, params, order, str(session.path), checks=checks)
         try:
             atomic_write(Path(args.html).expanduser(), text)

@@ -134,7 +134,7 @@ def _server_class():
             self.guard.set_cookie(response)
             return response
 
-        async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
+        async def handle_websocket(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
             if self.at_cap():  # refused before the upgrade: no process is started
                 return web.Response(status=503, text=cap_message(self.guard.max_apps), content_type="text/plain")
             self.starting += 1
@@ -209,7 +209,8 @@ async def _run(server, host: str, port: int) -> None:
             f"cannot listen on {host}:{port}: {exc.strerror or exc}",
             hint="another program holds that port: give --port N (0 picks a free one)",
         ) from None
-    bound = site._server.sockets[0].getsockname()[1] if site._server and site._server.sockets else port
+    listening = getattr(site._server, "sockets", None)  # asyncio's Server (AbstractServer does not name it)
+    bound = listening[0].getsockname()[1] if listening else port
     server.guard.bound(host, bound)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -38,7 +38,7 @@ class Spread:
         return self.low is not None
 
     def contains(self, value: float) -> bool:
-        return self.low is not None and self.low <= value <= self.high
+        return self.low is not None and self.high is not None and self.low <= value <= self.high
 
     def to_json(self) -> dict:
         return {

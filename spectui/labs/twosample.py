@@ -234,7 +234,8 @@ def distribution_test(
         for t in positions:
             t.detectable = _detectable_at(codes, n_a, t.position, crit, seed)
         found = [t.detectable for t in positions]
-        out.detectable = None if None in found else max(found)
+        known = [f for f in found if f is not None]
+        out.detectable = None if len(known) < len(found) else max(known)
         out.detect_computed = True
         if out.detectable is None and p >= ALPHA:
             worst = next(t.position for t in positions if t.detectable is None)

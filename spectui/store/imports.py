@@ -161,7 +161,7 @@ def from_aiperf(doc: dict, t: Schema) -> list[dict]:
     config = t.obj(doc, "input_config")
     version = t.text(doc, "aiperf_version") or t.text(config, "aiperf_version", "input_config.")
     m["source_version"] = version or "not in the file"
-    records = doc.get("records") if isinstance(doc.get("records"), dict) else doc
+    records: dict = doc["records"] if isinstance(doc.get("records"), dict) else doc
     unmapped: dict = {}
     for tag, value in records.items():
         if not isinstance(value, dict) or "unit" not in value:
@@ -249,14 +249,14 @@ def from_guidellm(doc: dict, t: Schema) -> list[dict]:
                     m[f"{name}_{key}"] = v
         own: dict = {}
         for tag, value in metrics.items():  # every other distribution guidellm reports, by its own name
-            dist = value.get("successful") if isinstance(value, dict) else None
-            if tag in GUIDELLM_MAPPED or not isinstance(dist, dict):
+            succ = value.get("successful") if isinstance(value, dict) else None
+            if tag in GUIDELLM_MAPPED or not isinstance(succ, dict):
                 continue
             where = f"{at}metrics.{tag}.successful."
             for key, v in (
-                ("mean", t.figure(dist, "mean", where)),
-                ("median", t.figure(dist, "median", where)),
-                ("p99", t.figure(t.obj(dist, "percentiles", where), "p99", where + "percentiles.")),
+                ("mean", t.figure(succ, "mean", where)),
+                ("median", t.figure(succ, "median", where)),
+                ("p99", t.figure(t.obj(succ, "percentiles", where), "p99", where + "percentiles.")),
             ):
                 if v is not None:
                     own[f"{tag}_{key}"] = v
@@ -278,7 +278,7 @@ def _looks_like(doc) -> str | None:
         return "vllm-bench"
     if "benchmarks" in doc and isinstance(doc.get("benchmarks"), list):
         return "guidellm"
-    records = doc.get("records") if isinstance(doc.get("records"), dict) else doc
+    records: dict = doc["records"] if isinstance(doc.get("records"), dict) else doc
     if any(isinstance(v, dict) and "unit" in v and "avg" in v for v in records.values()):
         return "aiperf"
     return None

@@ -116,8 +116,9 @@ def _text(content, where: str) -> str:
         return content
     if isinstance(content, list):  # OpenAI content parts: keep the text ones
         parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        if parts and all(isinstance(t, str) for t in parts):
-            return "".join(parts)
+        texts = [t for t in parts if isinstance(t, str)]
+        if parts and len(texts) == len(parts):
+            return "".join(texts)
     raise ValueError(f"{where}: content must be text (a string or text parts)")
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from spectui.core.errors import InputError
 from spectui.core.figures import per_position_alpha
 from spectui.core.runner import PromptResult, same_tokenizer
-from spectui.core.stats import LEVEL, interval, over_units
+from spectui.core.stats import LEVEL, over_units
 from spectui.core.verdict import judge
 from spectui.store.session import Session, load_session, recorded_verdict, recorders_for
 
@@ -159,8 +159,7 @@ class PromptRuns:
 
     def to_json(self) -> dict:
         diff = self.first_difference()
-        ratios = self.ratios()
-        sp = interval(ratios) if ratios else None  # this prompt's runs (core.stats)
+        sp = set_speedup([self.ratios()])  # this prompt's runs: the same method as the set's
         measured = self.measured()
         cache = {
             side: sum(getattr(r, side).figures.prompt_cached or 0 for r in measured) if measured else None
@@ -176,7 +175,7 @@ class PromptRuns:
                 {r.result.verdict.reason for r in self.runs if r.result.verdict and r.result.verdict.reason}
             ),
             "speedups": self.ratios(),
-            "speedup": sp.to_json() if sp is not None else None,
+            "speedup": sp,
             "decode_tps": {
                 side: [getattr(r, side).figures.decode_tps for r in measured] for side in ("baseline", "candidate")
             },
@@ -1035,7 +1034,7 @@ def regress(old_path: str | Path, new_path: str | Path) -> Regression:
     same_hw = _machine(old["measured_on"].get("hardware")) == _machine(new["measured_on"].get("hardware"))
     if osp and nsp:
         low, how = _lower(osp, nsp)
-        how = f"{nsp['value'] / osp['value'] - 1:+.1%} ({how.split(', ', 1)[-1] if ', ' in how else how})"
+        how = f"{nsp['value'] / osp['value'] - 1:+.1%}, {how.split(', ', 1)[-1] if ', ' in how else how}"
         if not same_hw:
             how += "; measured on different hardware: not judged"
         rows.append(
@@ -1049,5 +1048,5 @@ def regress(old_path: str | Path, new_path: str | Path) -> Regression:
         )
     bad = [r.what for r in rows if r.regression]
     if bad:
-        return Regression(EXIT_REGRESSION, f"{', '.join(bad)} worse than {Path(old['_path']).name}", rows)
+        return Regression(EXIT_REGRESSION, f"{', '.join(bad)} worse than in {old['_path']}", rows)
     return Regression(EXIT_NO_REGRESSION, "nothing worse beyond its interval", rows)

@@ -106,7 +106,7 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
     o = sp["overall"]
     lines = [
         f"speed-up {_iv(o, unit='×')}: {sp['speed']} (candidate decode tok/s over the baseline's, paired within "
-        f"each run; {o['method'] or o['reason']})"
+        f"each run" + (f"; {o['method']})" if o["method"] else ")")
         if o
         else "speed-up: not measured (no run where both sides finished)"
     ]

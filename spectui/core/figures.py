@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, MutableSequence
 from dataclasses import asdict, dataclass, field
 
 from spectui.core.events import StepEvent, StreamEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
+from spectui.core.tokens import EventLog, StepLog, TokenLog
 
 
 @dataclass
@@ -92,12 +94,16 @@ UNMEASURED_WHEN_CUT = (
 
 
 class SideRecorder:
-    """Feeds on one side's events and keeps its output bytes, tokens and figures."""
+    """Feeds on one side's events and keeps its output bytes, tokens and figures.
+
+    `tokens` and `steps` are sequences of events, packed (core.tokens): a long output costs ~50 bytes a
+    token, not ~250 (issue 32: a 1,000,000-event replay at 655 MB); read them as lists.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.tokens: list[TokenEvent] = []
-        self.steps: list[StepEvent] = []
+        self.tokens: MutableSequence[TokenEvent] = TokenLog()
+        self.steps: MutableSequence[StepEvent] = StepLog()
         self.tail = b""
         self.started_ns: int | None = None
         self.finished: StreamFinished | None = None
@@ -112,7 +118,7 @@ class SideRecorder:
         return self.finished is not None or self.failed is not None
 
     def token_bytes(self) -> list[bytes]:
-        out = [t.data for t in self.tokens]
+        out = self.tokens.datas() if isinstance(self.tokens, TokenLog) else [t.data for t in self.tokens]
         if self.tail:
             if out:
                 out[-1] = out[-1] + self.tail
@@ -121,6 +127,8 @@ class SideRecorder:
         return out
 
     def output(self) -> bytes:
+        if isinstance(self.tokens, TokenLog):
+            return self.tokens.joined() + self.tail
         return b"".join(t.data for t in self.tokens) + self.tail
 
     def feed(self, ev: StreamEvent) -> None:
@@ -155,10 +163,35 @@ class SideRecorder:
             self.failed = ev
             self._rates()
 
+    def feed_all(self, events: Iterable[StreamEvent]) -> None:
+        """Feed a whole stream in order, as feed() one event at a time would; a recorded EventLog's packed
+        tokens and steps are copied as they are, not remade and fed one by one (a session's replay)."""
+        if not (isinstance(events, EventLog) and type(self.tokens) is TokenLog and type(self.steps) is StepLog):
+            for ev in events:
+                self.feed(ev)
+            return
+        f, data_at = self.figures, 0
+        for t0, t1, s0, s1, other in events.segments():
+            if t1 > t0:
+                first_t = events.tokens.t_ns_at(t0)
+                data_at = self.tokens.extend_from(events.tokens, t0, t1, data_at)
+                f.tokens += t1 - t0
+                for label, n in events.tokens.label_counts(t0, t1).items():
+                    f.label_counts[label] = f.label_counts.get(label, 0) + n
+                if f.ttft_ms is None and self.started_ns is not None:
+                    f.ttft_ms = (first_t - self.started_ns) / 1e6
+            if s1 > s0:
+                drafted, accepted = self.steps.extend_from(events.steps, s0, s1)
+                f.steps += s1 - s0
+                f.drafted += drafted
+                f.accepted += accepted
+            if other is not None:
+                self.feed(other)
+
     def _finish_labels(self, ev: StreamFinished) -> None:
         f = self.figures
         spec = ev.spec
-        chunk_speculated = any(t.label == "accepted" for t in self.tokens)
+        chunk_speculated = "accepted" in _column(self.tokens, "label")
         if spec is None:
             if self.steps:
                 # a step drafting more than n_max is two steps whose counter updates arrived between the
@@ -181,24 +214,26 @@ class SideRecorder:
         if acc is not None and dr is not None and len(acc) == len(dr):
             from spectui.core.relabel import aligned_labels, exact_labels, expand_chunks
 
-            tokens = expand_chunks(self.tokens, acc, spec.completion_tokens)
-            fitted = aligned_labels(tokens, acc, dr, ev.t_ns) if tokens is self.tokens else None
+            received = list(self.tokens)
+            tokens = expand_chunks(received, acc, spec.completion_tokens)
+            fitted = aligned_labels(tokens, acc, dr, ev.t_ns) if tokens is received else None
             if fitted is not None:
-                self.tokens, self.steps, note = fitted
+                new_tokens, new_steps, note = fitted
                 f.labels = f"exact ({spec.source} per-step counts){note}"
             else:
-                expanded = tokens is not self.tokens  # one chunk per reported step, split by those counts
-                self.tokens, self.steps, agreed = exact_labels(tokens, acc, dr, ev.t_ns)
+                expanded = tokens is not received  # one chunk per reported step, split by those counts
+                new_tokens, new_steps, agreed = exact_labels(tokens, acc, dr, ev.t_ns)
                 f.labels = (
                     f"exact ({spec.source} per-step counts)"
                     if agreed or expanded
                     else f"inferred ({spec.source} per-step counts placed in order: the chunks do not match "
                     "them, a chunk may hold two engine steps)"
                 )
+            self.tokens, self.steps = TokenLog(new_tokens), StepLog(new_steps)
             f.tokens, f.drafted, f.accepted, f.steps = len(self.tokens), sum(dr), sum(acc), len(acc)
             f.label_counts = {}
-            for t in self.tokens:
-                f.label_counts[t.label] = f.label_counts.get(t.label, 0) + 1
+            for label in _column(self.tokens, "label"):
+                f.label_counts[label] = f.label_counts.get(label, 0) + 1
             self.relabelled = True
         elif spec.steps:
             f.steps = spec.steps
@@ -217,9 +252,10 @@ class SideRecorder:
     def _rates(self) -> None:
         f = self.figures
         if len(self.tokens) >= 2:
-            t0 = self.tokens[0].t_ns
-            span = (self.tokens[-1].t_ns - t0) / 1e9
-            later = sum(1 for t in self.tokens if t.t_ns > t0)
+            times = _column(self.tokens, "t_ns")
+            t0 = times[0]
+            span = (times[-1] - t0) / 1e9
+            later = sum(1 for t in times if t > t0)
             f.observed_tps = later / span if span > 0 and later else None
         t = self.finished.timings if self.finished is not None else {}
         n, ms = _num(t.get("predicted_n")), _num(t.get("predicted_ms"))
@@ -235,11 +271,16 @@ class SideRecorder:
         completion = _num(t.get("completion_tokens"))
         if (
             self.tokens
-            and all(tok.token_id is None for tok in self.tokens)
+            and all(tid is None for tid in _column(self.tokens, "token_id"))
             and completion is not None
             and int(completion) != len(self.tokens)
         ):
             f.rate_unit = "chunks/s"  # one event counted as one token: the server did not say how many
+
+
+def _column(tokens, name: str) -> list:
+    """One field of every token, read from a packed log without making an event per token."""
+    return tokens.column(name) if isinstance(tokens, TokenLog) else [getattr(t, name) for t in tokens]
 
 
 def per_position_alpha(accepted: float, drafted: float, steps: float) -> float | None:

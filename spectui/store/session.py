@@ -41,6 +41,7 @@ from spectui.core.events import (
 from spectui.core.figures import SideRecorder
 from spectui.core.findings import ProbeResult, Triage
 from spectui.core.runner import PromptResult, same_tokenizer
+from spectui.core.tokens import EventLog
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
 from spectui.core.verdict import Verdict, judge
 
@@ -150,7 +151,8 @@ class SessionPrompt:
     prompt: Prompt
     params: GenerationParams
     order: str
-    events: dict[str, list[StreamEvent]] = field(default_factory=lambda: {"baseline": [], "candidate": []})
+    # each side's events, tokens and steps packed (core.tokens): ~50 bytes a token, not ~250
+    events: dict[str, EventLog] = field(default_factory=lambda: {"baseline": EventLog(), "candidate": EventLog()})
     result: dict | None = None
     probes: list = field(default_factory=list)  # (t_ns, [GPUSample], HostSample | None)
     damaged: bool = False  # a record of this prompt could not be read: no verdict from it
@@ -239,14 +241,14 @@ def load_session(path: str | Path) -> Session:
     p = Path(path).expanduser()
     if not p.is_file():
         raise InputError(f"session file {p} does not exist")
-    raw = p.read_bytes()
-    lines = raw.split(b"\n")
+    lines = _lines(p)  # read as they are needed: a 1,000,000-event session is 135 MB, never held whole
+    first = next(lines, b"")
     warnings: list[str] = []
-    truncated = bool(lines and lines[-1])  # no newline after the last line: it was cut mid-write
-    if not lines or not lines[0].strip():
+    truncated = _unterminated(p)  # no newline after the last line: it was cut mid-write
+    if not first.strip():
         raise InputError(f"{p} is empty, not a spectui session")
     try:
-        head = json.loads(lines[0])
+        head = json.loads(first)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise InputError(f"{p} is not a spectui session (its first line is not a spectui header)") from None
     if not isinstance(head, dict) or head.get("format") != FORMAT:
@@ -264,7 +266,6 @@ def load_session(path: str | Path) -> Session:
         )
     infos = {"baseline": ServerInfo(url="?"), "candidate": ServerInfo(url="?")}
     prompts: list[SessionPrompt] = []
-    body = lines[1:-1] if truncated else lines[1:]
     if truncated:
         warnings.append(f"{p}: the last line is incomplete (the run was cut off); replaying up to the last whole event")
     bad = 0
@@ -272,7 +273,9 @@ def load_session(path: str | Path) -> Session:
     runs = 0  # runs appended one after another (each opens with a "run" record)
     interleaved = False
     next_token: dict[tuple[int, str], int] = {}  # (prompt, side) → the token index its stream is at
-    for lineno, line in enumerate(body, 2):
+    for lineno, line in enumerate(lines, 2):
+        if line[-1:] != b"\n":
+            break  # the last line, cut mid-write (warned about above)
         if not line.strip():
             continue
         try:
@@ -293,10 +296,17 @@ def load_session(path: str | Path) -> Session:
                 side = rec["side"]
                 if side not in ("baseline", "candidate"):
                     raise ValueError(f"side {side!r}")
-                ev = event_from_json(rec)
                 # two writers at once (or an old spectui without the lock): a side that starts twice in
                 # one prompt, or whose tokens do not follow on, holds two runs' lines: no verdict from it
                 key = (len(prompts), side)
+                token = _token_fields(rec)
+                if token is not None:  # nearly every record: packed from its fields, no event object made
+                    if token[0] != next_token.get(key, 0):
+                        raise _Interleaved()
+                    next_token[key] = token[0] + 1
+                    prompts[-1].events[side].append_token(*token)
+                    continue
+                ev = event_from_json(rec)
                 if isinstance(ev, StreamStarted) and key in next_token:
                     raise _Interleaved()
                 if isinstance(ev, TokenEvent):
@@ -336,6 +346,46 @@ def load_session(path: str | Path) -> Session:
     return Session(p, head.get("created", "?"), infos, prompts, warnings)
 
 
+def _lines(p: Path):
+    with open(p, "rb") as fh:
+        yield from fh
+
+
+def _unterminated(p: Path) -> bool:
+    with open(p, "rb") as fh:
+        if fh.seek(0, 2) == 0:
+            return False
+        fh.seek(-1, 2)
+        return fh.read(1) != b"\n"
+
+
+def _token_fields(d: dict) -> tuple | None:
+    """A token record's fields where each has exactly the type the writer gives it (else None, and
+    event_from_json reads it, naming what is wrong): the loader's fast path."""
+    if d.get("ev") != "token":
+        return None
+    i, tid, t, step, rej, label, text = (
+        d.get("i"),
+        d.get("id"),
+        d.get("t"),
+        d.get("step"),
+        d.get("rej", 0),
+        d.get("label"),
+        d.get("d"),
+    )
+    if not (
+        type(i) is int
+        and type(t) is int
+        and type(rej) is int
+        and (tid is None or type(tid) is int)
+        and (step is None or type(step) is int)
+        and label in LABELS
+        and type(text) is str
+    ):
+        return None
+    return i, tid, text.encode("utf-8", errors="surrogateescape"), t, label, step, rej
+
+
 class _Interleaved(Exception):
     """A record that cannot follow the one before it in the same stream: two runs' lines mixed."""
 
@@ -355,8 +405,7 @@ def recorders_for(sp: SessionPrompt) -> tuple[SideRecorder, SideRecorder]:
     recs = {}
     for side in ("baseline", "candidate"):
         rec = SideRecorder(side)
-        for ev in sp.events[side]:
-            rec.feed(ev)
+        rec.feed_all(sp.events[side])  # packed tokens copied whole, as feeding each in turn would
         saved = (sp.result or {}).get(side) or {}
         if isinstance(saved, dict):
             for key, kinds in _SAVED_FIGURES.items():

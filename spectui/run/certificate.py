@@ -459,6 +459,8 @@ def sampled_json(sessions: list[Session], order: dict, inputs: dict, argv: list[
             r = PromptResult(sp.prompt, b, c, judge(b, c, ids, sp.damaged), damaged=sp.damaged)
             r.seed = sp.params.seed
             by_id.setdefault(sp.prompt.id, []).append(r)
+    if not by_id:
+        return None  # none of the sampled prompts fell in this shard's share
     kind = info.backend if info is not None else "unknown"
     prompts = []
     for pid in sorted(by_id, key=lambda i: order.get(i, (1 << 30, ""))[0]):

@@ -216,6 +216,8 @@ def test_shards_merged_equal_the_unsharded_certificate(tmp_path, capsys):
     for i in (1, 2, 3):
         d = prove(tmp_path / f"s{i}", items=items, sampled=2, samples=3, shard=Shard(i, 3))
         assert d["inputs"]["share"] == [p.id for k, p in enumerate(items) if k % 3 == i - 1]
+        # the sampled prompts are positions 0 and 2 of the set: shard 2 (positions 1, 4) samples none
+        assert (d["derived"]["sampled"] is None) == (i == 2)
         shard_paths.append(str(tmp_path / f"s{i}" / "certificate.json"))
     assert main(["merge", *shard_paths, "-o", str(tmp_path / "merged.json")]) == 0
     assert capsys.readouterr().out.startswith("IDENTICAL on 5/5")

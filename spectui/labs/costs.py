@@ -425,6 +425,11 @@ async def check_prompt(
     kind = drafting_kind(settings.get("speculative.types") or settings.get("speculative.type"))
     if not measure_terms:
         return theory.check_runs(runs, StepCosts.ideal(0.0, "not measured (--no-measure)")), None
+    if client is None:  # a driver that holds no HTTP client of its own (the TUI): one for the draft server
+        import httpx
+
+        async with httpx.AsyncClient() as own:
+            return await check_prompt(own, baseline, candidate, runs, draft_model, repeats, say, measure_terms)
     out = [t.token_id for t in rec.tokens]
     if any(i is None for i in out) or not candidate.capabilities.token_ids:
         why = f"the {candidate.kind} candidate's stream gave no token ids to rebuild the run's context"

@@ -279,7 +279,10 @@ class SpectuiApp(App):
     def action_theory(self) -> None:
         from spectui.tui.screens.theory_screen import TheoryScreen
 
-        self.push_screen(TheoryScreen.for_results(self.runs.results))
+        live = None if self.replaying or any(self.pane(s).info is None for s in SIDES) else self.backends
+        launched = self.config.launched.get("candidate")
+        draft = LaunchSpec.from_argv(launched.argv).draft_model if launched is not None else None
+        self.push_screen(TheoryScreen.for_results(self.runs.results, live, draft))
 
     def _live_backends(self):
         if self.replaying or any(self.pane(s).info is None for s in SIDES):

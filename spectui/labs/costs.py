@@ -214,7 +214,7 @@ async def measure(
     times: dict[str, dict[int, list[float]]] = {name: {} for name in servers}
     steps: dict[str, list[float]] = {"target": [], "draft": []}
     last_first: dict[str, int | None] = {}
-    left_out, reasons = 0, []
+    left_out, reasons = 0, list[str]()
     for name, timer in servers.items():
         await timer(prefix, 1)  # the slot now holds the prefix
         last_first[name] = None
@@ -538,7 +538,7 @@ async def predict_levels(levels, baseline, candidate, prompt_text: str, repeats:
     the reason there is none."""
     from spectui.backends.llamacpp import LlamaCppBackend
 
-    def note_all(why: str) -> None:
+    def note_all(why: str) -> CostCurve | None:
         for lv in levels:
             lv.predicted, lv.predicted_note = None, why
         return None

@@ -136,7 +136,7 @@ def from_measurement(
     predicted_free = _real_gamma_tokens(a, gamma)  # S with c = 0: the tokens per step
     predicted = predicted_free / (gamma * c + 1)
     g = max(1, round(gamma))
-    out = {
+    out: dict = {
         "alpha": alpha,  # per position: the α axis of S(α)
         "alpha_per_position": alpha,
         "acceptance_per_drafted_token": per_token,
@@ -664,7 +664,7 @@ def _which_term(
     t_meas = run.tokens / measured
     t_pred = run.cost(costs)
     gap = (t_meas - t_pred) / groups  # target steps per step group
-    where = "below" if predicted > measured else "above"
+    where = "above" if predicted > measured else "below"
     bound = f"the interval [{low:.2f}–{high:.2f}]" if low is not None else f"the measured {measured:.2f}×"
     head = (
         f"the prediction {predicted:.2f}× is {where} {bound}: a step took {t_meas / groups:.2f} target steps, the "

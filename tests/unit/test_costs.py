@@ -71,7 +71,7 @@ def measured_curve(ks=range(1, GAMMA + 2), seed: int = 0) -> costs.CostCurve:
     )
 
 
-def synthetic_run(
+def synthetic_events(
     alpha=ALPHA,
     gamma=GAMMA,
     c=C,
@@ -82,20 +82,18 @@ def synthetic_run(
     hidden_fixed=0.0,
     hidden_per_token=0.0,
 ):
-    """A compared prompt whose candidate follows the cost model: each step drafts γ (or, every
-    `early_every` steps, stops early at a random length: one more draft decode), accepts each position
-    with probability α given the ones before, and takes n_dec·c + V(d+1) + R(d+1) target steps, plus
-    `hidden_fixed` per step and `hidden_per_token` per drafted token that no measured term holds; every
-    `plain_every` steps the draft is empty (c + 1 + R(1)). Both sides' events go through the recorders."""
+    """Both sides' events for a prompt whose candidate follows the cost model: each step drafts γ (or,
+    every `early_every` steps, stops early at a random length: one more draft decode), accepts each
+    position with probability α given the ones before, and takes n_dec·c + V(d+1) + R(d+1) target steps,
+    plus `hidden_fixed` per step and `hidden_per_token` per drafted token that no measured term holds;
+    every `plain_every` steps the draft is empty (c + 1 + R(1))."""
     rng = random.Random(seed)
-    cand = SideRecorder("candidate")
-    cand.feed(StreamStarted(0, "p"))
-    cand.feed(TokenEvent(0, 1, b"x", 1, "first"))
+    cand = [StreamStarted(0, "p"), TokenEvent(0, 1, b"x", 1, "first")]
     n, now, k = 1, 0.0, 0
     for j in range(steps):
         if plain_every and j % plain_every == 0:
             now += T_MS * (c + 1 + R(1) + hidden_fixed)
-            cand.feed(TokenEvent(n, 1, b"x", int(now * 1e6), "target"))
+            cand.append(TokenEvent(n, 1, b"x", int(now * 1e6), "target"))
             n += 1
             continue
         d = gamma if not (early_every and j % early_every == 1) else rng.randint(1, gamma - 1)
@@ -105,18 +103,26 @@ def synthetic_run(
             a += 1
         k += 1
         now += T_MS * (decodes * c + V(d + 1) + R(d + 1) + hidden_fixed + hidden_per_token * d)
-        cand.feed(StepEvent(k, d, a, int(now * 1e6)))
+        cand.append(StepEvent(k, d, a, int(now * 1e6)))
         for i in range(a + 1):
-            cand.feed(TokenEvent(n, 1, b"x", int(now * 1e6) + 1, "accepted" if i < a else "target", k))
+            cand.append(TokenEvent(n, 1, b"x", int(now * 1e6) + 1, "accepted" if i < a else "target", k))
             n += 1
     settings = {"speculative.n_max": gamma, "speculative.types": "none,draft-simple"}
-    cand.feed(StreamFinished(int(now * 1e6) + 2, "limit", {"predicted_n": n, "predicted_ms": now}, settings=settings))
-    base = SideRecorder("baseline")
-    base.feed(StreamStarted(0, "p"))
+    cand.append(StreamFinished(int(now * 1e6) + 2, "limit", {"predicted_n": n, "predicted_ms": now}, settings=settings))
+    base = [StreamStarted(0, "p")]
     for i in range(n):
-        base.feed(TokenEvent(i, 1, b"x", int(i * T_MS * 1e6) + 1, "first" if i == 0 else "unknown"))
-    base.feed(StreamFinished(int(n * T_MS * 1e6), "limit", {"predicted_n": n, "predicted_ms": (n - 1) * T_MS}))
-    return PromptResult(Prompt("p"), base, cand)
+        base.append(TokenEvent(i, 1, b"x", int(i * T_MS * 1e6) + 1, "first" if i == 0 else "unknown"))
+    base.append(StreamFinished(int(n * T_MS * 1e6), "limit", {"predicted_n": n, "predicted_ms": (n - 1) * T_MS}))
+    return base, cand
+
+
+def synthetic_run(**kw) -> PromptResult:
+    """synthetic_events through the recorders, as a live stream's would go."""
+    recs = [SideRecorder("baseline"), SideRecorder("candidate")]
+    for rec, events in zip(recs, synthetic_events(**kw)):
+        for ev in events:
+            rec.feed(ev)
+    return PromptResult(Prompt("p"), *recs)
 
 
 # -- each term recovered within 2 % -----------------------------------------------------------------------
@@ -293,3 +299,76 @@ def test_the_sweep_prediction_at_one_matches_the_single_run_and_falls_where_batc
     )
     s = [costs.predict_level(gpu, n, e, g, n_max=GAMMA) for n in (1, 2, 4)]
     assert s[0] > 2.0 and s[0] > s[1] > s[2]
+
+
+# -- the command line -------------------------------------------------------------------------------------
+
+
+def synthetic_session(path, runs: int = 2) -> None:
+    from spectui.core.types import GenerationParams, ServerInfo
+    from spectui.core.verdict import judge
+    from spectui.store.session import SessionWriter
+
+    w = SessionWriter(path)
+    w.servers({s: ServerInfo(url="http://127.0.0.1:9", model="m.gguf", build="b1") for s in ("baseline", "candidate")})
+    for i in range(1, runs + 1):
+        w.prompt(Prompt("p", raw="x"), GenerationParams(max_tokens=64), "sequential")
+        base, cand = synthetic_events(steps=200, seed=i, early_every=2)
+        for side, events in (("baseline", base), ("candidate", cand)):
+            for ev in events:
+                w.event(side, ev, base_ns=0)
+        r = synthetic_run(steps=200, seed=i, early_every=2)
+        r.verdict, r.run, r.runs = judge(r.baseline, r.candidate, True), i, runs
+        w.result(r)
+    w.close()
+
+
+def test_theory_from_a_session_without_measuring_is_the_ideal_labelled_and_names_the_miss(tmp_path, capsys):
+    import json
+
+    from spectui.cli.main import main
+
+    path = tmp_path / "s.jsonl"
+    synthetic_session(path)
+    assert main(["theory", "--from", str(path), "--no-measure", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (p,) = doc["prompts"]
+    chk = p["check"]
+    assert p["measurement"] is None and chk["runs"] == 2
+    assert chk["verification_cost"] == {"1": 1.0} and "ideal" in chk["sources"]["verify"]
+    assert chk["alpha_per_position"] == pytest.approx(ALPHA, abs=0.05)
+    # the ideal formula promises E; the run's steps cost n_dec·c + V + R: the miss is named, c not fitted
+    assert chk["predicted_speedup"] == pytest.approx(chk["tokens_per_step"], rel=0.02)
+    assert chk["agree"] is False and "per drafted token" in chk["miss"] and " is above the interval" in chk["miss"]
+    assert chk["draft_cost_c"] == 0.0 and chk["measured_speedup"] < chk["predicted_speedup"] / 2
+    assert main(["theory", "--from", str(path), "--no-measure"]) == 0
+    text = capsys.readouterr().out
+    assert "predicted from the measured terms" in text and "ideal (c = 0, V = 1, R = 0)" in text
+
+
+@pytest.mark.parametrize(
+    "argv,said",
+    [
+        (["theory", "--from", "s.jsonl", "--alpha", "0.5"], "leave out --alpha"),
+        (["theory", "--gamma", "4"], "give --alpha, --gamma and --cost"),
+        (
+            ["theory", "--alpha", "0.5", "--gamma", "4", "--cost", "0.1", "--no-measure"],
+            "--no-measure goes with --from",
+        ),
+        (["theory", "--from", "/nonexistent/s.jsonl"], "does not exist"),
+        (["theory", "--from", "s.jsonl", "--repeats", "0"], "--repeats must be at least 1"),
+    ],
+)
+def test_theory_command_line_errors_are_one_line(argv, said, capsys):
+    from spectui.cli.main import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err, err
+
+
+def test_typed_numbers_keep_working(capsys):
+    from spectui.cli.main import main
+
+    assert main(["theory", "--alpha", "0.8", "--gamma", "4", "--cost", "0.05"]) == 0
+    assert "2.80×" in capsys.readouterr().out

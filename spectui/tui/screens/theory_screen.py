@@ -121,6 +121,8 @@ class TheoryScreen(Screen):
     async def measure_terms(self) -> None:
         from spectui.labs.costs import check_prompt
 
+        assert self.backends is not None and self.runs is not None  # action_measure checked both
+
         def say(line: str) -> None:
             self.status = line
             self.redraw()

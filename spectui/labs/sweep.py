@@ -375,7 +375,10 @@ def text_table(levels: list[Level]) -> str:
             f"{fmt(lv.baseline.ttft_ms, '.0f') + '/' + fmt(lv.candidate.ttft_ms, '.0f'):>13}  {sp:<28} {same}"
         )
     if any(lv.predicted is not None or lv.predicted_note for lv in levels):
-        lines.append("predicted from the batch times measured after the sweep (labs.costs), beside the measured:")
+        lines.append(
+            "predicted from the batch times measured after the sweep (labs.costs; decode rounds only, while the "
+            "measured aggregate also holds each request's prefill), beside the measured:"
+        )
         for lv in levels:
             pred = f"{lv.predicted:.2f}×" if lv.predicted is not None else "—"
             meas = f"{lv.speedup:.2f}×" if lv.speedup else "—"

@@ -259,7 +259,7 @@ def cmd_verify(args) -> int:
 
 
 def cmd_regress(args) -> int:
-    from spectui.run.certificate import regress
+    from spectui.run.regress import regress
 
     r = regress(args.old, args.new)
     print(json.dumps(r.to_json(), indent=2) if args.json else r.text())

@@ -11,7 +11,7 @@ from spectui.core.report import md_cell
 
 
 def _iv(d: dict | None, spec: str = ".2f", unit: str = "") -> str:
-    from spectui.run.certificate import interval_text
+    from spectui.run.setstats import interval_text
 
     return interval_text(d, spec, unit)
 

@@ -331,19 +331,8 @@ class SpectuiApp(App):
         """F4: a certificate for the prompt set on screen (spectui prove, on the same run session)."""
         from spectui.tui.screens.prove_screen import ProveScreen
 
-        backends = self._live_backends()
-        if backends:
-            self.push_screen(
-                ProveScreen(
-                    backends,
-                    list(self.prompt_list),
-                    self.prompt_set_name,
-                    self.params,
-                    client=self.client,
-                    launched=self.config.launched,
-                    notebook=self.config.notebook,
-                )
-            )
+        if backends := self._live_backends():
+            self.push_screen(ProveScreen.of(self, backends))
 
     def action_profiles(self) -> None:
         from spectui.store.config import load as load_settings

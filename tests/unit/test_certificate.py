@@ -44,6 +44,7 @@ def prove(out: Path, baseline=None, candidate=None, items=None, **opts) -> dict:
 def valid(doc: dict) -> None:
     import jsonschema
 
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)  # the schema in the repo is itself valid
     jsonschema.validate({k: v for k, v in doc.items() if k != "_path"}, SCHEMA)
 
 

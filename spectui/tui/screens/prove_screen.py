@@ -6,6 +6,7 @@ verdict line in its colour, and where the certificate was saved. The notebook ge
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -16,6 +17,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
 
 from spectui.core.types import GenerationParams, Prompt
+
+if TYPE_CHECKING:
+    from spectui.tui.app import SpectuiApp
 
 STYLE = {"identical": "bold green", "different": "bold red", "incomplete": "bold yellow"}
 
@@ -53,6 +57,20 @@ class ProveScreen(Screen):
         self.out_dir = out_dir
         self.document: dict | None = None
         self._done = 0
+
+    @classmethod
+    def of(cls, app: SpectuiApp, backends: dict) -> ProveScreen:
+        """The screen for the app's prompt set, settings, HTTP client, launched servers and notebook
+        (read once here; the screen keeps none of the app)."""
+        return cls(
+            backends,
+            list(app.prompt_list),
+            app.prompt_set_name,
+            app.params,
+            client=app.client,
+            launched=app.config.launched,
+            notebook=app.config.notebook,
+        )
 
     def compose(self) -> ComposeResult:
         yield Static(

@@ -1,0 +1,465 @@
+"""Every verdict and figure of a certificate, derived from its session files alone (run.certificate
+references them by sha256): the greedy runs of each prompt judged again from their recorded events
+(core.verdict.judge), triage's recorded causes, the sampled prompts through labs.sampling's promise and
+distribution test, the speed-up and the acceptance with their intervals (run.setstats), and the verdict
+line. `derive` is pure: `prove`, `verify` and `merge` all call it, so they agree by construction."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spectui.core.figures import per_position_alpha
+from spectui.core.runner import PromptResult, same_tokenizer
+from spectui.core.verdict import judge
+from spectui.run.setstats import _at, interval_text, set_ratio, set_speedup, speed_word
+from spectui.store.session import Session, load_session, recorded_verdict, recorders_for
+
+
+def normalised(obj):
+    """What a value reads back as from JSON (tuples → lists, int keys → text): derivations are compared
+    in this form."""
+    return json.loads(json.dumps(obj))
+
+
+# -- one prompt's greedy runs -------------------------------------------------------------------------
+@dataclass
+class GreedyRun:
+    result: PromptResult
+    run: int
+
+
+@dataclass
+class PromptRuns:
+    index: int  # position in the prompt set
+    id: str
+    category: str
+    runs: list[GreedyRun] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        st = [r.result.verdict.status for r in self.runs if r.result.verdict is not None]
+        if "differs" in st:
+            return "differs"
+        if st and len(st) == len(self.runs) and all(s == "identical" for s in st):
+            return "identical"
+        if any(s == "failed" for s in st):
+            return "failed"
+        return "incomplete"
+
+    def measured(self) -> list[PromptResult]:
+        """Runs where both sides finished: only these give a rate, a speed-up or an acceptance figure."""
+        return [r.result for r in self.runs if r.result.measured]
+
+    def ratios(self) -> list[float]:
+        return [s for r in self.measured() if (s := r.speedup) is not None]
+
+    def acceptance(self) -> dict | None:
+        return counts_of(self.measured())
+
+    def first_difference(self) -> GreedyRun | None:
+        return next(
+            (r for r in self.runs if r.result.verdict is not None and r.result.verdict.status == "differs"), None
+        )
+
+    def to_json(self) -> dict:
+        diff = self.first_difference()
+        sp = set_speedup([self.ratios()])  # this prompt's runs: the same method as the set's
+        measured = self.measured()
+        cache = {
+            side: sum(getattr(r, side).figures.prompt_cached or 0 for r in measured) if measured else None
+            for side in ("baseline", "candidate")
+        }
+        return {
+            "id": self.id,
+            "category": self.category,
+            "runs": len(self.runs),
+            "status": self.status,
+            "verdicts": [r.result.verdict.status if r.result.verdict else None for r in self.runs],
+            "reasons": sorted(
+                {r.result.verdict.reason for r in self.runs if r.result.verdict and r.result.verdict.reason}
+            ),
+            "speedups": self.ratios(),
+            "speedup": sp,
+            "decode_tps": {
+                side: [getattr(r, side).figures.decode_tps for r in measured] for side in ("baseline", "candidate")
+            },
+            "acceptance": self.acceptance(),
+            "prompt_cached": cache,
+            "difference": difference_json(diff) if diff is not None else None,
+        }
+
+
+def difference_json(run: GreedyRun) -> dict:
+    r = run.result
+    d = r.verdict.divergence if r.verdict is not None else None
+    t = r.triage
+    return {
+        "run": run.run,
+        "kind": d.kind if d else None,
+        "byte": d.byte if d else None,
+        "baseline_token": d.baseline_token if d else None,
+        "candidate_token": d.candidate_token if d else None,
+        "reason": r.verdict.reason if r.verdict else "",
+        "baseline_excerpt": d.to_json()["baseline_excerpt"] if d else "",
+        "candidate_excerpt": d.to_json()["candidate_excerpt"] if d else "",
+        "cause": t.cause if t is not None else None,
+        "cause_summary": t.summary if t is not None else None,
+        "prompt_cached": [r.baseline.figures.prompt_cached, r.candidate.figures.prompt_cached],
+    }
+
+
+# -- acceptance over a group of prompts --------------------------------------------------------------
+def counts_of(results: list[PromptResult]) -> dict | None:
+    """The candidate's draft counters over finished runs: the server's own /metrics deltas where it gave
+    them, else the stream's counts; per-position counts only where every run that drafted had them."""
+    if not results:
+        return None
+    drafted = accepted = steps = 0
+    per_pos: list[int] = []
+    have_positions = True
+    for r in results:
+        f = r.candidate.figures
+        d = int(f.metrics_drafted if f.metrics_drafted is not None else f.drafted)
+        drafted += d
+        accepted += int(f.metrics_accepted if f.metrics_accepted is not None else f.accepted)
+        steps += int(f.metrics_steps if f.metrics_steps else f.steps)
+        if f.accepted_per_position is not None:
+            pos = [int(v) for v in f.accepted_per_position]
+            per_pos += [0] * (len(pos) - len(per_pos))
+            for i, v in enumerate(pos):
+                per_pos[i] += v
+        elif d:
+            have_positions = False
+    source = "server /metrics" if all(r.candidate.figures.metrics_drafted is not None for r in results) else "stream"
+    return {
+        "drafted": drafted,
+        "accepted": accepted,
+        "steps": steps,
+        "accepted_per_position": per_pos if have_positions and drafted else None,
+        "source": source,
+    }
+
+
+def acceptance_summary(groups: list[PromptRuns]) -> dict | None:
+    """Totals, mean accepted length, α and per-position acceptance over the prompts, each with its interval
+    (this set, from the runs; and over prompts)."""
+    per = [a for g in groups if (a := g.acceptance()) is not None]
+    if not per:
+        return None
+    drafted = sum(a["drafted"] for a in per)
+    accepted = sum(a["accepted"] for a in per)
+    steps = sum(a["steps"] for a in per)
+    if not drafted:
+        return {"drafted": 0, "accepted": 0, "steps": steps, "note": "the candidate drafted nothing"}
+    passes = sorted({r.run for g in groups for r in g.runs})
+    per_pass = [
+        c
+        for k in passes
+        if (c := counts_of([r.result for g in groups for r in g.runs if r.run == k and r.result.measured]))
+    ]
+    mal = set_ratio(per, per_pass, lambda a: a["accepted"], shift=1.0)
+    gamma = drafted / steps if steps else None
+
+    def alpha_at(length: float | None) -> float | None:
+        # α rises with accepted/steps at a fixed γ: the ends of that interval give α's
+        return per_position_alpha((length - 1) * steps, drafted, steps) if length is not None and steps else None
+
+    alpha = {
+        "value": alpha_at(mal["value"]),
+        "low": alpha_at(mal["low"]),
+        "high": alpha_at(mal["high"]),
+        "gamma": gamma,
+    }
+    positions = None
+    if all(a["accepted_per_position"] is not None for a in per if a["drafted"]):
+        width = max((len(a["accepted_per_position"] or []) for a in per), default=0)
+        positions = [
+            {
+                "position": i,
+                "accepted": sum(_at(a, i) for a in per),
+                **set_ratio(per, per_pass, lambda a, i=i: _at(a, i), cap=1.0),
+            }
+            for i in range(width)
+        ]
+    return {
+        "drafted": drafted,
+        "accepted": accepted,
+        "steps": steps,
+        "acceptance_rate": accepted / drafted,
+        "mean_accepted_length": mal,
+        "alpha": alpha,
+        "per_position": positions,
+        "per_position_note": None
+        if positions is not None
+        else "the server gave no per-position counters (llama.cpp: --metrics; vLLM: spec_decode per-position metrics)",
+        "source": "server /metrics" if all(a["source"] == "server /metrics" for a in per) else "stream",
+    }
+
+
+# -- the derivation ------------------------------------------------------------------------------------
+def load_sessions(refs: list[dict], base: Path) -> dict[str, list[Session]]:
+    out: dict[str, list[Session]] = {"greedy": [], "sampled": []}
+    for ref in refs:
+        out.setdefault(ref["phase"], []).append(load_session(base / ref["path"]))
+    return out
+
+
+def servers_of(sessions: list[Session]) -> tuple[dict, list[str]]:
+    """The servers as the sessions recorded them (without URLs: shards run on other hosts), and where
+    sessions disagree."""
+    found: dict = {}
+    problems: list[str] = []
+    for s in sessions:
+        for side, info in s.infos.items():
+            d = {k: v for k, v in info.to_json().items() if k != "url"}
+            if side not in found:
+                found[side] = d
+            elif found[side] != d:
+                diff = sorted(k for k in d if d[k] != found[side].get(k))
+                problems.append(f"{s.path.name}: the {side} differs from the other sessions' in {', '.join(diff)}")
+    return found, problems
+
+
+def greedy_groups(sessions: list[Session], order: dict[str, tuple[int, str]]) -> tuple[list[PromptRuns], list[str]]:
+    groups: dict[str, PromptRuns] = {}
+    problems: list[str] = []
+    for s in sessions:
+        ids = same_tokenizer(s.infos.get("baseline"), s.infos.get("candidate"))
+        for sp in s.prompts:
+            if sp.prompt.id not in order:
+                problems.append(f"{s.path.name}: prompt {sp.prompt.id!r} is not in the certificate's prompt set")
+                continue
+            b, c = recorders_for(sp)
+            verdict = judge(b, c, ids, sp.damaged)  # judged again from the recorded events
+            recorded = recorded_verdict(sp)
+            if recorded is not None and not recorded.agrees(verdict):
+                problems.append(
+                    f"{s.path.name}: {sp.prompt.id}: the run recorded {recorded.line()}; its events give {verdict.line()}"
+                )
+            r = PromptResult(sp.prompt, b, c, verdict, damaged=sp.damaged, triage=sp.triage)
+            saved = sp.result if isinstance(sp.result, dict) else {}
+            run = saved.get("run") if isinstance(saved.get("run"), int) else 1
+            index, category = order[sp.prompt.id]
+            g = groups.setdefault(sp.prompt.id, PromptRuns(index, sp.prompt.id, category))
+            g.runs.append(GreedyRun(r, run))
+    for g in groups.values():
+        g.runs.sort(key=lambda x: x.run)
+    return sorted(groups.values(), key=lambda g: g.index), problems
+
+
+def sampled_json(sessions: list[Session], order: dict, inputs: dict, argv: list[str] | None) -> dict | None:
+    """Identity under sampling, per prompt: seeded bytes where the drafting mode promises them, the
+    whole-sequence distribution test (labs.sampling, its power beside it) where only the distribution is."""
+    cfg = inputs.get("sampled")
+    if not cfg or not cfg.get("ids"):
+        return None
+    from spectui.labs.sampling import SamplingResult, distribution_pass, guarantee_for
+
+    by_id: dict[str, list[PromptResult]] = {}
+    info = None
+    for s in sessions:
+        ids = same_tokenizer(s.infos.get("baseline"), s.infos.get("candidate"))
+        info = info or s.infos.get("candidate")
+        for sp in s.prompts:
+            b, c = recorders_for(sp)
+            r = PromptResult(sp.prompt, b, c, judge(b, c, ids, sp.damaged), damaged=sp.damaged)
+            r.seed = sp.params.seed
+            by_id.setdefault(sp.prompt.id, []).append(r)
+    if not by_id:
+        return None  # none of the sampled prompts fell in this shard's share
+    kind = info.backend if info is not None else "unknown"
+    prompts = []
+    for pid in sorted(by_id, key=lambda i: order.get(i, (1 << 30, ""))[0]):
+        runs = sorted(by_id[pid], key=lambda r: r.seed or 0)
+        res = SamplingResult(runs[0].prompt, runs)
+        res.guarantee = guarantee_for(kind, info, argv)
+        failed = [r.seed for r in runs if r.failed or r.incomplete]
+        if not failed and res.seeded_identical < len(runs):
+            distribution_pass(res, int(cfg["max_tokens"]))
+        t = res.test
+        if failed:
+            status, why = "failed", f"a side failed on seed {failed[0]}: no verdict"
+        elif res.seeded_identical == len(runs):
+            status, why = "identical", "every seed byte-identical"
+        elif res.guarantee.promise == "seeded bytes":
+            status, why = "different", "seeded bytes differ where the candidate's drafting promises them"
+        elif t is not None and t.verdict == "different":
+            status, why = "different", f"distribution different (p {t.p:.3g})"
+        elif t is not None and t.verdict == "consistent" and res.guarantee.promise == "distribution only":
+            status, why = "consistent", "distribution consistent"
+        elif t is not None and t.verdict == "consistent":
+            status, why = "undecided", "seeded bytes differ and whether the candidate promises them is unknown"
+        else:
+            status, why = "undecided", (t.reason if t is not None and t.reason else "not enough samples to decide")
+        prompts.append(
+            {
+                "id": pid,
+                "category": order.get(pid, (0, ""))[1],
+                "samples": len(runs),
+                "seeded_identical": res.seeded_identical,
+                "divergent_seeds": [r.seed for r in runs if r.identical is False],
+                "guarantee": res.guarantee.to_json(),
+                "status": status,
+                "why": why,
+                "test": t.to_json() if t is not None else None,
+                "compared": res.representation if t is not None else "bytes",
+            }
+        )
+    count = {
+        k: sum(1 for p in prompts if p["status"] == k)
+        for k in ("identical", "consistent", "different", "undecided", "failed")
+    }
+    detect = [p["test"]["smallest_detectable_tvd"] for p in prompts if p["status"] == "consistent" and p["test"]]
+    return {
+        "prompts": prompts,
+        "counts": count,
+        "passed": count["identical"] + count["consistent"],
+        "total": len(prompts),
+        # the weakest guarantee among the consistent ones: what every one of them could detect
+        "detectable_tvd": (max(detect) if None not in detect else None) if detect else None,
+    }
+
+
+def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) -> dict:
+    """Every verdict and figure of the certificate from its sessions: what `verify` recomputes."""
+    order = {p["id"]: (i, p.get("category", "")) for i, p in enumerate(inputs["prompt_set"]["prompts"])}
+    greedy = sessions.get("greedy", [])
+    servers, problems = servers_of(greedy + sessions.get("sampled", []))
+    groups, more = greedy_groups(greedy, order)
+    problems += more
+    expected = set(inputs.get("share") or [])
+    missing = sorted(expected - {g.id for g in groups}, key=lambda i: order[i][0])
+    if missing:
+        problems.append(f"the sessions hold no run of {len(missing)} prompt(s) of the share: {', '.join(missing[:5])}")
+    counts = {k: sum(1 for g in groups if g.status == k) for k in ("identical", "differs", "failed", "incomplete")}
+    speed = set_speedup([g.ratios() for g in groups])
+    categories = sorted({g.category for g in groups}, key=lambda c: min(g.index for g in groups if g.category == c))
+    by_category = {}
+    for cat in categories:
+        members = [g for g in groups if g.category == cat]
+        sp = set_speedup([g.ratios() for g in members])
+        by_category[cat or "(none)"] = {
+            "prompts": len(members),
+            "identical": sum(1 for g in members if g.status == "identical"),
+            "speedup": sp,
+            "speed": speed_word(sp),
+            "acceptance": acceptance_summary(members),
+        }
+    cand = measured_on.get("servers", {}).get("candidate", {})
+    sampled = sampled_json(sessions.get("sampled", []), order, inputs, cand.get("launch_argv"))
+    measured = [r for g in groups for r in g.measured()]
+    cache = {
+        "requested": inputs["params"].get("cache_prompt"),
+        **{
+            side: {
+                "prompt_tokens": sum(getattr(r, side).figures.prompt_tokens or 0 for r in measured),
+                "prompt_cached": sum(getattr(r, side).figures.prompt_cached or 0 for r in measured),
+            }
+            for side in ("baseline", "candidate")
+        },
+    }
+    rate_notes = sorted({n for r in measured if (n := _rate_note(r))})
+    derived = {
+        "servers": servers,
+        "greedy": {
+            "prompts": len(groups),
+            **counts,
+            "runs": sum(len(g.runs) for g in groups),
+            "per_prompt": [g.to_json() for g in groups],
+        },
+        "differences": [
+            {"id": g.id, "category": g.category, **difference_json(d)} for g in groups if (d := g.first_difference())
+        ],
+        "sampled": sampled,
+        "speedup": {
+            "overall": speed,
+            "speed": speed_word(speed),
+            "note": "; ".join(rate_notes) or None,
+        },
+        "acceptance": acceptance_summary(groups),
+        "by_category": by_category,
+        "cache": cache,
+        "problems": problems,
+    }
+    derived["verdict"] = verdict_of(derived, measured_on)
+    return normalised(derived)
+
+
+def _rate_note(r: PromptResult) -> str | None:
+    from spectui.core.figures import rate_basis_note
+
+    return rate_basis_note(r.baseline.figures, r.candidate.figures)
+
+
+# -- the verdict line ----------------------------------------------------------------------------------
+def verdict_of(derived: dict, measured_on: dict) -> dict:
+    """The one verdict, in words a reader can act on: first word IDENTICAL or DIFFERENT, or INCOMPLETE where
+    no difference was found but something could not be compared (a side failed, too few samples)."""
+    g, s = derived["greedy"], derived.get("sampled")
+    n = g["prompts"]
+    diffs = derived["differences"]
+    s_diff = s["counts"]["different"] if s else 0
+    if g["differs"] or s_diff:
+        status = "different"
+    elif g["identical"] == n and n > 0 and (s is None or s["passed"] == s["total"]):
+        status = "identical"
+    else:
+        status = "incomplete"
+    if status == "different" and g["differs"]:
+        causes: dict[str, int] = {}
+        for d in diffs:
+            causes[d["cause"] or "not triaged"] = causes.get(d["cause"] or "not triaged", 0) + 1
+        what = ", ".join(f"{c} {k}" if len(causes) > 1 else c for c, k in sorted(causes.items(), key=lambda x: -x[1]))
+        line = f"DIFFERENT on {g['differs']}/{n} (greedy; cause{'s' if len(causes) > 1 else ''}: {what})"
+        if s is not None:
+            line += f" · sampled {sampled_words(s)}"
+    elif status == "different":
+        line = f"DIFFERENT on {s_diff}/{s['total']} (sampled: {sampled_words(s)}) · greedy identical on {g['identical']}/{n}"
+    else:
+        # no difference found; INCOMPLETE where some prompt was not compared or a sampled one undecided: a
+        # certificate that could not compare everything proves nothing about the rest
+        unsure = n - g["identical"]
+        head = "IDENTICAL on" if status == "identical" else "INCOMPLETE: identical on"
+        line = f"{head} {g['identical']}/{n} (greedy"
+        line += f"; {unsure} not compared: a side failed or was cut off)" if unsure else ")"
+        if s is not None:
+            line += f" and {s['passed']}/{s['total']} (sampled, {sampled_words(s)})"
+        line += speed_words(derived, measured_on)
+    return {"status": status, "line": line}
+
+
+def sampled_words(s: dict) -> str:
+    c = s["counts"]
+    parts = []
+    if c["identical"]:
+        parts.append("seeded bytes identical" + (f" on {c['identical']}" if c["identical"] != s["total"] else ""))
+    if c["consistent"]:
+        tvd = s.get("detectable_tvd")
+        found = f", could detect TVD ≥ {tvd:.2f}" if tvd is not None else ", detectable TVD not computed"
+        parts.append(
+            "distribution consistent" + (f" on {c['consistent']}" if c["consistent"] != s["total"] else "") + found
+        )
+    for k in ("different", "undecided", "failed"):
+        if c[k]:
+            parts.append(f"{c[k]} {'not enough samples to decide' if k == 'undecided' else k}")
+    return ", ".join(parts) or "none run"
+
+
+def speed_words(derived: dict, measured_on: dict) -> str:
+    sp = derived["speedup"]["overall"]
+    if sp is None:
+        return " · no speed-up measured (no run where both sides finished)"
+    word = {"slower": "SLOWER ", "no measurable difference": "NO MEASURABLE DIFFERENCE "}.get(
+        derived["speedup"]["speed"], ""
+    )
+    acc = derived.get("acceptance")
+    if acc is None or not acc.get("drafted"):
+        at = " (the candidate drafted nothing)"
+    else:
+        a, mal = acc["alpha"]["value"], acc["mean_accepted_length"]["value"]
+        at = f" at α {a:.2f} (mean accepted length {mal:.2f})" if a is not None and mal is not None else ""
+    from spectui.run.provenance import where
+
+    return f" · {word}{interval_text(sp, unit='×')}{at} {where(measured_on.get('hardware') or {})}"

@@ -1,0 +1,183 @@
+"""`spectui regress OLD NEW`: two certificates of the same prompt set (another build, draft or flag) —
+new divergences, mean accepted length and per-position acceptance lower beyond their intervals, and the
+speed-up's change with its intervals (judged only on the same hardware). Exit 0, 4, or 2 with the reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spectui.run.certificate import _machine, load
+from spectui.run.setstats import interval_text
+
+EXIT_NO_REGRESSION, EXIT_REGRESSION, EXIT_INCOMPARABLE = 0, 4, 2
+
+
+@dataclass
+class RegressRow:
+    what: str
+    old: str
+    new: str
+    change: str
+    regression: bool = False
+
+
+@dataclass
+class Regression:
+    code: int
+    reason: str
+    rows: list[RegressRow] = field(default_factory=list)
+
+    def text(self) -> str:
+        head = {0: "NO REGRESSION", 4: "REGRESSION", 2: "INCOMPARABLE"}[self.code] + f": {self.reason}"
+        if not self.rows:
+            return head
+        w = max(len(r.what) for r in self.rows)
+        wo = max(len(r.old) for r in self.rows)
+        wn = max(len(r.new) for r in self.rows)
+        lines = [head, "", f"{'':<{w}}  {'old':<{wo}}  {'new':<{wn}}  change"]
+        for r in self.rows:
+            mark = "  ◀ REGRESSION" if r.regression else ""
+            lines.append(f"{r.what:<{w}}  {r.old:<{wo}}  {r.new:<{wn}}  {r.change}{mark}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {
+            "code": self.code,
+            "reason": self.reason,
+            "rows": [r.__dict__ for r in self.rows],
+        }
+
+
+def _model_identity(doc: dict, side: str) -> str | None:
+    s = doc["measured_on"].get("servers", {}).get(side, {})
+    f = s.get("model_file") or {}
+    return f.get("sha256") or s.get("model")
+
+
+def incomparable(old: dict, new: dict) -> str | None:
+    a, b = old["inputs"], new["inputs"]
+    if a["prompt_set"]["sha256"] != b["prompt_set"]["sha256"]:
+        return (
+            f"different prompt sets ({a['prompt_set'].get('name')} {a['prompt_set']['sha256'][:12]} vs "
+            f"{b['prompt_set'].get('name')} {b['prompt_set']['sha256'][:12]})"
+        )
+    if sorted(a.get("share") or []) != sorted(b.get("share") or []):
+        return "different shares of the prompt set (merge the shards first, or compare the same shard)"
+    for key in ("max_tokens", "cache_prompt"):
+        if a["params"].get(key) != b["params"].get(key):
+            return f"different {key} ({a['params'].get(key)} vs {b['params'].get(key)})"
+    for side in ("baseline", "candidate"):
+        x, y = _model_identity(old, side), _model_identity(new, side)
+        if x and y and x != y:
+            return f"different {side} models ({_short_id(x)} vs {_short_id(y)})"
+    return None
+
+
+def _short_id(v: str) -> str:
+    return v[:12] + "…" if len(v) == 64 else v
+
+
+def _lower(old: dict | None, new: dict | None) -> tuple[bool, str]:
+    """Lower beyond the intervals: the new figure's 95 % interval entirely below the old one's (each this
+    set's, from its interleaved runs). Without an interval on both sides a change is shown, not judged."""
+    if not old or not new or old.get("value") is None or new.get("value") is None:
+        return False, "not measured on both"
+    change = f"{new['value'] - old['value']:+.3f}"
+    if old.get("low") is None or new.get("high") is None:
+        return False, f"{change} (no interval: 1 run; not judged)"
+    apart = new["high"] < old["low"]
+    if apart:
+        return True, f"{change}, lower beyond the intervals"
+    return False, f"{change}, intervals " + ("apart (higher)" if new["low"] > old["high"] else "overlap")
+
+
+def regress(old_path: str | Path, new_path: str | Path) -> Regression:
+    """Two certificates of the same prompt set: new divergences, acceptance (mean accepted length,
+    per-position) lower beyond its intervals, the speed-up's change with its intervals."""
+    old, new = load(old_path), load(new_path)
+    why = incomparable(old, new)
+    if why:
+        return Regression(EXIT_INCOMPARABLE, why)
+    rows: list[RegressRow] = []
+    og, ng = old["derived"]["greedy"], new["derived"]["greedy"]
+    ostat = {p["id"]: p["status"] for p in og["per_prompt"]}
+    new_div = [p["id"] for p in ng["per_prompt"] if p["status"] == "differs" and ostat.get(p["id"]) != "differs"]
+    fixed = [p["id"] for p in ng["per_prompt"] if p["status"] == "identical" and ostat.get(p["id"]) == "differs"]
+    rows.append(
+        RegressRow(
+            "greedy identical",
+            f"{og['identical']}/{og['prompts']}",
+            f"{ng['identical']}/{ng['prompts']}",
+            (f"new divergence on {', '.join(new_div)}" if new_div else "no new divergence")
+            + (f"; identical again on {', '.join(fixed)}" if fixed else ""),
+            bool(new_div),
+        )
+    )
+    os_, ns = old["derived"].get("sampled"), new["derived"].get("sampled")
+    if os_ and ns:
+        opass = {p["id"] for p in os_["prompts"] if p["status"] in ("identical", "consistent")}
+        worse = [p["id"] for p in ns["prompts"] if p["status"] == "different" and p["id"] in opass]
+        rows.append(
+            RegressRow(
+                "sampled",
+                f"{os_['passed']}/{os_['total']}",
+                f"{ns['passed']}/{ns['total']}",
+                f"now different on {', '.join(worse)}" if worse else "no new difference",
+                bool(worse),
+            )
+        )
+    oa, na = old["derived"].get("acceptance") or {}, new["derived"].get("acceptance") or {}
+    if oa.get("drafted") or na.get("drafted"):
+        low, how = _lower(oa.get("mean_accepted_length"), na.get("mean_accepted_length"))
+        rows.append(
+            RegressRow(
+                "mean accepted length",
+                interval_text(oa.get("mean_accepted_length")),
+                interval_text(na.get("mean_accepted_length")),
+                how,
+                low,
+            )
+        )
+        rows.append(
+            RegressRow(
+                "acceptance per drafted token",
+                f"{oa['acceptance_rate']:.1%}" if oa.get("acceptance_rate") is not None else "—",
+                f"{na['acceptance_rate']:.1%}" if na.get("acceptance_rate") is not None else "—",
+                "shown, not judged (it falls with a longer draft by design)",
+            )
+        )
+        opos, npos = oa.get("per_position") or [], na.get("per_position") or []
+        for i in range(min(len(opos), len(npos))):
+            low, how = _lower(opos[i], npos[i])
+            rows.append(
+                RegressRow(
+                    f"acceptance at position {i + 1}",
+                    interval_text(opos[i], ".1%"),
+                    interval_text(npos[i], ".1%"),
+                    how,
+                    low,
+                )
+            )
+        if len(opos) != len(npos):
+            rows.append(RegressRow("positions drafted", str(len(opos)), str(len(npos)), "the draft length changed"))
+    osp, nsp = old["derived"]["speedup"]["overall"], new["derived"]["speedup"]["overall"]
+    same_hw = _machine(old["measured_on"].get("hardware")) == _machine(new["measured_on"].get("hardware"))
+    if osp and nsp:
+        low, how = _lower(osp, nsp)
+        how = f"{nsp['value'] / osp['value'] - 1:+.1%}, {how.split(', ', 1)[-1] if ', ' in how else how}"
+        if not same_hw:
+            how += "; measured on different hardware: not judged"
+        rows.append(
+            RegressRow(
+                "speed-up",
+                interval_text(osp, unit="×"),
+                interval_text(nsp, unit="×"),
+                how,
+                low and same_hw,
+            )
+        )
+    bad = [r.what for r in rows if r.regression]
+    if bad:
+        return Regression(EXIT_REGRESSION, f"{', '.join(bad)} worse than in {old['_path']}", rows)
+    return Regression(EXIT_NO_REGRESSION, "nothing worse beyond its interval", rows)

@@ -532,7 +532,7 @@ def predict_level(curve: CostCurve, n: int, tokens_per_round: float, drafted_per
     return tokens_per_round * batch(n) / cand
 
 
-async def predict_levels(levels, baseline, candidate, prompt_text: str, repeats: int = 3) -> CostCurve | None:
+async def predict_levels(levels, baseline, candidate, prompt_text: str, repeats: int = 5) -> CostCurve | None:
     """Measure the batch times the sweep's levels need (after every level ran: the baseline and a draft
     server of its own only, the candidate is sent nothing) and set each level's predicted speed-up, or
     the reason there is none."""

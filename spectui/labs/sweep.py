@@ -167,6 +167,13 @@ class Level:
 
         return interval(self.ratios) if len(self.ratios) > 1 else None
 
+    @property
+    def decode_ratio(self) -> float | None:
+        """The candidate's mean per-request decode rate over the baseline's (server-timed, first run):
+        the decode-only speed-up the predicted one models, without each request's prefill."""
+        b, c = self.baseline.per_request_tps, self.candidate.per_request_tps
+        return c / b if b and c and not (self.baseline.failed or self.candidate.failed) else None
+
     def throughput(self, side: str) -> float | None:
         """A side's aggregate tokens/s: the median over the runs where the level was repeated; None where
         a request of that side failed in every run."""
@@ -248,6 +255,7 @@ class Level:
             ],
             "first_divergences": [v.divergence.to_json() if v.divergence else None for v in self.verdicts],
             "predicted_speedup": self.predicted,
+            "decode_ratio": self.decode_ratio,
             "predicted_note": self.predicted_note,
             "cost_terms": self.cost_terms.to_json() if self.cost_terms is not None else None,
         }
@@ -382,7 +390,11 @@ def text_table(levels: list[Level]) -> str:
         for lv in levels:
             pred = f"{lv.predicted:.2f}×" if lv.predicted is not None else "—"
             meas = f"{lv.speedup:.2f}×" if lv.speedup else "—"
-            lines.append(f"{lv.concurrency:>4} predicted {pred:>7}  measured {meas:>7}  ({lv.predicted_note or ''})")
+            dec = f"{lv.decode_ratio:.2f}×" if lv.decode_ratio else "—"
+            lines.append(
+                f"{lv.concurrency:>4} predicted {pred:>7}  measured {meas:>7}  decode only {dec:>7}  "
+                f"({lv.predicted_note or ''})"
+            )
     for lv in levels:
         for name, side in (("baseline", lv.baseline), ("candidate", lv.candidate)):
             lags, tps = side.read_lag_ms, side.per_request_tps

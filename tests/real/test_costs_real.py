@@ -124,6 +124,7 @@ def test_a_sweep_at_1_2_4_prints_predicted_and_measured_per_level(four_slot_draf
     doc = json.loads(out.read_text())
     for lv in doc["levels"]:
         assert lv["predicted_speedup"] > 0, lv["predicted_note"]
+        assert lv["decode_ratio"] > 0  # the decode-only ratio the prediction models, beside the aggregate
         (line,) = [x for x in text.splitlines() if x.startswith(f"{lv['concurrency']:>4} predicted")]
         assert f"{lv['predicted_speedup']:.2f}×" in line and f"measured {lv['speedup']:>6.2f}×" in line
     terms = doc["levels"][0]["cost_terms"]

@@ -175,3 +175,21 @@ def test_a_prompt_orjson_declines_still_writes_a_whole_line(tmp_path):
     prompts = [line for line in lines if json.loads(line).get("type") == "prompt"]  # every line parses
     assert len(prompts) == 2 and "\\ud800" in prompts[0]  # escaped, not a broken UTF-8 file
     assert load_session(tmp_path / "s.jsonl").prompts[-1].prompt.preview == "next"
+
+
+def test_a_difference_only_in_the_final_tail_survives_the_round_trip(tmp_path, capsys):
+    """Text held back for a stop string arrives in the final event (the tail): a candidate that differs
+    only there is different live, and its replay rebuilds the same bytes, with no disagreement to report."""
+    from tests.recordings import BASELINE, DRAFT, payloads, write_session
+
+    cand = payloads(DRAFT)
+    cand[-1] = dict(cand[-1], content="!")  # the final event's text: the tail
+    path = write_session(tmp_path / "tail.jsonl", payloads(BASELINE), cand)
+    s = load_session(path)
+    b, c = recorders_for(s.prompts[0])
+    assert c.tail == b"!" and c.output() == b.output() + b"!"
+    assert main(["replay", str(path), "--no-tui", "--json"]) == 3
+    out = capsys.readouterr()
+    p = json.loads(out.out)["prompts"][0]
+    assert p["identical"] is False and p["first_divergence"]["byte"] == len(b.output())
+    assert p["candidate"]["output"].endswith("!") and "judged again" not in out.err

@@ -139,7 +139,9 @@ class ProveScreen(Screen):
         )
         self._done = 0
         bar.update(total=len(prover.share) * options.runs + len(prover.sampled) * options.samples, progress=0)
-        self.query_one("#status", Static).update("proving … (Esc leaves; the run goes on until it ends)")
+        self.query_one("#status", Static).update(
+            f"proving into {prover.out} … (Esc stops it and goes back; the sessions recorded so far stay there)"
+        )
         try:
             doc = await prover.run()
         except Exception as exc:

@@ -307,9 +307,10 @@ class StepLog(_Packed):
 
     def append(self, ev: StepEvent) -> None:
         try:
-            if not all(type(v) is int for v in (ev.step, ev.drafted, ev.accepted, ev.t_ns)):
+            step, drafted, accepted, t_ns = ev.step, ev.drafted, ev.accepted, ev.t_ns
+            if type(step) is not int or type(drafted) is not int or type(accepted) is not int or type(t_ns) is not int:
                 raise TypeError("not whole numbers")
-            row = _STEP.pack(ev.step, ev.drafted, ev.accepted, ev.t_ns)
+            row = _STEP.pack(step, drafted, accepted, t_ns)
         except _PACK_ERRORS:
             row = _STEP.pack(0, 0, 0, 0)
             self._odd[self._n] = ev

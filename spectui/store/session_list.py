@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,9 +19,11 @@ import orjson
 
 from spectui.store.session import FORMAT, VERSION, _info
 
-# a record's first bytes as the writer puts them (orjson, or json.dumps with or without spaces)
+# a record's first bytes as the writer puts them (orjson, or json.dumps with or without spaces), at the
+# start of a line: found in one pass (a find for each of the 8 took 2.4 s on a 134 MB session, this 0.4 s)
 _KINDS = ("servers", "prompt", "result", "run")
-_PREFIXES = [(k, p) for k in _KINDS for p in (f'{{"type":"{k}"'.encode(), f'{{"type": "{k}"'.encode())]
+# (never at the file's very start: that is the header's line)
+_RECORD = re.compile(rb'\n\{"type": ?"(' + b"|".join(k.encode() for k in _KINDS) + rb')"')
 
 
 @dataclass
@@ -57,15 +60,9 @@ def _problem(path: Path, why: str) -> SessionSummary:
 
 def _summary_records(data) -> list[tuple[int, str, dict]]:
     """(offset, kind, record) of every summary record, in file order; an unreadable one is left out."""
-    found: list[tuple[int, str]] = []
-    for kind, prefix in _PREFIXES:
-        at = data.find(prefix)
-        while at != -1:
-            if at == 0 or data[at - 1 : at] == b"\n":  # only at the start of a line
-                found.append((at, kind))
-            at = data.find(prefix, at + 1)
+    found = [(m.start() + 1, m.group(1).decode()) for m in _RECORD.finditer(data)]
     out = []
-    for at, kind in sorted(found):
+    for at, kind in found:
         end = data.find(b"\n", at)
         try:
             rec = orjson.loads(data[at : end if end != -1 else len(data)])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import TYPE_CHECKING
 
-import httpx
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -15,9 +15,7 @@ from textual.css.query import NoMatches
 from textual.theme import Theme
 from textual.widgets import Footer, Header, Input, Label, Select
 
-from spectui.backends.base import Backend
 from spectui.backends.launchspec import LaunchSpec
-from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.core.errors import describe
 from spectui.core.runner import SIDES
 from spectui.core.types import ServerInfo
@@ -30,6 +28,11 @@ from spectui.tui.recording import SessionKeeper
 from spectui.tui.screens.diff import DiffScreen
 from spectui.tui.supervisor import ProbeSampled, ServerSupervisor
 from spectui.tui.widgets.panes import Banner, LivePanel, ServerLogs, SidePane
+
+if TYPE_CHECKING:  # httpx and the backends load when the app opens its client, not before its first frame
+    import httpx
+
+    from spectui.backends.base import Backend
 
 
 class SpectuiApp(App):
@@ -103,6 +106,9 @@ class SpectuiApp(App):
             self.title = config.title
         self.theme_marks: dict[str, dict[str, str]] = {}
         self._theme_ready = False
+        # the theme is chosen before the first compose: set after mount, it re-parses and re-applies the
+        # whole stylesheet (0.49 s of a 2.0 s first frame, profiled for issue 32)
+        self._theme_notes = self._register_themes()
         self.replay_control = config.replay_control
         self.runs = RunController(self)  # the run loop and what it draws
         self.servers = ServerSupervisor(self)  # connecting, launching, logs, probes
@@ -142,6 +148,8 @@ class SpectuiApp(App):
         return self.recording.writer
 
     def make_backend(self, url: str) -> Backend:
+        from spectui.backends.llamacpp import LlamaCppBackend
+
         factory = self.config.backend_factory or (lambda u, client: LlamaCppBackend(u, client))
         assert self.client is not None, "backends are made once the app's HTTP client is open"
         return factory(url, self.client)
@@ -195,7 +203,25 @@ class SpectuiApp(App):
         return {**DEFAULT_MARKS, **self.theme_marks.get(self.theme, {})}
 
     def on_mount(self) -> None:
-        self._register_themes()
+        for note in self._theme_notes:
+            self.notify(note, severity="warning", timeout=8)
+        # the HTTP client (httpx, an SSL context), the backends and the probe thread come after the first
+        # frame, which needs none of them (they were 0.1 s of a 0.87 s first frame; issue 32)
+        self.call_after_refresh(self._open_backends)
+        self.set_interval(FLUSH_S, self.runs.flush)
+        self.set_interval(self.config.probe_interval, self.servers.poll_kv)
+        self._apply_width(self.size.width)
+        self.set_interval(1.0, self.servers.refresh_logs)
+        self.apply_launch_notes()
+        if self.config.pick_profile:
+            self.call_after_refresh(self.action_profiles)
+        if self.config.initial_prompt:
+            self.q("#prompt", Input).value = self.config.initial_prompt
+        self.q("#prompt", Input).focus()
+
+    def _open_backends(self) -> None:
+        import httpx
+
         self.client = httpx.AsyncClient()
         if self.config.backends:
             self.backends = dict(self.config.backends)
@@ -208,19 +234,10 @@ class SpectuiApp(App):
             self.servers.wait_alone()
         else:
             self.servers.connect_all()
-        self.set_interval(FLUSH_S, self.runs.flush)
         self.servers.start_probes()
-        self.set_interval(self.config.probe_interval, self.servers.poll_kv)
-        self._apply_width(self.size.width)
-        self.set_interval(1.0, self.servers.refresh_logs)
-        self.apply_launch_notes()
-        if self.config.pick_profile:
-            self.call_after_refresh(self.action_profiles)
-        if self.config.initial_prompt:
-            self.q("#prompt", Input).value = self.config.initial_prompt
-        self.q("#prompt", Input).focus()
 
-    def _register_themes(self) -> None:
+    def _register_themes(self) -> list[str]:
+        """Register the user's themes and pick the remembered one; returns what to warn about."""
         loaded = load_themes()
         for spec in loaded.themes:
             try:  # Textual's own colour parser has the last word on what a theme may hold
@@ -231,19 +248,16 @@ class SpectuiApp(App):
                 loaded.problems.append(f"theme {spec.path}: {exc}; skipped")
                 continue
             self.theme_marks[spec.name] = spec.marks
-        for problem in loaded.problems:
-            self.notify(problem, severity="warning", timeout=8)
         from spectui.store.config import load as load_settings
 
         settings, warnings = load_settings()
-        for w in warnings:
-            self.notify(w, severity="warning", timeout=8)
         remembered = settings.get("theme")
         if remembered in self.available_themes:
             self.theme = remembered
         elif "spectui-dark" in self.available_themes:
             self.theme = "spectui-dark"
         self._theme_ready = True
+        return [*loaded.problems, *warnings]
 
     def watch_theme(self, theme: str) -> None:
         if self._theme_ready:

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import httpx
-
-from spectui.backends.base import Backend
 from spectui.core.types import GenerationParams
 from spectui.machine.probes import GPUProbe, host_sample
+
+if TYPE_CHECKING:  # for the annotations only: the app's first frame does not wait for httpx (issue 32)
+    import httpx
+
+    from spectui.backends.base import Backend
 
 
 @dataclass

@@ -48,6 +48,7 @@ bench: setup
 	$(PY) bench/parse_throughput.py
 	$(PY) bench/tui_keepup.py
 	$(PY) bench/replay_100k.py
+	$(PY) bench/long_sessions.py
 	$(PY) bench/timing_fidelity.py
 	$(PY) bench/startup.py
 	$(PY) bench/probe_cost.py

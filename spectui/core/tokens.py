@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Iterable, Iterator, MutableSequence
+from collections.abc import Callable, Iterable, Iterator, MutableSequence
 from typing import Any
 
 from spectui.core.events import StepEvent, StreamEvent, TokenEvent
@@ -238,7 +238,7 @@ class TokenLog(_Packed):
             None if tid == _NONE else tid,
             bytes(self._data[start : start + length]),
             t_ns,
-            self._labels[code],  # type: ignore[arg-type]
+            self._labels[code],
             None if step == _NONE else step,
             rejected,
         )
@@ -406,7 +406,11 @@ class EventLog:
             pos = nxt + 1
 
     def __iter__(self) -> Iterator[StreamEvent]:
-        nexts = [iter(self.tokens).__next__, iter(self.steps).__next__, iter(self.others).__next__]
+        nexts: list[Callable[[], StreamEvent]] = [
+            iter(self.tokens).__next__,
+            iter(self.steps).__next__,
+            iter(self.others).__next__,
+        ]
         for kind in self._kinds:
             yield nexts[kind]()
 

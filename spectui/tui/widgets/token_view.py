@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_right
+from typing import cast
 
 from rich._wrap import divide_line
 from rich.cells import cell_len
@@ -330,12 +331,13 @@ class TokenView(ScrollView, can_focus=True):
         else:
             layout = self._open_rows if self._open_rows is not None else self._open_breaks
         if layout and isinstance(layout[0], Text):  # a line with tabs: Rich's own rows
-            row: Text = layout[r]  # type: ignore[assignment]
+            row = cast(Text, layout[r])
             segments, cells = list(row.render(self.app.console)), row.cell_len
         else:
-            a = layout[r - 1] if r else 0
-            b = layout[r] if r < len(layout) else len(text)
-            part = text[a:b]  # type: ignore[index]
+            breaks = cast("list[int]", layout)
+            a = breaks[r - 1] if r else 0
+            b = breaks[r] if r < len(breaks) else len(text)
+            part = text[a:b]
             if len(part) > width:  # Text.wrap's rstrip_end: whitespace beyond the width goes
                 space = _TRAILING_SPACE.search(part)
                 if space is not None:

@@ -309,6 +309,7 @@ def test_per_step_lists_relabel_every_token_and_recount():
     assert f.label_counts == {"first": 1, "accepted": 3, "target": 2}
     assert (f.tokens, f.drafted, f.accepted, f.steps) == (6, 6, 3, 2) and rec.relabelled is True
     assert f.labels == "exact (vLLM per-step counts)" and len(rec.steps) == 2
+    assert [(st.step, st.drafted, st.accepted, st.t_ns) for st in rec.steps] == [(1, 3, 2, 9 * MS), (2, 3, 1, 9 * MS)]
     # the same counts on tokens without chunk numbers: placed in order, and said to be a guess
     plain = chunked(["first"] + ["unknown"] * 5)
     plain.feed(StreamFinished(9 * MS, "limit", {}, spec=SpecReport("vLLM", [2, 1], [3, 3], 2, 3, 6, 6)))
@@ -337,3 +338,61 @@ def test_the_rate_basis_note_names_both_clocks():
         "the baseline's rate is from server timings, the candidate's from observed: the ratio mixes two clocks"
     )
     assert rate_basis_note(a, a) is None and rate_basis_note(a, SideFigures()) is None
+
+
+def test_a_recorder_holding_plain_lists_gives_the_same_bytes_and_figures():
+    """SideRecorder's tokens are a packed TokenLog; a plain list (what a caller may assign) must read the same."""
+    rec = recorded("llamacpp-b11434-draft-simple-stop-word.sse")
+    as_list = SideRecorder("c")
+    as_list.tokens, as_list.steps, as_list.tail = list(rec.tokens), list(rec.steps), rec.tail
+    assert as_list.output() == rec.output() and as_list.token_bytes() == rec.token_bytes()
+    assert b"".join(t.data for t in rec.tokens) + rec.tail == rec.output()  # the bytes, joined by hand
+    relabelled = SideRecorder("c")
+    relabelled.tokens = [TokenEvent(0, 0, b"p", 1, "first"), TokenEvent(1, 1, b"q", 2, "accepted")]
+    relabelled.feed(StreamFinished(3, "limit", {}))
+    assert relabelled.figures.labels == "inferred from chunking"  # read the labels of a plain list too
+
+
+def test_feeding_a_whole_stream_at_once_is_feeding_it_event_by_event():
+    from spectui.core.tokens import EventLog
+
+    lab = LlamaCppLabeller()
+    events = [StreamStarted(0, "")]
+    for i, obj in enumerate(
+        iter_payloads((DATA / "llamacpp-b11434-draft-simple-fizzbuzz.sse").read_text().splitlines())
+    ):
+        events += lab.feed(obj, (i + 1) * MS)
+    one_by_one = SideRecorder("c")
+    for e in events:
+        one_by_one.feed(e)
+    for source in (events, EventLog(events)):  # a plain list, and a recorded EventLog (replay's fast path)
+        whole = SideRecorder("c")
+        whole.feed_all(source)
+        assert whole.figures.to_json() == one_by_one.figures.to_json()
+        assert whole.output() == one_by_one.output() and list(whole.tokens) == list(one_by_one.tokens)
+        assert [(s.step, s.drafted, s.accepted) for s in whole.steps] == [
+            (s.step, s.drafted, s.accepted) for s in one_by_one.steps
+        ]
+
+
+def test_summary_counts_without_accepted_count_nothing_accepted():
+    # a server that reports its steps but neither accepted nor per-step counts, on a chunk with no accepted label
+    rec = chunked(["first", "target"])
+    rec.feed(StreamFinished(9 * MS, "limit", {}, spec=SpecReport("SGLang", steps=1)))
+    assert rec.figures.accepted == 0 and rec.figures.steps == 1
+
+
+def test_per_step_accepted_without_drafted_is_not_used_as_exact():
+    rec = chunked(["first", "accepted", "target"])
+    rec.feed(StreamFinished(9 * MS, "limit", {}, spec=SpecReport("vLLM", [1], None, steps=1, accepted=1)))
+    assert rec.figures.labels == "inferred from chunking (vLLM gives no per-step counts)" and not rec.relabelled
+
+
+def test_steps_made_from_per_step_counts_carry_the_final_events_time():
+    rec = chunked(["first"] + ["unknown"] * 5)
+    rec.feed(StreamFinished(9 * MS, "limit", {}, spec=SpecReport("vLLM", [2, 1], [3, 3], 2, 3, 6, 6)))
+    assert [(s.step, s.drafted, s.accepted, s.t_ns) for s in rec.steps] == [(1, 3, 2, 9 * MS), (2, 3, 1, 9 * MS)]
+    assert rec.figures.labels == (
+        "inferred (vLLM per-step counts placed in order: the chunks do not match them, a chunk may hold two "
+        "engine steps)"
+    )

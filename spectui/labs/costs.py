@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from spectui.backends.llamacpp_timing import CompletionTimings
-from spectui.labs.theory import StepCosts
+from spectui.labs.terms import StepCosts
 
 Timer = Callable[[list[int], int], Awaitable[CompletionTimings]]  # (prompt ids, n_predict) → the reply's timings
 
@@ -412,19 +412,19 @@ async def check_prompt(
     """The terms measured for one prompt's runs (core.runner.PromptResult) and the formula checked against
     them: (TheoryCheck or None where the candidate drafted nothing, the CostCurve or None)."""
     from spectui.core.runner import render_prompt
-    from spectui.labs import theory
+    from spectui.labs import terms
 
     last = next((r for r in reversed(runs) if r.speedup), None)
     if last is None:
         return None, None
     rec = last.candidate
-    steps = theory.run_steps(rec)
+    steps = terms.run_steps(rec)
     if steps is None:
         return None, None
     settings = rec.finished.settings if rec.finished is not None else {}
     kind = drafting_kind(settings.get("speculative.types") or settings.get("speculative.type"))
     if not measure_terms:
-        return theory.check_runs(runs, StepCosts.ideal(0.0, "not measured (--no-measure)")), None
+        return terms.check_runs(runs, StepCosts.ideal(0.0, "not measured (--no-measure)")), None
     if client is None:  # a driver that holds no HTTP client of its own (the TUI): one for the draft server
         import httpx
 
@@ -465,7 +465,7 @@ async def check_prompt(
                 f"a target step took {during:.1f} ms during the run and {now:.1f} ms during the measurement: the "
                 "machine's load moved; the terms are ratios measured together, the run's speed-up was measured then"
             )
-    return theory.check_runs(runs, curve.terms(), curve.terms_each()), curve
+    return terms.check_runs(runs, curve.terms(), curve.terms_each()), curve
 
 
 def curve_text(curve: CostCurve) -> str:

@@ -14,7 +14,7 @@ from string import Template
 from spectui.core.report import acceptance_text, cache_text, fmt, speedup_text, verdict_text
 from spectui.core.runner import PromptResult
 from spectui.core.types import GenerationParams, ServerInfo
-from spectui.labs import theory
+from spectui.labs import terms, theory
 
 MARKS = {"accepted": "#1a7f37", "target": "#0550ae", "first": "#57606a", "rejected": "#cf222e", "diverge": "#cf222e"}
 
@@ -64,7 +64,7 @@ def output_html(rec, marked: bool, diverge_token: int | None, rejected_at: dict[
     return "".join(out)
 
 
-def theory_svg(r: PromptResult, chk: theory.TheoryCheck | None = None) -> str:
+def theory_svg(r: PromptResult, chk: terms.TheoryCheck | None = None) -> str:
     """S(α) for the measured chain length with a free draft and with the implied draft cost, and the
     measured point: why the payoff is what it is on this hardware. With a TheoryCheck (the terms
     measured, labs.costs): the ideal curve at the measured c, the curve with the measured cost terms, the
@@ -125,7 +125,7 @@ def theory_svg(r: PromptResult, chk: theory.TheoryCheck | None = None) -> str:
     return "".join(parts)
 
 
-def terms_table_html(chk: theory.TheoryCheck) -> str:
+def terms_table_html(chk: terms.TheoryCheck) -> str:
     """The formula's terms, ideal against measured, with the speed-up each step predicts, and the verdict
     of prediction against measurement (the table `spectui theory --from` prints)."""
     rows = "".join(
@@ -157,7 +157,7 @@ def html_report(
     params: GenerationParams,
     order: str,
     source: str | None = None,
-    checks: dict[str, theory.TheoryCheck | None] | None = None,
+    checks: dict[str, terms.TheoryCheck | None] | None = None,
 ) -> str:
 
     b, c = infos["baseline"], infos["candidate"]

@@ -15,7 +15,7 @@ from spectui.core.events import StepEvent, StreamFinished, StreamStarted, TokenE
 from spectui.core.figures import SideRecorder
 from spectui.core.runner import PromptResult
 from spectui.core.types import Prompt
-from spectui.labs import costs, theory
+from spectui.labs import costs, terms, theory
 
 T_MS = 10.0  # one target decode step
 ALPHA, GAMMA, C = 0.8, 4, 0.3
@@ -132,20 +132,20 @@ def test_the_measured_terms_recover_c_and_the_cost_curve_within_2_percent():
     curve = measured_curve()
     assert curve.measured and curve.left_out == 0
     assert curve.step_ms() == pytest.approx(T_MS, rel=0.02)
-    terms = curve.terms()
-    assert terms.c == pytest.approx(C, rel=0.02)
+    tc = curve.terms()
+    assert tc.c == pytest.approx(C, rel=0.02)
     for k in range(1, GAMMA + 2):
-        assert terms.V(k) == pytest.approx(V(k), rel=0.02), k
-        assert terms.R(k) == pytest.approx(R(k), rel=0.02), k
+        assert tc.V(k) == pytest.approx(V(k), rel=0.02), k
+        assert tc.R(k) == pytest.approx(R(k), rel=0.02), k
     # the ideal's V(k) = 1 is what the measurement replaces: at γ+1 = 5 it is 3 target steps here
-    assert terms.V(GAMMA + 1) == pytest.approx(3.0, rel=0.02)
+    assert tc.V(GAMMA + 1) == pytest.approx(3.0, rel=0.02)
     assert len(curve.terms_each()) == curve.repeats == 3
 
 
 def test_a_synthetic_run_is_predicted_within_2_percent_and_alpha_gamma_come_back():
     curve = measured_curve()
     r = synthetic_run()
-    chk = theory.check_runs([r], curve.terms(), curve.terms_each())
+    chk = terms.check_runs([r], curve.terms(), curve.terms_each())
     assert chk is not None
     assert chk.alpha == pytest.approx(ALPHA, rel=0.02)
     assert chk.gamma == pytest.approx(GAMMA, rel=0.02)
@@ -163,7 +163,7 @@ def test_a_synthetic_run_is_predicted_within_2_percent_and_alpha_gamma_come_back
 def test_early_stops_and_empty_drafts_are_costed_as_llama_cpp_makes_them():
     curve = measured_curve()
     r = synthetic_run(early_every=3, plain_every=5, seed=3)
-    chk = theory.check_runs([r], curve.terms())
+    chk = terms.check_runs([r], curve.terms())
     assert chk.predicted == pytest.approx(chk.measured, rel=0.02)
     assert "plain" in chk.terms[-1].measured
 
@@ -173,7 +173,7 @@ def test_repeated_runs_put_the_prediction_inside_the_measured_interval():
     runs = [synthetic_run(steps=600, seed=s) for s in range(4)]
     for i, r in enumerate(runs, 1):
         r.run, r.runs = i, 4
-    chk = theory.check_runs(runs, curve.terms(), curve.terms_each())
+    chk = terms.check_runs(runs, curve.terms(), curve.terms_each())
     assert chk.runs == 4 and chk.measured_low is not None
     assert chk.agree is True and chk.miss is None, chk.text()
 
@@ -186,7 +186,7 @@ def test_a_fixed_cost_per_step_the_terms_lack_is_named_with_its_size():
     runs = [synthetic_run(steps=600, seed=s, early_every=2, hidden_fixed=0.8) for s in range(3)]
     for i, r in enumerate(runs, 1):
         r.run, r.runs = i, 3
-    chk = theory.check_runs(runs, curve.terms(), curve.terms_each())
+    chk = terms.check_runs(runs, curve.terms(), curve.terms_each())
     assert chk.agree is False
     assert "fixed cost per step" in chk.miss
     fixed = float(chk.miss.split("a fixed ")[1].split(" target steps")[0])
@@ -199,7 +199,7 @@ def test_a_per_token_cost_the_terms_miss_is_named_as_such():
     runs = [synthetic_run(steps=600, seed=s, early_every=2, hidden_per_token=0.25) for s in range(3)]
     for i, r in enumerate(runs, 1):
         r.run, r.runs = i, 3
-    chk = theory.check_runs(runs, curve.terms(), curve.terms_each())
+    chk = terms.check_runs(runs, curve.terms(), curve.terms_each())
     assert chk.agree is False
     assert "cost per drafted token" in chk.miss
     slope = float(chk.miss.split("grows by ")[1].split(" target steps")[0])
@@ -210,21 +210,21 @@ def test_a_per_token_cost_the_terms_miss_is_named_as_such():
 
 
 def test_best_gamma_and_break_even_come_from_the_measured_curve():
-    terms = measured_curve(ks=range(1, 10)).terms()
+    tc = measured_curve(ks=range(1, 10)).terms()
     # S(0.8, γ) = E / (0.3γ + 1 + 0.5γ + 0.1(γ+1)): falls from γ = 1 on
     best = max(range(1, 9), key=lambda g: theory.tokens_per_step(0.8, g) / (0.9 * g + 1.1))
-    chk = theory.check_runs([synthetic_run(steps=500)], terms)
+    chk = terms.check_runs([synthetic_run(steps=500)], tc)
     assert chk.best_gamma == best == 1
     # a step of γ = 4 costs 0.3·4 + V(5) + R(5) = 4.7 target steps: only α near 1 yields that many tokens
     be = chk.break_even_alpha
-    assert be is not None and be > 0.95 and terms.speedup(be, 4) == pytest.approx(1.0, abs=1e-6)
+    assert be is not None and be > 0.95 and tc.speedup(be, 4) == pytest.approx(1.0, abs=1e-6)
     assert chk.break_even_c is not None and chk.break_even_c < 0  # no draft cost makes it pay at α 0.8
-    never = theory.StepCosts(0.3, tuple(1 + 0.9 * (k - 1) for k in range(1, 10)))
-    assert theory._break_even_alpha(never, 4) is None  # (γ+1)/(γc + V(γ+1)) ≤ 1: never pays
-    free = theory.StepCosts(0.0, tuple(1.0 for _ in range(9)))
-    assert theory._break_even_alpha(free, 4) == 0.0
-    cheap = theory.StepCosts(0.05, (1.0, 1.02, 1.04, 1.06, 1.08))
-    be = theory._break_even_alpha(cheap, 4)
+    never = terms.StepCosts(0.3, tuple(1 + 0.9 * (k - 1) for k in range(1, 10)))
+    assert terms._break_even_alpha(never, 4) is None  # (γ+1)/(γc + V(γ+1)) ≤ 1: never pays
+    free = terms.StepCosts(0.0, tuple(1.0 for _ in range(9)))
+    assert terms._break_even_alpha(free, 4) == 0.0
+    cheap = terms.StepCosts(0.05, (1.0, 1.02, 1.04, 1.06, 1.08))
+    be = terms._break_even_alpha(cheap, 4)
     assert be is not None and cheap.speedup(be, 4) == pytest.approx(1.0, abs=1e-6)
 
 
@@ -233,10 +233,10 @@ def test_an_ngram_candidate_has_c_zero_and_says_so():
     curve = asyncio.run(
         costs.measure(target, list(range(60)), list(range(500, 520)), range(1, 5), candidate=cand, drafting=costs.NGRAM)
     )
-    terms = curve.terms()
-    assert terms.c == 0.0 and terms.R(5) == 0.0 and not terms.draft_model
-    assert terms.step(4, 4) == pytest.approx(V(5), rel=0.02)
-    chk = theory.check(theory.RunSteps((4,) * 10, (4,) * 10, 0, 4), terms, 1.5)
+    tc = curve.terms()
+    assert tc.c == 0.0 and tc.R(5) == 0.0 and not tc.draft_model
+    assert tc.step(4, 4) == pytest.approx(V(5), rel=0.02)
+    chk = terms.check(terms.RunSteps((4,) * 10, (4,) * 10, 0, 4), tc, 1.5)
     assert any("n-gram" in n for n in chk.notes)
 
 
@@ -250,17 +250,17 @@ def test_a_server_that_does_not_reuse_the_prefix_gives_no_verification_term():
     curve = asyncio.run(costs.measure(target, list(range(60)), list(range(500, 520)), range(1, 4)))
     assert not curve.measured and curve.left_out > 0
     assert "not reuse" in curve.sources["verify"]
-    terms = curve.terms()
-    assert terms.V(4) == 1.0 and "ideal" in terms.sources["verify"]
+    tc = curve.terms()
+    assert tc.V(4) == 1.0 and "ideal" in tc.sources["verify"]
 
 
 def test_servers_without_prompt_timings_fall_back_to_the_ideal_labelled():
     src = costs.ideal_sources(costs.DRAFT_MODEL, "the baseline (vllm) reports no per-request prompt timings")
     curve = costs.CostCurve(0, 0, None, {}, sources=src)
-    terms = curve.terms()
-    assert terms.V(9) == 1.0 and terms.R(9) == 0.0
-    assert "vllm" in terms.sources["verify"] and "ideal" in terms.sources["verify"]
-    assert "c = 0 assumed" in terms.sources["c"]
+    tc = curve.terms()
+    assert tc.V(9) == 1.0 and tc.R(9) == 0.0
+    assert "vllm" in tc.sources["verify"] and "ideal" in tc.sources["verify"]
+    assert "c = 0 assumed" in tc.sources["c"]
 
 
 def test_the_candidate_is_asked_only_one_token_requests_and_two_batch_sizes():

@@ -14,6 +14,7 @@ from textual_plotext import PlotextPlot
 
 from spectui.core.errors import InputError, describe
 from spectui.labs import theory
+from spectui.labs.terms import TheoryCheck
 
 
 class TheoryScreen(Screen):
@@ -77,7 +78,7 @@ class TheoryScreen(Screen):
         self.runs = runs
         self.backends = backends
         self.draft_model = draft_model
-        self.check: theory.TheoryCheck | None = None
+        self.check: TheoryCheck | None = None
         self.status = ""
 
     def compose(self) -> ComposeResult:

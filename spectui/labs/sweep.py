@@ -149,7 +149,7 @@ class Level:
     runs: list[tuple[float | None, float | None]] = field(default_factory=list)
     divergence_at: list[tuple[int, int]] = field(default_factory=list)
     failed_runs: list[int] = field(default_factory=list)
-    # the speed-up predicted from the batch times measured after the sweep (labs.costs.predict_levels),
+    # the speed-up predicted from the batch times measured after the sweep (labs.sweep_costs.predict_levels),
     # or None with the reason; the first level also holds the measurement
     predicted: float | None = None
     predicted_note: str | None = None
@@ -338,7 +338,7 @@ async def sweep(
         if on_level:
             on_level(level)
     if predict and out:
-        from spectui.labs.costs import predict_levels
+        from spectui.labs.sweep_costs import predict_levels
 
         await predict_levels(out, baseline, candidate, rendered["baseline"][prompts[0].id])
     return out

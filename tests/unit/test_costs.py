@@ -15,7 +15,7 @@ from spectui.core.events import StepEvent, StreamFinished, StreamStarted, TokenE
 from spectui.core.figures import SideRecorder
 from spectui.core.runner import PromptResult
 from spectui.core.types import Prompt
-from spectui.labs import costs, terms, theory
+from spectui.labs import costs, sweep_costs, terms, theory
 
 T_MS = 10.0  # one target decode step
 ALPHA, GAMMA, C = 0.8, 4, 0.3
@@ -284,7 +284,7 @@ def test_the_candidate_is_asked_only_one_token_requests_and_two_batch_sizes():
 def test_the_sweep_prediction_at_one_matches_the_single_run_and_falls_where_batches_cost():
     curve = measured_curve(ks=[1, 2, 4, 5, 8, 10, 16, 20])
     e, g = theory.tokens_per_step(ALPHA, GAMMA), GAMMA
-    one = costs.predict_level(curve, 1, e, g, n_max=GAMMA)
+    one = sweep_costs.predict_level(curve, 1, e, g, n_max=GAMMA)
     assert one == pytest.approx(e / (GAMMA * C + V(GAMMA + 1) + R(GAMMA + 1)), rel=0.02)
 
     # memory-bound hardware: a batch costs one step up to 8 tokens, then grows: speculation pays at
@@ -297,7 +297,7 @@ def test_the_sweep_prediction_at_one_matches_the_single_run_and_falls_where_batc
     gpu = asyncio.run(
         costs.measure(target, list(range(60)), list(range(500, 560)), [1, 2, 4, 5, 8, 10, 20], draft=draft)
     )
-    s = [costs.predict_level(gpu, n, e, g, n_max=GAMMA) for n in (1, 2, 4)]
+    s = [sweep_costs.predict_level(gpu, n, e, g, n_max=GAMMA) for n in (1, 2, 4)]
     assert s[0] > 2.0 and s[0] > s[1] > s[2]
 
 

@@ -41,6 +41,9 @@ def test_chunks_of_groups_the_tokens_after_prefill_by_their_chunk_number():
         ([5], [1, 2], None, False),  # one chunk holding two engine steps
         ([2, 2], [1], None, False),  # more drafted chunks than steps
         ([], [], [], True),
+        ([2], [1], [0], True),  # one step, one way
+        ([3, 3], [2, 3], [0, 1], True),  # the last chunk one short of its step
+        ([3], [2, 1], None, False),  # more steps reported than chunks
     ],
 )
 def test_align_by_hand(sizes, accepted, mapping, unique):
@@ -121,3 +124,99 @@ def test_expand_chunks_splits_each_chunk_by_the_servers_counts():
     assert expand_chunks(toks, [2, 1], None) is toks  # no count: nothing to split by
     assert expand_chunks(toks, [2, 1], 3) is toks  # already as many tokens as the server generated
     assert expand_chunks(toks, [2], 6) is toks  # chunks and steps do not pair up
+
+
+def brute_align(sizes: list[int], accepted: list[int]) -> tuple[list[int | None] | None, bool]:
+    """Every way to give each chunk a reported step (in order) or none, by enumeration: a chunk of s tokens
+    is a step that accepted s − 1 (the last chunk: at most that, it can be cut short), only a chunk of one
+    token may be a step that drafted nothing, and every reported step is used. The first way in the
+    order 'a step before none' is the one taken; unique when there is one way."""
+    n, m = len(sizes), len(accepted)
+    ways: list[list[int | None]] = []
+
+    def fits(i: int, j: int) -> bool:
+        return sizes[i] == accepted[j] + 1 or (i == n - 1 and sizes[i] <= accepted[j] + 1)
+
+    def walk(i: int, j: int, got: list[int | None]) -> None:
+        if i == n:
+            if j == m:
+                ways.append(list(got))
+            return
+        if j < m and fits(i, j):
+            walk(i + 1, j + 1, got + [j])
+        if sizes[i] == 1:
+            walk(i + 1, j, got + [None])
+
+    walk(0, 0, [])
+    return (ways[0], len(ways) == 1) if ways else (None, False)
+
+
+def test_align_agrees_with_enumerating_every_way():
+    import itertools
+
+    cases = 0
+    for n in range(5):
+        for sizes in itertools.product(range(1, 5), repeat=n):
+            for m in range(4):
+                for accepted in itertools.product(range(4), repeat=m):
+                    assert align(list(sizes), list(accepted)) == brute_align(list(sizes), list(accepted)), (
+                        sizes,
+                        accepted,
+                    )
+                    cases += 1
+    assert cases > 10_000
+
+
+def test_a_prefill_chunk_of_several_tokens_is_not_a_chunk():
+    # withheld UTF-8 in the prompt's answer: the first chunk held two tokens, neither chunk-numbered
+    toks = [TokenEvent(0, 0, b"", 1, "first"), TokenEvent(1, 1, b"\xc3\xa9", 1, "target")]
+    toks += [TokenEvent(i, i, b"x", 2, "unknown", 4) for i in range(2, 5)]
+    assert chunks_of(toks) == [[2, 3, 4]]
+
+
+def test_a_chunk_that_drafted_nothing_carries_no_rejected_count():
+    toks = chunked([3, 1, 2])
+    toks[4] = TokenEvent(4, 4, b"e", 12, "target", 2, 7)  # a stale count on the one-token chunk
+    out, _, _ = aligned_labels(toks, [2, 1], [4, 3], 0)
+    assert (out[4].label, out[4].step, out[4].rejected) == ("target", None, 0)
+
+
+def test_exact_labels_number_steps_by_the_servers_order_not_the_chunks():
+    toks = chunked([3, 2])
+    toks = [
+        TokenEvent(t.index, t.token_id, t.data, t.t_ns, t.label, (t.step or 0) + 6 if t.index else None) for t in toks
+    ]
+    out, _, _ = exact_labels(toks, [2, 1], [3, 3], 0)
+    assert [t.step for t in out] == [None, 1, 1, 1, 2, 2]
+
+
+def test_whether_the_last_step_was_complete_decides_what_a_mismatch_means():
+    # the chunker marks each chunk's last token as the target's
+    def marked(sizes):
+        toks, out = chunked(sizes), []
+        ends = {sum(sizes[: k + 1]) for k in range(len(sizes))}  # the chunks' last token indices
+        for t in toks:
+            out.append(
+                TokenEvent(
+                    t.index,
+                    t.token_id,
+                    t.data,
+                    t.t_ns,
+                    "first" if not t.index else ("target" if t.index in ends else "accepted"),
+                    t.step,
+                )
+            )
+        return out
+
+    # the last step cut short (2 of its 3 tokens): the chunker's "target" there is no disagreement
+    assert exact_labels(marked([3, 2]), [2, 2], [2, 2], 0)[2] is True
+    assert exact_labels(marked([3, 1]), [2, 2], [2, 2], 0)[2] is True
+    # the last step whole (3 of 3) but the counts say otherwise: a disagreement
+    assert exact_labels(marked([3, 3]), [2, 1], [2, 2], 0)[2] is False
+    assert exact_labels(marked([3, 3]), [2, 2], [2, 2], 0)[2] is True
+
+
+def test_expanded_tokens_carry_no_id():
+    toks = [TokenEvent(0, 5, b"p", 1, "first"), TokenEvent(1, 6, b"abc", 2, "unknown")]
+    out = expand_chunks(toks, [2], 4)
+    assert [t.token_id for t in out] == [None] * 4 and [t.data for t in out] == [b"p", b"", b"", b"abc"]

@@ -85,8 +85,10 @@ def launch_plan(args):
     profile = profiles[name]
     comparison = profile.comparison(args.launch)
     plan = plan_pair(profile, comparison)
-    if plan.decision in ("too-big", "unknown"):
+    if plan.decision == "too-big":
         raise InputError(f"{name}/{args.launch}: {plan.reason}", hint="spectui profiles check " + name)
+    if plan.decision == "unknown" and not args.json:  # launched as the profile says, engines' own defaults
+        _say(f"{name}/{args.launch}: no memory plan ({plan.reason})")
     alone = args.one_at_a_time or plan.one_at_a_time
     base, cand = servers_for(profile, comparison, shares=plan.shares or None)
     return comparison, {"baseline": base, "candidate": cand}, alone, plan

@@ -171,9 +171,11 @@ class ServerSupervisor:
         try:
             # the memory plan first: explicit shares where both fit, one at a time where they do not
             plan = plan_pair(profile, comparison)
-            if plan.decision in ("too-big", "unknown"):
+            if plan.decision == "too-big":
                 app.notify(f"{comparison.title}: {plan.reason}", severity="error", timeout=15)
                 return
+            if plan.decision == "unknown":  # launched as the profile says, each engine with its own default
+                app.notify(f"{comparison.title}: no memory plan ({plan.reason})", severity="warning", timeout=12)
             base, cand = servers_for(profile, comparison, shares=plan.shares or None)
         except Exception as exc:
             app.notify(describe(exc), severity="error", timeout=12)

@@ -138,12 +138,11 @@ class PrefixScreen(Screen):
             self.query_one("#status", Static).update(Text(describe(exc), style="bold red"))
             return
         ms = (time.perf_counter() - t0) * 1000
-        t = body.get("timings") or {}
-        size = body.get("n_written") or body.get("n_read")
+        tokens = "?" if body.tokens is None else body.tokens
         self.query_one("#status", Static).update(
-            f"{action}: {body.get('n_saved') or body.get('n_restored') or body.get('n_erased') or 0} tokens"
-            + (f", {size / 1e6:.1f} MB" if size else "")
-            + f", {t.get('save_ms') or t.get('restore_ms') or ms:.1f} ms. Enter runs the next turns."
+            f"{action}: {tokens} tokens"
+            + (f", {body.file_bytes / 1e6:.1f} MB" if body.file_bytes else "")
+            + f", {body.ms if body.ms is not None else ms:.1f} ms. Enter runs the next turns."
         )
 
 

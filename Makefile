@@ -21,11 +21,12 @@ setup: $(STAMP)
 demo: setup
 	$(PY) -m spectui demo
 
-# lint (ruff) and the import layers (import-linter contracts in pyproject.toml)
+# lint (ruff), the import layers (import-linter contracts in pyproject.toml) and types (mypy, [tool.mypy])
 lint: $(STAMP)
 	$(VENV)/bin/ruff check spectui tests bench
 	$(VENV)/bin/ruff format --check spectui tests bench
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 # the browser tests drive Debian's Chromium through Playwright (Playwright cannot fetch its own browsers)
 browser:

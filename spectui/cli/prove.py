@@ -272,6 +272,8 @@ def cmd_merge(args) -> int:
     from spectui.run.render import render_text
 
     out = check_output(args.output, "-o")
+    if out is None:
+        raise InputError("spectui merge needs -o FILE: where the merged certificate goes")
     doc = merge(args.certificates, out)
     write(doc, out)
     print(canonical(doc) if args.json else render_text(doc), end="")

@@ -240,7 +240,7 @@ def greedy_groups(sessions: list[Session], order: dict[str, tuple[int, str]]) ->
                 )
             r = PromptResult(sp.prompt, b, c, verdict, damaged=sp.damaged, triage=sp.triage)
             saved = sp.result if isinstance(sp.result, dict) else {}
-            run = saved.get("run") if isinstance(saved.get("run"), int) else 1
+            run = saved["run"] if isinstance(saved.get("run"), int) else 1
             index, category = order[sp.prompt.id]
             g = groups.setdefault(sp.prompt.id, PromptRuns(index, sp.prompt.id, category))
             g.runs.append(GreedyRun(r, run))
@@ -416,6 +416,7 @@ def verdict_of(derived: dict, measured_on: dict) -> dict:
         if s is not None:
             line += f" · sampled {sampled_words(s)}"
     elif status == "different":
+        assert s is not None  # no greedy difference: the sampled pass found it
         line = f"DIFFERENT on {s_diff}/{s['total']} (sampled: {sampled_words(s)}) · greedy identical on {g['identical']}/{n}"
     else:
         # no difference found; INCOMPLETE where some prompt was not compared or a sampled one undecided: a

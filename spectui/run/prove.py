@@ -20,7 +20,7 @@ from pathlib import Path
 
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import InputError
-from spectui.core.runner import Source
+from spectui.core.runner import PromptResult, Source
 from spectui.core.types import GenerationParams, Prompt
 from spectui.run import certificate
 from spectui.run.events import PromptFinished, RunEvent
@@ -222,7 +222,7 @@ class Prover:
             session = self._session(self.params, writer, o.runs, counted)
             results = await session.run(self.share, triage=False)
             if o.triage:
-                first: dict[str, object] = {}
+                first: dict[str, PromptResult] = {}
                 for r in results:
                     if r.verdict is not None and r.verdict.status == "differs":
                         first.setdefault(r.prompt.id, r)

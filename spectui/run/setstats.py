@@ -101,7 +101,7 @@ def set_speedup(units: list[list[float]], level: float = LEVEL) -> dict | None:
     p = len(units)
     g = statistics.fmean(means)
     df = sum(len(u) - 1 for u in logs)
-    out = {
+    out: dict[str, object] = {
         "value": math.exp(g),
         "low": None,
         "high": None,

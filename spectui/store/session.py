@@ -391,7 +391,7 @@ class _Interleaved(Exception):
 
 
 # a saved figure read back only with the type the live run gave it (an edited session may hold anything)
-_SAVED_FIGURES = {
+_SAVED_FIGURES: dict[str, type | tuple[type, ...]] = {
     "metrics_drafted": (int, float),
     "metrics_accepted": (int, float),
     "metrics_steps": (int, float),

@@ -89,6 +89,7 @@ class RunController:
     def __init__(self, app: RunHost) -> None:
         self.app = app
         self.session: RunSession | None = None  # the run session of the run on screen
+        self._said_save_error = False
         self.recorders: dict[str, SideRecorder] = {s: SideRecorder(s) for s in SIDES}
         self.comparer = LiveComparer()
         self.results: list[PromptResult] = []
@@ -181,6 +182,14 @@ class RunController:
                 await self._run_alone(prompts, params)
             else:
                 await self.session.run(prompts)
+            writer = app.recording.writer
+            if writer is not None and writer.error and not self._said_save_error:
+                self._said_save_error = True  # once: the session file keeps what it had
+                app.notify(
+                    f"autosave stopped: {writer.error}; the session file keeps what it had",
+                    severity="error",
+                    timeout=15,
+                )
             if app.config.auto_notebook and not app.replaying:
                 app.recording.append_notebook(self.results[-len(prompts) * self.repeat :])
         except asyncio.CancelledError:

@@ -165,3 +165,171 @@ def test_parse_payload_and_iter_payloads():
 def test_why_is_the_first_line_of_an_error():
     assert why(ValueError("one\ntwo")) == "one" and why(ValueError()) == "ValueError"
     assert why(ValueError("x" * 300)) == "x" * 120
+
+
+# -- what each failure says, exactly (the survivors of backends/sse's mutmut run) -------------------------
+def test_error_text_of_bodies_that_are_not_objects():
+    assert error_text(httpx.Response(500, json=[1, 2])) == "[1, 2]"  # the body as JSON, not the raw text
+    assert error_text(httpx.Response(500, json={"error": "plain"})) == "plain"
+    assert error_text(httpx.Response(500, json={"error": {"code": 5}})) == "{'code': 5}"
+    assert error_text(httpx.Response(500, content=b"")) == "Internal Server Error"  # the status's own phrase
+    assert error_text(httpx.Response(599, content=b"")) == ""  # no phrase for 599: nothing, not a placeholder
+    page = "  \n<html>bad gateway</html>"
+    assert error_text(httpx.Response(502, text=page)) == f"an HTML page ({len(page)} bytes)"
+
+
+def test_a_recorded_line_may_still_carry_its_line_end():
+    assert list(iter_payloads(["data: [DONE]\r\n", "\r\n", 'data: {"a": 1}\n', "\n"])) == [DONE, {"a": 1}]
+
+
+def test_a_long_payload_is_quoted_to_80_characters():
+    long = "[" + "1," * 60 + "1]"
+    with pytest.raises(StreamBroken) as exc:
+        parse_payload(long)
+    assert str(exc.value) == f"unexpected JSON in stream: {long[:80]!r}"
+    bad = "{" + "x" * 100
+    with pytest.raises(StreamBroken) as exc:
+        parse_payload(bad)
+    assert str(exc.value).startswith(f"malformed JSON in stream: {bad[:80]!r} (")
+
+
+def test_an_error_key_beside_choices_or_text_is_an_event():
+    for key in ("choices", "text"):
+        obj = {"error": None, key: []}
+        assert post([f"data: {json.dumps(obj)}\n\n".encode()]) == [obj]
+
+
+def test_a_long_server_error_is_cut_to_200_characters():
+    msg = "m" * 300
+    with pytest.raises(StreamBroken) as exc:
+        post([f'data: {{"error": {{"message": "{msg}"}}}}\n\n'.encode()])
+    assert str(exc.value) == "server error: " + "m" * 200
+
+
+STOPPED = "the server stopped mid-answer; see its log"  # StreamBroken's own hint
+
+
+def failing(exc: Exception):
+    def handler(request):
+        raise exc
+
+    return httpx.MockTransport(handler)
+
+
+@pytest.mark.parametrize(
+    "exc,message,hint",
+    [
+        (httpx.ConnectError("refused"), "cannot connect to http://***@h:1/completion (refused)", STOPPED),
+        (
+            httpx.ReadTimeout("slow"),
+            "no answer for 7 s: idle timeout",
+            "the server may be stuck; raise --idle-timeout if it is just slow",
+        ),
+        (
+            httpx.RemoteProtocolError("peer closed"),
+            "connection to http://***@h:1/completion lost (peer closed)",
+            STOPPED,
+        ),
+    ],
+)
+def test_each_transport_failure_is_one_line_that_says_which(exc, message, hint):
+    async def go():
+        async with httpx.AsyncClient(transport=failing(exc)) as c:
+            return [o async for o in post_sse(c, "http://u:pw@h:1/completion", {}, idle_timeout=7)]
+
+    with pytest.raises(StreamBroken) as got:
+        asyncio.run(go())
+    assert str(got.value) == message and got.value.hint == hint
+
+
+def test_the_request_is_a_post_with_the_body_and_the_timeouts():
+    seen = []
+
+    def handler(request):
+        seen.append(request)
+        return httpx.Response(200, content=b'data: {"a": 1}\n\n')
+
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as c:
+            return [o async for _t, o in post_sse(c, "http://x/completion", {"n": 1}, {"X-H": "v"}, idle_timeout=9)]
+
+    assert asyncio.run(go()) == [{"a": 1}]
+    [r] = seen
+    assert r.method == "POST" and json.loads(r.content) == {"n": 1} and r.headers["x-h"] == "v"
+    assert r.extensions["timeout"] == {"connect": 30.0, "read": 9, "write": 30.0, "pool": 30.0}
+
+
+def ticking(*readings):
+    """A clock that reads the given times in turn, then stays at the last."""
+    it = iter(readings)
+    last = [readings[-1]]
+
+    def read():
+        last[0] = next(it, last[0])
+        return last[0]
+
+    return read
+
+
+def test_the_limits_are_exact_to_the_nanosecond():
+    start = 5_000_000_000
+    chunk = [b'data: {"a": 1}\n\n']
+    # one chunk exactly at the deadline: still in time; one nanosecond later: past it
+    assert post(chunk, deadline=1.0, clock=ticking(start, start + 1_000_000_000)) == [{"a": 1}]
+    with pytest.raises(StreamBroken) as exc:
+        post(chunk, deadline=1.0, clock=ticking(start, start + 1_000_000_001))
+    assert exc.value.hint == "raise --deadline for very long generations"
+    ka = [b": ka\n", b": ka\n"]
+    # keep-alives alone for exactly the idle limit: still waiting (the end of the body then ends it)
+    assert post(ka, idle_timeout=1.0, clock=ticking(start, start + 500, start + 1_000_000_000)) == []
+    with pytest.raises(StreamBroken) as exc:
+        post(ka, idle_timeout=1.0, clock=ticking(start, start + 1_000_000_001))
+    assert exc.value.hint == "the server may be stuck; raise --idle-timeout if it is just slow"
+
+
+def test_a_chunk_read_with_the_previous_ones_packets_takes_their_stamp():
+    """With kernel stamps (backends/transport.py), a chunk that came with no new packet arrived with the
+    last stamped one; and the sweep's READ_LAG gets each stamped chunk's wait between arrival and read."""
+    from collections import deque
+
+    from spectui.backends.sse import READ_LAG
+    from spectui.backends.transport import ARRIVALS
+
+    start = 9_000_000_000
+    stamps: deque = deque()
+
+    async def body():
+        stamps.append(start + 100)  # the packet that brought both chunks
+        yield b'data: {"a": 1}\n\n'
+        yield b'data: {"b": 2}\n\n'
+
+    def handler(request):
+        return httpx.Response(200, content=body(), extensions={ARRIVALS: stamps})
+
+    lags: list[int] = []
+
+    async def go():
+        token = READ_LAG.set(lags)
+        try:
+            async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as c:
+                clock = ticking(start, start + 400, start + 900, start + 1500, start + 2000)
+                return [(t, o) async for t, o in post_sse(c, "http://x/", {}, clock=clock)]
+        finally:
+            READ_LAG.reset(token)
+
+    assert asyncio.run(go()) == [(start + 100, {"a": 1}), (start + 100, {"b": 2})]
+    assert lags == [300]  # read at +400, arrived at +100
+
+
+def test_data_lines_without_a_space_and_bare_data_lines():
+    dec = ByteSSEDecoder()
+    assert dec.feed(b'data:{"a":\ndata\ndata: 1}\n\n') == [b'{"a":\n\n1}']  # a bare "data" adds an empty line
+
+
+def test_crlf_inside_one_event_and_a_cr_split_from_its_lf():
+    raw = b'data: {"a":\r\ndata: 1}\r\n\r\n'
+    assert ByteSSEDecoder().feed(raw) == [b'{"a":\n1}']
+    for cut in range(1, len(raw)):
+        dec = ByteSSEDecoder()
+        got = dec.feed(raw[:cut]) + dec.feed(raw[cut:])
+        assert got == [b'{"a":\n1}'], cut

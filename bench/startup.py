@@ -90,7 +90,9 @@ def help_times(runs: int) -> list[float]:
 
 def first_frame(setup: str) -> tuple[float, float]:
     code = f"SPAWN = {time.time()!r}\n{setup}\n{READY}"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, timeout=120
+    )
     first, connected = out.stdout.split()[-2:]
     return float(first), float(connected)
 

@@ -118,7 +118,9 @@ def test_the_failed_snapshot_says_where_the_candidate_stopped():
     assert "failed: connection to replay://candidate lost after 20 tokens" in joined
     assert f"the outputs agreed for the first {len(text_of(head))} bytes" in joined
     drafted, accepted = counters(head)
-    assert f"accept {round(100 * accepted / drafted)}% ({accepted}/{drafted})" in joined and "tokens 20" in joined
+    # a failed side measured no rate and no acceptance: the pane shows none, only the tokens it got
+    assert f"({accepted}/{drafted})" not in joined and "not measured (the side failed)" in joined
+    assert "accept —" in joined and "tokens 20" in joined
     assert "IDENTICAL" not in joined and "DIVERGED" not in joined  # no verdict on a failed side
 
 

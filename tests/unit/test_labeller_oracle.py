@@ -165,3 +165,47 @@ def test_numbers_that_are_floats_still_count():
         ev("a", [1], 1), {"content": "b", "tokens": [2], "timings": {"draft_n": 4.0, "draft_n_accepted": 4.0}}
     )
     assert (lab.drafted, lab.accepted) == (4, 4) and [t[3] for t in toks(out)] == ["first", "accepted"]
+
+
+# -- the survivors of backends/labeller's mutmut run ------------------------------------------------------
+def test_an_event_without_content_or_with_null_fields_carries_no_bytes_and_does_not_stop():
+    lab, out = run(
+        {"tokens": [1], "tokens_predicted": 1}, {"content": None, "tokens": [2], "stop": None, "timings": None}
+    )
+    assert toks(out) == [(0, 1, b"", "first", None, 0), (1, 2, b"", "target", None, 0)]
+    assert lab.finished is None  # a null stop is no stop
+
+
+def test_a_wrong_typed_token_id_is_named_with_its_type():
+    with pytest.raises(BadEvent) as exc:
+        LlamaCppLabeller().feed({"tokens": [1, "2"]}, 0)
+    assert str(exc.value) == "the server sent an event spectui cannot read: tokens[] is str"
+
+
+def test_tokens_that_come_with_the_final_event_carry_its_time():
+    _, out = run(ev("x", [1], 1), ev("yz", [2, 3], 3, stop=True))
+    assert [(e.index, e.t_ns) for e in out if isinstance(e, TokenEvent)] == [(0, 10), (1, 20), (2, 20)]
+
+
+def test_accepted_falling_alone_is_inconsistent_and_a_one_draft_step_is_a_step():
+    lab, out = run(ev("a", [1], 1), ev("b", [2], 2, draft=(8, 5)), ev("c", [3], 3, draft=(10, 4)))
+    assert lab.inconsistent is not None and lab.step == 1  # drafted rose by 2, accepted fell by 1
+    lab, out = run(ev("a", [1], 1), ev("b", [2], 2, draft=(1, 0)), ev("c", [3], 3))
+    [step] = [e for e in out if isinstance(e, StepEvent)]
+    assert (step.drafted, step.accepted) == (1, 0) and [t[3:] for t in toks(out)] == [
+        ("first", None, 0),
+        ("target", 1, 1),  # its one draft rejected
+        ("target", None, 0),
+    ]
+
+
+def test_unknown_tokens_carry_no_rejected_count():
+    _, out = run(
+        ev("a", [1], 1),
+        ev("b", [2], 2, draft=(4, 2)),
+        ev("c", [3], 3, draft=(1, 0)),
+        ev("d", [4], 4),
+        ev("e", [5], 5),
+        ev("f", [6], 6),
+    )
+    assert [t[3:] for t in toks(out)][-1] == ("unknown", None, 0)

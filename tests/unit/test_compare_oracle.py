@@ -189,3 +189,39 @@ def test_a_tail_counts_as_the_last_tokens_bytes():
     only = LiveComparer()
     only.add_tail("baseline", b"zz")  # a tail with no token before it is a token of its own
     assert only.ends["baseline"] == [2] and bytes(only.data["baseline"]) == b"zz"
+
+
+# -- the killable survivors of core/compare's mutmut run --------------------------------------------------
+def test_the_default_context_is_24_bytes_each_side():
+    a = bytes(range(65, 65 + 60))
+    b = a[:40] + b"!" + a[41:]
+    d = compare_tokens([a], [b])
+    assert (d.byte, d.excerpt_start, d.baseline_excerpt, d.candidate_excerpt) == (40, 16, a[16:64], b[16:64])
+    c = LiveComparer()
+    c.add("baseline", a)
+    c.add("candidate", b)
+    assert (c.divergence.excerpt_start, c.divergence.baseline_excerpt) == (16, a[16:64])
+    t = token_divergence([a[:2], a[2:]], [a[:2], b"x"], 1, "ids", "other ids from token 1")
+    assert (t.byte, t.excerpt_start, t.baseline_token, t.candidate_token) == (2, 0, 1, 1)
+    assert t.baseline_excerpt == a[:26]
+
+
+def test_a_token_divergence_past_the_baseline_names_no_baseline_token():
+    t = token_divergence([b"ab"], [b"ab", b"c"], 1, "count", "1 vs 2 tokens")
+    assert (t.byte, t.baseline_token, t.candidate_token) == (2, None, 1)
+
+
+def test_every_field_of_a_divergence_survives_its_record():
+    for d in (
+        Divergence(0, 0, 0, b"", b"x", 0),
+        Divergence(30, 4, 5, b"\xffab", b"\xfeab", 6, "ids", "same text, different token ids from token 4"),
+        Divergence(7, None, 2, b"abc", b"abd", 3, "count", "3 vs 4 tokens"),
+    ):
+        assert Divergence.from_json(d.to_json()) == d
+    with pytest.raises(ValueError, match="divergence byte is None"):
+        Divergence.from_json({})
+
+
+def test_an_older_records_excerpts_read_as_well_as_they_can():
+    d = Divergence.from_json({"byte": 1, "baseline_excerpt": 5, "candidate_excerpt": "caf\udcc3"})
+    assert d.baseline_excerpt == b"" and d.candidate_excerpt == b"caf\xc3"  # a lone surrogate: its byte

@@ -88,19 +88,25 @@ def test_the_verdict_reads_back_as_it_was_written():
 
 
 @pytest.mark.parametrize(
-    "bad,error",
+    "bad,error,message",
     [
-        ("x", TypeError),
-        ({"status": "maybe"}, ValueError),
-        ({"status": "differs"}, ValueError),  # a difference with no place
-        ({"status": "identical", "divergence": {"byte": 1}}, ValueError),
-        ({"status": "identical", "compared": 3}, TypeError),
-        ({"status": "identical", "reason": None}, TypeError),
+        ("x", TypeError, "verdict is str, not an object"),
+        ({"status": "maybe"}, ValueError, "verdict status 'maybe'"),
+        ({"status": "differs"}, ValueError, "verdict differs without a divergence"),
+        ({"status": "identical", "divergence": {"byte": 1}}, ValueError, "verdict identical with a divergence"),
+        ({"status": "identical", "compared": 3}, TypeError, "verdict compared/reason are not text"),
+        ({"status": "identical", "reason": None}, TypeError, "verdict compared/reason are not text"),
     ],
 )
-def test_a_damaged_verdict_is_refused(bad, error):
-    with pytest.raises(error):
+def test_a_damaged_verdict_is_refused_saying_why(bad, error, message):
+    with pytest.raises(error) as exc:
         Verdict.from_json(bad)
+    assert str(exc.value) == message
+
+
+def test_a_verdict_record_without_compared_or_reason_reads_their_defaults():
+    v = Verdict.from_json({"status": "failed"})
+    assert (v.compared, v.reason, v.line()) == ("text", "", "FAILED")
 
 
 def test_a_legacy_result_record_gives_its_verdict():
@@ -109,6 +115,10 @@ def test_a_legacy_result_record_gives_its_verdict():
     div = {"byte": 4, "baseline_token": 1, "candidate_token": 2}
     v = Verdict.legacy({"identical": False, "first_divergence": div})
     assert (v.status, v.divergence.byte, v.reason) == ("differs", 4, "bytes differ from byte 4 (token 1 | 2)")
+    assert (
+        v.compared == "text"
+        and Verdict.legacy({"identical": False, "first_divergence": div, "compared": "text+ids"}).compared == "text+ids"
+    )
     assert Verdict.legacy({"identical": False}) is None and Verdict.legacy({}) is None
 
 
@@ -122,6 +132,7 @@ def test_agreement_is_the_same_status_kind_and_place():
     assert not base.agrees(Verdict("differs", "text", Divergence(3, 1, 1, b"", b"", 0, "ids")))
     assert not base.agrees(Verdict("identical")) and Verdict("identical").agrees(Verdict("identical"))
     assert not Verdict("identical").agrees(Verdict("failed"))
+    assert not base.agrees(Verdict("differs", "text", None, "r")) and not Verdict("differs", "text", None).agrees(base)
 
 
 def test_reason_for_each_kind():

@@ -209,3 +209,20 @@ def test_unknown_tokens_carry_no_rejected_count():
         ev("f", [6], 6),
     )
     assert [t[3:] for t in toks(out)][-1] == ("unknown", None, 0)
+
+
+def test_once_inconsistent_the_counters_are_not_trusted_again_and_half_a_pair_is_ignored():
+    lab, out = run(
+        ev("a", [1], 1),
+        ev("b", [2], 2, draft=(8, 5)),
+        ev("c", [3], 3, draft=(3, 1)),  # backwards: stop trusting them
+        ev("d", [4], 4, draft=(12, 7)),  # would be a fine step from (8, 5), but no longer counts
+        ev("e", [5], 5),
+        ev("f", [6], 6),
+        ev("g", [7], 7),
+        ev("h", [8], 8),
+    )
+    assert lab.step == 1 and (lab.drafted, lab.accepted) == (8, 5)
+    assert [t[3] for t in toks(out)][-2:] == ["unknown", "unknown"]
+    lab, out = run(ev("a", [1], 1), {"content": "b", "tokens": [2], "timings": {"draft_n": 4}})
+    assert lab.step == 0 and [t[3] for t in toks(out)] == ["first", "target"]  # drafted alone: no step

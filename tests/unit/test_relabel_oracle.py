@@ -220,3 +220,13 @@ def test_expanded_tokens_carry_no_id():
     toks = [TokenEvent(0, 5, b"p", 1, "first"), TokenEvent(1, 6, b"abc", 2, "unknown")]
     out = expand_chunks(toks, [2], 4)
     assert [t.token_id for t in out] == [None] * 4 and [t.data for t in out] == [b"p", b"", b"", b"abc"]
+
+
+def test_a_mismatch_in_a_last_step_that_came_whole_is_a_disagreement():
+    toks = [
+        TokenEvent(0, 0, b"p", 1, "first"),
+        TokenEvent(1, 1, b"a", 2, "target"),
+        TokenEvent(2, 2, b"b", 2, "target"),
+    ]
+    out, _, agreed = exact_labels(toks, [1], [1], 0)  # one step: a draft then the target, exactly 2 tokens
+    assert agreed is False and [t.label for t in out] == ["first", "accepted", "target"]

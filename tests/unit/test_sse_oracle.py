@@ -333,3 +333,13 @@ def test_crlf_inside_one_event_and_a_cr_split_from_its_lf():
         dec = ByteSSEDecoder()
         got = dec.feed(raw[:cut]) + dec.feed(raw[cut:])
         assert got == [b'{"a":\n1}'], cut
+
+
+def test_a_stream_error_without_a_message_shows_the_whole_error():
+    with pytest.raises(StreamBroken) as exc:
+        post([b'data: {"error": {"code": 5}}\n\n'])
+    assert str(exc.value) == "server error: {'code': 5}"
+
+
+def test_an_event_with_empty_data_is_skipped_not_the_end():
+    assert post([b'data:\n\ndata: {"a": 1}\n\n']) == [{"a": 1}]

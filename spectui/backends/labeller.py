@@ -13,6 +13,7 @@ are labelled as one (drafted and accepted stay exact; the step count is cross-ch
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 from spectui.core.errors import BadEvent, checked
@@ -64,6 +65,9 @@ class LlamaCppLabeller:
             draft_n = checked(timings, "draft_n", NUM)
         if draft_acc is not None and type(draft_acc) is not int:
             draft_acc = checked(timings, "draft_n_accepted", NUM)
+        for name, v in (("draft_n", draft_n), ("draft_n_accepted", draft_acc)):
+            if type(v) is float and not math.isfinite(v):  # int() of inf/nan would escape as OverflowError
+                raise BadEvent(f"{name} {v!r}", v)
         if draft_n is not None and draft_acc is not None and self.inconsistent is None:
             d = int(draft_n) - self._draft_n
             a = int(draft_acc) - self._draft_acc

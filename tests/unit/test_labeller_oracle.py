@@ -227,3 +227,12 @@ def test_once_inconsistent_the_counters_are_not_trusted_again_and_half_a_pair_is
     assert [t[3] for t in toks(out)] == ["first"] + ["accepted"] * 5 + ["target", "unknown"]
     lab, out = run(ev("a", [1], 1), {"content": "b", "tokens": [2], "timings": {"draft_n": 4}})
     assert lab.step == 0 and [t[3] for t in toks(out)] == ["first", "target"]  # drafted alone: no step
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_a_counter_that_is_not_a_finite_number_is_a_bad_event(value):
+    """Found by hypothesis (test_fuzz): int(inf) raised OverflowError, which no stream error catches."""
+    with pytest.raises(BadEvent, match="draft_n_accepted"):
+        LlamaCppLabeller().feed({"timings": {"draft_n": 0, "draft_n_accepted": value}}, 0)
+    with pytest.raises(BadEvent, match="draft_n"):
+        LlamaCppLabeller().feed({"timings": {"draft_n": value, "draft_n_accepted": 0}}, 0)

@@ -359,6 +359,8 @@ async def test_the_profile_picker_shows_each_comparisons_plan():
             pilot, lambda: isinstance(screen, ProfilePicker) and screen.query("#comparison-list"), what="picker"
         )
         detail = screen.query_one("#detail", Static)
+        # the plan is made in a worker thread: wait for it, not for a count of frames (a loaded machine is slow)
+        await until(pilot, lambda: "planning…" not in str(detail.render()), what="the memory plan")
         text = str(detail.render())
         assert "memory plan (GPU: NVIDIA GeForce RTX 4090, 24.0 GiB total, 23.5 GiB free (NVML))" in text, text
         assert "sglang-eagle3: one at a time" in text and "sglang-standalone: does not fit" in text

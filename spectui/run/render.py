@@ -45,6 +45,12 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
         f"greedy: temperature 0, max_tokens {p.get('max_tokens')}, {inp['runs']} interleaved run(s) per prompt "
         f"(B C / C B), prompt cache {_cache(p.get('cache_prompt'))}, order {p.get('order')}",
     ]
+    alone = d.get("one_at_a_time")
+    if alone:  # one server at a time (run.phased): why, and what could not run
+        why = (inp.get("one_at_a_time") or {}).get("why")
+        scope.append(f"one server at a time{f' ({why})' if why else ''}: {alone['line']}")
+        if (inp.get("one_at_a_time") or {}).get("triage"):
+            scope.append(f"triage {inp['one_at_a_time']['triage']}")
     s = inp.get("sampled")
     if s and s.get("ids"):
         scope.append(

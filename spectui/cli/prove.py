@@ -52,6 +52,17 @@ def add_parsers(sub, add_run_options) -> None:
     )
     p.add_argument("--comparison", metavar="ID", help="with --profile: which of its comparisons (default: its first)")
     p.add_argument(
+        "--launch",
+        metavar="COMPARISON",
+        help="start the comparison's two servers from the profile (--profile, default cpu-demo) and stop them after",
+    )
+    p.add_argument(
+        "--one-at-a-time",
+        action="store_true",
+        help="with --launch/--profile: each server started alone, measured one after the other (chosen by itself "
+        "where the memory plan says the two do not fit on the GPU together); triage is skipped",
+    )
+    p.add_argument(
         "--triage",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -60,6 +71,12 @@ def add_parsers(sub, add_run_options) -> None:
     p.add_argument("--triage-limit", type=int, default=10, metavar="N", help="differing prompts to triage (default 10)")
     p.add_argument(
         "--no-hash", dest="hash_files", action="store_false", help="identify model files by size and mtime, not sha256"
+    )
+    p.add_argument(
+        "--no-terms",
+        dest="terms",
+        action="store_false",
+        help="do not measure the formula's terms (c, V(k), R(k)) on the servers after the run",
     )
     p.add_argument("--json", action="store_true", help="print the certificate JSON instead of the text")
     p.add_argument(
@@ -123,29 +140,41 @@ def progress(quiet: bool):
 
 
 def _launch(args):
-    """--profile NAME [--comparison ID]: the profile's pair, started on 127.0.0.1 (stopped by the caller)."""
+    """--launch COMPARISON / --profile NAME [--comparison ID]: the profile's pair (127.0.0.1, free ports),
+    through the memory plan, and why it runs one server at a time (None: both up together)."""
     from spectui.labs.memplan import plan_pair
-    from spectui.machine.launcher import Launcher
     from spectui.store.profiles import load_profiles, servers_for
 
     profiles, _ = load_profiles()
-    if args.profile not in profiles:
-        raise InputError(f"no profile named {args.profile!r}", hint="spectui profiles list")
-    profile = profiles[args.profile]
-    comparison = profile.comparison(args.comparison) if args.comparison else profile.comparisons[0]
+    name = args.profile or "cpu-demo"
+    if name not in profiles:
+        raise InputError(f"no profile named {name!r}", hint="spectui profiles list")
+    profile = profiles[name]
+    which = args.launch or args.comparison
+    comparison = profile.comparison(which) if which else profile.comparisons[0]
     plan = plan_pair(profile, comparison)
-    if plan.decision in ("too-big", "unknown") or plan.one_at_a_time:
-        raise InputError(
-            f"{profile.name}/{comparison.id}: {plan.reason}; prove interleaves both servers, so they must run together",
-            hint="spectui profiles check " + profile.name,
-        )
+    if plan.decision == "too-big":
+        raise InputError(f"{profile.name}/{comparison.id}: {plan.reason}", hint="spectui profiles check " + name)
+    if plan.decision == "unknown":  # launched as the profile says, the engines' own defaults
+        _say(f"{profile.name}/{comparison.id}: no memory plan ({plan.reason})")
+    alone = None
+    if args.one_at_a_time:
+        alone = "asked for (--one-at-a-time)"
+    elif plan.one_at_a_time:
+        alone = f"the memory plan: {plan.reason}"
     base, cand = servers_for(profile, comparison, shares=plan.shares or None)
+    return f"{profile.name}/{comparison.id} [{comparison.title}]", base, cand, alone
+
+
+def _start_both(what: str, base, cand):
+    from spectui.machine.launcher import Launcher
+
     launcher = Launcher()
     launcher.add(base)
     launcher.add(cand)
-    _say(f"starting {profile.name}/{comparison.id} [{comparison.title}] on {base.url} and {cand.url}")
+    _say(f"starting {what} on {base.url} and {cand.url}")
     launcher.start_all()
-    return launcher, base, cand
+    return launcher
 
 
 async def cmd_prove(args) -> int:
@@ -155,17 +184,27 @@ async def cmd_prove(args) -> int:
     from spectui.backends.transport import stamped_client
     from spectui.cli.common import PairOptions, connect_pair, params_from, prompts_from
     from spectui.cli.compare import machine_sampler
-    from spectui.run.prove import ProveOptions, Prover, default_dir, prepare_dir
+    from spectui.run.prove import OneAtATime, ProveOptions, Prover, default_dir, prepare_dir
     from spectui.run.render import render_text
     from spectui.run.shard import parse_shard
     from spectui.store import prompts as prompt_sets
 
-    if args.profile is None and (args.baseline is None or args.candidate is None):
-        raise InputError("prove needs --baseline URL and --candidate URL, or --profile NAME to launch a pair")
-    if args.profile is not None and (args.baseline or args.candidate):
-        raise InputError("--profile launches both servers: give it without --baseline/--candidate")
+    launching = args.profile is not None or args.launch is not None
+    if not launching and (args.baseline is None or args.candidate is None):
+        raise InputError(
+            "prove needs --baseline URL and --candidate URL, or --launch COMPARISON (--profile NAME) to launch a pair"
+        )
+    if launching and (args.baseline or args.candidate):
+        raise InputError("--launch/--profile start both servers: give them without --baseline/--candidate")
     if args.comparison and args.profile is None:
         raise InputError("--comparison picks one of a profile's pairs: give it with --profile NAME")
+    if args.comparison and args.launch:
+        raise InputError("--launch names the comparison already: give --launch or --comparison, not both")
+    if args.one_at_a_time and not launching:
+        raise InputError(
+            "--one-at-a-time starts and stops the servers itself: give it with --launch COMPARISON",
+            hint="servers already running cannot be stopped and started by spectui",
+        )
     params = params_from(args)
     shard = parse_shard(args.shard)
     options = ProveOptions(
@@ -189,16 +228,37 @@ async def cmd_prove(args) -> int:
     out = prepare_dir(Path(args.output) if args.output else default_dir(shard))
     launcher = None
     launched: dict[str, LaunchSpec] = {}
+    alone = None
     try:
         pair = PairOptions.from_args(args)
-        if args.profile is not None:
-            launcher, base, cand = await asyncio.to_thread(_launch, args)
+        if launching:
+            what, base, cand, alone = _launch(args)
             launched = {"baseline": LaunchSpec.from_argv(base.argv), "candidate": LaunchSpec.from_argv(cand.argv)}
-            pair = PairOptions(
-                base.url, cand.url, "auto", base.backend, cand.backend, args.api_key_env, args.ready_timeout, args.json
-            )
+            if alone is None:
+                launcher = await asyncio.to_thread(_start_both, what, base, cand)
+                pair = PairOptions(
+                    base.url,
+                    cand.url,
+                    "auto",
+                    base.backend,
+                    cand.backend,
+                    args.api_key_env,
+                    args.ready_timeout,
+                    args.json,
+                )
+            elif not args.json:
+                _say(f"{what}: one server at a time ({alone})")
+                if args.triage:
+                    _say("triage needs both servers up at once: skipped (the certificate says so)")
         async with stamped_client() as client:
-            backends, _ = await connect_pair(client, pair)
+            backends: dict = {"baseline": None, "candidate": None}
+            one = None
+            if alone is not None:
+                one = OneAtATime(
+                    _opener({"baseline": base, "candidate": cand}, client, args), alone, None if args.json else _say
+                )
+            else:
+                backends, _ = await connect_pair(client, pair)
             prover = Prover(
                 backends["baseline"],
                 backends["candidate"],
@@ -211,8 +271,21 @@ async def cmd_prove(args) -> int:
                 machine=machine_sampler(),
                 client=client,
                 launched=launched,
+                one_at_a_time=one,
             )
             doc = await prover.run()
+            from spectui.run.prove_terms import SKIPPED_FLAG, add_terms
+
+            if args.terms and not args.json:
+                _say("measuring the formula's terms on the servers (--no-terms skips it) …")
+            doc = await add_terms(
+                doc,
+                client,
+                backends["baseline"],
+                backends["candidate"],
+                skip=None if args.terms else SKIPPED_FLAG,
+                say=None if args.json else _say,
+            )
     finally:
         if launcher is not None:
             await asyncio.to_thread(launcher.stop_all)
@@ -227,6 +300,13 @@ async def cmd_prove(args) -> int:
     if not args.no_notebook:
         _note(args.notebook, doc)
     return exit_for(doc)
+
+
+def _opener(servers: dict, client, args):
+    """run.phased's open_side: one launched server up (started, connected) for a block, stopped after."""
+    from spectui.cli.compare import _Opener
+
+    return lambda side: _Opener(servers[side], client, args)
 
 
 def _note(path: str | None, doc: dict) -> None:

@@ -361,17 +361,26 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
         },
     }
     rate_notes = sorted({n for r in measured if (n := _rate_note(r))})
+    alone, more = one_at_a_time(greedy + sessions.get("sampled", []), inputs)
+    problems += more
+    differences = [
+        {"id": g.id, "category": g.category, **difference_json(d)} for g in groups if (d := g.first_difference())
+    ]
+    skipped = (inputs.get("one_at_a_time") or {}).get("triage")
+    for x in differences:
+        if alone and x["cause"] is None and skipped:
+            x["cause_summary"] = f"triage {skipped}"
     derived = {
         "servers": servers,
+        # only where true, so certificates made with both servers up stay as they were (and verify)
+        **({"one_at_a_time": {"servers": "one at a time", "line": MEASURED_APART}} if alone else {}),
         "greedy": {
             "prompts": len(groups),
             **counts,
             "runs": sum(len(g.runs) for g in groups),
             "per_prompt": [g.to_json() for g in groups],
         },
-        "differences": [
-            {"id": g.id, "category": g.category, **difference_json(d)} for g in groups if (d := g.first_difference())
-        ],
+        "differences": differences,
         "sampled": sampled,
         "speedup": {
             "overall": speed,
@@ -385,6 +394,33 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     }
     derived["verdict"] = verdict_of(derived, measured_on)
     return normalised(derived)
+
+
+MEASURED_APART = (
+    "the baseline and the candidate were measured one after the other, never both up: each side started alone, "
+    "whole phases alternating B C | C B, and each pair judged from the two recordings as side by side"
+)
+
+
+def one_at_a_time(sessions: list[Session], inputs: dict) -> tuple[bool, list[str]]:
+    """Whether the sessions recorded every pair measured one after the other (run.phased: never both
+    servers up), and where that disagrees with the inputs or between the runs."""
+    from spectui.run.phased import ORDER
+
+    orders = {sp.order for s in sessions for sp in s.prompts}
+    alone = bool(orders) and orders == {ORDER}
+    problems = []
+    if ORDER in orders and not alone:
+        problems.append(
+            f"some runs were measured one server at a time and some with both up ({', '.join(sorted(orders))})"
+        )
+    claimed = inputs.get("params", {}).get("order") == ORDER
+    if orders and claimed != alone:
+        problems.append(
+            f"the inputs say {'one server at a time' if claimed else 'both servers up'}; the sessions recorded "
+            f"{', '.join(sorted(orders))}"
+        )
+    return alone, problems
 
 
 def _rate_note(r: PromptResult) -> str | None:
@@ -409,8 +445,9 @@ def verdict_of(derived: dict, measured_on: dict) -> dict:
         status = "incomplete"
     if status == "different" and g["differs"]:
         causes: dict[str, int] = {}
+        untriaged = "not triaged, one server at a time" if derived.get("one_at_a_time") else "not triaged"
         for d in diffs:
-            causes[d["cause"] or "not triaged"] = causes.get(d["cause"] or "not triaged", 0) + 1
+            causes[d["cause"] or untriaged] = causes.get(d["cause"] or untriaged, 0) + 1
         what = ", ".join(f"{c} {k}" if len(causes) > 1 else c for c, k in sorted(causes.items(), key=lambda x: -x[1]))
         line = f"DIFFERENT on {g['differs']}/{n} (greedy; cause{'s' if len(causes) > 1 else ''}: {what})"
         if s is not None:

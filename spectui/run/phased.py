@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 from spectui.core.errors import describe
 from spectui.core.events import StreamEvent, StreamFailed
@@ -96,11 +97,24 @@ class RecordedSide:
         return None, None
 
 
+@dataclass
+class Pass:
+    """One run over prompts, each with its own generation parameters (`prove`'s sampled pass gives every
+    seed its own), recorded by its own writer; `run`/`runs` label its results."""
+
+    items: list[tuple[Prompt, GenerationParams]]
+    run: int = 1
+    runs: int = 1
+    writer: Any = None  # a store.session.SessionWriter, or None: not recorded
+    emit: Callable[[RunEvent], None] | None = None
+
+
 class PhasedRun:
     """Runs a prompt set one server at a time; `open_side(side)` starts a side and stops it on exit.
 
     `on_stream` gets each stream event of the paired runs (the live side and the played one), as the run
-    session's does; `say` a line at each phase.
+    session's does; `say` a line at each phase. `run_passes` runs passes of their own (prove's greedy runs
+    and its sampled pass) on one schedule, so a side's adjacent phases share a launch across them too.
     """
 
     def __init__(
@@ -124,33 +138,45 @@ class PhasedRun:
         self.recorders = recorders
         self.say = say or (lambda line: None)
         self.infos: dict[str, ServerInfo] = {}
-        self.schedule = phases(repeat)
+        self.launches: list[str] = []  # the sides in the order they were started
 
     async def run(self, prompts: list[Prompt]) -> list[PromptResult]:
+        passes = [
+            Pass([(p, self.params) for p in prompts], k, self.repeat, self.writer, self.emit)
+            for k in range(1, self.repeat + 1)
+        ]
+        done = await self.run_passes(passes)
+        return [done[k][i] for i in range(len(prompts)) for k in range(self.repeat)]
+
+    async def run_passes(self, passes: list[Pass]) -> list[list[PromptResult]]:
+        """Each pass's results in its items' order; the passes alternate whole phases, B C | C B | …"""
         alone: dict[tuple[int, int, str], Recorded] = {}
         paired: dict[tuple[int, int], PromptResult] = {}
-        for phase in self.schedule:
+        for phase in phases(len(passes)):
             side, other = phase.side, ("candidate" if phase.side == "baseline" else "baseline")
-            runs = ", ".join(map(str, phase.runs))
+            runs = ", ".join(str(passes[k - 1].run) for k in phase.runs)
             self.say(f"{side}: starting it alone (run{'s' if len(phase.runs) > 1 else ''} {runs})")
+            self.launches.append(side)
             try:
                 async with self.open_side(side) as backend:
                     if backend.info is not None:
                         self.infos[side] = backend.info
                     for k in phase.runs:
-                        for i, prompt in enumerate(prompts):
+                        ps = passes[k - 1]
+                        for i, (prompt, params) in enumerate(ps.items):
                             first = alone.get((i, k, other))
                             if first is None:
-                                self.say(f"{side} alone: {prompt.id} (run {k})")
-                                alone[(i, k, side)] = await self._alone(side, backend, prompt)
+                                self.say(f"{side} alone: {prompt.id} (run {ps.run})")
+                                alone[(i, k, side)] = await self._alone(side, backend, prompt, params)
                             else:
-                                paired[(i, k)] = await self._pair(prompt, k, side, backend, other, first)
+                                paired[(i, k)] = await self._pair(ps, prompt, params, side, backend, other, first)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a side that would not start (or went away) fails what it had left
                 why = f"{side} server: {describe(exc)}"
                 for k in phase.runs:
-                    for i, prompt in enumerate(prompts):
+                    ps = passes[k - 1]
+                    for i, (prompt, params) in enumerate(ps.items):
                         if (i, k) in paired or (i, k, side) in alone:
                             continue
                         failed = Recorded(SideRecorder(side), self.infos.get(side))
@@ -160,15 +186,16 @@ class PhasedRun:
                         if first is None:
                             alone[(i, k, side)] = failed
                         else:
-                            paired[(i, k)] = await self._pair(prompt, k, side, RecordedSide(side, failed), other, first)
+                            played = RecordedSide(side, failed)
+                            paired[(i, k)] = await self._pair(ps, prompt, params, side, played, other, first)
             self.say(f"{side}: stopped")
-        return [paired[(i, k)] for i in range(len(prompts)) for k in range(1, self.repeat + 1)]
+        return [[paired[(i, k)] for i in range(len(ps.items))] for k, ps in enumerate(passes, 1)]
 
-    async def _alone(self, name: str, backend: Source, prompt: Prompt) -> Recorded:
+    async def _alone(self, name: str, backend: Source, prompt: Prompt, params: GenerationParams) -> Recorded:
         side = Recorded(SideRecorder(name), backend.info)
         try:
             side.rendered = await render_prompt(backend, prompt)
-            await run_side(name, backend, side.rendered, self.params, lambda _s, ev: side.events.append(ev), side.rec)
+            await run_side(name, backend, side.rendered, params, lambda _s, ev: side.events.append(ev), side.rec)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -178,15 +205,22 @@ class PhasedRun:
         return side
 
     async def _pair(
-        self, prompt: Prompt, k: int, live_side: str, live: Source, played_side: str, played: Recorded
+        self,
+        ps: Pass,
+        prompt: Prompt,
+        params: GenerationParams,
+        live_side: str,
+        live: Source,
+        played_side: str,
+        played: Recorded,
     ) -> PromptResult:
         """The live side's stream beside the played side's recording, judged as side by side."""
         sources = {live_side: live, played_side: RecordedSide(played_side, played)}
-        w = self.writer
-        self.emit(PromptStarted(prompt, self.params, ORDER))
+        w, emit = ps.writer, ps.emit or self.emit
+        emit(PromptStarted(prompt, params, ORDER))
         if w is not None:
             w.servers({s: self.infos.get(s) or ServerInfo("?") for s in SIDES})
-            w.prompt_started(prompt, self.params, ORDER)
+            w.prompt_started(prompt, params, ORDER)
         played_start = played.rec.started_ns
 
         def sink(side: str, ev: StreamEvent) -> None:
@@ -199,15 +233,15 @@ class PhasedRun:
             sources["baseline"],
             sources["candidate"],
             prompt,
-            self.params,
+            params,
             "concurrent",
             sink,
             self.recorders() if self.recorders is not None else None,
         )
         for key in CROSS_CHECK:  # what the played side's server counters said when it ran
             setattr(getattr(r, played_side).figures, key, getattr(played.rec.figures, key))
-        r.run, r.runs = k, self.repeat
+        r.run, r.runs = ps.run, ps.runs
         if w is not None:
             w.prompt_finished(r)
-        self.emit(PromptFinished(r))
+        emit(PromptFinished(r))
         return r

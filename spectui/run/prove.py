@@ -8,6 +8,10 @@
       3. measured_on (run.provenance), then certificate.build: every figure derived from the files just
          written, exactly as `spectui verify` will derive them again
 
+One server at a time (`OneAtATime`: a GPU that cannot hold both): the greedy runs and the sampled pass
+go through run.phased (each side started alone; whole phases alternate B C | C B, the sampled pass last);
+triage, which reruns a prompt on both servers at once, is skipped and the certificate says why.
+
 Nothing here has a loop over requests of its own: each request goes through RunSession (core.runner).
 """
 
@@ -23,11 +27,28 @@ from spectui.core.errors import InputError
 from spectui.core.runner import PromptResult, Source
 from spectui.core.types import GenerationParams, Prompt
 from spectui.run import certificate
-from spectui.run.events import PromptFinished, RunEvent
+from spectui.run.events import PromptFinished, PromptStarted, RunEvent
+from spectui.run.phased import ORDER
 from spectui.run.session import RunOptions, RunSession
 from spectui.run.shard import Shard, sampled_positions
 
 GREEDY, SAMPLED = "greedy.jsonl", "sampled.jsonl"
+TRIAGE_SKIPPED = (
+    "skipped: triage reruns a differing prompt on both servers and asks both for log-probabilities, "
+    "and the two were never up together"
+)
+
+
+@dataclass
+class OneAtATime:
+    """Run each side alone: `open_side(side)` starts it and stops it when its block ends (run.phased)."""
+
+    open_side: Callable  # run.phased.OpenSide
+    why: str  # "asked for (--one-at-a-time)", or the memory plan's reason
+    say: Callable[[str], None] | None = None
+
+    def to_json(self) -> dict:
+        return {"why": self.why, "triage": TRIAGE_SKIPPED}
 
 
 @dataclass
@@ -116,8 +137,8 @@ def prepare_dir(out: Path) -> Path:
 class Prover:
     def __init__(
         self,
-        baseline: Source,
-        candidate: Source,
+        baseline: Source | None,
+        candidate: Source | None,
         params: GenerationParams,
         prompts: list[Prompt],
         set_name: str,
@@ -130,6 +151,7 @@ class Prover:
         launched: dict[str, LaunchSpec] | None = None,
         argvs: dict[str, list[str] | None] | None = None,
         gpu_probe=None,
+        one_at_a_time: OneAtATime | None = None,
     ) -> None:
         if not prompts:
             raise InputError("the prompt set is empty")
@@ -145,6 +167,12 @@ class Prover:
         self.launched = launched or {}
         self.argvs = argvs or {}
         self.gpu_probe = gpu_probe
+        self.alone = one_at_a_time
+        if one_at_a_time is None and (baseline is None or candidate is None):
+            raise InputError("prove needs both servers, or one_at_a_time to start each alone")
+        self.infos: dict = {}  # one at a time: each side's server as it answered when it was up
+        if one_at_a_time is not None:
+            self.options = options = dataclasses.replace(options, order=ORDER)
         shard = options.shard
         self.share = [p for i, p in enumerate(prompts) if shard is None or shard.takes(i)]
         picked = sampled_positions(len(prompts), options.sampled)
@@ -179,9 +207,11 @@ class Prover:
             }
             if self.sampled_all
             else None,
+            **({"one_at_a_time": self.alone.to_json()} if self.alone is not None else {}),
         }
 
     def _session(self, params: GenerationParams, writer, repeat: int, emit=None) -> RunSession:
+        assert self.baseline is not None and self.candidate is not None  # both up: not one at a time
         opts = RunOptions(
             order=self.options.order,
             repeat=repeat,
@@ -201,11 +231,31 @@ class Prover:
         )
 
     async def run(self) -> dict:
+        o = self.options
+        out = prepare_dir(self.out)
+        refs_paths = [(out / GREEDY, "greedy")] + ([(out / SAMPLED, "sampled")] if self.sampled else [])
+        if self.alone is not None:
+            await self._one_at_a_time(out)
+        else:
+            await self._together(out)
+
+        self.emit(PhaseStarted("certificate", 1))
+        from spectui.run.provenance import measured_on
+
+        infos = {side: self._info(side) for side in ("baseline", "candidate")}
+        argvs = {side: self._argv(side) for side in ("baseline", "candidate")}
+        mo = measured_on(infos, argvs, self.prompts, self.set_name, o.hash_files, self.gpu_probe)
+        refs = [certificate.session_ref(p, out, phase) for p, phase in refs_paths]
+        doc = certificate.build(self.inputs(), mo, refs, out)
+        path = out / certificate.CERT_NAME
+        certificate.write(doc, path)
+        self.emit(CertificateWritten(path, doc))
+        return doc
+
+    async def _together(self, out: Path) -> None:
         from spectui.store.session import SessionWriter
 
         o = self.options
-        out = prepare_dir(self.out)
-        refs_paths = [(out / GREEDY, "greedy")]
         total = len(self.share) * o.runs
         self.emit(PhaseStarted("greedy", total))
         writer = SessionWriter(out / GREEDY)
@@ -235,7 +285,6 @@ class Prover:
         finally:
             writer.close()
         if self.sampled:
-            refs_paths.append((out / SAMPLED, "sampled"))
             total = len(self.sampled) * o.samples
             self.emit(PhaseStarted("sampled", total))
             writer = SessionWriter(out / SAMPLED)
@@ -243,35 +292,79 @@ class Prover:
                 done = 0
                 for prompt in self.sampled:
                     for i in range(o.samples):
-                        params = dataclasses.replace(
-                            self.params,
-                            temperature=o.temperature,
-                            seed=o.seed_base + i,
-                            max_tokens=o.sample_max_tokens,
-                            cache_prompt=False,
-                        )
-                        await self._session(params, writer, 1).run([prompt], triage=False)
+                        await self._session(self.sampled_params(i), writer, 1).run([prompt], triage=False)
                         done += 1
                         self.emit(Progressed("sampled", done, total, prompt.id))
             finally:
                 writer.close()
-        self.emit(PhaseStarted("certificate", 1))
-        from spectui.run.provenance import measured_on
 
-        infos = {"baseline": self._info(self.baseline), "candidate": self._info(self.candidate)}
-        argvs = {side: self._argv(side) for side in ("baseline", "candidate")}
-        mo = measured_on(infos, argvs, self.prompts, self.set_name, o.hash_files, self.gpu_probe)
-        refs = [certificate.session_ref(p, out, phase) for p, phase in refs_paths]
-        doc = certificate.build(self.inputs(), mo, refs, out)
-        path = out / certificate.CERT_NAME
-        certificate.write(doc, path)
-        self.emit(CertificateWritten(path, doc))
-        return doc
+    async def _one_at_a_time(self, out: Path) -> None:
+        """Both passes one server at a time: the greedy runs, then the sampled pass (each seed its own
+        parameters), on one schedule of whole phases, each pair judged as side by side."""
+        from spectui.run.phased import Pass, PhasedRun
+        from spectui.store.session import SessionWriter
 
-    @staticmethod
-    def _info(source: Source):
+        assert self.alone is not None
+        o = self.options
+        greedy_total = len(self.share) * o.runs
+        sampled_total = len(self.sampled) * o.samples
+        done = {"greedy": 0, "sampled": 0}
+
+        def counted(phase: str, total: int):
+            def emit(ev) -> None:
+                if phase == "sampled" and isinstance(ev, PromptStarted) and not began:
+                    began.append(True)  # its first pair: the sampled pass's candidate side is up
+                    self.emit(PhaseStarted("sampled", total))
+                self.emit(ev)
+                if isinstance(ev, PromptFinished):
+                    done[phase] += 1
+                    self.emit(Progressed(phase, done[phase], total, ev.result.prompt.id))
+
+            return emit
+
+        began: list[bool] = []
+        self.emit(PhaseStarted("greedy", greedy_total))
+        writers = {"greedy": SessionWriter(out / GREEDY)}
+        try:
+            passes = [
+                Pass(
+                    [(p, self.params) for p in self.share],
+                    k,
+                    o.runs,
+                    writers["greedy"],
+                    counted("greedy", greedy_total),
+                )
+                for k in range(1, o.runs + 1)
+            ]
+            if self.sampled:
+                writers["sampled"] = SessionWriter(out / SAMPLED)
+                items = [(p, self.sampled_params(i)) for p in self.sampled for i in range(o.samples)]
+                passes.append(Pass(items, 1, 1, writers["sampled"], counted("sampled", sampled_total)))
+            run = PhasedRun(self.alone.open_side, self.params, o.runs, say=self.alone.say)
+            try:
+                await run.run_passes(passes)
+            finally:
+                self.infos = dict(run.infos)
+        finally:
+            for w in writers.values():
+                w.close()
+
+    def sampled_params(self, i: int) -> GenerationParams:
+        o = self.options
+        return dataclasses.replace(
+            self.params,
+            temperature=o.temperature,
+            seed=o.seed_base + i,
+            max_tokens=o.sample_max_tokens,
+            cache_prompt=False,
+        )
+
+    def _info(self, side: str):
         from spectui.core.types import ServerInfo
 
+        source = self.baseline if side == "baseline" else self.candidate
+        if source is None:  # one at a time: as the side answered while it was up
+            return self.infos.get(side) or ServerInfo("?")
         return source.info or ServerInfo(source.url)
 
     def _argv(self, side: str) -> list[str] | None:
@@ -284,7 +377,8 @@ class Prover:
             return self.argvs[side]
         from spectui.labs.sampling import launch_argv
 
-        return launch_argv((self.baseline if side == "baseline" else self.candidate).url)
+        source = self.baseline if side == "baseline" else self.candidate
+        return launch_argv(source.url) if source is not None else None
 
 
 def _set_hash(prompts: list[Prompt]) -> str:

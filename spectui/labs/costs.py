@@ -148,6 +148,31 @@ class CostCurve:
             "left_out": self.left_out,
         }
 
+    @classmethod
+    def from_json(cls, d: dict) -> CostCurve:
+        """The curve as to_json wrote it (a certificate's or a session's recorded terms): the raw times, from
+        which terms() gives the same c, V(k) and R(k) again."""
+
+        def samples(x) -> Samples | None:
+            return Samples(tuple(float(v) for v in x["ms"])) if x else None
+
+        def batch(x) -> dict[int, Samples] | None:
+            return {int(k): Samples(tuple(float(v) for v in s["ms"])) for k, s in x.items()} if x else None
+
+        return cls(
+            context=int(d["context_tokens"]),
+            repeats=int(d["repeats"]),
+            target_step=samples(d.get("target_step")),
+            target_batch=batch(d.get("target_batch")) or {},
+            draft_step=samples(d.get("draft_step")),
+            draft_batch=batch(d.get("draft_batch")),
+            candidate_batch=batch(d.get("candidate_batch")),
+            drafting=str(d.get("drafting", DRAFT_MODEL)),
+            sources=dict(d.get("sources") or {}),
+            notes=list(d.get("notes") or []),
+            left_out=int(d.get("left_out") or 0),
+        )
+
 
 def _interp(table: dict[int, Samples] | None, k: float, i: int | None) -> float:
     """A batch time at k tokens: measured, or linear between the nearest measured k (along the last two

@@ -94,6 +94,8 @@ def differences(a, b, path: str = "derived", limit: int = 12) -> list[str]:
         elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
             for i, (u, v) in enumerate(zip(x, y)):
                 walk(u, v, f"{p}[{i}]")
+        elif _nan(x) and _nan(y):  # a step cost where no step was made: NaN both times
+            return
         elif x != y or type(x) is not type(y) and not (_num(x) and _num(y)):
             out.append(f"{p}: the certificate says {_short(x)}, the sessions give {_short(y)}")
 
@@ -106,6 +108,10 @@ _MISSING = object()
 
 def _num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _nan(v) -> bool:
+    return isinstance(v, float) and v != v
 
 
 def _short(v) -> str:
@@ -138,8 +144,10 @@ def verify(path: str | Path) -> Verification:
             checked.append(f"session {ref.get('path')}: sha256 ok")
         readable.append(ref)
     if len(readable) == len(doc["sessions"]):
+        loaded: dict = {}
         try:
-            fresh = derive(load_sessions(readable, base), doc["inputs"], doc["measured_on"])
+            loaded = load_sessions(readable, base)
+            fresh = derive(loaded, doc["inputs"], doc["measured_on"])
         except InputError as exc:
             problems.append(f"the sessions cannot be read: {exc.one_line()}")
             fresh = None
@@ -153,6 +161,10 @@ def verify(path: str | Path) -> Verification:
                 problems.append(
                     f"verdict: the certificate says {_short(top)}, the sessions give {_short(fresh['verdict'])}"
                 )
+            if isinstance(doc.get("terms"), dict):
+                bad, ok = recheck_terms(doc["terms"], loaded.get("greedy", []))
+                problems += bad
+                checked += ok
             for side in ("baseline", "candidate"):
                 claimed = doc["measured_on"].get("servers", {}).get(side, {})
                 recorded = fresh["servers"].get(side, {})
@@ -172,6 +184,42 @@ def verify(path: str | Path) -> Verification:
             else:
                 checked.append(f"{r.name}: matches the certificate JSON")
     return Verification(not problems, problems, checked)
+
+
+def recheck_terms(terms: dict, greedy_sessions) -> tuple[list[str], list[str]]:
+    """(problems, checked) for the certificate's measured terms (labs.terms_record): the raw times are
+    recorded figures (no server to time again), and each prompt's check — α, γ, E, the prediction, the
+    measured speed-up and its interval, agree or the term that misses — is derived again from those times
+    and the greedy sessions' runs, and must be equal."""
+    from spectui.labs.terms_record import rederive, runs_by_prompt
+
+    if terms.get("skipped"):
+        return [], [f"terms: not measured ({terms['skipped']}): nothing to check"]
+    runs = runs_by_prompt(greedy_sessions)
+    problems: list[str] = []
+    n = 0
+    for e in terms.get("prompts") or []:
+        pid = e.get("id")
+        if pid not in runs:
+            problems.append(f"terms: prompt {_short(pid)} has measured terms but no runs in the greedy sessions")
+            continue
+        try:
+            chk = rederive(e, runs[pid])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            problems.append(f"terms.{pid}: the recorded measurement cannot be read ({exc!r})")
+            continue
+        found = differences(e.get("check"), chk.to_json() if chk is not None else None, f"terms.{pid}.check")
+        problems += found
+        n += not found
+    checked = (
+        [
+            f"terms: the check of {n} prompt(s) re-derived from the recorded times and the sessions: equal "
+            "(the times themselves are recorded figures)"
+        ]
+        if n
+        else []
+    )
+    return problems, checked
 
 
 def rendering_name(cert_path: Path, default: str) -> str:
@@ -248,8 +296,27 @@ def merge(paths: list[str | Path], out: str | Path) -> dict:
     hws = {json.dumps(_machine(d["measured_on"].get("hardware")), sort_keys=True) for d in docs}
     if len(hws) > 1:
         mo["hardware_note"] = f"the shards ran on {len(hws)} different machines: each speed-up is paired within one"
-    doc = build(inputs, mo, refs, base)
+    doc = build(inputs, mo, refs, base, merged_terms(docs))
     return doc
+
+
+def merged_terms(docs: list[dict]) -> dict | None:
+    """The shards' measured terms, never averaged: each prompt is in one shard, so each prompt's terms are
+    the ones measured on the servers of the shard that ran it (its entry kept as it is). Where some shards
+    measured and others did not, the merged certificate says which prompts have none."""
+    parts = [d.get("terms") for d in sorted(docs, key=lambda d: d["inputs"]["shard"]["index"])]
+    if all(not isinstance(t, dict) for t in parts):
+        return None
+    measured = [t for t in parts if isinstance(t, dict) and not t.get("skipped")]
+    if not measured:
+        return {"skipped": "; ".join(sorted({str(t.get("skipped")) for t in parts if isinstance(t, dict)}))}
+    out = {k: v for k, v in measured[0].items() if k != "prompts"}
+    out["prompts"] = [e for t in measured for e in t.get("prompts") or []]
+    out["merged"] = (
+        f"each prompt's terms from the shard that ran it ({len(measured)} of {len(parts)} shards measured them); "
+        "not averaged"
+    )
+    return out
 
 
 def _machine(hw: dict | None) -> dict:
@@ -258,9 +325,11 @@ def _machine(hw: dict | None) -> dict:
 
 
 # -- assembling and writing -------------------------------------------------------------------------------
-def build(inputs: dict, measured_on: dict, refs: list[dict], base: Path) -> dict:
+def build(inputs: dict, measured_on: dict, refs: list[dict], base: Path, terms: dict | None = None) -> dict:
+    """The certificate; `terms` (labs.terms_record, or {"skipped": why}) is kept beside "derived": its
+    times were measured on the servers, its checks are derived again by verify."""
     derived = derive(load_sessions(refs, base), inputs, measured_on)
-    return {
+    doc = {
         "format": FORMAT,
         "version": VERSION,
         "verdict": derived["verdict"],
@@ -269,6 +338,9 @@ def build(inputs: dict, measured_on: dict, refs: list[dict], base: Path) -> dict
         "sessions": refs,
         "derived": derived,
     }
+    if terms is not None:
+        doc["terms"] = normalised(terms)
+    return doc
 
 
 def write(doc: dict, path: Path) -> list[Path]:

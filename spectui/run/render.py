@@ -153,6 +153,9 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
             ]
         )
     out.append(("By category", rows))
+    from spectui.core import terms_table
+
+    out += terms_table.sections(doc.get("terms"))  # measured on the servers after the run (issue 30)
     hw = mo.get("hardware") or {}
     gpus = ", ".join(f"{x['name']} ({_size(x.get('memory_total'))})" for x in hw.get("gpus") or []) or (
         f"none ({hw.get('gpu_note')})"

@@ -1,0 +1,185 @@
+"""The formula's measured terms kept after the servers are gone (issue 30): the record `spectui prove` puts in
+a certificate ("terms") and `spectui theory --from S --save` keeps beside a session (S.terms.json).
+
+Each prompt's entry holds the raw times its terms came from (labs.costs.CostCurve.to_json: ms as the
+servers timed them) and the check made of them (labs.terms.TheoryCheck.to_json). The times are recorded
+figures: nothing can measure them again without the servers. The check is derivable: wherever the record
+is read (`spectui verify`, `spectui report`) it is derived again from those times and the session's own
+runs, so a reader is never shown α, a speed-up or a prediction that the session does not give.
+
+The side file is not appended to the session: a session a certificate references is checked by its
+sha256, so the session file stays as it was recorded; the side file names the session's sha256 instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from spectui.core.errors import InputError
+
+FORMAT = "spectui-terms"
+VERSION = 1
+SUFFIX = ".terms.json"
+HOW = (
+    "measured after the greedy runs on the servers compared, on separate requests of token ids (labs.costs): "
+    "V(k) and R(k) from llama-server's prompt_ms, c from the draft model's decode step on its own llama-server"
+)
+
+
+def entry(pid: str, chk, curve) -> dict:
+    """One prompt's terms: the raw measurement (None where nothing was measured) and the check."""
+    return {
+        "id": pid,
+        "measurement": curve.to_json() if curve is not None else None,
+        "check": chk.to_json() if chk is not None else None,
+        "why_none": None if chk is not None else "the candidate drafted nothing in this prompt's runs",
+    }
+
+
+def record(entries: list[dict], repeats: int, draft_model: str | None) -> dict:
+    return json.loads(
+        json.dumps(
+            {
+                "format": FORMAT,
+                "version": VERSION,
+                "how": HOW,
+                "repeats": repeats,
+                "draft_model": draft_model,
+                "prompts": entries,
+            }
+        )
+    )
+
+
+async def measure(
+    client,
+    baseline,
+    candidate,
+    groups,
+    draft_model: str | None = None,
+    repeats: int = 3,
+    say: Callable[[str], None] | None = None,
+    done: Callable[[int, str], None] | None = None,
+) -> dict:
+    """The terms of each prompt's runs (core.runner.Repeated groups, as read back from the session file),
+    measured on the live servers (labs.costs.check_prompt), as a record."""
+    from spectui.labs.costs import check_prompt
+
+    entries = []
+    for i, g in enumerate(groups, 1):
+        chk, curve = await check_prompt(client, baseline, candidate, g.runs, draft_model, repeats, say)
+        entries.append(entry(g.prompt.id, chk, curve))
+        if done is not None:
+            done(i, g.prompt.id)
+    return record(entries, repeats, draft_model)
+
+
+def runs_by_prompt(sessions) -> dict[str, list]:
+    """Each prompt's recorded runs (core.runner.PromptResult) across sessions (a merged certificate's
+    shards hold disjoint prompts)."""
+    from spectui.store.session import results_for
+
+    return runs_of([r for s in sessions for r in results_for(s)])
+
+
+def runs_of(results: list) -> dict[str, list]:
+    from spectui.core.runner import grouped
+
+    out: dict[str, list] = {}
+    for g in grouped(results):
+        out.setdefault(g.prompt.id, []).extend(g.runs)
+    return out
+
+
+def rederive(e: dict, runs: list):
+    """The check of one entry derived again from its recorded times and the session's runs (TheoryCheck, or
+    None where no run drafted)."""
+    from spectui.labs.costs import CostCurve
+    from spectui.labs.terms import check_runs
+
+    m = e.get("measurement")
+    if m is None or not runs:
+        return None
+    curve = CostCurve.from_json(m)
+    return check_runs(runs, curve.terms(), curve.terms_each())
+
+
+# -- the side file beside a session ----------------------------------------------------------------------
+def side_path(session_path: str | Path) -> Path:
+    p = Path(session_path).expanduser()
+    return p.with_name(p.name + SUFFIX)
+
+
+def save(session_path: str | Path, rec: dict) -> Path:
+    """Write the record beside the session (atomically), naming the session file and its sha256."""
+    import hashlib
+
+    from spectui.store.locations import atomic_write
+
+    p = Path(session_path).expanduser()
+    data = p.read_bytes()
+    doc = {**rec, "session": {"file": p.name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}}
+    return atomic_write(side_path(p), json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+
+
+def load_beside(session_path: str | Path) -> tuple[dict | None, list[str]]:
+    """The record saved beside a session, or None; warnings (one line each) where it cannot be used or the
+    session was recorded to since."""
+    import hashlib
+
+    side = side_path(session_path)
+    if not side.is_file():
+        return None, []
+    try:
+        rec = json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, [f"{side}: not read ({exc}); no measured terms shown"]
+    if not isinstance(rec, dict) or rec.get("format") != FORMAT or not isinstance(rec.get("prompts"), list):
+        return None, [f'{side}: not a spectui terms record (no "format": "{FORMAT}"); no measured terms shown']
+    if not isinstance(rec.get("version"), int) or rec["version"] > VERSION:
+        return None, [f"{side}: terms record version {rec.get('version')!r}; this spectui reads up to {VERSION}"]
+    warnings = []
+    digest = hashlib.sha256(Path(session_path).expanduser().read_bytes()).hexdigest()
+    if (rec.get("session") or {}).get("sha256") != digest:
+        warnings.append(
+            f"{side.name}: the session changed after the terms were measured; the check uses the session's runs "
+            "now and the times measured then"
+        )
+    return rec, warnings
+
+
+def checks_for(rec: dict, runs: dict[str, list]) -> dict:
+    """prompt id → TheoryCheck (or None) derived from the record's times and the runs (for the HTML report)."""
+    out = {}
+    for e in rec.get("prompts") or []:
+        if e.get("id") in runs:
+            try:
+                out[e["id"]] = rederive(e, runs[e["id"]])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise InputError(f"the terms recorded for {e['id']!r} cannot be read ({exc!r})") from None
+    return out
+
+
+def entries_for(rec: dict, checks: dict) -> list[dict]:
+    """The record's entries with each check as derived now (what the text and Markdown reports show)."""
+    return [
+        {
+            **e,
+            "check": checks[e["id"]].to_json() if checks.get(e.get("id")) is not None else None,
+        }
+        for e in rec.get("prompts") or []
+        if e.get("id") in checks
+    ]
+
+
+def for_report(session_path: str | Path, results: list) -> tuple[dict | None, dict, list[str]]:
+    """What `spectui report` shows of the terms saved beside a session: (the record with each check derived
+    again from its times and the session's runs, prompt id → TheoryCheck, warnings); (None, {}, …) where
+    none was saved."""
+    rec, warnings = load_beside(session_path)
+    if rec is None:
+        return None, {}, warnings
+    checks = checks_for(rec, runs_of(results))
+    return {**rec, "prompts": entries_for(rec, checks)}, checks, warnings

@@ -1,0 +1,74 @@
+"""The formula's terms measured for a certificate (issue 30): after `spectui prove` has written its
+certificate, the servers it ran on (still up) are timed on separate requests (labs.costs, as `spectui
+theory --from` does) for each prompt of the greedy session, and the certificate gets a "terms" record
+(labs.terms_record) and is written again (JSON, Markdown, HTML).
+
+The greedy runs are read back from greedy.jsonl, so each prompt's check is made from the same runs
+`spectui verify` reads; the measured times are the only figures verify cannot derive again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from spectui.run import certificate
+
+SKIPPED_FLAG = "--no-terms"
+
+
+def draft_model_of(doc: dict) -> str | None:
+    """The draft model file the candidate was launched with (its recorded command line), where it says."""
+    from spectui.backends.launchspec import LaunchSpec
+
+    argv = (doc["measured_on"].get("servers", {}).get("candidate") or {}).get("launch_argv")
+    model = LaunchSpec.from_argv(argv).draft_model if argv else None
+    return str(model) if model is not None and model.is_file() else None
+
+
+async def add_terms(
+    doc: dict,
+    client,
+    baseline,
+    candidate,
+    *,
+    skip: str | None = None,
+    repeats: int = 3,
+    say: Callable[[str], None] | None = None,
+) -> dict:
+    """The certificate with its measured terms (or {"skipped": why}), written again beside its sessions.
+    A measurement that fails is recorded as skipped with its reason: the certificate stays complete."""
+    from spectui.core.runner import grouped
+    from spectui.labs import terms_record
+    from spectui.store.session import load_session, results_for
+
+    path = Path(doc["_path"])
+    if skip is None and (baseline is None or candidate is None):
+        skip = "the two servers were not up together"
+    if skip is not None:
+        terms: dict = {"skipped": skip}
+    else:
+        groups = []
+        for ref in doc["sessions"]:
+            if ref["phase"] == "greedy":
+                session = load_session(path.parent / ref["path"])
+                groups += [g for g in grouped(results_for(session)) if any(r.speedup for r in g.runs)]
+
+        def done(i: int, pid: str) -> None:
+            if say is not None:
+                say(f"terms {i}/{len(groups)} {pid}")
+
+        try:
+            terms = await terms_record.measure(
+                client, baseline, candidate, groups, draft_model_of(doc), repeats, done=done
+            )
+        except Exception as exc:  # a server gone, a draft server that would not start: said, not raised
+            from spectui.core.errors import describe
+
+            terms = {"skipped": f"the measurement failed: {describe(exc)}"}
+    doc = {k: v for k, v in doc.items() if k != "_path"}
+    from spectui.run.derive import normalised
+
+    doc["terms"] = normalised(terms)
+    certificate.write(doc, path)
+    return doc

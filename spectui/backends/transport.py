@@ -17,10 +17,18 @@ that reads sockets itself like uvloop, the first packets after the kernel turns 
 wholly read before it was handed over), post_sse reads its own clock as before. Reads that a client too
 busy to keep up lets pile into one take that read's newest stamp: an upper bound for the earlier events
 in it, and never later than the clock read would have been.
+
+Closing (aiohttp 3.14, reproduced in tests/unit/test_transport_close.py). aiohttp's own close closes each
+connection and waits for the loop to report it gone, which asyncio does only once the connection's unsent
+bytes are written: never, for a request body that a stalled server stopped reading. And a response still
+being read when its connection closes is orphaned (the protocol drops it before the loss is reported):
+its reader waits for ever. So the client ends every open response with a read error, aborts every
+connection (a closing client has nothing left to send) and waits at most CLOSE_S for the rest.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import platform
 import socket
@@ -47,6 +55,7 @@ ARRIVALS = "spectui.arrivals"  # the response extension: the deque of kernel arr
 # a slow 2-core machine (64 streams × 64 tokens, whole client process, 6 alternating runs)
 BODY_CHUNKS = "spectui.body_chunks"
 _STALE_NS = 3_600 * 10**9  # a stamp further than this from now is not a packet's arrival time: ignored
+CLOSE_S = 2.0  # the longest a client's close waits once every connection is aborted (it takes one loop turn)
 
 
 class StampedSocket(socket.socket):
@@ -86,6 +95,23 @@ def _stamped_socket(addr_info) -> socket.socket:
     return sock
 
 
+def _abort_connections(connector) -> None:
+    """Abort every connection the connector holds, idle or in use: the transport drops its unsent bytes
+    and reports itself lost on the next turn of the loop, so the connector's close has nothing to wait on.
+    (aiohttp keeps them in `_conns` and `_acquired` since 3.0; read defensively, the bounded wait in
+    StampedTransport.aclose covers a version that moves them.)"""
+    protocols = list(getattr(connector, "_acquired", ()))
+    for idle in getattr(connector, "_conns", {}).values():
+        protocols.extend(proto for proto, _ in idle)
+    for proto in protocols:
+        abort = getattr(proto, "abort", None)
+        if abort is not None:
+            try:
+                abort()
+            except Exception:  # one connection's transport already gone never keeps the others open
+                pass
+
+
 async def _chunks(content) -> AsyncIterator[bytes]:
     from httpx_aiohttp.transport import map_aiohttp_exceptions
 
@@ -101,6 +127,10 @@ def _transport_class():
     class StampedTransport(AiohttpTransport):
         """AiohttpTransport on StampedSockets; each response carries its socket's arrival times."""
 
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.open_responses: weakref.WeakSet = weakref.WeakSet()  # aiohttp's, for aclose to end
+
         async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
             if request.url.userinfo:  # httpx has made it the Authorization header already; aiohttp
                 # refuses a URL's credentials beside that header (ValueError, not a connection error)
@@ -109,6 +139,7 @@ def _transport_class():
             aio = getattr(response.stream, "_aiohttp_response", None)  # httpx-aiohttp's hold on aiohttp's
             if aio is None:
                 return response
+            self.open_responses.add(aio)
             try:  # its connection's socket; gone when the whole response was read before it came here
                 sock = _sockets.get(aio.connection.transport.get_extra_info("socket").fileno())
             except AttributeError:
@@ -118,6 +149,27 @@ def _transport_class():
             if response.headers.get("content-encoding", "identity") == "identity":
                 response.extensions[BODY_CHUNKS] = lambda: _chunks(aio.content)
             return response
+
+        async def aclose(self) -> None:
+            """Close at once: abort every connection, then give aiohttp's close at most CLOSE_S. Returns
+            promptly whatever the servers do (stalled, half-closed, not reading)."""
+            from aiohttp import ClientPayloadError, ClientSession
+
+            session = self.client
+            if not isinstance(session, ClientSession) or session.closed:  # never opened, or closed already
+                return
+            for aio in list(self.open_responses):  # their readers fail at once instead of waiting for ever
+                if not aio.content.is_eof():
+                    aio.content.set_exception(ClientPayloadError("the client was closed while the response was read"))
+            if session.connector is not None:
+                _abort_connections(session.connector)
+            closing = asyncio.ensure_future(session.close())
+            closing.add_done_callback(lambda task: task.cancelled() or task.exception())  # retrieved: no warning
+            try:  # asyncio.wait, not wait_for: on Python 3.11 wait_for also waits for the cancelled close to end
+                await asyncio.wait({closing}, timeout=CLOSE_S)
+            finally:
+                if not closing.done():
+                    closing.cancel()
 
     return StampedTransport
 

@@ -276,7 +276,7 @@ async def cmd_prove(args) -> int:
             doc = await prover.run()
             from spectui.run.prove_terms import SKIPPED_FLAG, add_terms
 
-            if args.terms and not args.json:
+            if args.terms and not args.json and alone is None:  # one at a time: never both up to time
                 _say("measuring the formula's terms on the servers (--no-terms skips it) …")
             doc = await add_terms(
                 doc,

@@ -107,6 +107,10 @@ class Pass:
     runs: int = 1
     writer: Any = None  # a store.session.SessionWriter, or None: not recorded
     emit: Callable[[RunEvent], None] | None = None
+    label: str = ""  # how progress lines name it (default "run N")
+
+    def name(self) -> str:
+        return self.label or f"run {self.run}"
 
 
 class PhasedRun:
@@ -154,8 +158,10 @@ class PhasedRun:
         paired: dict[tuple[int, int], PromptResult] = {}
         for phase in phases(len(passes)):
             side, other = phase.side, ("candidate" if phase.side == "baseline" else "baseline")
-            runs = ", ".join(str(passes[k - 1].run) for k in phase.runs)
-            self.say(f"{side}: starting it alone (run{'s' if len(phase.runs) > 1 else ''} {runs})")
+            names = [passes[k - 1].name() for k in phase.runs]
+            if all(n.startswith("run ") for n in names):
+                names = [f"run{'s' if len(names) > 1 else ''} " + ", ".join(n[4:] for n in names)]
+            self.say(f"{side}: starting it alone ({', '.join(names)})")
             self.launches.append(side)
             try:
                 async with self.open_side(side) as backend:
@@ -166,7 +172,7 @@ class PhasedRun:
                         for i, (prompt, params) in enumerate(ps.items):
                             first = alone.get((i, k, other))
                             if first is None:
-                                self.say(f"{side} alone: {prompt.id} (run {ps.run})")
+                                self.say(f"{side} alone: {prompt.id} ({ps.name()})")
                                 alone[(i, k, side)] = await self._alone(side, backend, prompt, params)
                             else:
                                 paired[(i, k)] = await self._pair(ps, prompt, params, side, backend, other, first)

@@ -339,7 +339,7 @@ class Prover:
             if self.sampled:
                 writers["sampled"] = SessionWriter(out / SAMPLED)
                 items = [(p, self.sampled_params(i)) for p in self.sampled for i in range(o.samples)]
-                passes.append(Pass(items, 1, 1, writers["sampled"], counted("sampled", sampled_total)))
+                passes.append(Pass(items, 1, 1, writers["sampled"], counted("sampled", sampled_total), "sampled pass"))
             run = PhasedRun(self.alone.open_side, self.params, o.runs, say=self.alone.say)
             try:
                 await run.run_passes(passes)

@@ -279,11 +279,13 @@ def cmd_replay(args) -> int:
         for w in session.warnings:
             print(f"spectui: warning: {w}", file=sys.stderr)
         params, order = session.prompts[0].params, session.prompts[0].order
+        terms, _ = _saved_terms(session.path, results)
         if args.json:
-            print(json.dumps(json_report(session.infos, results, params, order), indent=2))
+            doc = json_report(session.infos, results, params, order)
+            print(json.dumps({**doc, "terms": terms} if terms else doc, indent=2))
         else:
             print(f"replay of {session.path} (recorded {session.created})")
-            print(text_report(session.infos, results, params, order))
+            print(text_report(session.infos, results, params, order, terms=terms))
         return exit_for(results)
     for w in session.warnings:
         print(f"spectui: warning: {w}", file=sys.stderr)
@@ -306,14 +308,16 @@ def cmd_report(args) -> int:
 
     check_output(args.output, "-o")
     params, order = session.prompts[0].params, session.prompts[0].order
+    terms, checks = _saved_terms(session.path, results)
     if args.format == "md":
-        text = markdown_report(session.infos, results, params, order, str(session.path))
+        text = markdown_report(session.infos, results, params, order, str(session.path), terms=terms)
     elif args.format == "html":
         from spectui.labs.html_report import html_report
 
-        text = html_report(session.infos, results, params, order, str(session.path))
+        text = html_report(session.infos, results, params, order, str(session.path), checks=checks, terms_record=terms)
     else:
-        text = json.dumps(json_report(session.infos, results, params, order), indent=2) + "\n"
+        doc = json_report(session.infos, results, params, order)
+        text = json.dumps({**doc, "terms": terms} if terms else doc, indent=2) + "\n"
     if args.output:
         from spectui.store.locations import atomic_write
 
@@ -325,6 +329,17 @@ def cmd_report(args) -> int:
     else:
         print(text, end="")
     return EXIT_OK
+
+
+def _saved_terms(path, results):
+    """The formula's terms saved beside the session by `theory --from S --save` (each check derived again
+    from the saved times and the session's runs) and its checks; a warning printed for each problem."""
+    from spectui.labs.terms_record import for_report
+
+    terms, checks, warnings = for_report(path, results)
+    for w in warnings:
+        print(f"spectui: warning: {w}", file=sys.stderr)
+    return terms, checks
 
 
 def cmd_sessions(args) -> int:

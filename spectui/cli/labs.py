@@ -239,7 +239,7 @@ def cmd_theory(args):
             "give --alpha, --gamma and --cost (or --from SESSION to measure them)",
             hint="e.g. --alpha 0.8 --gamma 4 --cost 0.05",
         )
-    for flag in ("--draft-model", "--no-measure", "--html"):
+    for flag in ("--draft-model", "--no-measure", "--html", "--save"):
         if getattr(args, flag[2:].replace("-", "_"), None):
             raise InputError(f"{flag} goes with --from SESSION")
     t = theory.analyse(args.alpha, args.gamma, args.cost)
@@ -263,6 +263,8 @@ async def _theory_from(args) -> int:
 
     if args.repeats < 1:
         raise InputError(f"--repeats must be at least 1, not {args.repeats}")
+    if getattr(args, "save", False) and args.no_measure:
+        raise InputError("--save keeps measured terms: --no-measure measures none", hint="leave out one of them")
     if args.html and (Path(args.html).expanduser().is_dir() or not Path(args.html).expanduser().parent.is_dir()):
         raise InputError(f"--html {args.html}: not a file in an existing folder", hint="give --html a file name")
     session = load_session(args.from_session)
@@ -318,6 +320,17 @@ async def _theory_from(args) -> int:
             for pid, chk in checks.items()
         ],
     }
+    if getattr(args, "save", False):
+        from spectui.labs import terms_record
+
+        rec = terms_record.record(
+            [terms_record.entry(pid, chk, curves[pid]) for pid, chk in checks.items()], args.repeats, args.draft_model
+        )
+        try:
+            where = terms_record.save(session.path, rec)
+        except OSError as exc:
+            raise InputError(f"the terms were not saved beside {session.path}: {exc.strerror or exc}") from None
+        print(f"spectui: saved the measured terms to {where} (spectui report shows them)", file=sys.stderr)
     if args.json:
         print(json.dumps(doc, indent=2))
     else:

@@ -335,6 +335,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=3, metavar="N", help="with --from: measurements per term (3)")
     p.add_argument("--no-measure", action="store_true", help="with --from: the ideal formula only, no requests")
     p.add_argument("--html", metavar="FILE", help="with --from: also write the HTML report with the terms table")
+    p.add_argument(
+        "--save",
+        action="store_true",
+        help="with --from: keep the measured terms beside the session (SESSION.terms.json) for `spectui report`",
+    )
     p.add_argument("--json", action="store_true")
 
     from spectui.cli.drafts import add_parser as add_drafts_parser

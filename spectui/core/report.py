@@ -69,7 +69,14 @@ def server_line(role: str, info: ServerInfo) -> str:
     return f"{role:<9} {info.url}  build {info.build or '?'}  model {info.model or '?'}  [{info.describe_speedup()}]"
 
 
-def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], params: GenerationParams, order: str) -> str:
+def text_report(
+    infos: dict[str, ServerInfo],
+    results: list[PromptResult],
+    params: GenerationParams,
+    order: str,
+    terms: dict | None = None,
+) -> str:
+    """The console report; `terms`: the formula's measured terms (labs.terms_record), where saved."""
     lines = [
         server_line("baseline", infos["baseline"]),
         server_line("candidate", infos["candidate"]),
@@ -77,7 +84,10 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
         f"order={order} prompt cache={cache_text(params)}",
         "",
     ]
-    head = f"{'prompt':<18} {'side':<9} {'TTFT ms':>8} {'tok/s':>7} {'srv tok/s':>9} {'tokens':>6} {'cached':>6}  {'acceptance':<16} {'mean len':>8}"
+    head = (
+        f"{'prompt':<18} {'side':<9} {'TTFT ms':>8} {'tok/s':>7} {'srv tok/s':>9} {'tokens':>6} {'cached':>6}  "
+        f"{'acceptance':<16} {'mean len':>8} {'α/pos':>6}"
+    )
     lines.append(head)
     lines.append("-" * len(head))
     for r in results:
@@ -90,6 +100,7 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
             lines.append(
                 f"{pid:<18} {name:<9} {fmt(f.ttft_ms):>8} {fmt(f.decode_tps):>7} {fmt(f.server_decode_tps):>9} "
                 f"{f.tokens:>6} {fmt(f.prompt_cached, 'd'):>6}  {acceptance_text(rec):<16} {fmt(f.mean_accepted_length, '.2f'):>8}"
+                f" {fmt(measured(rec, f.alpha_per_position), '.2f'):>6}"
             )
             if f.metrics_check and f.metrics_check != "ok" and f.drafted:
                 lines.append(f"{'':<18} {'':<9} /metrics cross-check: {f.metrics_check}")
@@ -124,6 +135,8 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
                 for n in t.notes:
                     lines.append(f"{'':<18}     ({n})")
         lines += drafts_lines(r)
+    if any(r.candidate.figures.drafted for r in results):
+        lines.append(ALPHA_NOTE)
     lines += repeat_lines(results)
     lines += rejected_by_position(results)
     done = [r for r in results if r.identical is not None]
@@ -134,7 +147,18 @@ def text_report(infos: dict[str, ServerInfo], results: list[PromptResult], param
         + (f", {len(results) - len(done)} not compared" if len(done) < len(results) else "")
         + f"; builds: baseline {infos['baseline'].build or '?'}, candidate {infos['candidate'].build or '?'}"
     )
+    if terms is not None:
+        from spectui.core import terms_table
+
+        lines += terms_table.text(terms)
     return "\n".join(lines)
+
+
+# acceptance per drafted token (accepted/drafted) is not Leviathan's α: the table gives both
+ALPHA_NOTE = (
+    "acceptance: per drafted token (accepted/drafted); α/pos: per position, the α with Σ_{i=1..γ} α^i = "
+    "accepted/steps at γ = drafted/steps (Leviathan's α)"
+)
 
 
 def repeat_text(g: Repeated) -> str:
@@ -275,8 +299,10 @@ def markdown_report(
     params: GenerationParams,
     order: str,
     source: str | None = None,
+    terms: dict | None = None,
 ) -> str:
-    """A readable report: the acceptance rate beside every speed-up, and the build tags."""
+    """A readable report: the acceptance rate beside every speed-up, and the build tags; `terms`: the
+    formula's measured terms (labs.terms_record), where saved."""
     b, c = infos["baseline"], infos["candidate"]
     out = ["# spectui comparison", ""]
     if source:
@@ -294,15 +320,17 @@ def markdown_report(
         f"order {order}, prompt cache "
         f"{cache_text(params)}.",
         "",
-        "| prompt | baseline tok/s | candidate tok/s | speed-up (acceptance) | mean accepted length | TTFT ms (b / c) | output |",
-        "|---|---|---|---|---|---|---|",
+        "| prompt | baseline tok/s | candidate tok/s | speed-up (acceptance per drafted token) | mean accepted length "
+        "| α per position | TTFT ms (b / c) | output |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         fb, fc = r.baseline.figures, r.candidate.figures
         b_tps, c_tps = measured(r.baseline, fb.decode_tps), measured(r.candidate, fc.decode_tps)
         out.append(
             f"| {md_cell(r.prompt.id)} | {fmt(b_tps)} | {fmt(c_tps)} | {speedup_text(r)} | "
-            f"{fmt(measured(r.candidate, fc.mean_accepted_length), '.2f')} | {fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')} | "
+            f"{fmt(measured(r.candidate, fc.mean_accepted_length), '.2f')} | "
+            f"{fmt(measured(r.candidate, fc.alpha_per_position), '.2f')} | {fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')} | "
             f"{verdict_text(r)} |"
         )
     for r in results:
@@ -333,6 +361,12 @@ def markdown_report(
         f"Builds: baseline {md_cell(b.build or '?')}, candidate {md_cell(c.build or '?')}.",
         "",
     ]
+    if any(r.candidate.figures.drafted for r in results):
+        out[-1:-1] = ["", md_cell(ALPHA_NOTE.replace("α/pos", "α per position"))]
+    if terms is not None:
+        from spectui.core import terms_table
+
+        out[-1:-1] = terms_table.markdown(terms)
     return "\n".join(out)
 
 

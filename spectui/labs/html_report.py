@@ -158,7 +158,10 @@ def html_report(
     order: str,
     source: str | None = None,
     checks: dict[str, terms.TheoryCheck | None] | None = None,
+    terms_record: dict | None = None,
 ) -> str:
+    """One self-contained page; `checks`: each prompt's formula check (its SVG point and terms table),
+    `terms_record`: the measured terms (labs.terms_record) as the one table the certificate shows too."""
 
     b, c = infos["baseline"], infos["candidate"]
     done = [r for r in results if r.identical is not None]
@@ -171,7 +174,9 @@ def html_report(
             f"<tr><td>{_e(r.prompt.id)}{' (run ' + str(r.run) + ')' if r.runs > 1 else ''}</td>"
             f"<td>{fmt(fb.decode_tps)}</td><td>{fmt(fc.decode_tps)}</td>"
             f"<td>{_e(speedup_text(r))}</td><td>{_e(acceptance_text(r.candidate))}</td>"
-            f"<td>{fmt(fc.mean_accepted_length, '.2f')}</td><td>{fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')}</td>"
+            f"<td>{fmt(fc.mean_accepted_length, '.2f')}</td>"
+            f"<td>{fmt(fc.alpha_per_position if r.candidate.finished is not None else None, '.2f')}</td>"
+            f"<td>{fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')}</td>"
             f'<td class="{cls}">{_e(verdict_text(r))}</td></tr>'
         )
     body = [
@@ -197,9 +202,11 @@ def html_report(
         f"{f', {len(results) - len(done)} not compared' if len(done) < len(results) else ''}. "
         f"Builds: baseline {_e(b.build or '?')}, candidate {_e(c.build or '?')}.</p>",
         "<table><tr><th>prompt</th><th>baseline tok/s</th><th>candidate tok/s</th><th>speed-up</th>"
-        "<th>acceptance</th><th>mean accepted length</th><th>TTFT ms (b / c)</th><th>output</th></tr>",
+        "<th>acceptance per drafted token</th><th>mean accepted length</th><th>α per position</th>"
+        "<th>TTFT ms (b / c)</th><th>output</th></tr>",
         *rows,
         "</table>",
+        _terms_html(terms_record),
         '<p class="legend">Marks: <span class="t-accepted">accepted draft</span><span class="t-target">target\'s own '
         'token</span><span class="t-first">first token</span><span class="rej">✗n drafts rejected</span>'
         '<span class="guess">what the draft guessed</span><span class="div">first difference</span></p>',
@@ -238,3 +245,9 @@ def html_report(
             body.append(terms_table_html(chk))
     body.append("</body></html>")
     return "\n".join(x for x in body if x) + "\n"
+
+
+def _terms_html(record: dict | None) -> str:
+    from spectui.core import terms_table
+
+    return terms_table.html(record)

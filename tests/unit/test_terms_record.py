@@ -1,0 +1,217 @@
+"""The formula's measured terms kept after the servers are gone (issue 30): in the certificate (prove's
+"terms", checked again by verify, kept by merge, rendered as one table) and beside a session (`theory
+--from S --save`, shown by `spectui report` and `replay --no-tui`). The times come from test_costs' fake
+llama-servers with a known cost curve (c 0.3, V(k) = 1 + 0.5(k − 1), R(k) = 0.1k); the runs from recorded
+llama-server streams (the certificate) or test_costs' synthetic stream (the session)."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from spectui.cli.main import main
+from spectui.core import terms_table
+from spectui.labs import terms_record
+from spectui.labs.terms import check_runs
+from spectui.run import certificate
+from spectui.run.shard import Shard
+from spectui.store.session import load_session
+from tests.unit.test_certificate import prompts, prove, valid
+from tests.unit.test_costs import C, measured_curve, synthetic_session
+
+
+def measured_record(runs: dict[str, list]) -> dict:
+    """Each prompt's check made from the fake servers' times and its runs, as prove and theory --save make it."""
+    curve = measured_curve()
+    entries = [
+        terms_record.entry(pid, check_runs(rs, curve.terms(), curve.terms_each()), curve) for pid, rs in runs.items()
+    ]
+    return terms_record.record(entries, curve.repeats, None)
+
+
+def with_terms(out: Path, doc: dict) -> dict:
+    """The certificate at `out` with measured terms for each of its greedy prompts, written again."""
+    greedy = [load_session(out / r["path"]) for r in doc["sessions"] if r["phase"] == "greedy"]
+    doc = {k: v for k, v in doc.items() if k != "_path"}
+    doc["terms"] = measured_record(terms_record.runs_by_prompt(greedy))
+    certificate.write(doc, out / certificate.CERT_NAME)
+    return certificate.load(out / certificate.CERT_NAME)
+
+
+@pytest.fixture(scope="module")
+def cert(tmp_path_factory):
+    out = tmp_path_factory.mktemp("terms") / "c"
+    return out, with_terms(out, prove(out, items=prompts(2)))
+
+
+def test_the_certificate_carries_the_terms_table_and_verify_derives_each_check_again(cert, capsys):
+    out, doc = cert
+    valid(doc)
+    t = doc["terms"]
+    assert [e["id"] for e in t["prompts"]] == [p.id for p in prompts(2)]
+    chk = t["prompts"][0]["check"]
+    assert chk["draft_cost_c"] == pytest.approx(C, rel=0.02) and chk["verification_cost"]["1"] == 1.0
+    assert chk["verification_cost"]["5"] == pytest.approx(3.0, rel=0.02)  # V(γ+1), γ = 4
+    assert main(["verify", str(out / "certificate.json")]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("VERIFIED") and "terms: the check of 2 prompt(s) re-derived" in said
+    # one table, the same in the three renderings
+    md = (out / "certificate.md").read_text(encoding="utf-8")
+    page = html.unescape((out / "certificate.html").read_text(encoding="utf-8"))
+    text = certificate_text(doc)
+    for rendering in (md, page, text):
+        assert terms_table.TITLE in rendering and "α per position" in rendering
+        assert f"{chk['draft_cost_c']:.3f}" in rendering and f"{chk['alpha_per_position']:.3f}" in rendering
+    section = md.split(terms_table.TITLE, 1)[1].splitlines()
+    row = next(line for line in section if line.startswith(f"| {prompts(2)[0].id} |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert len(cells) == len(terms_table.HEADER)
+    assert cells[2].split()[0] == "1.00" and cells[8].startswith(f"{chk['measured_speedup']:.2f}×")
+
+
+def certificate_text(doc: dict) -> str:
+    from spectui.run.render import render_text
+
+    return render_text(doc)
+
+
+def test_verify_names_an_edited_measured_time_and_an_edited_check(cert, tmp_path, capsys):
+    out, _ = cert
+    for edit, said in (
+        (lambda t: t["prompts"][0]["check"].__setitem__("predicted_speedup", 9.99), "check.predicted_speedup"),
+        # a time changed: the check its times give is no longer the one written
+        (lambda t: t["prompts"][1]["measurement"]["draft_step"]["ms"].__setitem__(0, 1.0), "check.predicted_range"),
+    ):
+        c = tmp_path / f"copy{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(out, c)
+        path = c / "certificate.json"
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        edit(doc["terms"])
+        path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+        assert main(["verify", str(path)]) == 1
+        text = capsys.readouterr().out
+        assert said in text and "terms." in text, text
+
+
+def test_a_certificate_without_a_measurement_says_why_and_one_from_a_replay_is_ideal_labelled(tmp_path):
+    from spectui.run.prove_terms import SKIPPED_FLAG, add_terms
+
+    out = tmp_path / "c"
+    doc = prove(out, items=prompts(1))
+    skipped = asyncio.run(add_terms(certificate.load(out / "certificate.json"), None, None, None, skip=SKIPPED_FLAG))
+    valid(skipped)
+    assert "not measured: --no-terms" in (out / "certificate.md").read_text(encoding="utf-8")
+    # replayed servers give no per-request timings: the ideal stands in for each term, and says so
+    b, c = replay_pair()
+    got = asyncio.run(add_terms(certificate.load(out / "certificate.json"), None, b, c))
+    valid(got)
+    (e,) = got["terms"]["prompts"]
+    assert e["check"]["verification_cost"] == {"1": 1.0} and "not measured" in e["check"]["sources"]["verify"]
+    assert "(ideal, not measured)" in (out / "certificate.md").read_text(encoding="utf-8")
+    assert certificate.verify(out / "certificate.json").ok
+    assert doc["derived"] == got["derived"]
+
+
+def replay_pair():
+    from spectui.backends.recorded import ReplayBackend
+    from tests.recordings import BASELINE, DRAFT, INFO, payloads
+
+    return (
+        ReplayBackend("replay://b", payloads(BASELINE), INFO, virtual_ms_per_event=12.5),
+        ReplayBackend("replay://c", payloads(DRAFT), INFO, virtual_ms_per_event=12.5),
+    )
+
+
+def test_merge_keeps_each_prompts_terms_from_its_shard(tmp_path, capsys):
+    items = prompts(3)
+    paths = []
+    for i in (1, 2):
+        out = tmp_path / f"s{i}"
+        doc = prove(out, items=items, sampled=0, shard=Shard(i, 2))
+        if i == 1:
+            with_terms(out, doc)
+        paths.append(str(out / "certificate.json"))
+    assert main(["merge", *paths, "-o", str(tmp_path / "merged.json")]) == 0
+    capsys.readouterr()
+    merged = certificate.load(tmp_path / "merged.json")
+    valid(merged)
+    first = certificate.load(paths[0])
+    assert merged["terms"]["prompts"] == first["terms"]["prompts"]  # kept as measured, not averaged
+    assert "1 of 2 shards" in merged["terms"]["merged"]
+    assert main(["verify", str(tmp_path / "merged.json")]) == 0
+
+
+def test_theory_save_keeps_the_terms_beside_the_session_and_report_shows_them(tmp_path, capsys):
+    path = tmp_path / "s.jsonl"
+    synthetic_session(path)
+    session = load_session(path)
+    rec = measured_record(terms_record.runs_by_prompt([session]))
+    side = terms_record.save(path, rec)
+    assert side.name == "s.jsonl.terms.json" and load_session(path).prompts  # the session file is untouched
+    want = rec["prompts"][0]["check"]
+    for fmt in ("md", "html", "json"):
+        assert main(["report", str(path), "--format", fmt]) == 0
+        got = capsys.readouterr()
+        assert got.err == ""
+        if fmt == "json":
+            assert json.loads(got.out)["terms"]["prompts"][0]["check"] == want  # derived again: equal
+        else:
+            assert terms_table.TITLE in html.unescape(got.out) and f"{want['draft_cost_c']:.3f}" in got.out
+    assert main(["replay", str(path), "--no-tui"]) == 0
+    text = capsys.readouterr().out
+    assert terms_table.TITLE in text and "α/pos" in text
+    # the session recorded to since: shown, with a warning; a damaged side file: a warning, no table
+    with path.open("a", encoding="utf-8") as f:
+        f.write("\n")
+    assert main(["report", str(path)]) == 0
+    got = capsys.readouterr()
+    assert "changed after the terms were measured" in got.err and terms_table.TITLE in got.out
+    side.write_text("{", encoding="utf-8")
+    assert main(["report", str(path)]) == 0
+    got = capsys.readouterr()
+    assert got.err.count("\n") == 1 and "no measured terms shown" in got.err and terms_table.TITLE not in got.out
+
+
+def test_theory_save_refuses_no_measure_in_one_line(tmp_path, capsys):
+    path = tmp_path / "s.jsonl"
+    synthetic_session(path)
+    assert main(["theory", "--from", str(path), "--no-measure", "--save"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--save" in err
+    assert not terms_record.side_path(path).exists()
+
+
+def test_the_ngram_row_says_c_is_zero_and_an_undrafted_prompt_says_so():
+    chk = {
+        "draft_cost_c": 0.0,
+        "verification_cost": {"1": 1.0, "2": 1.5},
+        "draft_reevaluation_cost": None,
+        "sources": {
+            "c": "n-gram drafting: no draft model, a lookup in the token history (c = 0, not measured)",
+            "verify": "measured: the baseline's prompt_ms",
+            "reeval": "n-gram drafting: no model re-evaluates the batch (R = 0)",
+        },
+        "alpha_per_position": 1.0,
+        "gamma": 3.85,
+        "tokens_per_step": 4.85,
+        "predicted_speedup": 1.39,
+        "predicted_range": [0.54, 1.88],
+        "measured_speedup": 1.49,
+        "measured_low": 0.99,
+        "measured_high": 2.12,
+        "runs": 5,
+        "agree": True,
+        "agreement": "the prediction is inside the measured interval",
+        "miss": None,
+        "terms": [],
+    }
+    rows = terms_table.rows([{"id": "copy", "check": chk}, {"id": "q", "check": None, "why_none": "drafted nothing"}])
+    assert rows[1][1] == "0 (n-gram: no draft model)" and rows[1][2] == "1.00 1.50" and rows[1][9] == "agrees"
+    assert rows[1][8] == "1.49× [0.99–2.12] (5 runs)" and rows[2][-1] == "drafted nothing"
+    lines = terms_table.lines([{"id": "copy", "check": chk}])
+    assert any("c — n-gram drafting" in x for x in lines)

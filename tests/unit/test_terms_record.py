@@ -215,3 +215,34 @@ def test_the_ngram_row_says_c_is_zero_and_an_undrafted_prompt_says_so():
     assert rows[1][8] == "1.49× [0.99–2.12] (5 runs)" and rows[2][-1] == "drafted nothing"
     lines = terms_table.lines([{"id": "copy", "check": chk}])
     assert any("c — n-gram drafting" in x for x in lines)
+
+
+def test_the_text_and_markdown_reports_carry_alpha_per_position_beside_acceptance_per_drafted_token():
+    """Issue 25: α per position (Σ α^i = accepted/steps) beside accepted/drafted, in both tables."""
+    from spectui.core.figures import per_position_alpha
+    from spectui.core.report import markdown_report, text_report
+    from spectui.core.types import GenerationParams, ServerInfo
+    from spectui.core.verdict import judge
+    from tests.unit.test_costs import ALPHA, synthetic_run
+
+    r = synthetic_run(steps=400, seed=3)
+    r.verdict = judge(r.baseline, r.candidate, True)
+    f = r.candidate.figures
+    alpha = per_position_alpha(f.accepted, f.drafted, f.metrics_steps or f.steps)
+    assert alpha == pytest.approx(ALPHA, abs=0.03) and abs(alpha - f.acceptance_rate) > 0.1  # two numbers
+    infos = {s: ServerInfo(url="http://127.0.0.1:9", model="m", build="b1") for s in ("baseline", "candidate")}
+    text = text_report(infos, [r], GenerationParams(), "sequential")
+    head = next(line for line in text.splitlines() if line.startswith("prompt"))
+    row = next(line for line in text.splitlines() if line[19:29].strip() == "candidate")
+    assert head.split()[-1] == "α/pos" and row.split()[-1] == f"{alpha:.2f}"
+    assert f"{f.acceptance_rate:.0%} ({f.accepted}/{f.drafted})" in row
+    base_row = next(line for line in text.splitlines() if line[19:29].strip() == "baseline")
+    assert base_row.split()[-1] == "—"  # the baseline drafts nothing: no α
+    assert "α/pos: per position" in text
+    md = markdown_report(infos, [r], GenerationParams(), "sequential")
+    header = next(line for line in md.splitlines() if line.startswith("| prompt |"))
+    cells = [c.strip() for c in header.strip("|").split("|")]
+    row = next(line for line in md.splitlines() if line.startswith("| p |"))
+    values = [c.strip() for c in row.strip("|").split("|")]
+    assert values[cells.index("α per position")] == f"{alpha:.2f}"
+    assert f"{f.acceptance_rate:.0%}" in values[cells.index("speed-up (acceptance per drafted token)")]

@@ -77,19 +77,27 @@ async def test_the_picker_opens_on_start_with_the_fitting_profile_starred():
         assert any(o.startswith("  s-nvidia") and "needs an NVIDIA GPU" in o for o in first)
 
 
-FAKE_EXIT = "import sys, time; print('fake-server: loading model', flush=True); time.sleep(1.5); print('error: invalid argument: --no-such-flag', flush=True); sys.exit(3)"
+# exits once the test has seen the progress (the flag file, argv[1]), not after a fixed time that a loaded
+# machine can spend before the app first polls /health
+FAKE_EXIT = (
+    "import os, sys, time; print('fake-server: loading model', flush=True)\n"
+    "deadline = time.monotonic() + 120\n"
+    "while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline: time.sleep(0.05)\n"
+    "print('error: invalid argument: --no-such-flag', flush=True); sys.exit(3)"
+)
 FAKE_SLOW = "import time; print('fake-server: still loading', flush=True); time.sleep(60)"
 
 
-async def test_a_launch_shows_progress_and_an_early_exit_opens_the_logs():
+async def test_a_launch_shows_progress_and_an_early_exit_opens_the_logs(tmp_path):
     from spectui.machine.probes import GPUProbe
     from spectui.store.profiles import parse_profile
     from spectui.tui.app import AppConfig, make_app
     from spectui.tui.widgets.panes import ServerLogs
 
+    flag = tmp_path / "exit-now"
     profile = parse_profile(
         'name = "fake"\n[[comparison]]\nid = "c"\ntitle = "fake pair"\n'
-        f'baseline = {{ backend = "llama.cpp", argv = [{sys.executable!r}, "-c", {FAKE_EXIT!r}] }}\n'
+        f'baseline = {{ backend = "llama.cpp", argv = [{sys.executable!r}, "-c", {FAKE_EXIT!r}, {str(flag)!r}] }}\n'
         f'candidate = {{ backend = "llama.cpp", argv = [{sys.executable!r}, "-c", {FAKE_SLOW!r}] }}\n',
         "fake.toml",
     )
@@ -99,13 +107,14 @@ async def test_a_launch_shows_progress_and_an_early_exit_opens_the_logs():
     async with app.run_test(size=(160, 48)) as pilot:
         app.servers.launch(profile, profile.comparison("c"))
         pane = app.pane("baseline")
-        await until(pilot, lambda: "waiting for /health" in (pane.cause or ""), 20, "progress to /health")
+        await until(pilot, lambda: "waiting for /health" in (pane.cause or ""), 60, "progress to /health")
         assert pane.state == "starting" and pane.url.startswith("http://127.0.0.1:")
         logs = app.q(ServerLogs)
-        await until(pilot, lambda: pane.state == "failed", 30, "the early exit")
+        flag.write_text("")  # the baseline exits now, with its error line
+        await until(pilot, lambda: pane.state == "failed", 60, "the early exit")
         assert "exited with status 3" in (pane.cause or "") and "--no-such-flag" in (pane.cause or "")
         await until(
-            pilot, lambda: logs.display and "--no-such-flag" in str(logs.render()), 10, "the logs, by themselves"
+            pilot, lambda: logs.display and "--no-such-flag" in str(logs.render()), 30, "the logs, by themselves"
         )
         assert "baseline — exited with status 3" in str(logs.render())
         procs = [s.proc for s in app.config.launched.values()]

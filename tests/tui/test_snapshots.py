@@ -71,8 +71,19 @@ def make(candidate="draft", fail_after=None, size_note=""):
 
 
 async def steady(pilot):
-    """No blinking cursor: its phase at capture time made the picture differ between runs."""
-    for inp in pilot.app.query("Input"):
+    """Both panes connected and the live panel's one sample drawn (the probe thread posts it: on a loaded
+    machine it can come after the screen looked settled), and no blinking cursor: its phase at capture
+    time made the picture differ between runs."""
+    from spectui.tui.widgets.panes import LivePanel
+
+    app = pilot.app
+    await until(
+        pilot,
+        lambda: all(app.pane(s).state == "ready" for s in ("baseline", "candidate")),
+        what="both panes to connect",
+    )
+    await until(pilot, lambda: app.q(LivePanel).history["host"], what="the live panel's first sample")
+    for inp in app.query("Input"):
         inp.cursor_blink = False
     await settled(pilot)
 

@@ -300,7 +300,7 @@ async def measure(
             own = curve.candidate_batch[k].median
             parts = curve.target_ms(k) + (curve.draft_ms(k) if drafting == DRAFT_MODEL else 0.0)
             curve.notes.append(
-                f"the candidate's own batch of {k} token{'s' if k > 1 else ''}: {own:.1f} ms; the baseline's"
+                f"the candidate's own {k}-token batch: {own:.1f} ms; the baseline's"
                 + (" plus the draft model's: " if drafting == DRAFT_MODEL and curve.draft_batch else ": ")
                 + f"{parts:.1f} ms"
             )
@@ -330,6 +330,7 @@ async def measure_on_servers(
     repeats: int = 3,
     say: Callable[[str], None] | None = None,
     check_candidate: bool = True,
+    draft_named: str = "named with --draft-model",
 ) -> CostCurve:
     """The terms for one context (`ids`: the run's prompt and output tokens; the first `prefix_len` are the
     cached prefix), measured on the live servers after the run. The draft model runs on a llama-server of
@@ -365,7 +366,7 @@ async def measure_on_servers(
         launcher, drafter = await start_drafter(client, draft_model)
         name = drafter.info.model if drafter.info else "the draft model"
         which = (
-            "named with --draft-model"
+            draft_named
             if draft_model
             else "spectui's bundled draft: llama-server does not say which the candidate loaded"
         )
@@ -433,6 +434,7 @@ async def check_prompt(
     repeats: int = 3,
     say: Callable[[str], None] | None = None,
     measure_terms: bool = True,
+    draft_named: str = "named with --draft-model",
 ):
     """The terms measured for one prompt's runs (core.runner.PromptResult) and the formula checked against
     them: (TheoryCheck or None where the candidate drafted nothing, the CostCurve or None)."""
@@ -454,7 +456,9 @@ async def check_prompt(
         import httpx
 
         async with httpx.AsyncClient() as own:
-            return await check_prompt(own, baseline, candidate, runs, draft_model, repeats, say, measure_terms)
+            return await check_prompt(
+                own, baseline, candidate, runs, draft_model, repeats, say, measure_terms, draft_named
+            )
     out = [t.token_id for t in rec.tokens]
     if any(i is None for i in out) or not candidate.capabilities.token_ids:
         why = f"the {candidate.kind} candidate's stream gave no token ids to rebuild the run's context"
@@ -481,6 +485,7 @@ async def check_prompt(
                 draft_model,
                 repeats,
                 say,
+                draft_named=draft_named,
             )
     if curve.measured and last.baseline.figures.decode_tps:
         during = 1000.0 / last.baseline.figures.decode_tps

@@ -62,6 +62,7 @@ async def measure(
     repeats: int = 3,
     say: Callable[[str], None] | None = None,
     done: Callable[[int, str], None] | None = None,
+    draft_named: str = "named with --draft-model",
 ) -> dict:
     """The terms of each prompt's runs (core.runner.Repeated groups, as read back from the session file),
     measured on the live servers (labs.costs.check_prompt), as a record."""
@@ -69,7 +70,9 @@ async def measure(
 
     entries = []
     for i, g in enumerate(groups, 1):
-        chk, curve = await check_prompt(client, baseline, candidate, g.runs, draft_model, repeats, say)
+        chk, curve = await check_prompt(
+            client, baseline, candidate, g.runs, draft_model, repeats, say, draft_named=draft_named
+        )
         entries.append(entry(g.prompt.id, chk, curve))
         if done is not None:
             done(i, g.prompt.id)

@@ -60,7 +60,14 @@ async def add_terms(
 
         try:
             terms = await terms_record.measure(
-                client, baseline, candidate, groups, draft_model_of(doc), repeats, done=done
+                client,
+                baseline,
+                candidate,
+                groups,
+                draft_model_of(doc),
+                repeats,
+                done=done,
+                draft_named="the -md on the candidate's recorded command line",
             )
         except Exception as exc:  # a server gone, a draft server that would not start: said, not raised
             from spectui.core.errors import describe

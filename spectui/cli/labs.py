@@ -19,12 +19,20 @@ from spectui.core.errors import InputError  # noqa: F401
 
 
 async def cmd_sweep(args) -> int:
-
-    from spectui.labs.sweep import parse_levels, svg_chart, sweep, text_table
+    from spectui.labs.sweep import parse_levels, svg_chart, text_table
 
     levels = parse_levels(args.concurrency)
     if args.repeat < 1:
         raise InputError(f"--repeat must be at least 1, not {args.repeat}")
+    if args.launch is None and (args.baseline is None or args.candidate is None):
+        raise InputError("sweep needs --baseline URL and --candidate URL, or --launch COMPARISON")
+    if args.launch is not None and (args.baseline or args.candidate):
+        raise InputError("--launch starts both servers: give it without --baseline/--candidate")
+    if args.one_at_a_time and args.launch is None:
+        raise InputError(
+            "--one-at-a-time starts and stops the servers itself: give it with --launch COMPARISON",
+            hint="servers already running cannot be stopped and started by spectui",
+        )
     params = params_from(args)
     prompt_list = prompts_from(args)
     from spectui.cli.outputs import check_notebook, check_output, write_failed
@@ -33,43 +41,25 @@ async def cmd_sweep(args) -> int:
     check_output(args.svg, "--svg")
     check_notebook(args)
     from spectui.backends.transport import stamped_client
+    from spectui.cli.compare import _launched_pair, launch_plan
 
+    launched = launch_plan(args) if args.launch is not None else None
     async with stamped_client(max(levels) * 2 + 4) as client:
-        backends, infos = await connect_pair(client, args)
-        for name, info in infos.items():
-            if info.slots is not None and info.slots < max(levels):
-                print(
-                    f"spectui: warning: {name} has {info.slots} slot(s); requests beyond that queue "
-                    f"(start it with -np {max(levels)})",
-                    file=sys.stderr,
-                )
-
-        from spectui.cli.progress import Advance
-
-        bar = Advance("spectui sweep")
-        finished: list[int] = []
-
-        def progress(level):
-            finished.append(level.concurrency)
-            if not args.json:  # levels done over all levels: the big ones take longest, so it is coarse
-                bar(
-                    f"levels {','.join(map(str, levels))}",
-                    len(finished) / len(levels),
-                    f"concurrency {level.concurrency} done",
-                )
-
-        try:
-            result = await sweep(
-                backends["baseline"], backends["candidate"], prompt_list, levels, params, progress, args.repeat
-            )
-        finally:
-            bar.close()
+        if launched is not None and launched[2]:
+            result, infos = await _sweep_alone(launched, client, args, prompt_list, levels, params)
+        else:
+            async with _launched_pair(launched, args) as urls:
+                if urls:
+                    args.baseline, args.candidate = urls
+                result, infos = await _sweep_together(client, args, prompt_list, levels, params)
     doc = {
         "baseline": infos["baseline"].to_json(),
         "candidate": infos["candidate"].to_json(),
         "params": {"max_tokens": params.max_tokens, "temperature": params.temperature, "seed": params.seed},
         "levels": [lv.to_json() for lv in result],
     }
+    if launched is not None and launched[2]:  # measured one after the other: never both servers up
+        doc["params"]["order"] = "one-at-a-time"
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
@@ -77,6 +67,8 @@ async def cmd_sweep(args) -> int:
         print(
             f"candidate {infos['candidate'].url} ({infos['candidate'].build}) [{infos['candidate'].describe_speedup()}]"
         )
+        if doc["params"].get("order") == "one-at-a-time":
+            print("one server at a time: each side measured alone, one after the other; speed-ups paired per level")
         print(text_table(result))
     from pathlib import Path
 
@@ -125,6 +117,57 @@ async def cmd_sweep(args) -> int:
     if any(lv.identical is None for lv in result) or unwritten:
         return EXIT_SERVER
     return EXIT_OK if all(lv.identical for lv in result) else EXIT_DIFFERS
+
+
+async def _sweep_together(client, args, prompt_list, levels, params):
+    """Both servers up: each level's requests to the baseline, then the same to the candidate."""
+    from spectui.cli.progress import Advance
+    from spectui.labs.sweep import sweep
+
+    backends, infos = await connect_pair(client, args)
+    for name, info in infos.items():
+        if info.slots is not None and info.slots < max(levels):
+            print(
+                f"spectui: warning: {name} has {info.slots} slot(s); requests beyond that queue "
+                f"(start it with -np {max(levels)})",
+                file=sys.stderr,
+            )
+    bar = Advance("spectui sweep")
+    finished: list[int] = []
+
+    def progress(level):
+        finished.append(level.concurrency)
+        if not args.json:  # levels done over all levels: the big ones take longest, so it is coarse
+            bar(
+                f"levels {','.join(map(str, levels))}",
+                len(finished) / len(levels),
+                f"concurrency {level.concurrency} done",
+            )
+
+    try:
+        result = await sweep(
+            backends["baseline"], backends["candidate"], prompt_list, levels, params, progress, args.repeat
+        )
+    finally:
+        bar.close()
+    return result, infos
+
+
+async def _sweep_alone(launched, client, args, prompt_list, levels, params):
+    """--one-at-a-time: the baseline alone at every level, then the candidate alone (labs.sweep.sweep_alone)."""
+    from spectui.cli.compare import _Opener
+    from spectui.core.types import ServerInfo
+    from spectui.labs.sweep import sweep_alone
+
+    comparison, servers, _, plan = launched
+    say = (lambda line: print(f"spectui: {line}", file=sys.stderr)) if not args.json else None
+    if say is not None:
+        why = "asked for" if args.one_at_a_time else f"the memory plan: {plan.reason}"
+        say(f"[{comparison.title}] one server at a time ({why}); the batch-time prediction needs both up: not made")
+    result, infos = await sweep_alone(
+        lambda side: _Opener(servers[side], client, args), prompt_list, levels, params, args.repeat, say
+    )
+    return result, {s: infos.get(s) or ServerInfo(servers[s].url) for s in ("baseline", "candidate")}
 
 
 async def cmd_prefix(args) -> int:

@@ -257,8 +257,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("app_args", nargs=argparse.REMAINDER, metavar="-- ARGS", help="the app's own arguments, after --")
 
     p = sub.add_parser("sweep", help="throughput and speed-up against concurrency: where the payoff collapses")
-    p.add_argument("--baseline", required=True, metavar="URL")
-    p.add_argument("--candidate", required=True, metavar="URL")
+    p.add_argument("--baseline", metavar="URL", help="the baseline server (or --launch a profile's pair)")
+    p.add_argument("--candidate", metavar="URL", help="the candidate server (or --launch a profile's pair)")
+    p.add_argument(
+        "--launch",
+        metavar="COMPARISON",
+        help="start the comparison's two servers from the profile (--profile, default cpu-demo) and stop them after",
+    )
+    p.add_argument("--profile", metavar="NAME", help="with --launch: the hardware profile (default cpu-demo)")
+    p.add_argument(
+        "--one-at-a-time",
+        action="store_true",
+        help="with --launch: the baseline alone at every level, stopped, then the candidate alone (chosen by "
+        "itself where the memory plan says the two do not fit on the GPU together); speed-ups paired per level",
+    )
     p.add_argument("--concurrency", default="1,2,4,8", metavar="N,N,…", help="levels (default 1,2,4,8)")
     p.add_argument("--prompts", default="default", metavar="SET|FILE", help="prompt set, cycled to fill each level")
     p.add_argument("--json", action="store_true")

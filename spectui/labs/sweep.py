@@ -321,18 +321,7 @@ async def sweep(
             else:
                 cand = await _run_side(candidate, texts_c, params, "candidate")
                 base = await _run_side(baseline, texts_b, params, "baseline")
-            if level is None:  # the first run's recorders stand for the level; every run is compared
-                level = Level(n, base, cand, [])
-            ids = same_tokenizer(baseline.info, candidate.info)
-            for j, (rb, rc) in enumerate(zip(base.recorders, cand.recorders)):
-                level.verdicts.append(judge(rb, rc, ids))  # the one verdict, as compare makes it
-                level.divergence_at.append((k, j))
-            if base.failed or cand.failed:
-                level.failed_runs.append(k)
-            # no rate from a side in which a request failed (and so no speed-up from that run)
-            level.runs.append(
-                (None if base.failed else base.aggregate_tps, None if cand.failed else cand.aggregate_tps)
-            )
+            level = _add_run(level, n, k, base, cand, same_tokenizer(baseline.info, candidate.info))
         assert level is not None  # repeat >= 1: the first run made it
         out.append(level)
         if on_level:
@@ -342,6 +331,80 @@ async def sweep(
 
         await predict_levels(out, baseline, candidate, rendered["baseline"][prompts[0].id])
     return out
+
+
+def _add_run(level: Level | None, n: int, k: int, base: SideLevel, cand: SideLevel, ids: bool) -> Level:
+    """Run k of level n, paired: every output judged, the run's aggregate rates (None for a side in
+    which a request failed: no rate, so no speed-up from that run)."""
+    if level is None:  # the first run's recorders stand for the level; every run is compared
+        level = Level(n, base, cand, [])
+    for j, (rb, rc) in enumerate(zip(base.recorders, cand.recorders)):
+        level.verdicts.append(judge(rb, rc, ids))  # the one verdict, as compare makes it
+        level.divergence_at.append((k, j))
+    if base.failed or cand.failed:
+        level.failed_runs.append(k)
+    level.runs.append((None if base.failed else base.aggregate_tps, None if cand.failed else cand.aggregate_tps))
+    return level
+
+
+def alone_schedule(repeat: int) -> list[tuple[str, list[int]]]:
+    """Whole phases B C | C B | …, adjacent phases of one side merged into one launch: run.phased's
+    schedule (labs sits below run, so it is spelled here; a unit test holds the two equal)."""
+    out: list[tuple[str, list[int]]] = []
+    for k in range(1, repeat + 1):
+        for side in ("baseline", "candidate") if k % 2 else ("candidate", "baseline"):
+            if out and out[-1][0] == side:
+                out[-1][1].append(k)
+            else:
+                out.append((side, [k]))
+    return out
+
+
+async def sweep_alone(
+    open_side, prompts: list[Prompt], levels: list[int], params: GenerationParams, repeat: int = 1, say=None
+) -> tuple[list[Level], dict]:
+    """One server at a time (a GPU that cannot hold both): each side, started alone by `open_side(side)`
+    (an async context that stops it after), runs every level of its runs; the phases alternate B C | C B.
+    Each level's speed-up is still paired run by run and every output judged against the other side's of
+    the same run and request. The batch-time prediction needs both servers up: not made. Returns the
+    levels and each side's ServerInfo."""
+    from spectui.core.errors import describe
+    from spectui.core.events import StreamFailed
+
+    say = say or (lambda line: None)
+    done: dict[tuple[str, int, int], SideLevel] = {}
+    infos: dict = {}
+    for side, runs in alone_schedule(repeat):
+        say(f"{side}: starting it alone (run{'s' if len(runs) > 1 else ''} {', '.join(map(str, runs))})")
+        try:
+            async with open_side(side) as backend:
+                infos[side] = backend.info
+                texts = {p.id: await render_prompt(backend, p) for p in prompts}
+                for k in runs:
+                    for n in levels:
+                        say(f"{side} alone: concurrency {n} (run {k})")
+                        chosen = [texts[prompts[i % len(prompts)].id] for i in range(n)]
+                        done[(side, k, n)] = await _run_side(backend, chosen, params, side)
+        except Exception as exc:  # a side that would not start (or went away) fails the levels it had left
+            why = f"{side} server: {describe(exc)}"
+            for k in runs:
+                for n in levels:
+                    if (side, k, n) not in done:
+                        recs = [SideRecorder(f"{side}#{i}") for i in range(n)]
+                        for r in recs:
+                            r.feed(StreamFailed(0, why))
+                        done[(side, k, n)] = SideLevel(recs, 0.0)
+        say(f"{side}: stopped")
+    ids = same_tokenizer(infos.get("baseline"), infos.get("candidate"))
+    out = []
+    for n in levels:
+        level = None
+        for k in range(1, repeat + 1):
+            level = _add_run(level, n, k, done[("baseline", k, n)], done[("candidate", k, n)], ids)
+        assert level is not None
+        level.predicted_note = "not predicted: the batch times are measured with both servers up"
+        out.append(level)
+    return out, infos
 
 
 def parse_levels(text: str) -> list[int]:

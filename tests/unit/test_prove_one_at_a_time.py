@@ -119,3 +119,50 @@ def test_one_at_a_time_needs_servers_spectui_can_start(capsys):
     code = main(["prove", "--baseline", "http://127.0.0.1:1", "--candidate", "http://127.0.0.1:2",
                  "--one-at-a-time", "--no-notebook"])  # fmt: skip
     assert code == 2 and "give it with --launch" in capsys.readouterr().err
+
+
+def test_the_sweeps_one_at_a_time_schedule_is_run_phased_s():
+    """labs sits below run, so the sweep spells the schedule itself: it must stay run.phased's."""
+    from spectui.labs.sweep import alone_schedule
+    from spectui.run.phased import phases
+
+    for n in range(1, 6):
+        assert alone_schedule(n) == [(p.side, p.runs) for p in phases(n)]
+
+
+def test_sweep_one_at_a_time_pairs_each_level_run_by_run_and_never_opens_both():
+    from spectui.labs.sweep import sweep_alone
+
+    opener = Opener({"baseline": payloads(BASELINE), "candidate": payloads(DRAFT)})
+    items = prompt_sets.load_set("default")[1][:2]
+    levels, infos = asyncio.run(sweep_alone(opener, items, [1, 2], PARAMS, repeat=2))
+    assert opener.launches == ["baseline", "candidate", "baseline"]  # B | C C | B
+    assert [lv.concurrency for lv in levels] == [1, 2]
+    for lv in levels:
+        assert len(lv.runs) == 2 and all(b and c for b, c in lv.runs)  # both runs paired, both rates
+        assert lv.compared == 2 * lv.concurrency and lv.identical is True
+        assert lv.predicted is None and "both servers up" in (lv.predicted_note or "")
+    assert set(infos) == {"baseline", "candidate"}
+
+
+def test_sweep_one_at_a_time_fails_the_levels_of_a_side_that_will_not_start():
+    from spectui.labs.sweep import sweep_alone
+
+    class Refusing(Opener):
+        def __call__(self, side):
+            if side == "candidate":
+
+                @asynccontextmanager
+                async def refused():
+                    raise OSError("port in use")
+                    yield  # pragma: no cover
+
+                return refused()
+            return super().__call__(side)
+
+    opener = Refusing({"baseline": payloads(BASELINE), "candidate": payloads(DRAFT)})
+    items = prompt_sets.load_set("default")[1][:1]
+    levels, _ = asyncio.run(sweep_alone(opener, items, [1], PARAMS))
+    lv = levels[0]
+    assert lv.identical is None and lv.speedup is None and lv.failed_runs == [1]
+    assert lv.candidate.failed[0].startswith("candidate server:") and "port in use" in lv.candidate.failed[0]

@@ -1,0 +1,55 @@
+"""`spectui sweep --launch … --one-at-a-time` on real llama-servers (issue 28): the baseline alone at
+every concurrency level, then the candidate alone, whole phases alternating — never both up, watched in
+the process list — every output compared with the other side's of the same run and request, each level's
+speed-up paired run by run, and no server left."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import threading
+
+import pytest
+
+from spectui.cli.main import main
+from tests.real.test_one_at_a_time import _llama_children
+
+pytestmark = pytest.mark.server
+
+ARGS = ["sweep", "--launch", "draft", "--concurrency", "1,2", "--prompts", "quick", "--max-tokens", "16"]
+ARGS += ["--repeat", "2", "--json", "--ready-timeout", "300"]
+
+
+def test_sweep_one_at_a_time_never_has_both_up_and_pairs_every_level(tmp_path):
+    seen: list[set[int]] = []
+    stop = threading.Event()
+    shared = _llama_children()
+
+    def watch():
+        while not stop.is_set():
+            seen.append(_llama_children(shared))
+            stop.wait(0.02)
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            code = main([*ARGS, "--one-at-a-time"])
+    finally:
+        stop.set()
+        t.join(5)
+    assert code == 0, out.getvalue()[-2000:]
+    assert max(len(s) for s in seen) == 1  # a server was up, and never two at once
+    assert len(set().union(*seen)) == 3  # B | C C | B: three launches for two runs
+    assert not _llama_children(shared)
+    doc = json.loads(out.getvalue())
+    assert doc["params"]["order"] == "one-at-a-time"
+    for lv in doc["levels"]:
+        n = lv["concurrency"]
+        assert lv["identical"] is True and lv["outputs_compared"] == 2 * n  # every request of both runs
+        assert len(lv["per_run_tps"]) == 2 and all(b and c for b, c in lv["per_run_tps"])  # paired per run
+        assert lv["speedup_low"] <= lv["speedup"] <= lv["speedup_high"]
+        assert lv["candidate"]["drafted"] > 0 and lv["candidate"]["metrics_check"].startswith("ok")
+        assert lv["predicted_speedup"] is None and "both servers up" in lv["predicted_note"]

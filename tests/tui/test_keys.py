@@ -175,7 +175,13 @@ async def test_ctrl_s_saves_the_session_and_ctrl_l_browses_it(tmp_path):
         assert b.output() == app.results[0].baseline.output() and c.output() == app.results[0].candidate.output()
         await pilot.press("ctrl+l")
         await until(pilot, lambda: isinstance(app.screen, SessionBrowser), 10, "the session browser")
-        await until(pilot, lambda: saved.name in str(app.screen.query_one("DataTable").get_row_at(0)), 10, "a row")
+        # its table is composed and filled when the screen mounts, which can come after the push
+        await until(
+            pilot,
+            lambda: any(saved.name in str(t.get_row_at(0)) for t in app.screen.query("DataTable") if t.row_count),
+            10,
+            "a row",
+        )
 
 
 async def test_f12_saves_an_svg_screenshot(tmp_path):

@@ -22,7 +22,12 @@ async def test_f4_proves_the_set_on_screen_and_saves_the_certificate(tmp_path):
         await started(pilot)
         assert any("Prove (f4)" in str(c.title) for c in app.get_system_commands(app.screen))  # in the palette
         await pilot.press("f4")
-        await until(pilot, lambda: isinstance(app.screen, ProveScreen), what="the prove screen")
+        # pushed, and composed (its inputs are there): the push can come before the screen has mounted
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, ProveScreen) and app.screen.query("#prove-sampled"),
+            what="the prove screen",
+        )
         screen = app.screen
         screen.out_dir = tmp_path / "cert"
         screen.query_one("#prove-sampled").value = "1"

@@ -37,7 +37,11 @@ async def _shown(res: SamplingResult):
 
     app = Host()
     async with app.run_test(size=(160, 50)) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, SamplingScreen), what="the sampling screen")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, SamplingScreen) and app.screen.query("#sampling-result"),
+            what="the sampling screen, composed",
+        )
         app.screen._show(res)
         await pilot.pause()
         return app.screen.query_one("#sampling-result").render()

@@ -14,6 +14,7 @@ from textual.app import App
 
 from spectui.core.events import TokenEvent
 from spectui.tui.widgets.panes import TokenView
+from tests.pilot import until
 
 WORDS = ["def", "fizz", "buzz", " ", "  ", "\n", "\n\n", "    return", "\t", "x\ty", "é", "日本語", "🙂",
          "a" * 57, "-" * 23, "word, ", "(i)", " \n ", "ü" * 9, "   " * 9, " " * 50, "b" * 120]  # fmt: skip
@@ -115,7 +116,8 @@ async def test_rows_and_styles_are_richs_own(marked, seed):
         view.mark_divergence(tokens[len(tokens) // 2].index)
         assert _trimmed(_shown(view)) == _trimmed(_reference(view, tokens, view._width))
         await pilot.resize_terminal(33, 20)
-        await pilot.pause()
+        # the resize reaches the view after the app and the screen laid out again: wait for it
+        await until(pilot, lambda: view._width < width, 10, "the view to get its new width")
         assert view._width < width
         assert _trimmed(_shown(view)) == _trimmed(_reference(view, tokens, view._width))
 
@@ -126,7 +128,7 @@ async def test_the_view_follows_the_tail_and_stays_where_the_reader_scrolled():
     async with app.run_test(size=(60, 16)) as pilot:
         view = app.query_one(TokenView)
         view.add(tokens[:300])
-        await pilot.pause()
+        await until(pilot, lambda: view.scroll_y == view.max_scroll_y > 0, 10, "the tail on screen")
         assert view.scroll_y == view.max_scroll_y > 0  # the tail is on screen
         view.scroll_to(y=0, animate=False)
         await pilot.pause()

@@ -254,17 +254,17 @@ def test_cli_json_and_text(tmp_path):
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(LLAMA31_8B))
     run = [sys.executable, "-m", "spectui", "drafts", "cost", "--target", str(folder)]
-    r = subprocess.run([*run, "--json", "--gpu", "rtx-4090"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([*run, "--json", "--gpu", "rtx-4090"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     methods = {m["method"]: m for m in doc["methods"]}
     assert methods["eagle3"]["trainable_params"] == SPECFORGE_EAGLE3_8B
     assert doc["gpu_memory_gib"] == 24 and {d["method"] for d in doc["data_and_servers"]} >= {"EAGLE-3", "Medusa"}
     assert any(p["name"].startswith("draft training, rtx-4090") for p in methods["eagle3"]["time"])
-    r = subprocess.run([*run, "--profile", "s-nvidia"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([*run, "--profile", "s-nvidia"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "fits" in r.stdout and "SafeAILab/EAGLE README" in r.stdout and "--spec-type draft-eagle3" in r.stdout
-    r = subprocess.run([*run[:-2], "--target", str(tmp_path / "missing")], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([*run[:-2], "--target", str(tmp_path / "missing")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "does not exist" in r.stderr
 
 
@@ -273,6 +273,7 @@ async def test_the_tui_screen_shows_the_same_report(tmp_path):
     from textual.widgets import Input, Static
 
     from spectui.tui.screens.drafts_screen import DraftsScreen, cost_text
+    from tests.pilot import until
 
     folder = tmp_path / "llama"
     folder.mkdir()
@@ -284,11 +285,17 @@ async def test_the_tui_screen_shows_the_same_report(tmp_path):
 
     app = Host()
     async with app.run_test(size=(160, 50)) as pilot:
-        await pilot.pause()
+        # pushed from on_mount: composed, and its on_mount wrote the report
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, DraftsScreen) and any(str(w.render()) for w in app.screen.query("#report")),
+            what="the drafts screen's report",
+        )
         shown = str(app.screen.query_one("#report", Static).render())
         assert "EAGLE-3 (SpecForge" in shown and "424.7M" in shown and "fits" in shown
         assert shown == cost_text(str(folder), "s-nvidia", 2048, 5000)
         app.screen.query_one("#target", Input).value = str(tmp_path / "missing")
         await pilot.press("tab", "enter")  # submit from the profile field
-        await pilot.pause()
+        report = app.screen.query_one("#report", Static)
+        await until(pilot, lambda: str(report.render()) != shown, what="the report for the new target")
         assert "cannot cost" in str(app.screen.query_one("#report", Static).render())

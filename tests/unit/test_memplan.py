@@ -354,10 +354,11 @@ async def test_the_profile_picker_shows_each_comparisons_plan():
 
     app = Host()
     async with app.run_test(size=(160, 60)) as pilot:
-        screen = app.screen
+        # the screen on top once the host's on_mount pushed the picker (not whatever was there first)
         await until(
-            pilot, lambda: isinstance(screen, ProfilePicker) and screen.query("#comparison-list"), what="picker"
+            pilot, lambda: isinstance(app.screen, ProfilePicker) and app.screen.query("#comparison-list"), what="picker"
         )
+        screen = app.screen
         detail = screen.query_one("#detail", Static)
         # the plan is made in a worker thread: wait for it, not for a count of frames (a loaded machine is slow)
         await until(pilot, lambda: "planning…" not in str(detail.render()), what="the memory plan")

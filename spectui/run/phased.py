@@ -247,7 +247,8 @@ class PhasedRun:
         for key in CROSS_CHECK:  # what the played side's server counters said when it ran
             setattr(getattr(r, played_side).figures, key, getattr(played.rec.figures, key))
         r.run, r.runs = ps.run, ps.runs
-        if w is not None:
+        if w is not None:  # identities learnt during the streams (the speculation type used), as run.session does
+            w.servers({s: self.infos.get(s) or ServerInfo("?") for s in SIDES})
             w.prompt_finished(r)
         emit(PromptFinished(r))
         return r

@@ -75,3 +75,23 @@ def test_prove_one_at_a_time_never_has_both_up_and_certifies_what_side_by_side_d
     assert "one server at a time (asked for (--one-at-a-time))" in md and "triage skipped" in md
     assert main(["verify", str(tmp_path / "alone")]) == 0
     assert capsys.readouterr().out.startswith("VERIFIED")
+
+
+def test_a_difference_found_one_at_a_time_says_triage_was_skipped(tmp_path):
+    """A q4_0 KV cache candidate, one at a time: DIFFERENT with its byte offset, and the cause says why no
+    triage ran (it needs both servers up)."""
+    out = tmp_path / "kvq4"
+    text, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(text), contextlib.redirect_stderr(err):
+        code = main(
+            ["prove", "--launch", "kvq4", "--one-at-a-time", "--prompts", "quick", "--limit", "1"]
+            + ["--max-tokens", "48", "--runs", "1", "--sampled", "0", "--no-notebook", "--ready-timeout", "300"]
+            + ["-o", str(out)]
+        )
+    doc = json.loads((out / "certificate.json").read_text(encoding="utf-8"))
+    assert code == 3, err.getvalue()[-2000:]
+    assert doc["verdict"]["line"].startswith("DIFFERENT on 1/1 (greedy; cause: not triaged, one server at a time)")
+    (diff,) = doc["derived"]["differences"]
+    assert diff["byte"] is not None and diff["cause"] is None
+    assert diff["cause_summary"].startswith("triage skipped: triage reruns a differing prompt on both servers")
+    assert main(["verify", str(out)]) == 0

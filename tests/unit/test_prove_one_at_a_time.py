@@ -166,3 +166,28 @@ def test_sweep_one_at_a_time_fails_the_levels_of_a_side_that_will_not_start():
     lv = levels[0]
     assert lv.identical is None and lv.speedup is None and lv.failed_runs == [1]
     assert lv.candidate.failed[0].startswith("candidate server:") and "port in use" in lv.candidate.failed[0]
+
+
+def test_prove_runs_one_at_a_time_where_the_memory_plan_says_so_and_refuses_a_pair_too_big(monkeypatch):
+    """On a track's 24 GiB GPU (the profile's floor, all free: no NVML is asked) the plan says one at a
+    time for an 8B target and a draft; prove takes it by itself and says why. Nothing is launched here."""
+    import argparse
+
+    import pytest
+
+    from spectui.cli.prove import _launch
+    from spectui.core.errors import InputError
+    from spectui.labs import memplan
+
+    monkeypatch.setattr(memplan, "gpu_for", lambda profile, gpu=None, probe=None: memplan.floor_gpu(profile))
+
+    def launch(profile, comparison, one=False):
+        return _launch(argparse.Namespace(profile=profile, launch=None, comparison=comparison, one_at_a_time=one))
+
+    what, base, cand, alone = launch("s-nvidia", "llama-draft")
+    assert what.startswith("s-nvidia/llama-draft") and alone.startswith("the memory plan: ")
+    assert "one server at a time" in alone and base.memory_share.alone and cand.memory_share.alone
+    assert launch("cpu-demo", "draft")[3] is None  # no GPU plan: both up, as before
+    assert launch("cpu-demo", "draft", one=True)[3] == "asked for (--one-at-a-time)"
+    with pytest.raises(InputError, match=r"does not fit even alone: candidate needs 26\.6 GiB"):
+        launch("n-nvidia", "sglang-standalone")

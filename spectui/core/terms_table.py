@@ -38,6 +38,12 @@ def _c_cell(chk: dict) -> str:
     return f"{c:.3f}" if _measured(src) else f"{c:.3f} (not measured)"
 
 
+def _r_cell(r: str, src: str) -> str:
+    if src.startswith("n-gram"):
+        return "0 (n-gram: no model re-evaluates)"
+    return r if _measured(src) else f"{r} (not measured)"
+
+
 def _measured_cell(chk: dict) -> str:
     m, lo, hi = chk["measured_speedup"], chk.get("measured_low"), chk.get("measured_high")
     if lo is None or hi is None:
@@ -73,7 +79,7 @@ def rows(entries: list[dict]) -> list[list[str]]:
                 str(e.get("id")),
                 _c_cell(chk),
                 v if _measured(src.get("verify")) else f"{v} (ideal, not measured)",
-                r if _measured(src.get("reeval")) else f"{r} (not measured)",
+                _r_cell(r, str(src.get("reeval") or "")),
                 f"{chk['alpha_per_position']:.3f}",
                 f"{chk['gamma']:.2f}",
                 f"{chk['tokens_per_step']:.2f}",

@@ -72,5 +72,7 @@ def test_an_ngram_certificate_has_c_zero_said_so(llama_servers, capsys, tmp_path
         chk = e["check"]
         assert chk["draft_cost_c"] == 0.0 and "n-gram" in chk["sources"]["c"]
         assert chk["draft_reevaluation_cost"] is None and e["measurement"]["draft_step"] is None
-        assert terms_row(md, e["id"])[1] == "0 (n-gram: no draft model)"
+        cells = terms_row(md, e["id"])
+        assert cells[1] == "0 (n-gram: no draft model)" and cells[3] == "0 (n-gram: no model re-evaluates)"
+        assert cells[2].split()[0] == "1.00"  # V(1): the verification cost is still measured
     assert main(["verify", str(out / "certificate.json")]) == 0

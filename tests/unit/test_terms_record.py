@@ -212,6 +212,7 @@ def test_the_ngram_row_says_c_is_zero_and_an_undrafted_prompt_says_so():
     }
     rows = terms_table.rows([{"id": "copy", "check": chk}, {"id": "q", "check": None, "why_none": "drafted nothing"}])
     assert rows[1][1] == "0 (n-gram: no draft model)" and rows[1][2] == "1.00 1.50" and rows[1][9] == "agrees"
+    assert rows[1][3] == "0 (n-gram: no model re-evaluates)"
     assert rows[1][8] == "1.49× [0.99–2.12] (5 runs)" and rows[2][-1] == "drafted nothing"
     lines = terms_table.lines([{"id": "copy", "check": chk}])
     assert any("c — n-gram drafting" in x for x in lines)

@@ -30,6 +30,20 @@ def server_spec(name: str, found: assets.Assets, extra=()) -> ServerProcess:
     return ServerProcess(name, llama_server_argv(found.llama_server, found.model, 0, extra=[*args, *extra]))
 
 
+def wait_idle(*urls: str, timeout: float = 120.0) -> None:
+    """Wait until no slot of these llama-servers is generating: a request another test left running on a
+    shared server would move the /metrics counters a cross-check reads before and after its own run."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while any(s.get("is_processing") for u in urls for s in httpx.get(u + "/slots", timeout=30).json()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"a server in {urls} was still generating after {timeout:.0f} s")
+        time.sleep(0.1)  # polling the condition, not a fixed wait
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_dirs(tmp_path_factory):
     """Tests never touch the user's settings, sessions or notebook."""

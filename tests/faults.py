@@ -26,6 +26,7 @@ class FaultServer:
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+        self.requests: list[tuple[str, str]] = []  # (method, path) of each request, in arrival order
 
     @property
     def url(self) -> str:
@@ -33,7 +34,7 @@ class FaultServer:
 
     def __enter__(self):
         self._thread.start()
-        self._ready.wait(10)
+        assert self._ready.wait(60), "the fault server's thread did not start"
         return self
 
     def __exit__(self, *exc):
@@ -65,6 +66,7 @@ class FaultServer:
                 n = int(headers.get("content-length", 0))
                 if n:
                     await reader.readexactly(n)
+                self.requests.append((method, path.split("?")[0]))
                 if not await self._answer(method, path.split("?")[0], headers, writer):
                     return
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):

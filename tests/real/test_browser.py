@@ -86,7 +86,7 @@ class Served:
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        line = wait_for(lambda: next((ln for ln in self.lines if "serving the app at" in ln), None), 30, "the URL")
+        line = wait_for(lambda: next((ln for ln in self.lines if "serving the app at" in ln), None), 120, "the URL")
         self.url = re.search(r"(http://\S+)", line).group(1)
         m = re.match(r"http://([^/]+)/\?token=(\S+)$", self.url)
         self.host, self.token = m.group(1), m.group(2)
@@ -169,7 +169,7 @@ def test_served_app_runs_a_prompt_typed_into_the_page(llama_servers, browser, tm
         try:
             assert page.goto(served.url).status == 200
             page.wait_for_selector("#terminal canvas", timeout=60_000)  # the app drew into the page's terminal
-            [app] = wait_for(served.apps, 30, "the page's app process")
+            [app] = wait_for(served.apps, 120, "the page's app process")
             assert "spectui" in " ".join(app.cmdline())
             # both panes say they are ready (each connected to its server) before the prompt is typed
             wait_for(lambda: frames.text().count("ready") >= 2, 60, "both panes to be ready", 0.2, page)
@@ -181,7 +181,7 @@ def test_served_app_runs_a_prompt_typed_into_the_page(llama_servers, browser, tm
             page.screenshot(path=str(artifacts(tmp_path) / "serve-identical.png"))
         finally:
             page.close()  # the tab goes: its app process ends with its websocket
-        wait_for(lambda: not served.apps(), 30, "the closed tab's app process to end")
+        wait_for(lambda: not served.apps(), 120, "the closed tab's app process to end")
 
 
 ATTACKER_PAGE = """<!doctype html><html><body><script>
@@ -243,7 +243,7 @@ def test_a_page_of_another_origin_cannot_open_the_app(browser, tmp_path):
             outcome = page.evaluate("urls => window.tryAll(urls)", [f"ws://{served.host}/ws/{served.token}"])
             assert outcome == ["open"]
             page.close()
-            wait_for(lambda: not served.apps(), 30, "the app to end with its websocket")
+            wait_for(lambda: not served.apps(), 120, "the app to end with its websocket")
 
 
 def test_a_rebinding_host_name_and_a_missing_token_are_refused(browser, tmp_path):
@@ -260,7 +260,7 @@ def test_a_rebinding_host_name_and_a_missing_token_are_refused(browser, tmp_path
         r = page.goto(served.url)  # the printed URL works
         assert r.status == 200
         page.wait_for_selector("#terminal canvas", timeout=60_000)
-        wait_for(lambda: len(served.apps()) == 1, 30, "the app process")
+        wait_for(lambda: len(served.apps()) == 1, 120, "the app process")
         page.close()
 
 
@@ -281,8 +281,8 @@ def test_the_fifth_app_is_refused_with_a_message(browser, tmp_path):
         assert len(served.apps()) == 4  # no fifth process
         fifth.screenshot(path=str(artifacts(tmp_path) / "serve-cap.png"))
         pages.pop().close()  # a tab closes: its slot comes free
-        wait_for(lambda: len(served.apps()) == 3, 30, "the closed tab's app to end")
-        wait_for(lambda: fifth.goto(served.url).status == 200, 30, "the fifth tab to be let in", 0.5)
+        wait_for(lambda: len(served.apps()) == 3, 120, "the closed tab's app to end")
+        wait_for(lambda: fifth.goto(served.url).status == 200, 120, "the fifth tab to be let in", 0.5)
         for p in [*pages, fifth]:
             p.close()
 

@@ -19,6 +19,9 @@ def run_compare(capsys, *args):
 
 @pytest.mark.parametrize("candidate", ["draft", "ngram"])
 def test_speculation_is_identical_and_counts_match_metrics(llama_servers, capsys, candidate):
+    from tests.conftest import wait_idle
+
+    wait_idle(llama_servers["baseline"], llama_servers[candidate])  # the cross-check reads shared counters
     code, doc = run_compare(
         capsys,
         "--baseline",

@@ -64,7 +64,10 @@ def test_a_server_that_accepts_and_never_answers_is_named_quickly():
     assert r.returncode == 1 and "Traceback" not in r.stderr
     with FaultServer("silent") as bad:
         r, took = compare(bad.url, bad.url, "--backend", "auto")
-    assert r.returncode == 1 and took < 20, took
+    # quickly: after its first path went unanswered it asked nothing more (each path would wait 5 s
+    # again), which the server's own log shows whatever the machine's load; the time is an upper bound
+    assert bad.requests and {path for _, path in bad.requests} == {"/props"}, bad.requests
+    assert r.returncode == 1 and took < 60, took
     assert "did not answer" in r.stderr and r.stderr.strip().count("\n") == 0
 
 
@@ -89,7 +92,7 @@ def test_a_wrong_typed_event_fails_that_side_only(llama_servers, tmp_path):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
     assert replay.returncode == 1 and "not compared" in replay.stdout  # the session kept both sides
 
@@ -119,8 +122,10 @@ def test_an_error_body_echoing_the_key_never_reaches_a_file(llama_servers, tmp_p
 
 def test_a_404_on_the_ready_path_is_an_answer_not_loading():
     with FaultServer("keepalive") as bad:  # answers 404 on /v1/models
-        r, took = compare(bad.url, bad.url, "--backend", "vllm", "--ready-timeout", "100")
-    assert r.returncode == 1 and took < 30, took
+        # waiting as for a loading server would take the whole ready timeout (600 s, past compare's own
+        # 120 s limit); an answer takes one request, however slow the loaded machine starts Python
+        r, took = compare(bad.url, bad.url, "--backend", "vllm", "--ready-timeout", "600")
+    assert r.returncode == 1 and took < 90, took
     assert "has no /v1/models: not a vllm server" in r.stderr
 
 
@@ -201,7 +206,7 @@ def test_odd_props_types_are_recorded_and_replayed_not_a_traceback(llama_servers
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
     doc = json.loads(replay.stdout)
     assert "unreadable record" not in replay.stderr  # both servers' identities kept
@@ -211,7 +216,7 @@ def test_odd_props_types_are_recorded_and_replayed_not_a_traceback(llama_servers
 
 def cache(*args):
     return subprocess.run(
-        [sys.executable, "-m", "spectui", "cache", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
+        [sys.executable, "-m", "spectui", "cache", *args], capture_output=True, text=True, cwd=ROOT, timeout=120
     )
 
 

@@ -53,7 +53,7 @@ async def test_the_tui_runs_through_the_core_loop(monkeypatch):
     async with app.run_test(size=(160, 48)) as pilot:
         from tests.pilot import until
 
-        await until(pilot, lambda: all(app.pane(s).state == "ready" for s in ("baseline", "candidate")), timeout=30)
+        await until(pilot, lambda: all(app.pane(s).state == "ready" for s in ("baseline", "candidate")), timeout=120)
         app.action_run()
-        await asyncio.wait_for(app.run_done.wait(), 60)
+        await asyncio.wait_for(app.run_done.wait(), 180)  # an upper bound, for a loaded machine
     assert len(calls) == 1 and app.results[-1].identical is True

@@ -77,7 +77,7 @@ async def test_the_tuis_export_and_screenshot_never_hold_a_urls_password(llama_s
         await ready(pilot, app)
         assert app.pane("baseline").state == "ready"  # the credentials did not stop it connecting
         app.action_run()
-        await until(pilot, lambda: app.results and app.run_done.is_set(), timeout=60, what="the run")
+        await until(pilot, lambda: app.results and app.run_done.is_set(), timeout=180, what="the run")
         await pilot.press("ctrl+e")
         await until(pilot, lambda: list(sessions.glob("*.md")) and list(sessions.glob("*.json")), 10, "the report")
         await pilot.press("f12")

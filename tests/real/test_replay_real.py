@@ -91,7 +91,7 @@ async def test_replay_in_the_tui_matches_the_live_run(recorded):
     )
     app = make_app(cfg)
     async with app.run_test(size=(160, 50)) as pilot:
-        await until(pilot, lambda: len(app.results) == len(live["prompts"]) and app.run_done.is_set(), timeout=20)
+        await until(pilot, lambda: len(app.results) == len(live["prompts"]) and app.run_done.is_set(), timeout=120)
         assert len(app.results) == len(live["prompts"])
         for r, want in zip(app.results, live["prompts"]):
             assert r.identical == want["identical"]

@@ -31,7 +31,7 @@ class Serve:
         self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # an upper bound: Python and aiohttp start slowly on a loaded machine
         while not any("serving the app at" in ln for ln in self.lines):
             assert self.proc.poll() is None and time.monotonic() < deadline, self.lines
             time.sleep(0.05)
@@ -45,7 +45,7 @@ class Serve:
             self.lines.append(line)
 
     def get(self, path: str, **headers) -> tuple[int, str]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         conn.putrequest("GET", path, skip_host=True)
         conn.putheader("Host", headers.pop("Host", self.host))
         for k, v in headers.items():
@@ -128,7 +128,7 @@ async def test_the_websocket_needs_the_token_and_the_origin(tmp_path):
                 assert exc.value.status in (403, 404)
             assert s.apps() == []
             ws = await http_.ws_connect(f"{base}/{s.token}?width=80&height=24", origin=own)
-            await wait_until(lambda: len(s.apps()) == 1, 30, "the app process")
+            await wait_until(lambda: len(s.apps()) == 1, 120, "the app process")
             # past --max-apps 1: refused before the upgrade, with the message, and no second process
             with pytest.raises(aiohttp.WSServerHandshakeError) as exc:
                 await http_.ws_connect(f"{base}/{s.token}", origin=own)
@@ -137,7 +137,7 @@ async def test_the_websocket_needs_the_token_and_the_origin(tmp_path):
             assert status == 503 and "1 app is already running" in body and "--max-apps" in body
             assert len(s.apps()) == 1
             await ws.close()
-            await wait_until(lambda: not s.apps(), 30, "the app to end with its websocket")
+            await wait_until(lambda: not s.apps(), 120, "the app to end with its websocket")
 
 
 def test_a_port_in_use_is_one_line_and_never_says_serving(tmp_path):
@@ -146,7 +146,7 @@ def test_a_port_in_use_is_one_line_and_never_says_serving(tmp_path):
         held.listen()
         port = held.getsockname()[1]
         r = subprocess.run(
-            [sys.executable, "-m", "spectui", "serve", "--port", str(port)], capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "spectui", "serve", "--port", str(port)], capture_output=True, text=True, timeout=120
         )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "serving" not in r.stderr and f"cannot listen on 127.0.0.1:{port}" in r.stderr
@@ -171,7 +171,7 @@ async def _kill_serve_and_check_orphans(s: Serve, wait_for_children) -> None:
                 drawn += len(msg.data)
             os.kill(s.proc.pid, signal.SIGKILL)
             s.proc.wait(10)
-            await wait_until(lambda: not alive(descendants), 30, f"{alive(descendants)} to die with spectui serve")
+            await wait_until(lambda: not alive(descendants), 120, f"{alive(descendants)} to die with spectui serve")
         finally:
             await ws.close()
 
@@ -181,7 +181,7 @@ async def test_kill_9_of_serve_takes_its_app_processes(tmp_path):
     try:
 
         async def children():
-            await wait_until(lambda: len(s.apps()) == 1, 30, "the app process")
+            await wait_until(lambda: len(s.apps()) == 1, 120, "the app process")
             return psutil.Process(s.proc.pid).children(recursive=True)
 
         await _kill_serve_and_check_orphans(s, children)

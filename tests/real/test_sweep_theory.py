@@ -167,11 +167,19 @@ async def test_theory_screen_shows_the_worked_example():
 
     app = A()
     async with app.run_test(size=(150, 45)) as pilot:
-        await pilot.pause()
-        text = str(app.screen.query_one("#table").render())
+        # pushed from on_mount: composed, and its on_mount drew the table
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, TheoryScreen) and any(str(w.render()) for w in app.screen.query("#table")),
+            10,
+            "the theory screen's table",
+        )
+        table = app.screen.query_one("#table")
+        text = str(table.render())
         assert "3.36" in text and "2.80×" in text
         app.screen.query_one("#alpha").value = "1.5"
-        await pilot.pause()
+        # the input's Changed message reaches the screen a few message hops later
+        await until(pilot, lambda: str(table.render()) != text, 10, "the table for the new α")
         assert "[0, 1)" in str(app.screen.query_one("#table").render())
 
 
@@ -207,11 +215,11 @@ async def test_sweep_screen_fills_every_level(four_slot_servers, monkeypatch):
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot, app)
         await pilot.press("ctrl+u")
-        await pilot.pause()
+        await until(pilot, lambda: app.screen.query("#levels"), 10, "the sweep screen")
         await pilot.press("enter")
         table = app.screen.query_one("#levels")
-        await until(
-            pilot, lambda: table.row_count == 3 and "done" in str(app.screen.query_one("#status").render()), timeout=45
+        await until(  # an upper bound: three levels of real runs on a loaded machine
+            pilot, lambda: table.row_count == 3 and "done" in str(app.screen.query_one("#status").render()), timeout=300
         )
         assert [table.get_row_at(i)[0] for i in range(3)] == ["1", "2", "4"]
         assert [lv.concurrency for lv in seen] == [1, 2, 4]

@@ -32,7 +32,7 @@ async def test_tui_autosaves_and_appends_to_the_notebook(llama_servers, tmp_path
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot, app)
         app.action_run()
-        await until(pilot, lambda: app.results and app.run_done.is_set(), timeout=30)
+        await until(pilot, lambda: app.results and app.run_done.is_set(), timeout=180)
         await pilot.press("ctrl+n")
         await pilot.press("ctrl+e")
         sessions = tmp_path / "sessions"

@@ -217,8 +217,18 @@ WORKER = textwrap.dedent(
     from spectui.core.types import Prompt
     from spectui.labs import drafts_data
 
+    class Gated(FakeTarget):
+        # stops answering after 20 prompts until the gate file (argv[2]) exists: a first run cannot get
+        # to the end before the test kills it, however the loaded machine schedules the two processes
+
+        async def stream(self, prompt, params):
+            while len(self.asked) >= 20 and not Path(sys.argv[2]).exists():
+                await asyncio.sleep(0.05)
+            async for ev in super().stream(prompt, params):
+                yield ev
+
     items = [Prompt(f"p{{i}}", messages=[{{"role": "user", "content": "question " + str(i) * 400}}]) for i in range(40)]
-    asyncio.run(drafts_data.generate(FakeTarget(delay=0.02), items, Path(sys.argv[1]), "speculators", PARAMS, holdout=0.1))
+    asyncio.run(drafts_data.generate(Gated(delay=0.02), items, Path(sys.argv[1]), "speculators", PARAMS, holdout=0.1))
     """
 )
 
@@ -228,9 +238,10 @@ def test_killed_and_resumed_every_record_whole_and_once(tmp_path):
     script = tmp_path / "worker.py"
     script.write_text(WORKER.format(tests=str(Path(__file__).parent)))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen([sys.executable, str(script), str(out)], env=env)
+    gate = tmp_path / "gate"  # absent in the first run: it stops after 20 prompts, waiting to be killed
+    proc = subprocess.Popen([sys.executable, str(script), str(out), str(gate)], env=env)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # wait until some records are there, then kill without warning
             if out.exists() and out.read_bytes().count(b"\n") >= 5:
                 break
@@ -239,7 +250,7 @@ def test_killed_and_resumed_every_record_whole_and_once(tmp_path):
         else:
             pytest.fail("no records appeared")
         proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -247,7 +258,8 @@ def test_killed_and_resumed_every_record_whole_and_once(tmp_path):
     whole = partial[: partial.rfind(b"\n") + 1]
     assert all(json.loads(x) for x in whole.splitlines())  # every newline-ended line is a whole record
     assert len(whole.splitlines()) < 36  # killed before the end
-    done = subprocess.run([sys.executable, str(script), str(out)], env=env, timeout=120)
+    gate.write_text("")  # the resumed run goes to the end
+    done = subprocess.run([sys.executable, str(script), str(out), str(gate)], env=env, timeout=120)
     assert done.returncode == 0
     recs = lines(out)
     ids = [r["primary_id"] for r in recs]

@@ -416,7 +416,7 @@ def test_two_processes_saving_to_one_file_one_is_refused(tmp_path):
         r = _cli("compare", *NOWHERE, "--prompt", "hi", "--save", str(path))
         assert r.returncode == 2 and "being written by another spectui run" in one_line_error(r)
     finally:
-        holder.communicate("\n", timeout=30)
+        holder.communicate("\n", timeout=120)
 
 
 def _interleaved_lines():

@@ -106,7 +106,7 @@ async def test_the_tui_shows_no_speed_up_for_a_failed_side(cut, tmp_path):
                     auto_notebook=True)  # fmt: skip
     app = make_app(cfg)
     async with app.run_test(size=(160, 50)) as pilot:
-        await until(pilot, lambda: len(app.results) == 1 and app.run_done.is_set(), timeout=30)
+        await until(pilot, lambda: len(app.results) == 1 and app.run_done.is_set(), timeout=120)
         await pilot.pause()
         r = app.results[0]
         assert r.speedup is None and r.verdict.status == "failed"

@@ -143,7 +143,7 @@ async def test_the_tui_live_and_replaying_shows_the_runs_verdict(pair, tmp_path)
     )
     app = make_app(cfg)
     async with app.run_test(size=(160, 50)) as pilot:
-        await until(pilot, lambda: len(app.results) == 1 and app.run_done.is_set(), timeout=30)
+        await until(pilot, lambda: len(app.results) == 1 and app.run_done.is_set(), timeout=120)
         await pilot.pause()
         live = app.results[0].verdict.to_json()
         banner = str(app.q("#banner").render())
@@ -170,7 +170,7 @@ async def test_the_tui_live_and_replaying_shows_the_runs_verdict(pair, tmp_path)
     )
     app = make_app(cfg)
     async with app.run_test(size=(160, 50)) as pilot:
-        await until(pilot, lambda: len(app.results) == 1 and app.run_done.is_set(), timeout=30)
+        await until(pilot, lambda: len(app.results) == 1 and app.run_done.is_set(), timeout=120)
         await pilot.pause()
         assert app.results[0].verdict.to_json() == live
         replay_banner = str(app.q("#banner").render())

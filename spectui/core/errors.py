@@ -53,6 +53,15 @@ _KEYLIKE = re.compile(
     r"(?:api[_-]?key|x-api-key|token|password|secret)[\"']?\s*[:=]\s*[\"']?)"
     r"(?P<v>[^\s\"',;}]+)"
 )
+_FIGURE = re.compile(r"[0-9.]+(?:ms|s|%)?")
+
+
+def _keylike(m: re.Match) -> str:
+    # "per token: 15.0 ms" is a figure, not a key; a password or key that is all digits is still hidden (and
+    # a registered secret is hidden whatever it looks like, by redact_credentials)
+    if m.group("k").lower().startswith("token") and _FIGURE.fullmatch(m.group("v")):
+        return m.group(0)
+    return m.group("k") + "***"
 
 
 def register_secret(value: str | None) -> None:
@@ -92,7 +101,7 @@ def redact(text: str) -> str:
         return text
     text = redact_credentials(text)
     text = _USERINFO.sub(lambda m: m.group("scheme") + "***@", text)
-    return _KEYLIKE.sub(lambda m: m.group("k") + "***", text)
+    return _KEYLIKE.sub(_keylike, text)
 
 
 class _RedactingStream:

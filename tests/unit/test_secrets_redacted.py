@@ -31,6 +31,14 @@ def test_key_looking_values_are_redacted_even_unregistered():
     assert redact("authorization: Bearer abc123xyz") == "authorization: Bearer ***"
     assert redact('{"api_key": "k-1", "x": 1}') == '{"api_key": "***", "x": 1}'
     assert redact("token=t0k; next") == "token=***; next"
+    assert redact("password: 1234") == "password: ***" and redact("api_key=42") == "api_key=***"
+
+
+def test_a_figure_per_token_is_not_taken_for_a_key():
+    # a Markdown cell "time per token: 15.0 ms" once came out as "time per token: ***"
+    assert redact("time per token: 15.0 ms; draft token=0.6") == "time per token: 15.0 ms; draft token=0.6"
+    assert redact("per token: 12.5%") == "per token: 12.5%"
+    assert redact("token: 15.0abc") == "token: ***"  # not a figure: hidden as before
 
 
 def test_url_credentials_are_redacted():

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from spectui.machine import assets
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
+
+# generated examples are judged on what they find, never on how fast a loaded machine makes or runs them
+# (a test's own @settings keeps these unless it names the same field)
+settings.register_profile("spectui", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("spectui")
 
 # FACTS: draft-simple with --spec-draft-n-max 8, ngram-simple 3/8, and a q4_0 KV cache that diverges
 CANDIDATES = {

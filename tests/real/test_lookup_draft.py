@@ -94,7 +94,7 @@ def test_drafts_cost_on_the_real_gguf():
         [sys.executable, "-m", "spectui", "drafts", "cost", "--target", str(model), "--json"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)

@@ -33,6 +33,6 @@ def test_servers_with_shares_start_in_turn_with_the_planned_context(assets_found
         launcher.start_all(timeout=120)
         assert events == ["start baseline", "healthy baseline", "start candidate", "healthy candidate"]
         for s in launcher.servers:
-            props = httpx.get(s.url + "/props", timeout=10).json()
+            props = httpx.get(s.url + "/props", timeout=60).json()
             assert props["default_generation_settings"]["n_ctx"] == 1024, props.get("default_generation_settings")
     assert all(s.exited() is not None for s in launcher.servers)

@@ -119,7 +119,7 @@ async def cmd_sweep(args) -> int:
     return EXIT_OK if all(lv.identical for lv in result) else EXIT_DIFFERS
 
 
-async def _sweep_together(client, args, prompt_list, levels, params):
+async def _sweep_together(client, args, prompt_list, levels, params) -> tuple[list, dict]:
     """Both servers up: each level's requests to the baseline, then the same to the candidate."""
     from spectui.cli.progress import Advance
     from spectui.labs.sweep import sweep
@@ -153,7 +153,7 @@ async def _sweep_together(client, args, prompt_list, levels, params):
     return result, infos
 
 
-async def _sweep_alone(launched, client, args, prompt_list, levels, params):
+async def _sweep_alone(launched, client, args, prompt_list, levels, params) -> tuple[list, dict]:
     """--one-at-a-time: the baseline alone at every level, then the candidate alone (labs.sweep.sweep_alone)."""
     from spectui.cli.compare import _Opener
     from spectui.core.types import ServerInfo

@@ -166,15 +166,20 @@ def regress(old_path: str | Path, new_path: str | Path) -> Regression:
     if osp and nsp:
         low, how = _lower(osp, nsp)
         how = f"{nsp['value'] / osp['value'] - 1:+.1%}, {how.split(', ', 1)[-1] if ', ' in how else how}"
+        apart_old, apart_new = bool(old["derived"].get("one_at_a_time")), bool(new["derived"].get("one_at_a_time"))
+        same_mode = apart_old == apart_new
         if not same_hw:
             how += "; measured on different hardware: not judged"
+        elif not same_mode:
+            modes = {True: "one server at a time", False: "both servers up"}
+            how += f"; measured {modes[apart_old]} vs {modes[apart_new]}: not judged"
         rows.append(
             RegressRow(
                 "speed-up",
                 interval_text(osp, unit="×"),
                 interval_text(nsp, unit="×"),
                 how,
-                low and same_hw,
+                low and same_hw and same_mode,
             )
         )
     bad = [r.what for r in rows if r.regression]

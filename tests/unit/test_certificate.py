@@ -270,6 +270,33 @@ def test_regress_new_divergence_exits_4(made, tmp_path, capsys):
     assert "new divergence on code-fizzbuzz, edit-fix-typos, summary-notice" in capsys.readouterr().out
 
 
+def test_regress_does_not_judge_a_speed_up_measured_one_at_a_time_against_one_measured_side_by_side(
+    made, tmp_path, capsys
+):
+    out, doc = made
+    old = {k: v for k, v in doc.items() if k != "_path"}
+    new = json.loads(json.dumps(old))
+    sp = new["derived"]["speedup"]["overall"]
+    assert sp and sp.get("low") is not None  # the recorded set has an interval to be apart from
+    # the same certificate measured one server at a time, and its speed-up far below the old interval
+    new["derived"]["one_at_a_time"] = {"servers": "one at a time", "line": "measured one after the other"}
+    width = sp["high"] - sp["low"]
+    for key in ("value", "low", "high"):
+        sp[key] = sp[key] - 2 * width - 0.5 * sp["low"]
+    assert sp["high"] < old["derived"]["speedup"]["overall"]["low"] and sp["low"] > 0
+    path = tmp_path / "alone.json"
+    path.write_text(json.dumps(new), encoding="utf-8")
+    assert main(["regress", str(out / "certificate.json"), str(path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("speed-up"))
+    assert "measured both servers up vs one server at a time: not judged" in row and "REGRESSION" not in row
+    # and the same figures both measured one at a time are judged
+    old["derived"]["one_at_a_time"] = new["derived"]["one_at_a_time"]
+    both = tmp_path / "old-alone.json"
+    both.write_text(json.dumps(old), encoding="utf-8")
+    assert main(["regress", str(both), str(path)]) == 4
+    assert "speed-up worse than" in capsys.readouterr().out
+
+
 def test_regress_on_different_prompt_sets_is_incomparable(made, tmp_path, capsys):
     out, _ = made
     other = prove(tmp_path / "o", items=prompts(2), sampled=0)

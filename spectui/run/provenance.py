@@ -43,6 +43,8 @@ def file_identity(path: str | Path | None, hash_files: bool = True) -> dict | No
     if not path:
         return None
     p = Path(path).expanduser()
+    if p.is_dir():
+        return folder_identity(p, hash_files)
     if not p.is_file():
         return {"path": str(path), "identity": "reported path only (the file is not on this machine)"}
     st = p.stat()
@@ -56,6 +58,33 @@ def file_identity(path: str | Path | None, hash_files: bool = True) -> dict | No
         out["identity"] = "sha256"
     else:
         out["identity"] = "size and mtime (not hashed: --no-hash)"
+    return out
+
+
+def folder_files(folder: Path) -> list[Path]:
+    """A model folder's files (a Hugging Face folder: config, tokenizer, safetensors …), in a fixed order;
+    hidden files and folders (.cache, .git, a download tool's locks) are not part of the model."""
+    out = []
+    for f in sorted(folder.rglob("*")):
+        rel = f.relative_to(folder)
+        if f.is_file() and not any(part.startswith(".") for part in rel.parts):
+            out.append(f)
+    return out
+
+
+def folder_identity(folder: Path, hash_files: bool = True) -> dict:
+    """A model that is a folder: the sha256 of its manifest (each file's relative path and sha256, one line
+    each, sorted), so anyone with the same files gets the same hash; each file's hash is listed too."""
+    files = folder_files(folder)
+    out: dict = {"path": str(folder), "bytes": sum(f.stat().st_size for f in files), "files": len(files)}
+    if not hash_files:
+        out["identity"] = "folder: file sizes only (not hashed: --no-hash)"
+        return out
+    listed = {str(f.relative_to(folder).as_posix()): sha256_file(f) for f in files}
+    manifest = "".join(f"{rel}\0{digest}\n" for rel, digest in listed.items())
+    out["sha256"] = hashlib.sha256(manifest.encode("utf-8", errors="surrogatepass")).hexdigest()
+    out["identity"] = "folder sha256 (of each file's path and sha256, sorted)"
+    out["file_sha256"] = listed
     return out
 
 

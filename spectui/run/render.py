@@ -23,8 +23,11 @@ def _size(n) -> str:
 def _file(f: dict | None) -> str:
     if not f:
         return "—"
+    folder = f" (a folder of {f['files']} files, {f.get('identity')})" if f.get("files") is not None else ""
     if f.get("sha256"):
-        return f"{f['path']} sha256 {f['sha256']}"
+        return f"{f['path']} sha256 {f['sha256']}{folder}"
+    if folder:
+        return f"{f['path']} {f['bytes']} bytes{folder}"
     if f.get("bytes") is not None:
         return f"{f['path']} {f['bytes']} bytes, modified {f.get('mtime')} ({f.get('identity')})"
     return f"{f['path']} ({f.get('identity')})"

@@ -99,6 +99,7 @@ class RunController:
         self.running = False
         self.pending: dict[str, list] = {s: [] for s in SIDES}
         self.run_done = asyncio.Event()
+        self.generation = 0  # which run is current: a cancelled run's cleanup must not end the next one
         self.frames = 0  # flushes (frames) that drew new tokens in either pane
 
     # -- starting ---------------------------------------------------------------------------------
@@ -145,8 +146,9 @@ class RunController:
             return
         app.params = params
         app.cancel_run()
+        self.generation += 1
         self.run_done.clear()
-        app.start_run(self._run(prompts, params, app.order))
+        app.start_run(self._run(prompts, params, app.order, self.generation))
 
     def cancel(self) -> None:
         if self.running:
@@ -170,7 +172,7 @@ class RunController:
             infos=app.infos,
         )
 
-    async def _run(self, prompts: list[Prompt], params: GenerationParams, order: str) -> None:
+    async def _run(self, prompts: list[Prompt], params: GenerationParams, order: str, generation: int = 0) -> None:
         app = self.app
         self.running = True
         probes = None
@@ -204,8 +206,9 @@ class RunController:
         finally:
             if probes is not None:
                 probes.cancel()
-            self.running = False
-            self.run_done.set()
+            if generation == self.generation:  # a run cancelled for a newer one leaves that one running
+                self.running = False
+                self.run_done.set()
 
     async def _run_alone(self, prompts: list[Prompt], params: GenerationParams) -> None:
         """One server at a time (run.phased): each side started alone; the second side of each run streams

@@ -77,6 +77,8 @@ class ServerSupervisor:
         self.launcher: Launcher | None = None
         self.kv: dict[str, tuple[int, int] | None] = {}
         self.proc_probe = ProcessProbe()
+        self.alone_why = "asked for (--one-at-a-time)"  # the memory plan's reason when it chose it
+        self.alone_open: str | None = None  # the side open_alone holds up now
 
     # -- connecting ---------------------------------------------------------------------------------
     def connect_all(self) -> None:
@@ -139,6 +141,9 @@ class ServerSupervisor:
 
         @asynccontextmanager
         async def opened():
+            if self.alone_open is not None:  # a run, a prove or a sweep holds a side up: never both up
+                raise RuntimeError(f"one server at a time: the {self.alone_open} is up for another run; wait for it")
+            self.alone_open = side
             server = app.config.launched[side]
             pane = app.pane(side)
             launcher = Launcher()
@@ -155,7 +160,10 @@ class ServerSupervisor:
                 pane.set_state("streaming")
                 yield backend
             finally:
-                await asyncio.to_thread(launcher.stop_all)
+                try:
+                    await asyncio.to_thread(launcher.stop_all)
+                finally:
+                    self.alone_open = None
                 app.config.pids.pop(side, None)
                 pane.set_state("done", "one at a time: stopped")
 
@@ -194,6 +202,7 @@ class ServerSupervisor:
         app.apply_launch_notes()
         app.config.one_at_a_time = plan.one_at_a_time
         if plan.one_at_a_time:
+            self.alone_why = f"the memory plan: {plan.reason}"
             app.notify(f"{comparison.title}: {plan.reason}; one server at a time", timeout=12)
             self.wait_alone()
             return
@@ -284,6 +293,11 @@ class ServerSupervisor:
 
     async def poll_kv(self) -> None:
         app = self.app
+        if app.config.one_at_a_time:
+            # the side up alone keeps to one connection: a second one, idle between polls, is one that
+            # llama-server (5 s keep-alive) may close just as the client's pool (oldest first) reuses it,
+            # failing a prompt with "cannot write request body" (seen in a one-at-a-time prove)
+            return
         for side, backend in app.backends.items():
             try:
                 if app.pane(side).info is None:

@@ -1,7 +1,10 @@
-"""The caching lab and the concurrency sweep as TUI screens, on the two connected servers."""
+"""The caching lab and the concurrency sweep as TUI screens, on the two connected servers; the sweep also
+one server at a time (labs.sweep.sweep_alone through the supervisor's open_alone), as `spectui sweep
+--one-at-a-time` runs it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
@@ -153,20 +156,50 @@ class SweepScreen(Screen):
         Binding("enter", "run", "Run 1,2,4", id="sweep_run", priority=True),
         Binding("escape", "app.pop_screen", "Back", id="sweep_back"),
     ]
-    DEFAULT_CSS = "SweepScreen DataTable { height: auto; max-height: 10; } SweepScreen PlotextPlot { height: 1fr; } SweepScreen #status { padding: 0 1; }"
+    DEFAULT_CSS = (
+        "SweepScreen DataTable { height: auto; max-height: 10; } SweepScreen PlotextPlot { height: 1fr; } "
+        "SweepScreen #status, SweepScreen #sweep-alone { padding: 0 1; height: auto; } "
+        "SweepScreen #sweep-alone { color: $text-muted; }"
+    )
+    LEVELS = [1, 2, 4]
 
-    def __init__(self, backends: dict, prompts: list, params: GenerationParams) -> None:
+    def __init__(
+        self,
+        backends: dict,
+        prompts: list,
+        params: GenerationParams,
+        *,
+        open_alone: Callable | None = None,
+        alone_why: str = "",
+    ) -> None:
+        """`open_alone` (the supervisor's): one server at a time, each side started alone for all its levels
+        and stopped after; `backends` is then not used (its servers are not up)."""
         super().__init__()
         self.backends, self.prompts, self.params = backends, prompts, params
+        self.open_alone, self.alone_why = open_alone, alone_why
+        self.levels: list = []  # the levels shown, once the sweep is done
+        self.finished = False
+
+    @staticmethod
+    def few_slots(infos) -> str:
+        slots = [i.slots if i is not None else None for i in infos]
+        if all(s and s >= 4 for s in slots):
+            return ""
+        return " (the servers have fewer than 4 slots: requests will queue; start them with -np 4)"
 
     def compose(self) -> ComposeResult:
-        slots = [b.info.slots if b.info is not None else None for b in self.backends.values()]
-        warn = (
-            ""
-            if all(s and s >= 4 for s in slots)
-            else " (the servers have fewer than 4 slots: requests will queue; start them with -np 4)"
-        )
+        warn = "" if self.open_alone else self.few_slots([b.info for b in self.backends.values()])
         yield Static(f"concurrency sweep at 1, 2, 4 over the prompt set; Enter to run{warn}", id="status")
+        yield Static(
+            (
+                f"one server at a time ({self.alone_why}): each side is started alone, runs every level, and is "
+                "stopped after, never both up; each level's outputs are judged against the other side's; the "
+                "batch-time prediction needs both servers up: not made"
+            )
+            if self.open_alone
+            else "",
+            id="sweep-alone",
+        )
         yield DataTable(id="levels")
         yield PlotextPlot(id="sweep-plot")
         yield Footer()
@@ -192,7 +225,8 @@ class SweepScreen(Screen):
 
         table = self.query_one(DataTable)
         table.clear()
-        levels = []
+        self.levels, self.finished = [], False
+        levels = self.levels
 
         def add(lv) -> None:
             levels.append(lv)
@@ -214,19 +248,33 @@ class SweepScreen(Screen):
             )
             self._plot(levels)
 
+        params = GenerationParams(min(self.params.max_tokens, 64), self.params.temperature, self.params.seed)
+        warn = ""
         try:
-            await sweep(
-                self.backends["baseline"],
-                self.backends["candidate"],
-                self.prompts,
-                [1, 2, 4],
-                GenerationParams(min(self.params.max_tokens, 64), self.params.temperature, self.params.seed),
-                add,
-            )
+            if self.open_alone is not None:
+                from spectui.labs.sweep import sweep_alone
+
+                def say(line: str) -> None:
+                    self.query_one("#sweep-alone", Static).update(f"one server at a time · {line}")
+
+                done, infos = await sweep_alone(self.open_alone, self.prompts, self.LEVELS, params, 1, say)
+                for lv in done:
+                    add(lv)
+                warn = self.few_slots([infos.get("baseline"), infos.get("candidate")])
+            else:
+                await sweep(
+                    self.backends["baseline"], self.backends["candidate"], self.prompts, self.LEVELS, params, add
+                )
         except Exception as exc:
-            self.query_one("#status", Static).update(Text(f"failed: {exc}", style="bold red"))
+            from spectui.core.errors import describe
+
+            self.query_one("#status", Static).update(Text(f"failed: {describe(exc)}", style="bold red"))
+            self.finished = True
             return
-        self.query_one("#status", Static).update("done: where the speed-up line falls, batching has eaten the payoff")
+        self.query_one("#status", Static).update(
+            f"done: where the speed-up line falls, batching has eaten the payoff{warn}"
+        )
+        self.finished = True  # last: a test that waits for it reads the status above
 
     def _plot(self, levels) -> None:
         plot = self.query_one(PlotextPlot)

@@ -1,10 +1,13 @@
 """`spectui prove` as a screen (F4 / palette: Prove): the prompt set on screen through run.prove's Prover
 — the run session the main screen drives — with a progress bar over prompts and runs, the certificate's
-verdict line in its colour, and where the certificate was saved. The notebook gets one entry for it.
+verdict line in its colour, its table of measured terms, and where it was saved. The notebook gets one
+entry for it. In a TUI that runs one server at a time each side is started alone (the supervisor's
+open_alone) when a phase needs it and stopped after, as `spectui prove --one-at-a-time` does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,7 +15,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
 
@@ -21,6 +24,7 @@ from spectui.core.types import GenerationParams, Prompt
 if TYPE_CHECKING:
     from spectui.tui.app import SpectuiApp
 
+NOT_ASKED = "not asked for (measure terms: no)"
 STYLE = {"identical": "bold green", "different": "bold red", "incomplete": "bold yellow"}
 
 
@@ -35,6 +39,9 @@ class ProveScreen(Screen):
     ProveScreen #prove-settings Label { padding: 0 1 0 2; }
     ProveScreen ProgressBar { padding: 0 1; }
     ProveScreen #prove-phase, ProveScreen #prove-verdict, ProveScreen #prove-saved { height: auto; padding: 0 1; }
+    ProveScreen #prove-alone { height: auto; padding: 0 1; color: $text-muted; }
+    ProveScreen #prove-terms-box { height: 1fr; }
+    ProveScreen #prove-terms-table { width: auto; padding: 0 1; }
     """
 
     def __init__(
@@ -48,28 +55,36 @@ class ProveScreen(Screen):
         launched: dict | None = None,
         notebook: str | None = None,
         out_dir: Path | None = None,
+        open_alone: Callable | None = None,
+        alone_why: str = "",
     ) -> None:
+        """`open_alone` (the supervisor's): one server at a time, each side started alone when a phase needs
+        it; `backends` is then not used (its servers are not up)."""
         super().__init__()
         self.backends, self.prompts, self.set_name, self.params = backends, prompts, set_name, params
         self.client = client
         self.launched = launched or {}
         self.notebook = notebook
         self.out_dir = out_dir
+        self.open_alone, self.alone_why = open_alone, alone_why
         self.document: dict | None = None
         self._done = 0
 
     @classmethod
-    def of(cls, app: SpectuiApp, backends: dict) -> ProveScreen:
+    def of(cls, app: SpectuiApp, backends: dict | None) -> ProveScreen:
         """The screen for the app's prompt set, settings, HTTP client, launched servers and notebook
-        (read once here; the screen keeps none of the app)."""
+        (read once here; the screen keeps none of the app); one server at a time where the app runs so."""
+        alone = app.config.one_at_a_time and bool(app.config.launched)
         return cls(
-            backends,
+            backends or {},
             list(app.prompt_list),
             app.prompt_set_name,
             app.params,
             client=app.client,
             launched=app.config.launched,
             notebook=app.config.notebook,
+            open_alone=app.servers.open_alone if alone else None,
+            alone_why=app.servers.alone_why if alone else "",
         )
 
     def compose(self) -> ComposeResult:
@@ -78,6 +93,7 @@ class ProveScreen(Screen):
             "identity under sampling on a few, the speed-up beside its acceptance; Enter to run",
             id="status",
         )
+        yield Static(self.alone_line(), id="prove-alone")
         with Horizontal(id="prove-settings"):
             yield Label("runs")
             yield Input("2", id="prove-runs", type="integer")
@@ -87,11 +103,26 @@ class ProveScreen(Screen):
             yield Input("8", id="prove-samples", type="integer")
             yield Label("max tokens")
             yield Input(str(self.params.max_tokens), id="prove-max-tokens", type="integer")
+            yield Label("measure terms")
+            yield Input("yes", id="prove-terms", restrict=r"[yesnoYESNO]*")
         yield ProgressBar(id="prove-progress", show_eta=True)
         yield Static("", id="prove-phase")
         yield Static("", id="prove-verdict")
         yield Static("", id="prove-saved")
+        with VerticalScroll(id="prove-terms-box"):
+            yield Static("", id="prove-terms-table")
         yield Footer()
+
+    def alone_line(self) -> str:
+        if self.open_alone is None:
+            return ""
+        from spectui.run.prove import TRIAGE_SKIPPED
+
+        return (
+            f"one server at a time ({self.alone_why}): each side is started when a phase needs it and stopped "
+            f"after, never both up; triage {TRIAGE_SKIPPED}; the terms are not measured (they need "
+            "both servers up)"
+        )
 
     def action_run(self) -> None:
         try:
@@ -100,6 +131,10 @@ class ProveScreen(Screen):
             )
         except ValueError:
             self.notify("runs, sampled prompts, seeds and max tokens must be whole numbers", severity="error")
+            return
+        terms = self.query_one("#prove-terms", Input).value.strip().lower()
+        if terms not in ("yes", "no"):
+            self.notify("measure terms: yes or no", severity="error")
             return
         from spectui.run.prove import ProveOptions
 
@@ -113,21 +148,29 @@ class ProveScreen(Screen):
             return
         self.query_one("#prove-verdict", Static).update("")
         self.query_one("#prove-saved", Static).update("")
-        self.run_prove(options, max_tokens)
+        self.query_one("#prove-terms-table", Static).update("")
+        self.document = None
+        self.run_prove(options, max_tokens, terms == "yes")
 
     @work(exclusive=True, group="prove", exit_on_error=False)
-    async def run_prove(self, options, max_tokens: int) -> None:
+    async def run_prove(self, options, max_tokens: int, terms: bool = True) -> None:
         from dataclasses import replace
 
         from spectui.backends.launchspec import LaunchSpec
         from spectui.core.errors import describe
-        from spectui.run.prove import Prover, default_dir
+        from spectui.run.prove import OneAtATime, Prover, default_dir
+        from spectui.run.prove_terms import add_terms
 
         bar = self.query_one(ProgressBar)
         launched = {s: LaunchSpec.from_argv(p.argv) for s, p in self.launched.items() if getattr(p, "argv", None)}
+        alone = None
+        baseline, candidate = self.backends.get("baseline"), self.backends.get("candidate")
+        if self.open_alone is not None:
+            alone = OneAtATime(self.open_alone, self.alone_why, self.say_alone)
+            baseline = candidate = None
         prover = Prover(
-            self.backends["baseline"],
-            self.backends["candidate"],
+            baseline,
+            candidate,
             replace(self.params, max_tokens=max_tokens, cache_prompt=False),
             self.prompts,
             self.set_name,
@@ -136,6 +179,7 @@ class ProveScreen(Screen):
             emit=self.on_prove_event,
             client=self.client,
             launched=launched,
+            one_at_a_time=alone,
         )
         self._done = 0
         bar.update(total=len(prover.share) * options.runs + len(prover.sampled) * options.samples, progress=0)
@@ -144,11 +188,25 @@ class ProveScreen(Screen):
         )
         try:
             doc = await prover.run()
+            if terms and alone is None:
+                self.query_one("#prove-phase", Static).update("measuring the formula's terms on the servers …")
+            doc = await add_terms(
+                doc,
+                self.client,
+                baseline,
+                candidate,
+                skip=None if terms or alone is not None else NOT_ASKED,
+                say=lambda line: self.query_one("#prove-phase", Static).update(line),
+            )
         except Exception as exc:
             self.query_one("#status", Static).update(Text(f"stopped: {describe(exc)}", style="bold red"))
             return
         self.show(doc)
         self.note(doc)
+
+    def say_alone(self, line: str) -> None:
+        """Where a one-at-a-time prove is: which side is up, which pass it runs."""
+        self.query_one("#prove-alone", Static).update(f"one server at a time · {line}")
 
     def on_prove_event(self, ev) -> None:
         from spectui.run import prove
@@ -167,9 +225,16 @@ class ProveScreen(Screen):
         v = doc["verdict"]
         self.query_one("#prove-verdict", Static).update(Text(v["line"], style=STYLE.get(v["status"], "bold")))
         path = Path(doc["_path"])
+        alone = (doc.get("derived") or {}).get("one_at_a_time")
         self.query_one("#prove-saved", Static).update(
-            f"certificate saved: {path} (+ {path.with_suffix('.md').name}, {path.with_suffix('.html').name}), "
+            (f"{alone['line']}\n" if alone else "")
+            + f"certificate saved: {path} (+ {path.with_suffix('.md').name}, {path.with_suffix('.html').name}), "
             f"beside its sessions; `spectui verify {path}` re-derives it"
+        )
+        from spectui.core import terms_table
+
+        self.query_one("#prove-terms-table", Static).update(
+            Text("\n".join(terms_table.text(doc.get("terms"))).strip("\n"))
         )
         self.query_one("#status", Static).update("done; Enter to prove again, Esc to go back")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextvars import ContextVar
@@ -179,6 +180,12 @@ IDLE_TIMEOUT_S = 120.0  # the longest wait between two events (llama.cpp: a long
 DEADLINE_S = 3600.0  # the longest a whole request may take
 
 
+def _past_deadline(deadline: float | None) -> StreamBroken:
+    return StreamBroken(
+        f"the request ran past its deadline of {deadline or 0:g} s", hint="raise --deadline for very long generations"
+    )
+
+
 async def post_sse(
     client: httpx.AsyncClient,
     url: str,
@@ -204,10 +211,19 @@ async def post_sse(
     last_event = started
     idle_ns = int(idle_timeout * 1e9)
     deadline_at = started + int(deadline * 1e9) if deadline is not None else None
+    # the waits are bounded on the process's own monotonic clock (the arrival clock may be a test's)
+    wall_deadline = time.monotonic() + deadline if deadline is not None else None
     url_shown = redact(url)
+    # a server silent for good meets the deadline, not only the idle timeout: no wait (headers, a read) may
+    # outlast what is left of the deadline (the reads near it are bounded by wait_for below)
+    read_limit = min(idle_timeout, deadline) if deadline is not None else idle_timeout
     try:
         async with client.stream(
-            "POST", url, json=body, headers=headers or {}, timeout=httpx.Timeout(30.0, read=idle_timeout)
+            "POST",
+            url,
+            json=body,
+            headers=headers or {},
+            timeout=httpx.Timeout(min(30.0, deadline or 30.0), read=read_limit),
         ) as r:
             if r.status_code >= 400:
                 await r.aread()
@@ -218,7 +234,13 @@ async def post_sse(
             lags = READ_LAG.get()
             t_kernel = None  # a chunk already buffered when the last one was read arrived with it
             while True:
-                chunk = await anext(chunks, None)
+                if wall_deadline is not None and (left := wall_deadline - time.monotonic()) < idle_timeout:
+                    try:  # the deadline is nearer than the idle timeout: no read may outlast it
+                        chunk = await asyncio.wait_for(anext(chunks, None), max(left, 0.0))
+                    except TimeoutError:
+                        raise _past_deadline(deadline) from None
+                else:
+                    chunk = await anext(chunks, None)
                 newest = 0
                 if arrivals:  # the kernel's time for the newest packet of this chunk (backends/transport.py)
                     newest = arrivals[-1]
@@ -234,10 +256,7 @@ async def post_sse(
                 else:
                     payloads = decoder.feed(chunk)
                 if deadline_at is not None and t > deadline_at:
-                    raise StreamBroken(
-                        f"the request ran past its deadline of {deadline:g} s",
-                        hint="raise --deadline for very long generations",
-                    )
+                    raise _past_deadline(deadline)
                 if not payloads and chunk is not None:
                     if t - last_event > idle_ns:
                         raise StreamBroken(
@@ -263,6 +282,8 @@ async def post_sse(
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
         raise StreamBroken(f"cannot connect to {url_shown} ({why(exc)})") from None
     except httpx.ReadTimeout:
+        if wall_deadline is not None and time.monotonic() >= wall_deadline - 0.001:
+            raise _past_deadline(deadline) from None
         raise StreamBroken(
             f"no answer for {idle_timeout:g} s: idle timeout",
             hint="the server may be stuck; raise --idle-timeout if it is just slow",

@@ -177,7 +177,6 @@ def test_a_side_that_does_not_reproduce_itself_is_nondeterminism(capsys):
 def test_a_deadline_fails_the_slow_side_with_one_line(capsys):
     # the limits bind every request, the baseline's too: 3 s (not 0.5 s) lets a loaded machine deliver the
     # baseline's whole recorded stream in time; the candidate's first event comes 6 s after the request
-    # (the deadline is checked as events arrive: a server silent for good meets the idle timeout instead)
     with ScriptedLlama(payloads(BASELINE)) as b, ScriptedLlama(payloads(DRAFT), stall_s=6) as c:
         code, doc, _ = compare(capsys, b, c, "--prompt", "hi", "--deadline", "3")
     p = doc["prompts"][0]
@@ -188,6 +187,21 @@ def test_a_deadline_fails_the_slow_side_with_one_line(capsys):
     p = doc["prompts"][0]
     assert code == 1 and p["baseline"]["failed"] is None
     assert p["candidate"]["failed"].startswith("no answer for 3 s: idle timeout")
+
+
+def test_a_server_silent_for_good_meets_the_deadline_not_the_idle_timeout(capsys):
+    import time
+
+    # the candidate answers its headers, then nothing for 10 minutes: a 3 s deadline ends it, not the
+    # 120 s idle timeout (the bound below is only an upper limit with a wide margin for a loaded machine)
+    with ScriptedLlama(payloads(BASELINE)) as b, ScriptedLlama(payloads(DRAFT), stall_s=600) as c:
+        t0 = time.monotonic()
+        code, doc, _ = compare(capsys, b, c, "--prompt", "hi", "--deadline", "3", "--idle-timeout", "120")
+        took = time.monotonic() - t0
+    p = doc["prompts"][0]
+    assert code == 1 and p["baseline"]["failed"] is None
+    assert p["candidate"]["failed"].startswith("the request ran past its deadline of 3 s"), p["candidate"]["failed"]
+    assert took < 90, took
 
 
 def test_the_notebook_gets_one_entry_per_prompt(capsys, tmp_path, prompt_file):

@@ -16,6 +16,22 @@ from spectui.core.errors import InputError, NotLlamaServer, ServerUnreachable, r
 KINDS = ("auto", "llama.cpp", "vllm", "sglang", "openai")
 
 
+def connect_reason(exc: BaseException) -> str:
+    """Why a connection failed, in a few words: the OS's words for the error underneath ("connection
+    refused"), else the exception's first line whole (cutting it at a width left "[Connect call failed
+    ('127.0.0.1'" with its brackets open)."""
+    seen = exc
+    for _ in range(8):  # the httpx error, the transport's, the OSError under them
+        if isinstance(seen, OSError) and seen.errno:
+            return os.strerror(seen.errno).lower()
+        nxt = seen.__cause__ or seen.__context__
+        if nxt is None:
+            break
+        seen = nxt
+    lines = str(exc).splitlines()
+    return lines[0] if lines and lines[0] else "refused"
+
+
 async def detect(url: str, client: httpx.AsyncClient, headers: dict | None = None) -> str:
     url = url.rstrip("/")
 
@@ -25,9 +41,7 @@ async def detect(url: str, client: httpx.AsyncClient, headers: dict | None = Non
         try:
             return await client.get(url + path, timeout=5, headers=headers or {})
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise ServerUnreachable(
-                f"cannot connect to {shown} ({str(exc).splitlines()[0][:80] or 'refused'})"
-            ) from None
+            raise ServerUnreachable(f"cannot connect to {shown} ({connect_reason(exc)})") from None
         except httpx.TimeoutException:
             # it accepted the connection and then said nothing: asking other paths would only wait again
             raise ServerUnreachable(

@@ -269,6 +269,8 @@ class _Opener:
 def cmd_replay(args) -> int:
     from spectui.store.session import load_session, results_for
 
+    if args.json and not args.no_tui:  # else the TUI would open and --json be ignored
+        raise InputError("replay --json prints the report instead of playing it: give it with --no-tui")
     session = load_session(args.file)
     if not session.prompts:
         raise InputError(f"{session.path} holds no prompts to replay")

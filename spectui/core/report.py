@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 from spectui.core.compare import escape_bytes
 from spectui.core.runner import PromptResult, Repeated, grouped
-from spectui.core.stats import over_units
+from spectui.core.stats import Spread, over_units
 from spectui.core.types import GenerationParams, ServerInfo
 
 
@@ -137,7 +138,11 @@ def text_report(
         lines += drafts_lines(r)
     if any(r.candidate.figures.drafted for r in results):
         lines.append(ALPHA_NOTE)
-    lines += repeat_lines(results)
+    repeats = repeat_lines(results)
+    lines += repeats
+    ws = whole_set(results)
+    if ws is not None:
+        lines += ([] if repeats else [""]) + [f"{'whole set':<18} {ws.text()}"]
     lines += rejected_by_position(results)
     done = [r for r in results if r.identical is not None]
     same = sum(1 for r in done if r.identical)
@@ -173,6 +178,57 @@ def repeat_text(g: Repeated) -> str:
     return f"speed-up {sp.text(unit='×')}{at} ({sp.n} runs): {g.verdict}"
 
 
+@dataclass(frozen=True)
+class WholeSet:
+    """The run's one speed-up over a prompt set, with the acceptance of the same runs beside it: the
+    text, JSON and Markdown reports and `spectui sessions` all show this one."""
+
+    speedup: Spread
+    prompts: int
+    runs: int  # the paired runs it came from
+    accepted: int
+    drafted: int
+
+    def acceptance(self) -> str:
+        if not self.drafted:
+            return "the candidate drafted nothing"
+        return f"at {self.accepted / self.drafted:.0%} ({self.accepted}/{self.drafted}) accepted"
+
+    def text(self) -> str:
+        return (
+            f"speed-up {self.speedup.text(unit='×')} {self.acceptance()} over {self.prompts} prompts "
+            f"({self.runs} paired runs; the interval is over prompts)"
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "speedup": self.speedup.to_json(),
+            "prompts": self.prompts,
+            "runs": self.runs,
+            "accepted": self.accepted,
+            "drafted": self.drafted,
+            "acceptance_rate": self.accepted / self.drafted if self.drafted else None,
+        }
+
+
+def whole_set(results: list[PromptResult]) -> WholeSet | None:
+    """Over two or more prompts with a speed-up: the prompt is the unit (one mean log ratio per prompt, the
+    interval over prompts: its runs are not independent draws from the set); the acceptance pooled over
+    the runs that gave a speed-up. None for one prompt (its own line is the run's figure)."""
+    units = [[r.speedup for r in g.runs if r.speedup is not None] for g in grouped(results)]
+    units = [u for u in units if u]
+    if len(units) < 2:
+        return None
+    paired = [r for r in results if r.speedup is not None]
+    return WholeSet(
+        over_units(units),
+        len(units),
+        len(paired),
+        sum(r.candidate.figures.accepted for r in paired),
+        sum(r.candidate.figures.drafted for r in paired),
+    )
+
+
 def repeat_lines(results: list[PromptResult]) -> list[str]:
     groups = grouped(results)
     if not any(len(g.runs) > 1 for g in groups):
@@ -202,16 +258,6 @@ def repeat_lines(results: list[PromptResult]) -> list[str]:
                 if div
                 else f"identical in every run ({len(g.runs)})"
             )
-        )
-    ratios = [r.speedup for r in results if r.speedup is not None]
-    units = [[r.speedup for r in g.runs if r.speedup is not None] for g in groups]
-    units = [u for u in units if u]
-    if len(groups) > 1 and len(ratios) > 1:
-        # the prompt is the unit: one mean log ratio per prompt, the interval over prompts (its runs are
-        # not independent draws from the set)
-        out.append(
-            f"{'whole set':<18} speed-up {over_units(units).text(unit='×')} over {len(units)} prompts "
-            f"({len(ratios)} paired runs; the interval is over prompts)"
         )
     notes = {n for g in groups if (n := g.rate_note)}
     out.extend(f"{'':<18}   note: {n}" for n in sorted(notes))
@@ -261,6 +307,7 @@ def json_report(
         },
         "prompts": prompts,
         "repeats": [g.to_json() for g in grouped(results)],
+        "whole_set": ws.to_json() if (ws := whole_set(results)) is not None else None,
         "all_identical": (None if any(r.identical is None for r in results) else all(r.identical for r in results))
         if results
         else None,
@@ -354,6 +401,9 @@ def markdown_report(
                     f"**{md_cell(r.prompt.id)}: {rec.name} failed after {rec.figures.tokens} tokens:** "
                     f"{md_cell(rec.failed.message)}",
                 ]
+    ws = whole_set(results)
+    if ws is not None:
+        out += ["", f"Whole set: {ws.text()}."]
     done = [r for r in results if r.identical is not None]
     out += [
         "",

@@ -100,18 +100,26 @@ def interval(values: list[float], level: float = LEVEL) -> Spread:
     return Spread(med, bounds[0], bounds[1], len(vals), level, method=METHOD)
 
 
+def unit_median(units: list[list[float]]) -> float:
+    """over_units' point value alone (no scipy: `spectui sessions` shows it for every file): the median
+    over the units of each unit's geometric mean; the plain median where a value is not positive."""
+    units = [[float(v) for v in u] for u in units if u]
+    if not units:
+        raise ValueError("no values")
+    if any(not (v > 0 and math.isfinite(v)) for u in units for v in u):
+        return statistics.median(v for u in units for v in u)
+    return statistics.median(math.exp(statistics.fmean(math.log(v) for v in u)) for u in units)
+
+
 def over_units(units: list[list[float]], level: float = LEVEL, what: str = "prompt") -> Spread:
     """The spread over a set whose unit is not the run (the prompts of a set, each run N times): each
     unit's runs are summarised by their mean log value, and the interval is over the units, so N runs of
     one prompt count as one observation of that prompt, not N independent ones."""
     units = [[float(v) for v in u] for u in units if u]
-    if not units:
-        raise ValueError("no values")
+    med = unit_median(units)
     if any(not (v > 0 and math.isfinite(v)) for u in units for v in u):
-        med = statistics.median(v for u in units for v in u)
         return Spread(med, None, None, len(units), level, reason="a value is not positive: no interval on its log")
     means = [statistics.fmean(math.log(v) for v in u) for u in units]
-    med = statistics.median(math.exp(m) for m in means)  # the typical unit's value
     bounds = log_t_bounds(means, level)
     if bounds is None:
         return Spread(med, None, None, len(units), level, reason=_too_few(len(units), what))

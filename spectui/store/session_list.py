@@ -38,24 +38,90 @@ class SessionSummary:
     speedup: float | None
     acceptance: float | None
     problem: str | None = None
+    # the recorded verdicts in the reports' words: identical | DIFFERS | FAILED (a side failed, nothing
+    # differed) | — (a prompt has none: the recording stops inside it)
+    verdict: str = "—"
+    runs: int = 0  # prompt records; n_prompts counts distinct prompts (a --repeat run records each run)
+    build: str = "?"  # the candidate's build, as the reports print it
+
+    def verdict_text(self) -> str:
+        return self.verdict
+
+    def speedup_text(self) -> str:
+        """The run's speed-up as the reports give it (the prompt's own, or the whole set's over prompts), with
+        the acceptance of the same runs beside it."""
+        if not self.speedup:
+            return "—"
+        over = " over the set" if self.n_prompts > 1 else ""
+        if self.acceptance is None:
+            return f"{self.speedup:.2f}×{over} (no drafts)"
+        return f"{self.speedup:.2f}×{over} at {self.acceptance:.0%} accepted"
+
+    def count_text(self) -> str:
+        n = f"{self.n_prompts} prompt{'s' if self.n_prompts != 1 else ''}"
+        return n if self.runs <= self.n_prompts else f"{n}, {self.runs} runs"
 
     def line(self) -> str:
         if self.problem:
             return f"{self.path.name}: {self.problem}"
-        same = {True: "identical", False: "DIFFERS", None: "—"}[self.identical]
-        sp = (
-            f"{self.speedup:.2f}× at {self.acceptance:.0%} accepted"
-            if self.speedup and self.acceptance is not None
-            else (f"{self.speedup:.2f}× (no drafts)" if self.speedup else "—")
-        )
         return (
-            f"{self.created[:19]:<20} {self.path.name:<40} {self.prompt:<16} {self.n_prompts:>2} prompts  "
-            f"{same:<9} {sp}  [{self.candidate}]"
+            f"{self.created[:19]:<20} {self.path.name:<40} {self.prompt:<16} {self.count_text():<18} "
+            f"{self.verdict:<9} {self.speedup_text()}  [{self.candidate}, build {self.build}]"
         )
 
 
 def _problem(path: Path, why: str) -> SessionSummary:
     return SessionSummary(path, "", "", "", "", 0, None, None, None, problem=why)
+
+
+def _status(rec: dict | None) -> str | None:
+    """A result record's carried verdict status (core.verdict); older sessions: their identical key."""
+    if rec is None:
+        return None
+    v = rec.get("verdict")
+    if isinstance(v, dict) and isinstance(v.get("status"), str):
+        return v["status"]
+    same = rec.get("identical")
+    return "identical" if same is True else ("differs" if same is False else None)
+
+
+def _verdict(statuses: list[str | None]) -> str:
+    if not statuses:
+        return "—"
+    if "differs" in statuses:
+        return "DIFFERS"
+    if None in statuses or "incomplete" in statuses:
+        return "—"
+    if "failed" in statuses:
+        return "FAILED"
+    return "identical" if all(s == "identical" for s in statuses) else "—"
+
+
+def _figures(done: list[dict]) -> tuple[float | None, float | None]:
+    """The speed-up the reports give (core.report.whole_set: over the prompts, each prompt its runs' mean
+    log ratio; one prompt: its own) and the acceptance pooled over the same runs."""
+    from spectui.core.stats import unit_median
+
+    groups: list[list[dict]] = []
+    for rec in done:
+        run = rec.get("run")
+        if groups and isinstance(run, int) and run > 1:
+            groups[-1].append(rec)
+        else:
+            groups.append([rec])
+    units = [[v for r in g if (v := _number(r.get("speedup"))) is not None] for g in groups]
+    units = [u for u in units if u]
+    speedup = unit_median(units) if units else None
+    paired = [r for r in done if _number(r.get("speedup")) is not None]
+    sides = [c for r in paired if isinstance(c := r.get("candidate"), dict)]
+    acceptance = None
+    if sides and all(_number(c.get("drafted")) is not None for c in sides):
+        drafted = sum(_number(c.get("drafted")) or 0 for c in sides)
+        accepted = sum(_number(c.get("accepted")) or 0 for c in sides)
+        acceptance = accepted / drafted if drafted else None
+    elif sides:  # an older session without the counts: the last run's rate
+        acceptance = _number(sides[-1].get("acceptance_rate"))
+    return speedup, acceptance
 
 
 def _summary_records(data) -> list[tuple[int, str, dict]]:
@@ -80,18 +146,24 @@ def _number(v) -> float | None:
 def summarise(path: Path) -> SessionSummary:
     try:
         with open(path, "rb") as fh:
-            head = json.loads(fh.readline() or b"null")
+            first_line = fh.readline()
+            if not first_line:
+                return _problem(path, "empty, not a spectui session")
+            try:
+                head = json.loads(first_line)
+            except ValueError:
+                head = None
             if not isinstance(head, dict) or head.get("format") != FORMAT:
-                return _problem(path, f"{path} is not a spectui session (its first line is not a spectui header)")
+                return _problem(path, "not a spectui session (its first line is not a spectui header)")
             version = head.get("version")
             if not isinstance(version, int) or isinstance(version, bool) or version > VERSION:
-                return _problem(path, f"{path}: session format version {version!r}, not one this spectui reads")
-            if fh.seek(0, 2) == 0:
-                return _problem(path, f"{path} is empty")
+                return _problem(
+                    path, f"session format version {version!r}, not one this spectui reads (upgrade spectui)"
+                )
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 records = _summary_records(data)
     except (OSError, ValueError) as exc:
-        return _problem(path, f"{path} cannot be read ({exc})")
+        return _problem(path, f"cannot be read ({exc})")
     servers = [r for _, k, r in records if k == "servers"]
     prompts = [r for _, k, r in records if k == "prompt"]
     results_after: list[dict | None] = []  # each prompt's result (the record after it, before the next prompt)
@@ -106,21 +178,30 @@ def summarise(path: Path) -> SessionSummary:
             infos[side] = _info(servers[-1][side]).describe_speedup() if servers else "?"
         except (KeyError, TypeError, ValueError, AttributeError):
             infos[side] = "?"
-    flags = [r.get("identical") if r is not None else None for r in results_after]
+    statuses = [_status(r) for r in results_after]
+    flags = [{"identical": True, "differs": False}.get(st or "") for st in statuses]
     identical = False if False in flags else (True if flags and all(f is True for f in flags) else None)
-    last = next((r for r in reversed(results_after) if r is not None), None)
     first = prompts[0].get("prompt") if prompts else None
-    candidate = last.get("candidate") if last is not None else None
+    done = [r for r in results_after if r is not None]
+    speedup, acceptance = _figures(done)
+    build = "?"
+    if servers and isinstance(servers[-1].get("candidate"), dict):
+        build = str(servers[-1]["candidate"].get("build") or "?")
     return SessionSummary(
         path,
         str(head.get("created", "?")),
         infos["baseline"],
         infos["candidate"],
         str(first.get("id", "?")) if isinstance(first, dict) else "—",
-        len(prompts),
+        # each prompt record is a prompt, or another run of the one before it (its result says run > 1), as
+        # the reports group them; a prompt cut off before its result counts as one
+        sum(1 for r in results_after if r is None or not (isinstance(r.get("run"), int) and r["run"] > 1)),
         identical,
-        _number(last.get("speedup")) if last is not None else None,
-        _number(candidate.get("acceptance_rate")) if isinstance(candidate, dict) else None,
+        speedup,
+        acceptance,
+        verdict=_verdict(statuses),
+        runs=len(prompts),
+        build=build,
     )
 
 

@@ -271,7 +271,7 @@ def test_sessions_lists_the_data_dirs_sessions_by_default(capsys, monkeypatch, t
     [row] = [line for line in out.splitlines() if "one.jsonl" in line]
     # the date, the prompt, the verdict, the speed-up with its acceptance rate (from the recorded streams:
     # 22.2 / 80.3 server-timed tok/s, 45 of 119 drafts)
-    assert code == 0 and re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d +one\.jsonl +prompt +1 prompts +identical ", row)
+    assert code == 0 and re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d +one\.jsonl +prompt +1 prompt +identical ", row)
     assert "0.28× at 38% accepted" in row
     code, out, _ = run(capsys, "sessions", str(tmp_path / "empty"))
     assert "one.jsonl" not in out

@@ -552,7 +552,7 @@ def test_listing_parses_summary_records_not_events(tmp_path, monkeypatch):
     [row] = session_list.list_sessions(tmp_path)
     assert len(parsed) == 5  # servers, two prompts, two results: none of the 80,004 events
     assert (row.prompt, row.n_prompts, row.identical, row.speedup, row.acceptance) == ("p0", 2, True, 1.5, 0.5)
-    assert "identical" in row.line() and "1.50× at 50% accepted" in row.line()
+    assert "identical" in row.line() and "1.50× over the set at 50% accepted" in row.line()
 
 
 def test_listing_says_what_a_cut_off_run_recorded(tmp_path):

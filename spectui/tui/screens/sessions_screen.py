@@ -67,13 +67,16 @@ class SessionBrowser(Screen):
             if r.problem:
                 table.add_row("", r.path.name, r.problem, "", "", "", "")
                 continue
-            same = {True: "identical", False: "DIFFERS", None: "—"}[r.identical]
-            sp = (
-                f"{r.speedup:.2f}× at {r.acceptance:.0%}"
-                if r.speedup and r.acceptance is not None
-                else (f"{r.speedup:.2f}× (no drafts)" if r.speedup else "—")
+            # the listing's own words (store.session_list), as `spectui sessions` prints them
+            table.add_row(
+                r.created[:19],
+                r.path.name,
+                r.prompt,
+                r.count_text(),
+                r.verdict_text(),
+                r.speedup_text(),
+                f"{r.candidate}, build {r.build}",
             )
-            table.add_row(r.created[:19], r.path.name, r.prompt, str(r.n_prompts), same, sp, r.candidate)
 
     def _current(self):
         table = self.query_one(DataTable)

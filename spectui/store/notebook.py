@@ -211,6 +211,16 @@ def _word(m: dict, key: str, missing: str = "") -> str:
     return " ".join(str(v).split())[:60]  # one line, whatever the value (a table, a list, a date)
 
 
+def _described(server) -> str | None:
+    """A recorded server's speed-up configuration as every other entry names it."""
+    from spectui.store.session import _info
+
+    try:
+        return _info(server).describe_speedup() if server else None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
 def show_text(path: Path) -> str:
     rows = read(path)
     if not rows:
@@ -267,9 +277,7 @@ def certificate_entry(doc: dict) -> dict:
         "alpha": (acc.get("alpha") or {}).get("value"),
         "baseline_build": servers.get("baseline", {}).get("build"),
         "candidate_build": servers.get("candidate", {}).get("build"),
-        "candidate_config": ", ".join(
-            f"{k}={v}" for k, v in (servers.get("candidate", {}).get("speculative") or {}).items()
-        )
-        or None,
+        # in compare's words (ServerInfo.describe_speedup: "spec draft-simple"), not the dict's repr
+        "candidate_config": _described(servers.get("candidate")),
     }
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items() if v is not None}

@@ -148,3 +148,19 @@ def test_connect_refused_says_so_in_whole_words(client_kind):
     msg = str(caught.value)
     # it read "(Cannot connect to host 127.0.0.1:P ssl:default [Connect call failed ('127.0.0.1'", cut
     assert msg == f"cannot connect to http://127.0.0.1:{port} (connection refused)", msg
+
+
+def test_a_certificates_notebook_entry_names_the_candidate_as_compare_does():
+    from spectui.store import notebook
+    from spectui.store.session import _info
+
+    server = {"url": "http://c", "build": "b2", "speculative": {"enabled": True, "type": "draft-simple"}}
+    doc = {
+        "verdict": {"status": "identical", "line": "IDENTICAL"},
+        "inputs": {"prompt_set": {"name": "quick", "sha256": "ab" * 32}},
+        "derived": {"greedy": {"prompts": 2, "identical": 2}, "speedup": {"overall": None}},
+        "measured_on": {"servers": {"candidate": server}},
+    }
+    entry = notebook.certificate_entry(doc)
+    # it read "enabled=True, type=draft-simple" beside compare's "spec draft-simple" in `notebook show`
+    assert entry["candidate_config"] == _info(server).describe_speedup() == "spec draft-simple"

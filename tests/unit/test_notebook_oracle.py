@@ -241,7 +241,7 @@ def test_a_certificate_entry_carries_its_verdict_and_headline_figures():
         "alpha": 0.61,
         "baseline_build": "b1",
         "candidate_build": "b2",
-        "candidate_config": "type=draft, n_max=8",
+        "candidate_config": "spec draft n_max=8",  # in compare's words (ServerInfo.describe_speedup)
     }
     doc["verdict"]["status"] = "different"
     assert notebook.certificate_entry(doc)["verdict"] == "differs"

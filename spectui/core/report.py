@@ -407,7 +407,9 @@ def markdown_report(
     done = [r for r in results if r.identical is not None]
     out += [
         "",
-        f"{sum(1 for r in done if r.identical)}/{len(done)} outputs identical. "
+        f"{sum(1 for r in done if r.identical)}/{len(done)} outputs identical"
+        + (f", {len(results) - len(done)} not compared" if len(done) < len(results) else "")
+        + ". "
         f"Builds: baseline {md_cell(b.build or '?')}, candidate {md_cell(c.build or '?')}.",
         "",
     ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from string import Template
 
-from spectui.core.report import acceptance_text, cache_text, fmt, speedup_text, verdict_text
+from spectui.core.report import acceptance_text, cache_text, fmt, speedup_text, verdict_text, whole_set
 from spectui.core.runner import PromptResult
 from spectui.core.types import GenerationParams, ServerInfo
 from spectui.labs import terms, theory
@@ -201,6 +201,8 @@ def html_report(
         f'<p class="{"ok" if same == len(done) == len(results) else "bad"}">{same}/{len(done)} outputs identical'
         f"{f', {len(results) - len(done)} not compared' if len(done) < len(results) else ''}. "
         f"Builds: baseline {_e(b.build or '?')}, candidate {_e(c.build or '?')}.</p>",
+        # the whole set's figure, as the text, JSON and Markdown reports give it (core.report.whole_set)
+        *([f"<p>Whole set: {_e(ws.text())}.</p>"] if (ws := whole_set(results)) is not None else []),
         "<table><tr><th>prompt</th><th>baseline tok/s</th><th>candidate tok/s</th><th>speed-up</th>"
         "<th>acceptance per drafted token</th><th>mean accepted length</th><th>α per position</th>"
         "<th>TTFT ms (b / c)</th><th>output</th></tr>",

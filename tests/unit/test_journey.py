@@ -164,3 +164,24 @@ def test_a_certificates_notebook_entry_names_the_candidate_as_compare_does():
     entry = notebook.certificate_entry(doc)
     # it read "enabled=True, type=draft-simple" beside compare's "spec draft-simple" in `notebook show`
     assert entry["candidate_config"] == _info(server).describe_speedup() == "spec draft-simple"
+
+
+def test_html_report_has_the_same_whole_set_line(capsys):
+    import html
+
+    speedup, accepted, drafted = expected_whole_set()
+    code, page, _ = run(capsys, "report", str(SESSION), "--format", "html")
+    assert code == 0
+    [line] = [ln for ln in html.unescape(page).split("<p>") if ln.startswith("Whole set")]
+    assert f"{speedup:.2f}×" in line and f"at {accepted / drafted:.0%} ({accepted}/{drafted}) accepted" in line
+
+
+def test_markdown_report_of_a_cut_session_says_what_was_not_compared(capsys, tmp_path):
+    data = SESSION.read_bytes()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(data[:20000])  # inside the second run of the first prompt
+    code, text, _ = run(capsys, "replay", str(cut), "--no-tui")
+    assert "1/1 outputs identical, 1 not compared" in text
+    code, md, _ = run(capsys, "report", str(cut), "--format", "md")
+    # it said "1/1 outputs identical." and nothing of the prompt the recording stops inside
+    assert "1/1 outputs identical, 1 not compared." in md

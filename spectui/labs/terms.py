@@ -42,6 +42,11 @@ class StepCosts:
     def measured_k(self) -> int:
         return len(self.verify)
 
+    @property
+    def none_measured(self) -> bool:
+        """Every term is the ideal formula's assumption (theory --from S --no-measure)."""
+        return bool(self.sources) and all(str(v).startswith("ideal") for v in self.sources.values())
+
     def V(self, k: float) -> float:
         return _curve(self.verify, k)
 
@@ -298,17 +303,18 @@ class TheoryCheck:
             if self.measured_low is not None
             else f"{self.measured:.2f}× (1 run: no interval)"
         )
+        # with nothing measured the terms are the ideal formula's: say so, never "the measured terms"
+        what = "the ideal formula's terms (none measured)" if c.none_measured else "the measured terms"
         lines += [
             "",
-            f"predicted from the measured terms: {self.predicted:.2f}×{rng}",
+            f"predicted from {what}: {self.predicted:.2f}×{rng}",
             f"measured:                          {meas}",
-            f"a step took {self.step_measured:.2f} target steps in the run; the measured terms add up to "
-            f"{self.step_predicted:.2f}",
+            f"a step took {self.step_measured:.2f} target steps in the run; {what} add up to {self.step_predicted:.2f}",
         ]
         if self.agree:
-            lines.append(f"the measured terms account for the measured speed-up ({self.agreement})")
+            lines.append(f"{what} account for the measured speed-up ({self.agreement})")
         elif self.miss:
-            lines.append(self.miss)
+            lines.append(self.miss.replace("the measured terms", what))
         if self.best_gamma is not None:
             lines.append(
                 f"best γ from the measured cost curve (γ ≤ {self.costs.measured_k - 1}): {self.best_gamma} "

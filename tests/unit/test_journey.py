@@ -185,3 +185,12 @@ def test_markdown_report_of_a_cut_session_says_what_was_not_compared(capsys, tmp
     code, md, _ = run(capsys, "report", str(cut), "--format", "md")
     # it said "1/1 outputs identical." and nothing of the prompt the recording stops inside
     assert "1/1 outputs identical, 1 not compared." in md
+
+
+def test_theory_no_measure_never_calls_its_terms_measured(capsys):
+    code, out, _ = run(capsys, "theory", "--from", str(SESSION), "--no-measure")
+    assert code == 0
+    # it said "predicted from the measured terms" and "the measured terms account for the measured
+    # speed-up" about the ideal formula's c = 0, V = 1, R = 0
+    assert "the measured terms" not in out
+    assert out.count("predicted from the ideal formula's terms (none measured)") == 2

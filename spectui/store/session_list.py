@@ -43,6 +43,7 @@ class SessionSummary:
     verdict: str = "—"
     runs: int = 0  # prompt records; n_prompts counts distinct prompts (a --repeat run records each run)
     build: str = "?"  # the candidate's build, as the reports print it
+    over_set: bool = False  # the speed-up is the whole set's (two or more prompts gave one)
 
     def verdict_text(self) -> str:
         return self.verdict
@@ -52,7 +53,7 @@ class SessionSummary:
         the acceptance of the same runs beside it."""
         if not self.speedup:
             return "—"
-        over = " over the set" if self.n_prompts > 1 else ""
+        over = " over the set" if self.over_set else ""
         if self.acceptance is None:
             return f"{self.speedup:.2f}×{over} (no drafts)"
         return f"{self.speedup:.2f}×{over} at {self.acceptance:.0%} accepted"
@@ -97,7 +98,32 @@ def _verdict(statuses: list[str | None]) -> str:
     return "identical" if all(s == "identical" for s in statuses) else "—"
 
 
-def _figures(done: list[dict]) -> tuple[float | None, float | None]:
+def _count_prompts(prompts: list[dict], results_after: list[dict | None]) -> int:
+    """Prompts as the reports group them: a prompt record is another run of the one before it where its
+    result says run > 1, or, cut off before its result, where it names the same prompt as the one before
+    and that one's result said more runs were to come."""
+    n = 0
+    previous: tuple[str | None, dict | None] = (None, None)
+    for rec, result in zip(prompts, results_after, strict=False):
+        pid = rec["prompt"].get("id") if isinstance(rec.get("prompt"), dict) else None
+        if result is not None:
+            again = isinstance(result.get("run"), int) and result["run"] > 1
+        else:
+            before = previous[1]
+            again = (
+                pid is not None
+                and pid == previous[0]
+                and before is not None
+                and isinstance(before.get("runs"), int)
+                and isinstance(before.get("run"), int)
+                and before["run"] < before["runs"]
+            )
+        n += 0 if again else 1
+        previous = (pid, result)
+    return n
+
+
+def _figures(done: list[dict]) -> tuple[float | None, float | None, int]:
     """The speed-up the reports give (core.report.whole_set: over the prompts, each prompt its runs' mean
     log ratio; one prompt: its own) and the acceptance pooled over the same runs."""
     from spectui.core.stats import unit_median
@@ -121,7 +147,7 @@ def _figures(done: list[dict]) -> tuple[float | None, float | None]:
         acceptance = accepted / drafted if drafted else None
     elif sides:  # an older session without the counts: the last run's rate
         acceptance = _number(sides[-1].get("acceptance_rate"))
-    return speedup, acceptance
+    return speedup, acceptance, len(units)
 
 
 def _summary_records(data) -> list[tuple[int, str, dict]]:
@@ -183,7 +209,7 @@ def summarise(path: Path) -> SessionSummary:
     identical = False if False in flags else (True if flags and all(f is True for f in flags) else None)
     first = prompts[0].get("prompt") if prompts else None
     done = [r for r in results_after if r is not None]
-    speedup, acceptance = _figures(done)
+    speedup, acceptance, units = _figures(done)
     build = "?"
     if servers and isinstance(servers[-1].get("candidate"), dict):
         build = str(servers[-1]["candidate"].get("build") or "?")
@@ -193,15 +219,14 @@ def summarise(path: Path) -> SessionSummary:
         infos["baseline"],
         infos["candidate"],
         str(first.get("id", "?")) if isinstance(first, dict) else "—",
-        # each prompt record is a prompt, or another run of the one before it (its result says run > 1), as
-        # the reports group them; a prompt cut off before its result counts as one
-        sum(1 for r in results_after if r is None or not (isinstance(r.get("run"), int) and r["run"] > 1)),
+        _count_prompts(prompts, results_after),
         identical,
         speedup,
         acceptance,
         verdict=_verdict(statuses),
         runs=len(prompts),
         build=build,
+        over_set=units > 1,
     )
 
 

@@ -194,3 +194,11 @@ def test_theory_no_measure_never_calls_its_terms_measured(capsys):
     # speed-up" about the ideal formula's c = 0, V = 1, R = 0
     assert "the measured terms" not in out
     assert out.count("predicted from the ideal formula's terms (none measured)") == 2
+
+
+def test_sessions_lists_a_session_cut_inside_a_run_as_replay_reads_it(capsys, tmp_path):
+    (tmp_path / "cut.jsonl").write_bytes(SESSION.read_bytes()[:20000])  # inside code-fizzbuzz's run 2
+    code, out, _ = run(capsys, "sessions", str(tmp_path))
+    # one prompt, its second run cut: not "2 prompts", and its own speed-up, not one "over the set"
+    assert "1 prompt, 2 runs" in out and "over the set" not in out, out
+    assert " — " in out  # no verdict for the session: a prompt has none

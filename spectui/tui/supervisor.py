@@ -304,7 +304,9 @@ class ServerSupervisor:
                     continue
             except NoMatches:
                 return
-            try:
-                self.kv[side] = await asyncio.wait_for(backend.kv_usage(), timeout=0.8)
+            try:  # asyncio.timeout, not wait_for: 3.11's wait_for returns the result of a poll that ends as the
+                # quit cancels this timer, losing the cancel; the timer then ticks on and the quit awaits it for ever
+                async with asyncio.timeout(0.8):
+                    self.kv[side] = await backend.kv_usage()
             except Exception:
                 self.kv[side] = None

@@ -343,7 +343,8 @@ def test_theory_from_a_session_without_measuring_is_the_ideal_labelled_and_names
     assert chk["draft_cost_c"] == 0.0 and chk["measured_speedup"] < chk["predicted_speedup"] / 2
     assert main(["theory", "--from", str(path), "--no-measure"]) == 0
     text = capsys.readouterr().out
-    assert "predicted from the measured terms" in text and "ideal (c = 0, V = 1, R = 0)" in text
+    assert "predicted from the ideal formula's terms (none measured)" in text and "ideal (c = 0, V = 1, R = 0)" in text
+    assert "the measured terms" not in text  # nothing was measured
 
 
 @pytest.mark.parametrize(

@@ -293,18 +293,14 @@ class SpectuiApp(App):
     def action_theory(self) -> None:
         from spectui.tui.screens.theory_screen import TheoryScreen
 
-        down = self.replaying or self.config.one_at_a_time or any(self.pane(s).info is None for s in SIDES)
-        live = None if down else self.backends  # one at a time: the servers are down between runs
+        live = None if self.servers.lab_refusal() else self.backends
         launched = self.config.launched.get("candidate")
         draft = LaunchSpec.from_argv(launched.argv).draft_model if launched is not None else None
         self.push_screen(TheoryScreen.for_results(self.runs.results, live, draft))
 
     def _live_backends(self):
-        if self.config.one_at_a_time and not self.replaying:  # its servers are down between runs
-            self.notify("one server at a time: this lab needs both servers up at once", severity="warning")
-            return None
-        if self.replaying or any(self.pane(s).info is None for s in SIDES):
-            self.notify("both servers must be connected (live, not a replay)", severity="warning")
+        if why := self.servers.lab_refusal():
+            self.notify(why, severity="warning")
             return None
         return self.backends
 
@@ -318,13 +314,8 @@ class SpectuiApp(App):
     def action_sweep(self) -> None:
         from spectui.tui.screens.lab_screens import SweepScreen
 
-        if self.config.one_at_a_time and self.config.launched and not self.replaying:  # each side started alone
-            why = self.servers.alone_why
-            self.push_screen(
-                SweepScreen({}, self.prompt_list, self.params, open_alone=self.servers.open_alone, alone_why=why)
-            )
-        elif backends := self._live_backends():
-            self.push_screen(SweepScreen(backends, self.prompt_list, self.params))
+        if screen := SweepScreen.for_app(self):  # one server at a time too
+            self.push_screen(screen)
 
     def action_drafts_cost(self) -> None:
         from spectui.machine.assets import find_model
@@ -353,10 +344,8 @@ class SpectuiApp(App):
         """F4: a certificate for the prompt set on screen (spectui prove, on the same run session)."""
         from spectui.tui.screens.prove_screen import ProveScreen
 
-        if self.config.one_at_a_time and self.config.launched and not self.replaying:  # each side started alone
-            self.push_screen(ProveScreen.of(self, None))
-        elif backends := self._live_backends():
-            self.push_screen(ProveScreen.of(self, backends))
+        if screen := ProveScreen.for_app(self):  # one server at a time too
+            self.push_screen(screen)
 
     def action_profiles(self) -> None:
         from spectui.store.config import load as load_settings

@@ -130,6 +130,20 @@ class ServerSupervisor:
         elif app.config.autorun:
             app.call_after_refresh(app.action_run)
 
+    def alone(self) -> bool:
+        """The app runs its launched pair one at a time (live, not a replay): a screen starts each side."""
+        app = self.app
+        return app.config.one_at_a_time and bool(app.config.launched) and not app.replaying
+
+    def lab_refusal(self) -> str | None:
+        """Why a lab that needs both servers up at once cannot run now (None: both are up)."""
+        app = self.app
+        if app.config.one_at_a_time and not app.replaying:  # its servers are down between runs
+            return "one server at a time: this lab needs both servers up at once"
+        if app.replaying or any(app.pane(s).info is None for s in SIDES):
+            return "both servers must be connected (live, not a replay)"
+        return None
+
     def open_alone(self, side: str):
         """An async context: the side's launched server started alone, connected and shown; stopped (by
         its PID) when the block ends. The run layer's PhasedRun opens each side through it."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -16,6 +17,9 @@ from textual.widgets import DataTable, Footer, Static
 from textual_plotext import PlotextPlot
 
 from spectui.core.types import GenerationParams
+
+if TYPE_CHECKING:
+    from spectui.tui.app import SpectuiApp
 
 
 def _fmt(v, spec=".0f"):
@@ -179,6 +183,19 @@ class SweepScreen(Screen):
         self.open_alone, self.alone_why = open_alone, alone_why
         self.levels: list = []  # the levels shown, once the sweep is done
         self.finished = False
+
+    @classmethod
+    def for_app(cls, app: SpectuiApp) -> SweepScreen | None:
+        """ctrl+u: one server at a time where the app runs so (each side started alone), else on the two
+        connected servers (None, said in a notice, where they are not both up)."""
+        if app.servers.alone():
+            return cls(
+                {}, app.prompt_list, app.params, open_alone=app.servers.open_alone, alone_why=app.servers.alone_why
+            )
+        if why := app.servers.lab_refusal():
+            app.notify(why, severity="warning")
+            return None
+        return cls(app.backends, app.prompt_list, app.params)
 
     @staticmethod
     def few_slots(infos) -> str:

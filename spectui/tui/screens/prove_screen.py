@@ -71,10 +71,21 @@ class ProveScreen(Screen):
         self._done = 0
 
     @classmethod
+    def for_app(cls, app: SpectuiApp) -> ProveScreen | None:
+        """F4: one server at a time where the app runs so, else on the two connected servers (None, said
+        in a notice, where they are not both up)."""
+        if app.servers.alone():
+            return cls.of(app, None)
+        if why := app.servers.lab_refusal():
+            app.notify(why, severity="warning")
+            return None
+        return cls.of(app, app.backends)
+
+    @classmethod
     def of(cls, app: SpectuiApp, backends: dict | None) -> ProveScreen:
         """The screen for the app's prompt set, settings, HTTP client, launched servers and notebook
         (read once here; the screen keeps none of the app); one server at a time where the app runs so."""
-        alone = app.config.one_at_a_time and bool(app.config.launched)
+        alone = app.servers.alone()
         return cls(
             backends or {},
             list(app.prompt_list),

@@ -1,4 +1,4 @@
-"""The HTTP client of the headless commands that time streams (compare, sweep, prefix, sampling):
+"""The HTTP client of every command that times streams (compare, sweep, prefix, sampling, the TUI):
 httpx's interface over aiohttp's transport, on sockets whose arrival times the kernel stamps.
 
 httpx's own HTTP/1.1 stack (httpcore, h11, anyio) costs several times the CPU per streamed event that

@@ -220,9 +220,15 @@ class SpectuiApp(App):
         self.q("#prompt", Input).focus()
 
     def _open_backends(self) -> None:
-        import httpx
+        try:  # compare's client (kernel arrival stamps), so the panes' TTFT and rates are measured as compare's
+            from spectui.backends.transport import stamped_client
 
-        self.client = httpx.AsyncClient()
+            self.client = stamped_client()
+        except Exception as exc:  # aiohttp missing or broken: plain httpx, timed by the app's own clock
+            import httpx
+
+            self.client = httpx.AsyncClient()
+            self.notify(f"no stamped client, timing by the app's clock: {describe(exc)}", severity="warning")
         if self.config.backends:
             self.backends = dict(self.config.backends)
         else:
@@ -487,11 +493,10 @@ class SpectuiApp(App):
     async def on_unmount(self) -> None:
         self.servers.stop()
         self.recording.close()
-        if self.client is not None:
-            try:  # quitting never waits on a connection that will not close
-                await asyncio.wait_for(self.client.aclose(), 3.0)
-            except Exception:  # TimeoutError included
-                pass
+        if self.client is not None:  # quitting never waits on a connection that will not close; asyncio.wait,
+            closing = asyncio.ensure_future(self.client.aclose())  # as 3.11's wait_for awaits the cancelled close
+            closing.add_done_callback(lambda task: task.cancelled() or task.exception())
+            await asyncio.wait({closing}, timeout=3.0)
         self.gpu_probe.close()
 
     def on_probe_sampled(self, msg: ProbeSampled) -> None:

@@ -10,7 +10,9 @@ order-statistic interval for the median needs no model but exists only from 6 ru
 max], covers 1 − 2·0.5^N: 94 % at 5) and jumps between 97.9 % and 89 % at 10, so it was not taken.
 
 One run gives no interval ("too few runs for a 95 % interval"). Over a prompt set the unit is the prompt,
-not the run: `over_units` takes each prompt's mean log ratio and puts the interval on those.
+not the run: `over_units` takes each prompt's mean log ratio and puts the interval on those; its point value
+is their geometric mean (the centre of that interval; `Spread.median` holds it), so the whole set's figure is
+the one `spectui prove` reports for the same runs.
 """
 
 from __future__ import annotations
@@ -101,14 +103,16 @@ def interval(values: list[float], level: float = LEVEL) -> Spread:
 
 
 def unit_median(units: list[list[float]]) -> float:
-    """over_units' point value alone (no scipy: `spectui sessions` shows it for every file): the median
-    over the units of each unit's geometric mean; the plain median where a value is not positive."""
+    """over_units' point value alone (no scipy: `spectui sessions` shows it for every file): the geometric
+    mean over the units of each unit's geometric mean — the centre of over_units' interval, and the figure
+    `spectui prove` reports for the same set (run.setstats), so one run never shows two speed-ups; the
+    plain median where a value is not positive (no logarithm)."""
     units = [[float(v) for v in u] for u in units if u]
     if not units:
         raise ValueError("no values")
     if any(not (v > 0 and math.isfinite(v)) for u in units for v in u):
         return statistics.median(v for u in units for v in u)
-    return statistics.median(math.exp(statistics.fmean(math.log(v) for v in u)) for u in units)
+    return math.exp(statistics.fmean(statistics.fmean(math.log(v) for v in u) for u in units))
 
 
 def over_units(units: list[list[float]], level: float = LEVEL, what: str = "prompt") -> Spread:
@@ -123,4 +127,11 @@ def over_units(units: list[list[float]], level: float = LEVEL, what: str = "prom
     bounds = log_t_bounds(means, level)
     if bounds is None:
         return Spread(med, None, None, len(units), level, reason=_too_few(len(units), what))
-    return Spread(med, bounds[0], bounds[1], len(units), level, method=f"{METHOD}, one value per {what}")
+    return Spread(
+        med,
+        bounds[0],
+        bounds[1],
+        len(units),
+        level,
+        method=f"geometric mean over {what}s, {METHOD}, one value per {what}",
+    )

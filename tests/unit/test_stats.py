@@ -37,6 +37,21 @@ def test_over_units_takes_one_value_per_prompt():
     s = over_units(units)
     assert s.n == 3 and s.low == pytest.approx(math.exp(0.1 - 0.248414), rel=1e-5)
     assert "too few" in over_units([[1.1, 1.2, 1.3]]).text()
+    # the point is the centre of that interval: the geometric mean of the prompts' mean logs (0.1), not
+    # their median (here also 0.1): see the skewed set below
+    assert s.median == pytest.approx(math.exp(0.1))
+
+
+def test_the_whole_sets_figure_is_the_one_prove_reports_for_the_same_runs():
+    from spectui.run.setstats import set_speedup
+
+    # prompts' mean logs 0, 0.1 and 0.8: median exp(0.1) = 1.105, geometric mean exp(0.3) = 1.350
+    units = [[1.0, 1.0], [math.exp(0.05), math.exp(0.15)], [math.exp(0.7), math.exp(0.9)]]
+    s = over_units(units)
+    assert s.median == pytest.approx(math.exp(0.3)) and s.contains(s.median)
+    cert = set_speedup(units)
+    assert cert is not None and cert["value"] == pytest.approx(s.median)
+    assert cert["over_prompts"]["median"] == pytest.approx(cert["value"])
 
 
 def test_a_value_that_is_not_positive_has_no_interval():

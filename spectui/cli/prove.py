@@ -95,6 +95,9 @@ def add_parsers(sub, add_run_options) -> None:
     )
     p.add_argument("old", metavar="OLD")
     p.add_argument("new", metavar="NEW")
+    p.add_argument(
+        "--no-verify", action="store_true", help="compare the certificates as they are, without verifying them first"
+    )
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("merge", help="shard certificates (--shard I/N) into the one a single run would give")
@@ -341,7 +344,7 @@ def cmd_verify(args) -> int:
 def cmd_regress(args) -> int:
     from spectui.run.regress import regress
 
-    r = regress(args.old, args.new)
+    r = regress(args.old, args.new, check=not args.no_verify)
     print(json.dumps(r.to_json(), indent=2) if args.json else r.text())
     return r.code
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spectui.run.certificate import _machine, load
+from spectui.run.certificate import _machine, load, verify
 from spectui.run.setstats import interval_text
 
 EXIT_NO_REGRESSION, EXIT_REGRESSION, EXIT_INCOMPARABLE = 0, 4, 2
@@ -92,10 +92,28 @@ def _lower(old: dict | None, new: dict | None) -> tuple[bool, str]:
     return False, f"{change}, intervals " + ("apart (higher)" if new["low"] > old["high"] else "overlap")
 
 
-def regress(old_path: str | Path, new_path: str | Path) -> Regression:
+def unverified(path: str | Path, which: str) -> str | None:
+    """Why a certificate cannot be compared as it is: it does not verify (a session changed or missing, a
+    figure edited). regress compares only what `spectui verify` would accept."""
+    v = verify(path)
+    if v.ok:
+        return None
+    more = f" (and {len(v.problems) - 1} more)" if len(v.problems) > 1 else ""
+    return (
+        f"the {which} certificate does not verify: {v.problems[0]}{more}; `spectui verify {path}` names every "
+        "problem, --no-verify compares it as it is"
+    )
+
+
+def regress(old_path: str | Path, new_path: str | Path, check: bool = True) -> Regression:
     """Two certificates of the same prompt set: new divergences, acceptance (mean accepted length,
-    per-position) lower beyond its intervals, the speed-up's change with its intervals."""
+    per-position) lower beyond its intervals, the speed-up's change with its intervals. Both are verified
+    first (check=False: compared as they are, said in the reason)."""
     old, new = load(old_path), load(new_path)
+    if check:
+        for path, which in ((old_path, "old"), (new_path, "new")):
+            if why := unverified(path, which):
+                return Regression(EXIT_INCOMPARABLE, why)
     why = incomparable(old, new)
     if why:
         return Regression(EXIT_INCOMPARABLE, why)
@@ -183,6 +201,7 @@ def regress(old_path: str | Path, new_path: str | Path) -> Regression:
             )
         )
     bad = [r.what for r in rows if r.regression]
+    unchecked = "" if check else " (certificates not verified: --no-verify)"
     if bad:
-        return Regression(EXIT_REGRESSION, f"{', '.join(bad)} worse than in {old['_path']}", rows)
-    return Regression(EXIT_NO_REGRESSION, "nothing worse beyond its interval", rows)
+        return Regression(EXIT_REGRESSION, f"{', '.join(bad)} worse than in {old['_path']}{unchecked}", rows)
+    return Regression(EXIT_NO_REGRESSION, f"nothing worse beyond its interval{unchecked}", rows)

@@ -286,15 +286,33 @@ def test_regress_does_not_judge_a_speed_up_measured_one_at_a_time_against_one_me
     assert sp["high"] < old["derived"]["speedup"]["overall"]["low"] and sp["low"] > 0
     path = tmp_path / "alone.json"
     path.write_text(json.dumps(new), encoding="utf-8")
-    assert main(["regress", str(out / "certificate.json"), str(path)]) == 0
+    # hand-made, it does not verify: regress refuses it unless told to compare it as it is
+    assert main(["regress", str(out / "certificate.json"), str(path)]) == 2
+    said = capsys.readouterr().out
+    assert said.startswith("INCOMPARABLE: the new certificate does not verify: ") and "--no-verify" in said
+    assert main(["regress", str(out / "certificate.json"), str(path), "--no-verify"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("speed-up"))
     assert "measured both servers up vs one server at a time: not judged" in row and "REGRESSION" not in row
     # and the same figures both measured one at a time are judged
     old["derived"]["one_at_a_time"] = new["derived"]["one_at_a_time"]
     both = tmp_path / "old-alone.json"
     both.write_text(json.dumps(old), encoding="utf-8")
-    assert main(["regress", str(both), str(path)]) == 4
+    assert main(["regress", str(both), str(path), "--no-verify"]) == 4
     assert "speed-up worse than" in capsys.readouterr().out
+
+
+def test_regress_refuses_an_edited_certificate_that_verify_rejects(made, tmp_path, capsys):
+    out, doc = made
+    copy = tmp_path / "edited"
+    shutil.copytree(out, copy)
+    cert = json.loads((copy / "certificate.json").read_text(encoding="utf-8"))
+    cert["derived"]["acceptance"]["accepted"] += 1  # a figure edited by hand: the sessions say otherwise
+    (copy / "certificate.json").write_text(json.dumps(cert), encoding="utf-8")
+    assert main(["regress", str(out / "certificate.json"), str(copy / "certificate.json")]) == 2
+    text = capsys.readouterr().out
+    assert text.startswith("INCOMPARABLE: the new certificate does not verify: ") and "accepted" in text, text
+    assert main(["regress", str(copy / "certificate.json"), str(out / "certificate.json")]) == 2
+    assert capsys.readouterr().out.startswith("INCOMPARABLE: the old certificate does not verify: ")
 
 
 def test_regress_on_different_prompt_sets_is_incomparable(made, tmp_path, capsys):

@@ -20,6 +20,19 @@ def _size(n) -> str:
     return f"{n / 1024**3:.1f} GiB" if isinstance(n, (int, float)) else "?"
 
 
+def _pairs(d) -> str:
+    """A server-reported dict as words ("type draft-simple, n_max 8"), never Python's repr."""
+    if not isinstance(d, dict):
+        return str(d) if d else ""
+    return ", ".join(f"{k} {v}" for k, v in d.items() if v is not None and v != "" and k != "enabled")
+
+
+def _spec(spec) -> str:
+    if not isinstance(spec, dict) or (spec.get("type") in (None, "none") and not spec.get("draft_model")):
+        return "none"
+    return _pairs(spec)
+
+
 def _file(f: dict | None) -> str:
     if not f:
         return "—"
@@ -168,7 +181,7 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
         sv = mo["servers"][side]
         lines.append(
             f"{side}: {sv.get('backend')} build {sv.get('build') or '?'}, model {sv.get('model') or '?'}, "
-            f"speculative {sv.get('speculative') or 'none'}, KV cache {sv.get('kv_cache') or 'default'}, "
+            f"speculative {_spec(sv.get('speculative'))}, KV cache {_pairs(sv.get('kv_cache')) or 'default'}, "
             f"at {sv.get('url')}"
         )
         if sv.get("launch_argv"):

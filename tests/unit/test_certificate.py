@@ -88,6 +88,28 @@ def test_an_identical_candidate_gets_identical_first_and_every_figure_from_its_s
     page = (out / "certificate.html").read_text(encoding="utf-8")
     assert "IDENTICAL on 3/3" in md and "IDENTICAL on 3/3" in page
     assert "http" not in page.split("<body>")[0] and "<script" not in page and "<link" not in page
+    # the servers' configuration in words, never a Python dict's repr
+    for side in ("baseline", "candidate"):
+        [line] = [x for x in md.splitlines() if x.lstrip("- ").startswith(f"{side}:")]
+        assert "{" not in line and "'" not in line and "speculative none, KV cache default" in line, line
+
+
+def test_the_servers_configuration_is_written_in_words(made):
+    from spectui.run.render import render_markdown, render_text
+
+    _, doc = made
+    doc = json.loads(json.dumps({k: v for k, v in doc.items() if k != "_path"}))
+    servers = doc["measured_on"]["servers"]
+    servers["baseline"]["speculative"] = {"enabled": False, "type": "none"}  # as llama-server's /props says
+    servers["candidate"]["speculative"] = {"enabled": True, "type": "draft-simple", "n_max": 8}
+    servers["candidate"]["kv_cache"] = {"type_k": "q4_0", "type_v": "q4_0"}
+    for text in (render_text(doc), render_markdown(doc)):
+        [base] = [x for x in text.splitlines() if x.lstrip("- ").startswith("baseline:")]
+        [cand] = [x for x in text.splitlines() if x.lstrip("- ").startswith("candidate:")]
+        assert "speculative none, KV cache default" in base, base
+        plain = cand.replace("\\_", "_")  # Markdown escapes the underscores
+        assert "speculative type draft-simple, n_max 8, KV cache type_k q4_0, type_v q4_0" in plain, cand
+        assert "{" not in base + cand and "enabled" not in base + cand
 
 
 def test_the_speed_up_is_the_geometric_mean_of_the_runs_ratios(made):

@@ -215,7 +215,7 @@ async def post_sse(
     wall_deadline = time.monotonic() + deadline if deadline is not None else None
     url_shown = redact(url)
     # a server silent for good meets the deadline, not only the idle timeout: no wait (headers, a read) may
-    # outlast what is left of the deadline (the reads near it are bounded by wait_for below)
+    # outlast what is left of the deadline (the reads near it are bounded by asyncio.timeout below)
     read_limit = min(idle_timeout, deadline) if deadline is not None else idle_timeout
     try:
         async with client.stream(
@@ -235,8 +235,11 @@ async def post_sse(
             t_kernel = None  # a chunk already buffered when the last one was read arrived with it
             while True:
                 if wall_deadline is not None and (left := wall_deadline - time.monotonic()) < idle_timeout:
-                    try:  # the deadline is nearer than the idle timeout: no read may outlast it
-                        chunk = await asyncio.wait_for(anext(chunks, None), max(left, 0.0))
+                    # the deadline is nearer than the idle timeout: no read may outlast it (asyncio.timeout,
+                    # not 3.11's wait_for, which can drop a cancel that lands as the read completes)
+                    try:
+                        async with asyncio.timeout(max(left, 0.0)):
+                            chunk = await anext(chunks, None)
                     except TimeoutError:
                         raise _past_deadline(deadline) from None
                 else:

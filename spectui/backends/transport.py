@@ -174,11 +174,19 @@ def _transport_class():
     return StampedTransport
 
 
+KEEPALIVE_S = 2.0  # below the servers' own idle keep-alive (5 s in llama-server, vLLM and SGLang)
+
+
 def stamped_client(max_connections: int = 100) -> httpx.AsyncClient:
     import aiohttp
 
     def session() -> aiohttp.ClientSession:  # made inside the running loop, at the first request
-        connector = aiohttp.TCPConnector(limit=max_connections, socket_factory=_stamped_socket)
+        # an idle connection is reused for 2 s at most: llama-server (cpp-httplib) and uvicorn (vLLM, SGLang)
+        # close theirs after 5 s, and aiohttp's default of 15 s reused one the server was closing at that
+        # moment ("Can not write request body" on a prompt, seen in a one-at-a-time TUI run)
+        connector = aiohttp.TCPConnector(
+            limit=max_connections, socket_factory=_stamped_socket, keepalive_timeout=KEEPALIVE_S
+        )
         return aiohttp.ClientSession(connector=connector)
 
     return httpx.AsyncClient(transport=_transport_class()(client=session))

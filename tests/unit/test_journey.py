@@ -133,10 +133,6 @@ def test_connect_refused_says_so_in_whole_words(client_kind):
     from spectui.backends.transport import stamped_client
     from spectui.core.errors import ServerUnreachable
 
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-
     async def go():
         client = httpx.AsyncClient() if client_kind == "httpx" else stamped_client()
         try:
@@ -144,7 +140,11 @@ def test_connect_refused_says_so_in_whole_words(client_kind):
         finally:
             await client.aclose()
 
-    with pytest.raises(ServerUnreachable) as caught:
+    # a port nothing listens on, held bound (not listening) while it is asked: no other process's server
+    # can take it in between, and the kernel does not pick it as the connection's own source port
+    with socket.socket() as s, pytest.raises(ServerUnreachable) as caught:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
         asyncio.run(go())
     msg = str(caught.value)
     # it read "(Cannot connect to host 127.0.0.1:P ssl:default [Connect call failed ('127.0.0.1'", cut

@@ -27,6 +27,15 @@ class AnsweringBackend:
         return await self.answer
 
 
+@pytest.fixture(autouse=True)
+def _no_poll_timeout_in_the_window(monkeypatch):
+    """The poll's own 0.8 s bound (asyncio.timeout) stretched to 600 s: a loaded machine that stalls this
+    process for 0.8 s between the loop turns below would end the poll by its timeout (answer None), not by
+    the answer or the cancel under test. What is tested, a cancel that lands as the answer does, is the same."""
+    real = asyncio.timeout
+    monkeypatch.setattr(asyncio, "timeout", lambda delay: real(None if delay is None else max(delay, 600.0)))
+
+
 @pytest.mark.parametrize("turns", range(8))
 async def test_a_poll_answered_as_the_quit_cancels_it_is_cancelled(turns):
     answer = asyncio.get_running_loop().create_future()

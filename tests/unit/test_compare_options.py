@@ -175,18 +175,19 @@ def test_a_side_that_does_not_reproduce_itself_is_nondeterminism(capsys):
 
 
 def test_a_deadline_fails_the_slow_side_with_one_line(capsys):
-    # the limits bind every request, the baseline's too: 3 s (not 0.5 s) lets a loaded machine deliver the
-    # baseline's whole recorded stream in time; the candidate's first event comes 6 s after the request
-    with ScriptedLlama(payloads(BASELINE)) as b, ScriptedLlama(payloads(DRAFT), stall_s=6) as c:
-        code, doc, _ = compare(capsys, b, c, "--prompt", "hi", "--deadline", "3")
+    # the limits bind every request, the baseline's too: 10 s (not 0.5 s or 3 s) lets a loaded machine deliver
+    # the baseline's whole recorded stream in time (a whole compare of it took 2.1 s here under 4 busy loops);
+    # the candidate's first event comes 30 s after the request
+    with ScriptedLlama(payloads(BASELINE)) as b, ScriptedLlama(payloads(DRAFT), stall_s=30) as c:
+        code, doc, _ = compare(capsys, b, c, "--prompt", "hi", "--deadline", "10")
     p = doc["prompts"][0]
-    assert code == 1 and p["identical"] is None and p["baseline"]["failed"] is None
-    assert p["candidate"]["failed"].startswith("the request ran past its deadline of 3 s")
-    with ScriptedLlama(payloads(BASELINE)) as b, ScriptedLlama(payloads(DRAFT), stall_s=6) as c:
-        code, doc, _ = compare(capsys, b, c, "--prompt", "hi", "--idle-timeout", "3")
+    assert code == 1 and p["identical"] is None and p["baseline"]["failed"] is None, p["baseline"]["failed"]
+    assert p["candidate"]["failed"].startswith("the request ran past its deadline of 10 s")
+    with ScriptedLlama(payloads(BASELINE)) as b, ScriptedLlama(payloads(DRAFT), stall_s=30) as c:
+        code, doc, _ = compare(capsys, b, c, "--prompt", "hi", "--idle-timeout", "10")
     p = doc["prompts"][0]
     assert code == 1 and p["baseline"]["failed"] is None
-    assert p["candidate"]["failed"].startswith("no answer for 3 s: idle timeout")
+    assert p["candidate"]["failed"].startswith("no answer for 10 s: idle timeout")
 
 
 def test_a_server_silent_for_good_meets_the_deadline_not_the_idle_timeout(capsys):

@@ -46,7 +46,7 @@ class RecordedServer:
 
     def __enter__(self) -> RecordedServer:
         self._thread.start()
-        if not self._ready.wait(10):
+        if not self._ready.wait(60):  # an upper bound: a loaded machine may take seconds to start the thread
             raise RuntimeError("the recorded server did not start")
         return self
 

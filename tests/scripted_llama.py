@@ -51,7 +51,7 @@ class ScriptedLlama:
 
     def __enter__(self) -> ScriptedLlama:
         self._thread.start()
-        if not self._ready.wait(10):
+        if not self._ready.wait(60):  # an upper bound: a loaded machine may take seconds to start the thread
             raise RuntimeError("the scripted server did not start")
         return self
 

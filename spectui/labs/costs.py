@@ -460,7 +460,12 @@ async def check_prompt(
                 own, baseline, candidate, runs, draft_model, repeats, say, measure_terms, draft_named
             )
     out = [t.token_id for t in rec.tokens]
-    if any(i is None for i in out) or not candidate.capabilities.token_ids:
+    from spectui.backends.llamacpp import LlamaCppBackend
+
+    if not isinstance(baseline, LlamaCppBackend):  # the term that is missing, not a step on the way to it
+        why = f"the baseline ({baseline.kind}) reports no per-request prompt timings (llama.cpp's prompt_ms)"
+        curve = CostCurve(0, 0, None, {}, drafting=kind, sources=ideal_sources(kind, why))
+    elif any(i is None for i in out) or not candidate.capabilities.token_ids:
         why = f"the {candidate.kind} candidate's stream gave no token ids to rebuild the run's context"
         curve = CostCurve(0, 0, None, {}, drafting=kind, sources=ideal_sources(kind, why))
     else:

@@ -125,6 +125,9 @@ def theory_svg(r: PromptResult, chk: terms.TheoryCheck | None = None) -> str:
     return "".join(parts)
 
 
+NONE_MEASURED = "the ideal formula's terms (none measured)"
+
+
 def terms_table_html(chk: terms.TheoryCheck) -> str:
     """The formula's terms, ideal against measured, with the speed-up each step predicts, and the verdict
     of prediction against measurement (the table `spectui theory --from` prints)."""
@@ -140,7 +143,8 @@ def terms_table_html(chk: terms.TheoryCheck) -> str:
         else f"{chk.measured:.2f}× (1 run: no interval)"
     )
     verdict = (
-        '<p class="ok">the measured terms account for the measured speed-up</p>'
+        f'<p class="ok">{NONE_MEASURED if chk.costs.none_measured else "the measured terms"} '
+        "account for the measured speed-up</p>"
         if chk.agree
         else (f'<p class="bad">{_e(chk.miss)}</p>' if chk.miss else "")
     )

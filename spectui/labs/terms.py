@@ -44,8 +44,9 @@ class StepCosts:
 
     @property
     def none_measured(self) -> bool:
-        """Every term is the ideal formula's assumption (theory --from S --no-measure)."""
-        return bool(self.sources) and all(str(v).startswith("ideal") for v in self.sources.values())
+        """No term was measured: each is the ideal formula's assumption or a known value (theory --from S
+        --no-measure; a vLLM or SGLang pair, whose servers report no prompt timings; n-gram's c = 0)."""
+        return bool(self.sources) and not any(str(v).startswith("measured") for v in self.sources.values())
 
     def V(self, k: float) -> float:
         return _curve(self.verify, k)

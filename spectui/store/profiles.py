@@ -449,7 +449,10 @@ def resolve_argv(profile: Profile, spec: ServerSpec, host: str, port: int, value
         out += ["--host", host, "--port", str(port)]
     for arg, nxt in zip(out, out[1:] + [""]):
         if arg in ("-m", "--model", "-md", "--spec-draft-model", "--model-path") and nxt and "/" in nxt:
-            if not Path(nxt).exists() and not nxt.startswith(("hf:", "http")) and spec.backend == "llama.cpp":
+            # vLLM and SGLang take a Hugging Face repo id ("org/name") too, never one that starts like a path:
+            # a missing folder is said here, not after a minute of the server's start-up (HFValidationError)
+            local = spec.backend == "llama.cpp" or nxt.startswith(("/", "./", "../", "~"))
+            if local and not Path(nxt).expanduser().exists() and not nxt.startswith(("hf:", "http")):
                 raise InputError(
                     f"profile {profile.name}: model file {nxt} does not exist",
                     hint="set the variable that names it (spectui profiles show " + profile.name + ")",

@@ -473,7 +473,9 @@ class SpectuiApp(App):
     def banner(self) -> Banner:
         return self.q(Banner)
 
-    def read_input(self, widget_id: str) -> str:
+    def read_input(self, widget_id: str, set_to: str | None = None) -> str:
+        if set_to is not None:  # a replay's settings row shows what its session recorded
+            self.q(widget_id, Input).value = set_to
         return self.q(widget_id, Input).value
 
     def start_run(self, work) -> None:

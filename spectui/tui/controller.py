@@ -22,7 +22,7 @@ from spectui.core.events import StreamEvent, StreamFailed, StreamFinished, Strea
 from spectui.core.figures import SideRecorder
 from spectui.core.findings import ProbeResult
 from spectui.core.report import speedup_text
-from spectui.core.runner import SIDES, PromptResult, grouped
+from spectui.core.runner import SIDES, PromptResult
 from spectui.core.tokens import TokenLog
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
 from spectui.run.events import (
@@ -37,6 +37,7 @@ from spectui.run.events import (
 )
 from spectui.run.session import RunOptions, RunSession
 from spectui.store import prompts as prompt_sets
+from spectui.tui.repeats import place_replayed, recorded_runs, replayed_session, runs_line, whole_set_line
 
 if TYPE_CHECKING:
     from spectui.backends.base import Backend
@@ -68,7 +69,7 @@ class RunHost(Protocol):
 
     def banner(self) -> Banner: ...
 
-    def read_input(self, widget_id: str) -> str: ...
+    def read_input(self, widget_id: str, set_to: str | None = None) -> str: ...
 
     def notify(self, message: str, *, severity: Any = "information", timeout: float | None = None) -> None: ...
 
@@ -93,6 +94,7 @@ class RunController:
         self.recorders: dict[str, SideRecorder] = {s: SideRecorder(s) for s in SIDES}
         self.comparer = LiveComparer()
         self.results: list[PromptResult] = []
+        self.records: list[int] = []  # replaying: the session record each result was played from
         self.last_prompt: Prompt | None = None
         self.picked: Prompt | None = None
         self.repeat = 1  # runs per side of each prompt (the settings row's "runs")
@@ -105,6 +107,9 @@ class RunController:
     # -- starting ---------------------------------------------------------------------------------
     def read_params(self) -> GenerationParams | None:
         app = self.app
+        session = replayed_session(app.backends) if app.replaying else None
+        if session is not None:  # the settings row says the runs the session recorded (each record plays once)
+            app.read_input("#repeat", set_to=str(recorded_runs(session)))
         try:
             mt = int(app.read_input("#max-tokens"))
             temp = float(app.read_input("#temperature"))
@@ -157,16 +162,33 @@ class RunController:
     # -- the run ------------------------------------------------------------------------------------
     def _session(self, params: GenerationParams, order: str) -> RunSession:
         app = self.app
+        generation = self.generation  # a cancelled run's late events never reach the next run's panes
+
+        def emit(ev: RunEvent) -> None:
+            if generation == self.generation:
+                self.on_run_event(ev)
+
+        def on_stream(side: str, ev: StreamEvent) -> None:
+            if generation == self.generation:
+                self.on_stream_event(side, ev)
+
         launched = {s: LaunchSpec.from_argv(p.argv) for s, p in (app.config.launched or {}).items()}
         return RunSession(
             app.backends["baseline"],
             app.backends["candidate"],
             params,
             # the TUI triages the first prompt that differs (Ctrl+X any other), never in replay
-            RunOptions(order, self.repeat, bool(app.config.triage) and not app.replaying, 1, launched=launched),
+            # a replay plays each recorded run once: its records are already the runs
+            RunOptions(
+                order,
+                1 if app.replaying else self.repeat,
+                bool(app.config.triage) and not app.replaying,
+                1,
+                launched=launched,
+            ),
             writer=app.recording.writer_for_run(),
-            emit=self.on_run_event,
-            on_stream=self.on_stream_event,
+            emit=emit,
+            on_stream=on_stream,
             recorders=lambda: self.recorders,
             client=app.client,
             infos=app.infos,
@@ -194,7 +216,11 @@ class RunController:
                 )
             if app.config.auto_notebook and not app.replaying:
                 app.recording.append_notebook(self.results[-len(prompts) * self.repeat :])
+            if generation == self.generation:
+                self.show_whole_set(self.results if app.replaying else self.results[-len(prompts) * self.repeat :])
         except asyncio.CancelledError:
+            if generation != self.generation:  # a newer run (a seek back, a rerun) owns the panes now
+                raise
             self.flush()
             for s in SIDES:
                 if not self.recorders[s].done and app.pane(s).state != "failed":
@@ -316,7 +342,11 @@ class RunController:
     def prompt_finished(self, result: PromptResult) -> None:
         app = self.app
         self.flush()
-        self.results.append(result)
+        session = replayed_session(app.backends) if app.replaying else None
+        if session is not None:  # numbered as recorded (run k of n), as replay --no-tui reads the file
+            place_replayed(session, result, self.results, self.records)
+        else:
+            self.results.append(result)
         for s in SIDES:
             backend = app.backends[s]
             if backend.info is not None and not app.replaying:
@@ -421,18 +451,17 @@ class RunController:
             r = PromptResult(self.last_prompt, b, c)
             builds = f"{app.build_of('baseline')} → {app.build_of('candidate')}"
             line = f"speed-up {speedup_text(r)} · builds {builds}"
-            group = grouped(self.results)[-1] if self.results else None
-            spread = group.speedup if group is not None and len(group.runs) > 1 else None
-            if group is not None and spread is not None and spread.measured and group.prompt is self.last_prompt:
-                # repeated runs: the median of the paired ratios with its interval, and what it means
-                sp = spread
-                acc = c.figures.acceptance_rate
-                at = f" at {acc:.0%} accepted" if acc is not None else ""
-                line = (
-                    f"speed-up {sp.median:.2f}× [{sp.low:.2f}–{sp.high:.2f}]{at} ({len(group.runs)} runs: "
-                    f"{group.verdict}) · builds {builds}"
-                )
+            last = self.results[-1] if self.results else None
+            repeated = runs_line(self.results) if last is not None and last.candidate is c else None
+            if repeated is not None:
+                # repeated runs: this run's own figure, then the prompt's over its runs (core.report's text)
+                line = f"this run {speedup_text(r)}\n{repeated} · builds {builds}"
         app.pane("candidate").show_figures(c, line)
+
+    def show_whole_set(self, results: list[PromptResult]) -> None:
+        """After a run over two or more prompts: the whole set's figure with its acceptance, under the verdict."""
+        if (line := whole_set_line(results)) is not None:
+            self.app.banner().add_line(line)
 
     def _kv_note(self) -> str:
         launched = (self.app.config.launched or {}).get("candidate")

@@ -169,6 +169,8 @@ class SessionKeeper:
             app.pane(s).set_info(session.infos[s])
             app.pane(s).set_state("ready")
         app.sub_title = f"replay · {session.path.name}"
+        app.runs.results.clear()  # the figures over runs and prompts are this session's alone
+        app.runs.records.clear()
         app.refresh_bindings()
         app.runs.start(list(app.prompt_list))
 
@@ -226,6 +228,8 @@ class SessionKeeper:
         app.workers.cancel_group(app, "run")
         c.restart(target)
         c.prompt = -2  # keep the clock at the target when the prompt restarts
-        if prompt is not None:
-            app.call_later(lambda: app.runs.start([prompt]))
+        if prompt is not None:  # that prompt again, then the ones after it: the replay goes on to its end
+            at = next((i for i, p in enumerate(app.prompt_list) if p is prompt), None)
+            rest = [prompt] if at is None else app.prompt_list[at:]
+            app.call_later(lambda: app.runs.start(rest))
         self.note()

@@ -49,7 +49,12 @@ class TheoryScreen(Screen):
             runs = group.runs
             spread = group.speedup
             if measured and spread is not None and spread.measured:
-                measured |= {"speedup_low": spread.low, "speedup_high": spread.high, "runs": spread.n}
+                measured |= {
+                    "speedup_median": spread.median,
+                    "speedup_low": spread.low,
+                    "speedup_high": spread.high,
+                    "runs": spread.n,
+                }
         if not measured:
             return cls(backends=backends, draft_model=draft_model)
         return cls(
@@ -247,12 +252,12 @@ class TheoryScreen(Screen):
                     f"measured run: α = {d['alpha']:.2f} per position "
                     f"({d['acceptance_per_drafted_token']:.0%} accepted per drafted token), γ = {d['gamma']:.2f} "
                     f"drafts/step (server counters), implied c = {d['implied_cost']:.2f}; predicted with a free "
-                    f"draft {d['predicted_speedup_free_draft']:.2f}×, measured {d['measured_speedup']:.2f}×"
-                    + (
-                        f" (median of {d['runs']} runs [{d['speedup_low']:.2f}–{d['speedup_high']:.2f}]; the point is "
-                        "the last run's)"
+                    f"draft {d['predicted_speedup_free_draft']:.2f}×, measured "
+                    + (  # the prompt's figure over its runs, as the text report and spectui theory --from give it
+                        f"{d['speedup_median']:.2f}× [{d['speedup_low']:.2f}–{d['speedup_high']:.2f}] over {d['runs']} "
+                        f"runs (this run {d['measured_speedup']:.2f}×, whose α, γ and c these are)"
                         if d.get("runs")
-                        else " (1 run: no spread measured)"
+                        else f"{d['measured_speedup']:.2f}× (1 run: no spread measured)"
                     )
                     + f".\n{d['why']}"
                     + (f"\n{self.status}" if self.status else "")

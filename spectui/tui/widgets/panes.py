@@ -157,14 +157,14 @@ class Banner(Static):
 
     def show_running(self, text: str = "comparing bytes as they arrive…") -> None:
         self.set_classes("")
-        self.update(text)
+        self._show(Text(text))
 
     def show_identical(self, n_bytes: int, cached: tuple, compared: str = "text") -> None:
         """The run's verdict was IDENTICAL (core.verdict): never decided here."""
         self.set_classes("-identical")
         note = f" · prompt tokens reused from cache: {cached[0]} / {cached[1]}" if any(c for c in cached if c) else ""
         what = "bytes and token ids" if compared == "text+ids" else "byte for byte"
-        self.update(Text(f"✓ IDENTICAL — {n_bytes} bytes, {what}{note}", style="bold"))
+        self._show(Text(f"✓ IDENTICAL — {n_bytes} bytes, {what}{note}", style="bold"))
 
     def show_diverged(self, d: Divergence, cached: tuple, note: str = "") -> None:
         self.set_classes("-diverged")
@@ -179,13 +179,24 @@ class Banner(Static):
             t.append(f" · {note}")
         t.append("  — press ctrl+d for the diff view")
         self._diverged = t
-        self.update(t)
+        self._show(t)
 
     def show_cause(self, line: str) -> None:
         """Triage's finding, under the divergence it explains."""
         t = getattr(self, "_diverged", None) or Text("")
         t = t.copy()
         t.append("\n" + line, style="bold")
+        self._show(t)
+
+    def add_line(self, line: str) -> None:
+        """A line under what the banner says (the whole set's figure after a run over several prompts)."""
+        t = getattr(self, "_shown", None) or Text("")
+        t = t.copy()
+        t.append("\n" + line)
+        self._show(t)
+
+    def _show(self, t: Text) -> None:
+        self._shown = t
         self.update(t)
 
 

@@ -144,6 +144,32 @@ def test_vllm_ngram_under_sampling_reaches_the_verdict_its_samples_give(vllm_pai
     assert code == sampling_exit(p)
 
 
+def test_vllm_prove_certificate_names_the_model_folder_and_the_missing_terms(vllm_pair, capsys, tmp_path):
+    """spectui prove on the vLLM pair (the vLLM audit): the certificate identifies the served folder by the
+    sha256 of its manifest, its terms are the ideal formula's, each labelled with the term vLLM does not
+    report, no rendering calls them measured, and verify re-derives all of it."""
+    from spectui.run.provenance import folder_identity
+
+    base, cand, _, _ = vllm_pair
+    _, hf = _vllm()
+    out = tmp_path / "cert"
+    argv = ["--prompts", "quick", "--limit", "1", "--max-tokens", "16", "--runs", "2", "--sampled", "0"]
+    code = main(["prove", "--baseline", base, "--candidate", cand, *argv, "-o", str(out), "--no-notebook"])
+    printed = capsys.readouterr()
+    assert code in (0, 3), printed.err[-600:]  # identical or not: this CPU build's finding, not asserted
+    cert = json.loads((out / "certificate.json").read_text())
+    want = folder_identity(hf)["sha256"]
+    for side in ("baseline", "candidate"):
+        model = cert["measured_on"]["servers"][side]["model_file"]
+        assert model["sha256"] == want and model["identity"].startswith("folder sha256"), model
+    [entry] = cert["terms"]["prompts"]
+    for key in ("c", "verify", "reeval"):
+        assert "the baseline (vllm) reports no per-request prompt timings" in entry["check"]["sources"][key]
+    for name in ("certificate.md", "certificate.html"):
+        assert "the measured terms account" not in (out / name).read_text()
+    assert main(["verify", str(out / "certificate.json")]) == 0, capsys.readouterr().out
+
+
 def test_vllm_draft_model_speculation(vllm_pair, capsys):
     base, _, ngram, tmp = vllm_pair
     py, hf = _vllm()

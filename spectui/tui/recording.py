@@ -221,10 +221,18 @@ class SessionKeeper:
         app = self.app
         c = app.replay_control
         target = max(0, c.position_ns - 2_000_000_000)
-        for b in app.backends.values():
-            if isinstance(b, SessionBackend):
-                b.rewind()
         prompt = app.runs.last_prompt
+        played = app.backends.get("baseline")
+        records = [sp.prompt for sp in played.session.prompts] if isinstance(played, SessionBackend) else []
+        index = next((i for i, p in enumerate(records) if p is prompt), None)
+        for b in app.backends.values():
+            if not isinstance(b, SessionBackend):
+                continue
+            b.rewind()
+            # back to the prompt on screen, not before it: a side that had not begun it (the second side of a
+            # sequential prompt) was one record behind the other (SessionBackend has no public seek)
+            while index is not None and b._cursor < index:
+                b._cursor += 1
         app.workers.cancel_group(app, "run")
         c.restart(target)
         c.prompt = -2  # keep the clock at the target when the prompt restarts

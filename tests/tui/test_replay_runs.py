@@ -169,3 +169,21 @@ async def test_f9_during_the_replay_goes_on_to_its_end():
         assert numbered(app) == RECORDED and app.runs.records == [0, 1, 2, 3]
         for r in app.results:  # each prompt's two sides are its own record's, with its recorded verdict
             assert r.identical is True and r.baseline.output() == r.candidate.output()
+
+
+async def test_f9_before_the_second_side_began_keeps_both_sides_on_the_prompt():
+    """Sequential order: a seek back while the baseline plays a prompt and the candidate has not begun it
+    put the candidate one record back (the prompt before), so the candidate replayed another prompt's
+    output beside this one's recorded verdict. The second record is a second run, recorded candidate first:
+    its baseline's events come after the candidate's recorded time, a wide window to seek back in."""
+    app = replay_app(2.0)  # the window is ~7 s at ×2
+    async with app.run_test(size=(160, 48)) as pilot:
+        await until(pilot, lambda: len(app.results) == 1 and app.running, 120, "the second record under way")
+        assert app.recorders["candidate"].figures.tokens == 0  # the candidate has not begun it
+        generation = app.runs.generation
+        await pilot.press("f9")
+        await until(pilot, lambda: app.runs.generation > generation, 30, "the seek back")
+        await until(pilot, lambda: ended(app), 180, "the replay to go on to its end")
+        assert numbered(app) == RECORDED and app.runs.records == [0, 1, 2, 3]
+        for r in app.results:
+            assert r.identical is True and r.baseline.output() == r.candidate.output(), r.prompt.id

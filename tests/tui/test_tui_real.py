@@ -212,7 +212,8 @@ async def test_runs_setting_repeats_interleaved_and_shows_the_interval(llama_ser
         mid, low, high = log_t_interval(ratios)
         figures = str(app.query_one("#figures-candidate").render())
         assert f"{mid:.2f}× [{low:.2f}–{high:.2f}]" in figures
-        assert "(3 runs: " in figures and "accepted" in figures
+        # core.report.repeat_text's line since 899d39c: "speed-up M× [L–H] at A% accepted (3 runs): verdict"
+        assert "accepted (3 runs): " in figures, figures
 
 
 async def test_f2_sampling_screen_runs_on_the_prompt_on_screen(llama_servers):

@@ -228,6 +228,13 @@ async def test_f2_sampling_screen_runs_on_the_prompt_on_screen(llama_servers):
         await ready(pilot, app)
         await pilot.click("#prompt")
         await pilot.press(*"Tell me a short story about a cat.")
+        # F2 is a priority binding: the app runs it as the key arrives, while the Input may still hold typed
+        # keys not yet handled; F2 then samples a cut prompt (wait for the whole prompt first)
+        await until(
+            pilot,
+            lambda: app.query_one("#prompt").value == "Tell me a short story about a cat.",
+            what="the typed prompt",
+        )
         await pilot.press("f2")
         await until(
             pilot,
@@ -243,5 +250,6 @@ async def test_f2_sampling_screen_runs_on_the_prompt_on_screen(llama_servers):
         bar = screen.query_one(ProgressBar)
         assert bar.total == 6 and bar.progress == 6
         shown = str(screen.query_one("#sampling-result").render())
+        assert screen.result.prompt.messages[-1]["content"] == "Tell me a short story about a cat."
         assert screen.result.seeded_identical == 6 and "byte-identical for 6 of 6 seeds" in shown
         assert "position 1:" in shown and "baseline" in shown and "candidate" in shown

@@ -383,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
         print("spectui: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `spectui verify C | head -2`: the reader left; no traceback, no second one at exit
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+        if sys.__stdout__ is not None:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a writer the pipe stopped
     except InputError as exc:
         print(f"spectui: error: {exc.one_line()}", file=sys.stderr)

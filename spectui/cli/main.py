@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         metavar="N",
-        help="run each prompt N times per side, interleaved, and report medians with 95%% intervals",
+        help="run each prompt N times per side, interleaved, and report the speed-up (geometric mean) with its 95%% interval",
     )
     p.add_argument(
         "--triage",

@@ -235,7 +235,8 @@ def repeat_lines(results: list[PromptResult]) -> list[str]:
         return []
     out = [
         "",
-        "repeated runs (interleaved, alternating which side goes first; medians with 95 % t-intervals on the "
+        "repeated runs (interleaved, alternating which side goes first; speed-ups as geometric means, rates and "
+        "TTFT as medians, with 95 % t-intervals on the "
         "log ratios)",
     ]
     for g in groups:

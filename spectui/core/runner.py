@@ -308,9 +308,12 @@ class Repeated:
 
     @property
     def speedup(self):
-        """Median of the paired ratios (each run's candidate over the same run's baseline), with its 95 %
-        t-interval on their logs (core.stats: its coverage holds from 2 runs)."""
-        return self._spread([r.speedup for r in self.runs])
+        """Geometric mean of the paired ratios (each run's candidate over the same run's baseline), with its
+        95 % t-interval on their logs (core.stats: its coverage holds from 2 runs)."""
+        from spectui.core.stats import ratio_interval
+
+        vals = [r.speedup for r in self.runs if r.speedup is not None]
+        return ratio_interval(vals) if vals else None
 
     @property
     def rate_note(self) -> str | None:

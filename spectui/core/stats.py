@@ -102,6 +102,19 @@ def interval(values: list[float], level: float = LEVEL) -> Spread:
     return Spread(med, bounds[0], bounds[1], len(vals), level, method=METHOD)
 
 
+def ratio_interval(values: list[float], level: float = LEVEL) -> Spread:
+    """A speed-up over N paired runs: the geometric mean of the ratios — the centre of their t-interval on
+    logs, and the figure a certificate, the whole set and every view give for the same runs (one run, one
+    speed-up) — with that interval; the median where a ratio is not positive (no logarithm)."""
+    spread = interval(values, level)
+    vals = [float(v) for v in values]
+    if not all(v > 0 and math.isfinite(v) for v in vals):
+        return spread
+    geo = math.exp(statistics.fmean(math.log(v) for v in vals))
+    method = f"geometric mean, {spread.method}" if spread.method else None
+    return Spread(geo, spread.low, spread.high, spread.n, spread.level, method, spread.reason)
+
+
 def unit_median(units: list[list[float]]) -> float:
     """over_units' point value alone (no scipy: `spectui sessions` shows it for every file): the geometric
     mean over the units of each unit's geometric mean — the centre of over_units' interval, and the figure

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from spectui.backends.base import Backend
 from spectui.core.runner import SIDES, PromptResult, RunObserver, compare_prompt
-from spectui.core.stats import interval
+from spectui.core.stats import ratio_interval
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
 from spectui.labs.twosample import (  # noqa: F401  (the lab's statistics, re-exported for its callers)
     ALPHA,
@@ -189,7 +189,7 @@ class SamplingResult:
 
     def speedup(self):
         ratios = [r.speedup for r in self.runs if r.speedup is not None]
-        return interval(ratios) if ratios else None
+        return ratio_interval(ratios) if ratios else None
 
     def text(self) -> str:
         n = len(self.runs)

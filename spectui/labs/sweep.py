@@ -161,11 +161,11 @@ class Level:
 
     @cached_property
     def spread(self):
-        """The speed-up as the median of the runs' paired ratios, with its 95 % t-interval on their logs
-        (core.stats: coverage holds from 2 runs; computed once: the level is complete when anything reads it)."""
-        from spectui.core.stats import interval
+        """The speed-up as the geometric mean of the runs' paired ratios, with its 95 % t-interval on their
+        logs (core.stats: coverage holds from 2 runs; computed once: the level is complete when anything reads it)."""
+        from spectui.core.stats import ratio_interval
 
-        return interval(self.ratios) if len(self.ratios) > 1 else None
+        return ratio_interval(self.ratios) if len(self.ratios) > 1 else None
 
     @property
     def decode_ratio(self) -> float | None:
@@ -187,7 +187,7 @@ class Level:
     def speedup(self) -> float | None:
         """None where no run of the level finished on both sides: a failed side measured nothing."""
         if len(self.ratios) > 1:
-            return statistics.median(self.ratios)
+            return self.spread.median if self.spread is not None else None  # the geometric mean (core.stats)
         return self.ratios[0] if self.ratios else None
 
     @property

@@ -510,7 +510,7 @@ def check_runs(runs, costs: StepCosts, costs_each: list[StepCosts] | None = None
     """check() for the N runs of one prompt (core.runner.PromptResult): the run's steps from the last run
     that finished (acceptance at temperature 0 is the same each run), the measured speed-up as the median
     of the runs' ratios with its 95 % interval (core.stats). None where no run drafted or finished."""
-    from spectui.core.stats import interval
+    from spectui.core.stats import ratio_interval
 
     done = [r for r in runs if r.speedup]
     if not done:
@@ -518,5 +518,5 @@ def check_runs(runs, costs: StepCosts, costs_each: list[StepCosts] | None = None
     steps = run_steps(done[-1].candidate)
     if steps is None:
         return None
-    spread = interval([r.speedup for r in done])
+    spread = ratio_interval([r.speedup for r in done])
     return check(steps, costs, spread.median, spread.low, spread.high, len(done), costs_each)

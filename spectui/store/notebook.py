@@ -31,7 +31,8 @@ def notebook_path(explicit: str | None = None) -> Path:
 
 
 def measurements(results, infos, profile: str | None = None) -> list[dict]:
-    """One measurement per prompt; repeated runs become one entry with the median, its interval and N."""
+    """One measurement per prompt; repeated runs become one entry with the speed-up (the geometric mean
+    of the paired ratios), its interval and N."""
     from spectui.core.runner import grouped
 
     out = []

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import mmap
 import re
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,9 +137,9 @@ def _figures(done: list[dict]) -> tuple[float | None, float | None, int]:
             groups.append([rec])
     units = [[v for r in g if (v := _number(r.get("speedup"))) is not None] for g in groups]
     units = [u for u in units if u]
-    # one prompt: its own figure as replay and the reports print it (core.stats.interval: the median of its
-    # runs' ratios; over_units' geometric mean of 0.99 and 1.33 read 1.14× beside replay's 1.16×)
-    speedup = (statistics.median(units[0]) if len(units) == 1 else unit_median(units)) if units else None
+    # one prompt or many: the geometric mean (of its runs' ratios; of the prompts' mean logs), the figure
+    # replay, the reports and a certificate give for the same runs (core.stats.ratio_interval, over_units)
+    speedup = unit_median(units) if units else None
     paired = [r for r in done if _number(r.get("speedup")) is not None]
     sides = [c for r in paired if isinstance(c := r.get("candidate"), dict)]
     acceptance = None

@@ -73,7 +73,7 @@ def test_sweep_repeat_gives_each_level_its_interval_and_compares_every_run(four_
     for lv in doc["levels"]:
         assert lv["runs"] == 3 and len(lv["per_run_tps"]) == 3
         ratios = [c / b for b, c in lv["per_run_tps"]]
-        # the speed-up is the median of the paired per-run ratios, with a 95 % t-interval on their logs
+        # the speed-up is the geometric mean of the paired per-run ratios, with a 95 % t-interval on their logs
         mid, low, high = log_t_interval(ratios)
         assert lv["speedup"] == pytest.approx(mid)
         assert (lv["speedup_low"], lv["speedup_high"]) == pytest.approx((low, high))

@@ -207,7 +207,7 @@ async def test_runs_setting_repeats_interleaved_and_shows_the_interval(llama_ser
         for r in app.results:
             first, second = (r.baseline, r.candidate) if r.run % 2 else (r.candidate, r.baseline)
             assert first.started_ns < first.finished.t_ns <= second.started_ns, r.run
-        # the interval by hand: the median and a 95 % t-interval on the logarithms (README)
+        # the interval by hand: the geometric mean and a 95 % t-interval on the logarithms (README)
         ratios = [r.candidate.figures.decode_tps / r.baseline.figures.decode_tps for r in app.results]
         mid, low, high = log_t_interval(ratios)
         figures = str(app.query_one("#figures-candidate").render())

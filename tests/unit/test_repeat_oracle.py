@@ -1,5 +1,5 @@
 """Repeated runs' figures on hand-made runs, against the README's rules written out in tests/oracles.py:
-the median of the paired ratios with its 95 % t-interval on their logarithms (the t table, not scipy),
+the geometric mean of the paired ratios with its 95 % t-interval on their logarithms (the t table, not scipy),
 and the verdict the interval gives."""
 
 from __future__ import annotations

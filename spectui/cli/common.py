@@ -103,6 +103,22 @@ async def connect_pair(client, args: argparse.Namespace | PairOptions):
     return backends, infos
 
 
+def check_pair_source(args: argparse.Namespace, command: str) -> None:
+    """Where a command's two servers come from: two URLs, or --launch (which --one-at-a-time needs); one
+    line for any other combination, before anything runs (compare and sweep share these rules)."""
+    if args.repeat < 1:
+        raise InputError(f"--repeat must be at least 1, not {args.repeat}")
+    if args.launch is None and (args.baseline is None or args.candidate is None):
+        raise InputError(f"{command} needs --baseline URL and --candidate URL, or --launch COMPARISON")
+    if args.launch is not None and (args.baseline or args.candidate):
+        raise InputError("--launch starts both servers: give it without --baseline/--candidate")
+    if args.one_at_a_time and args.launch is None:
+        raise InputError(
+            "--one-at-a-time starts and stops the servers itself: give it with --launch COMPARISON",
+            hint="servers already running cannot be stopped and started by spectui",
+        )
+
+
 def params_from(args: argparse.Namespace):
     from spectui.core.types import checked_params
 

@@ -13,6 +13,7 @@ from spectui.cli.common import (  # noqa: F401
     EXIT_SERVER,
     EXIT_USAGE,
     append_to_notebook,
+    check_pair_source,
     connect_pair,
     params_from,
     prompts_from,
@@ -124,17 +125,7 @@ async def cmd_compare(args) -> int:
 
     params = params_from(args)
     prompt_list = prompts_from(args)
-    if args.repeat < 1:
-        raise InputError(f"--repeat must be at least 1, not {args.repeat}")
-    if args.launch is None and (args.baseline is None or args.candidate is None):
-        raise InputError("compare needs --baseline URL and --candidate URL, or --launch COMPARISON")
-    if args.launch is not None and (args.baseline or args.candidate):
-        raise InputError("--launch starts both servers: give it without --baseline/--candidate")
-    if args.one_at_a_time and args.launch is None:
-        raise InputError(
-            "--one-at-a-time starts and stops the servers itself: give it with --launch COMPARISON",
-            hint="servers already running cannot be stopped and started by spectui",
-        )
+    check_pair_source(args, "compare")
     # every input and output checked before any server is asked (issue 26, items 3 and 9)
     from spectui.cli.outputs import check_gguf, check_notebook, check_output
 

@@ -11,6 +11,7 @@ from spectui.cli.common import (  # noqa: F401
     EXIT_SERVER,
     EXIT_USAGE,
     append_to_notebook,
+    check_pair_source,
     connect_pair,
     params_from,
     prompts_from,
@@ -22,17 +23,7 @@ async def cmd_sweep(args) -> int:
     from spectui.labs.sweep import parse_levels, svg_chart, text_table
 
     levels = parse_levels(args.concurrency)
-    if args.repeat < 1:
-        raise InputError(f"--repeat must be at least 1, not {args.repeat}")
-    if args.launch is None and (args.baseline is None or args.candidate is None):
-        raise InputError("sweep needs --baseline URL and --candidate URL, or --launch COMPARISON")
-    if args.launch is not None and (args.baseline or args.candidate):
-        raise InputError("--launch starts both servers: give it without --baseline/--candidate")
-    if args.one_at_a_time and args.launch is None:
-        raise InputError(
-            "--one-at-a-time starts and stops the servers itself: give it with --launch COMPARISON",
-            hint="servers already running cannot be stopped and started by spectui",
-        )
+    check_pair_source(args, "sweep")
     params = params_from(args)
     prompt_list = prompts_from(args)
     from spectui.cli.outputs import check_notebook, check_output, write_failed

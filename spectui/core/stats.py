@@ -115,7 +115,7 @@ def ratio_interval(values: list[float], level: float = LEVEL) -> Spread:
     return Spread(geo, spread.low, spread.high, spread.n, spread.level, method, spread.reason)
 
 
-def unit_median(units: list[list[float]]) -> float:
+def unit_geomean(units: list[list[float]]) -> float:
     """over_units' point value alone (no scipy: `spectui sessions` shows it for every file): the geometric
     mean over the units of each unit's geometric mean — the centre of over_units' interval, and the figure
     `spectui prove` reports for the same set (run.setstats), so one run never shows two speed-ups; the
@@ -133,7 +133,7 @@ def over_units(units: list[list[float]], level: float = LEVEL, what: str = "prom
     unit's runs are summarised by their mean log value, and the interval is over the units, so N runs of
     one prompt count as one observation of that prompt, not N independent ones."""
     units = [[float(v) for v in u] for u in units if u]
-    med = unit_median(units)
+    med = unit_geomean(units)
     if any(not (v > 0 and math.isfinite(v)) for u in units for v in u):
         return Spread(med, None, None, len(units), level, reason="a value is not positive: no interval on its log")
     means = [statistics.fmean(math.log(v) for v in u) for u in units]

@@ -126,7 +126,7 @@ def _count_prompts(prompts: list[dict], results_after: list[dict | None]) -> int
 def _figures(done: list[dict]) -> tuple[float | None, float | None, int]:
     """The speed-up the reports give (core.report.whole_set: over the prompts, each prompt its runs' mean
     log ratio; one prompt: its own) and the acceptance pooled over the same runs."""
-    from spectui.core.stats import unit_median
+    from spectui.core.stats import unit_geomean
 
     groups: list[list[dict]] = []
     for rec in done:
@@ -139,7 +139,7 @@ def _figures(done: list[dict]) -> tuple[float | None, float | None, int]:
     units = [u for u in units if u]
     # one prompt or many: the geometric mean (of its runs' ratios; of the prompts' mean logs), the figure
     # replay, the reports and a certificate give for the same runs (core.stats.ratio_interval, over_units)
-    speedup = unit_median(units) if units else None
+    speedup = unit_geomean(units) if units else None
     paired = [r for r in done if _number(r.get("speedup")) is not None]
     sides = [c for r in paired if isinstance(c := r.get("candidate"), dict)]
     acceptance = None

@@ -3,7 +3,7 @@
 A fast scripted server (aiohttp, its own process) streams OpenAI-compatible SSE at a fixed rate per
 stream and stamps every event with its own monotonic clock (CLOCK_MONOTONIC is one clock for every
 process on Linux, and Python's perf_counter reads it). At each concurrency level N, N requests go out at
-once, first from spectui's sweep client (labs.sweep._run_side on a vLLM-shaped backend, the code
+once, first from spectui's sweep client (labs.sweep.levels._run_side on a vLLM-shaped backend, the code
 `spectui sweep` runs), then from the peer: `vllm bench serve` (vLLM's own benchmark module, from the
 vLLM environment `spectui setup --vllm` installs). For each client:
 
@@ -150,7 +150,7 @@ def spectui_client(url: str, n: int, tokens: int, out: str, shape: str = "openai
 
     from spectui.backends.vllm import VLLMBackend
     from spectui.core.types import GenerationParams
-    from spectui.labs.sweep import _run_side
+    from spectui.labs.sweep.levels import _run_side
 
     async def go():
         from spectui.backends.transport import stamped_client

@@ -49,8 +49,8 @@ def main() -> int:
 
     from spectui.machine import assets
     from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
-    from spectui.run import certificate
-    from spectui.run.provenance import sha256_file
+    from spectui.run.prove import certificate
+    from spectui.run.prove.provenance import sha256_file
 
     found = assets.find_all()
     if not (found.llama_server and found.model and found.draft_model):

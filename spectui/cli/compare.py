@@ -76,7 +76,7 @@ def exit_for(results) -> int:
 def launch_plan(args):
     """--launch: the profile's comparison, its two servers (127.0.0.1, free ports) and whether they run one
     at a time (asked for, or the memory plan says they do not fit together)."""
-    from spectui.labs.memplan import plan_pair
+    from spectui.labs.memory.plan import plan_pair
     from spectui.store.profiles import load_profiles, servers_for
 
     profiles, _ = load_profiles()
@@ -327,7 +327,7 @@ def cmd_report(args) -> int:
 def _saved_terms(path, results):
     """The formula's terms saved beside the session by `theory --from S --save` (each check derived again
     from the saved times and the session's runs) and its checks; a warning printed for each problem."""
-    from spectui.labs.terms_record import for_report
+    from spectui.labs.theory.record import for_report
 
     terms, checks, warnings = for_report(path, results)
     for w in warnings:

@@ -41,7 +41,7 @@ def _server_options(p: argparse.ArgumentParser) -> None:
 
 def add_parser(sub) -> None:
     """The `drafts` subcommand and its three actions (called by cli.main.build_parser)."""
-    from spectui.labs.drafts import GPUS
+    from spectui.labs.drafts.cost import GPUS
 
     d = sub.add_parser("drafts", help="drafts: what training one costs, data from the target, a lookup draft proven")
     dsub = d.add_subparsers(dest="drafts_command", parser_class=type(d))
@@ -136,8 +136,8 @@ async def _connect(url: str, args, client):
 async def cmd_cost(args) -> int:
     from dataclasses import replace
 
-    from spectui.labs import drafts
-    from spectui.labs.model_shape import read_shape
+    from spectui.labs.drafts import cost as drafts
+    from spectui.labs.memory.shape import read_shape
 
     shape = read_shape(args.target)
     draft = read_shape(args.draft) if args.draft else None
@@ -177,7 +177,7 @@ async def cmd_cost(args) -> int:
             tps, how = await drafts.measure_prompt_throughput(backend)
         inputs = replace(inputs, prompt_tps=tps, prompt_tps_source=how)
     report = drafts.estimate(shape, inputs, draft, args.profile, memory)
-    from spectui.labs.drafts_text import text
+    from spectui.labs.drafts.cost_text import text
 
     print(json.dumps(report.to_json(), indent=2) if args.json else text(report))
     return EXIT_OK
@@ -190,7 +190,7 @@ async def cmd_data(args) -> int:
 
     from spectui.cli.progress import Advance
     from spectui.core.types import checked_params
-    from spectui.labs.drafts_data import generate
+    from spectui.labs.drafts.data import generate
     from spectui.store import prompts as prompt_sets
 
     source, items = prompt_sets.load_set(args.prompts)
@@ -240,7 +240,7 @@ async def cmd_train_lookup(args) -> int:
     from pathlib import Path
 
     from spectui.cli.progress import Advance
-    from spectui.labs.lookup_pipeline import run_pipeline
+    from spectui.labs.drafts.train_lookup import run_pipeline
 
     bar = Advance("spectui drafts train-lookup")
 

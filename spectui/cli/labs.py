@@ -20,7 +20,7 @@ from spectui.core.errors import InputError  # noqa: F401
 
 
 async def cmd_sweep(args) -> int:
-    from spectui.labs.sweep import parse_levels, svg_chart, text_table
+    from spectui.labs.sweep.levels import parse_levels, svg_chart, text_table
 
     levels = parse_levels(args.concurrency)
     check_pair_source(args, "sweep")
@@ -113,7 +113,7 @@ async def cmd_sweep(args) -> int:
 async def _sweep_together(client, args, prompt_list, levels, params) -> tuple[list, dict]:
     """Both servers up: each level's requests to the baseline, then the same to the candidate."""
     from spectui.cli.progress import Advance
-    from spectui.labs.sweep import sweep
+    from spectui.labs.sweep.levels import sweep
 
     backends, infos = await connect_pair(client, args)
     for name, info in infos.items():
@@ -145,10 +145,10 @@ async def _sweep_together(client, args, prompt_list, levels, params) -> tuple[li
 
 
 async def _sweep_alone(launched, client, args, prompt_list, levels, params) -> tuple[list, dict]:
-    """--one-at-a-time: the baseline alone at every level, then the candidate alone (labs.sweep.sweep_alone)."""
+    """--one-at-a-time: the baseline alone at every level, then the candidate alone (labs.sweep.levels.sweep_alone)."""
     from spectui.cli.compare import _Opener
     from spectui.core.types import ServerInfo
-    from spectui.labs.sweep import sweep_alone
+    from spectui.labs.sweep.levels import sweep_alone
 
     comparison, servers, _, plan = launched
     say = (lambda line: print(f"spectui: {line}", file=sys.stderr)) if not args.json else None
@@ -248,7 +248,7 @@ async def cmd_cache(args) -> int:
 
 
 def cmd_kv(args) -> int:
-    from spectui.labs.kvcache import kv_text
+    from spectui.labs.memory.kv import kv_text
     from spectui.machine import assets
 
     model = args.model or assets.find_model()
@@ -261,7 +261,7 @@ def cmd_kv(args) -> int:
 
 
 def cmd_theory(args):
-    from spectui.labs import theory
+    from spectui.labs.theory import formula as theory
 
     typed = [f"--{n}" for n in ("alpha", "gamma", "cost") if getattr(args, n, None) is not None]
     if getattr(args, "from_session", None):
@@ -292,7 +292,7 @@ async def _theory_from(args) -> int:
     from spectui.backends.transport import stamped_client
     from spectui.cli.common import PairOptions
     from spectui.core.runner import grouped
-    from spectui.labs.costs import check_prompt
+    from spectui.labs.theory.costs import check_prompt
     from spectui.store.session import load_session, results_for
 
     if args.repeats < 1:
@@ -355,7 +355,7 @@ async def _theory_from(args) -> int:
         ],
     }
     if getattr(args, "save", False):
-        from spectui.labs import terms_record
+        from spectui.labs.theory import record as terms_record
 
         rec = terms_record.record(
             [terms_record.entry(pid, chk, curves[pid]) for pid, chk in checks.items()], args.repeats, args.draft_model
@@ -368,7 +368,7 @@ async def _theory_from(args) -> int:
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        from spectui.labs.costs import curve_text
+        from spectui.labs.theory.costs import curve_text
 
         for pid, chk in checks.items():
             print(f"== {pid}")
@@ -404,7 +404,7 @@ EXIT_UNDECIDED = 4  # spectui sampling: not enough samples to decide (never a pa
 
 async def cmd_sampling(args) -> int:
     from spectui.backends.transport import stamped_client
-    from spectui.labs.sampling import sampling
+    from spectui.labs.sampling.exact import sampling
 
     if args.temperature == 0:
         raise InputError(
@@ -521,6 +521,6 @@ async def cmd_sampling(args) -> int:
         return EXIT_SERVER
     if any(r.verdict == "different" or r.seeded_mismatch_is_failure for r in results):
         return EXIT_DIFFERS  # a seeded mismatch counts only where seeded bytes are (or may be) promised
-    from spectui.labs.sampling import NOT_ENOUGH
+    from spectui.labs.sampling.exact import NOT_ENOUGH
 
     return EXIT_UNDECIDED if any(r.verdict == NOT_ENOUGH for r in results) else EXIT_OK

@@ -72,7 +72,7 @@ def cmd_profiles(args) -> int:
     print(profile_text(p, hw))
     if args.action == "check":
         ok, why = fits(p, hw)
-        from spectui.labs.memplan import OVERHEAD_SOURCES, floor_gpu, plan_profile
+        from spectui.labs.memory.plan import OVERHEAD_SOURCES, floor_gpu, plan_profile
         from spectui.store.profiles import servers_for
 
         missing = []

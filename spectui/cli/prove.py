@@ -1,5 +1,5 @@
-"""`spectui prove`, `verify`, `regress` and `merge`: the certificate commands (spectui.run.prove and
-spectui.run.certificate do the work; this module parses, prints and picks the exit code)."""
+"""`spectui prove`, `verify`, `regress` and `merge`: the certificate commands (spectui.run.prove.prove and
+spectui.run.prove.certificate do the work; this module parses, prints and picks the exit code)."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def _say(line: str) -> None:
 
 def progress(quiet: bool):
     from spectui.run import events as ev
-    from spectui.run import prove
+    from spectui.run.prove import prove
 
     def emit(e) -> None:
         if quiet:
@@ -145,7 +145,7 @@ def progress(quiet: bool):
 def _launch(args):
     """--launch COMPARISON / --profile NAME [--comparison ID]: the profile's pair (127.0.0.1, free ports),
     through the memory plan, and why it runs one server at a time (None: both up together)."""
-    from spectui.labs.memplan import plan_pair
+    from spectui.labs.memory.plan import plan_pair
     from spectui.store.profiles import load_profiles, servers_for
 
     profiles, _ = load_profiles()
@@ -187,9 +187,9 @@ async def cmd_prove(args) -> int:
     from spectui.backends.transport import stamped_client
     from spectui.cli.common import PairOptions, connect_pair, params_from, prompts_from
     from spectui.cli.compare import machine_sampler
-    from spectui.run.prove import OneAtATime, ProveOptions, Prover, default_dir, prepare_dir
-    from spectui.run.render import render_text
-    from spectui.run.shard import parse_shard
+    from spectui.run.prove.prove import OneAtATime, ProveOptions, Prover, default_dir, prepare_dir
+    from spectui.run.prove.render import render_text
+    from spectui.run.prove.shard import parse_shard
     from spectui.store import prompts as prompt_sets
 
     launching = args.profile is not None or args.launch is not None
@@ -277,7 +277,7 @@ async def cmd_prove(args) -> int:
                 one_at_a_time=one,
             )
             doc = await prover.run()
-            from spectui.run.prove_terms import SKIPPED_FLAG, add_terms
+            from spectui.run.prove.terms import SKIPPED_FLAG, add_terms
 
             if args.terms and not args.json and alone is None:  # one at a time: never both up to time
                 _say("measuring the formula's terms on the servers (--no-terms skips it) …")
@@ -293,7 +293,7 @@ async def cmd_prove(args) -> int:
         if launcher is not None:
             await asyncio.to_thread(launcher.stop_all)
     if args.json:
-        from spectui.run.certificate import canonical
+        from spectui.run.prove.certificate import canonical
 
         print(canonical(doc), end="")
     else:
@@ -324,7 +324,7 @@ def _note(path: str | None, doc: dict) -> None:
 
 
 def cmd_verify(args) -> int:
-    from spectui.run.certificate import verify
+    from spectui.run.prove.certificate import verify
 
     v = verify(args.certificate)
     if args.json:
@@ -342,7 +342,7 @@ def cmd_verify(args) -> int:
 
 
 def cmd_regress(args) -> int:
-    from spectui.run.regress import regress
+    from spectui.run.prove.regress import regress
 
     r = regress(args.old, args.new, check=not args.no_verify)
     print(json.dumps(r.to_json(), indent=2) if args.json else r.text())
@@ -351,8 +351,8 @@ def cmd_regress(args) -> int:
 
 def cmd_merge(args) -> int:
     from spectui.cli.outputs import check_output
-    from spectui.run.certificate import canonical, merge, write
-    from spectui.run.render import render_text
+    from spectui.run.prove.certificate import canonical, merge, write
+    from spectui.run.prove.render import render_text
 
     out = check_output(args.output, "-o")
     if out is None:

@@ -1,5 +1,5 @@
 """What the labs find about one prompt, as the data every view reads: triage's cause and the draft probe's
-reconstructed drafts. Defined once here (shapes and their JSON), made by labs.triage and labs.probe,
+reconstructed drafts. Defined once here (shapes and their JSON), made by run.triage and run.probe,
 carried on core.runner.PromptResult, recorded in sessions, shown by the reports, the TUI and the notebook.
 """
 

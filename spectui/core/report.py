@@ -77,7 +77,7 @@ def text_report(
     order: str,
     terms: dict | None = None,
 ) -> str:
-    """The console report; `terms`: the formula's measured terms (labs.terms_record), where saved."""
+    """The console report; `terms`: the formula's measured terms (labs.theory.record), where saved."""
     lines = [
         server_line("baseline", infos["baseline"]),
         server_line("candidate", infos["candidate"]),
@@ -350,7 +350,7 @@ def markdown_report(
     terms: dict | None = None,
 ) -> str:
     """A readable report: the acceptance rate beside every speed-up, and the build tags; `terms`: the
-    formula's measured terms (labs.terms_record), where saved."""
+    formula's measured terms (labs.theory.record), where saved."""
     b, c = infos["baseline"], infos["candidate"]
     out = ["# spectui comparison", ""]
     if source:

@@ -68,9 +68,9 @@ class PromptResult:
     damaged: bool = False  # rebuilt from a recording with unreadable records
     run: int = 1  # which repeat of this prompt (1-based) and how many were made
     runs: int = 1
-    triage: Triage | None = None  # labs.triage's finding for a divergent prompt
+    triage: Triage | None = None  # run.triage's finding for a divergent prompt
     seed: int | None = None  # the request seed, where a lab varies it per run (sampling)
-    drafts: ProbeResult | None = None  # labs.probe's reconstruction of the rejected drafts
+    drafts: ProbeResult | None = None  # run.probe's reconstruction of the rejected drafts
 
     @property
     def failed(self) -> bool:

@@ -118,7 +118,7 @@ def ratio_interval(values: list[float], level: float = LEVEL) -> Spread:
 def unit_geomean(units: list[list[float]]) -> float:
     """over_units' point value alone (no scipy: `spectui sessions` shows it for every file): the geometric
     mean over the units of each unit's geometric mean — the centre of over_units' interval, and the figure
-    `spectui prove` reports for the same set (run.setstats), so one run never shows two speed-ups; the
+    `spectui prove` reports for the same set (run.prove.setstats), so one run never shows two speed-ups; the
     plain median where a value is not positive (no logarithm)."""
     units = [[float(v) for v in u] for u in units if u]
     if not units:

@@ -1,5 +1,5 @@
 """The formula's measured terms as one table and a few lines (issue 30), read from their JSON record
-(labs.terms_record: each prompt's TheoryCheck.to_json and its raw measurement): the same rows in the
+(labs.theory.record: each prompt's TheoryCheck.to_json and its raw measurement): the same rows in the
 certificate (text, Markdown, HTML) and in `spectui report` (text, Markdown, HTML). Nothing is judged here.
 """
 

@@ -14,7 +14,8 @@ from string import Template
 from spectui.core.report import acceptance_text, cache_text, fmt, speedup_text, verdict_text, whole_set
 from spectui.core.runner import PromptResult
 from spectui.core.types import GenerationParams, ServerInfo
-from spectui.labs import terms, theory
+from spectui.labs.theory import formula as theory
+from spectui.labs.theory import terms
 
 MARKS = {"accepted": "#1a7f37", "target": "#0550ae", "first": "#57606a", "rejected": "#cf222e", "diverge": "#cf222e"}
 
@@ -67,7 +68,7 @@ def output_html(rec, marked: bool, diverge_token: int | None, rejected_at: dict[
 def theory_svg(r: PromptResult, chk: terms.TheoryCheck | None = None) -> str:
     """S(α) for the measured chain length with a free draft and with the implied draft cost, and the
     measured point: why the payoff is what it is on this hardware. With a TheoryCheck (the terms
-    measured, labs.costs): the ideal curve at the measured c, the curve with the measured cost terms, the
+    measured, labs.theory.costs): the ideal curve at the measured c, the curve with the measured cost terms, the
     predicted point and the measured one with its interval."""
     m = theory.from_result(r)
     if m is None:
@@ -165,7 +166,7 @@ def html_report(
     terms_record: dict | None = None,
 ) -> str:
     """One self-contained page; `checks`: each prompt's formula check (its SVG point and terms table),
-    `terms_record`: the measured terms (labs.terms_record) as the one table the certificate shows too."""
+    `terms_record`: the measured terms (labs.theory.record) as the one table the certificate shows too."""
 
     b, c = infos["baseline"], infos["candidate"]
     done = [r for r in results if r.identical is not None]

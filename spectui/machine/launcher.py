@@ -55,7 +55,7 @@ class EarlyExit(ServerError):
 
 @dataclass(frozen=True)
 class MemoryShare:
-    """The GPU memory one launched server may take, as a memory plan decided it (spectui.labs.memplan).
+    """The GPU memory one launched server may take, as a memory plan decided it (spectui.labs.memory.plan).
 
     `gib` and `fraction` (of the GPU's total) describe the share; the engine is told it in its own terms:
     vLLM a fraction of the GPU's total (`engine_fraction` → --gpu-memory-utilization), SGLang a fraction of

@@ -1,4 +1,4 @@
-"""One server at a time: when a GPU cannot hold both servers (labs.memplan says so), run every prompt on
+"""One server at a time: when a GPU cannot hold both servers (labs.memory.plan says so), run every prompt on
 the baseline alone, stop it, start the candidate alone and run the same prompts — with the baseline's
 recording played beside the candidate's live stream, in step, so a driver draws both panes as it does
 side by side. Each pair is then judged by core.verdict.judge exactly as side by side.

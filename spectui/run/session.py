@@ -4,8 +4,8 @@ record it all". `spectui compare`, the TUI and `prove` drive this one object; no
     RunSession.run(prompts)
       └─ core.runner.run_prompts      each prompt on both sides (repeats alternate B C / C B);
          └─ core.verdict.judge        THE verdict, once, carried on the PromptResult
-      └─ triage(result)               the first `triage_limit` that differ (labs.triage)
-      └─ probe(result)                every prompt, with --probe-drafts (labs.probe)
+      └─ triage(result)               the first `triage_limit` that differ (run.triage)
+      └─ probe(result)                every prompt, with --probe-drafts (run.probe)
     each step → a typed event to the driver, and a record in the session file (store.session)
 """
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from spectui.backends.base import Backend
     from spectui.store.session import SessionWriter
 
-NEAR_TIE_NATS = 0.05  # labs.triage's default, repeated here so importing this module stays light
+NEAR_TIE_NATS = 0.05  # run.triage's default, repeated here so importing this module stays light
 
 
 @dataclass
@@ -166,9 +166,9 @@ class RunSession:
 
     # -- what follows a run ---------------------------------------------------------------------------
     async def triage(self, result: PromptResult) -> Triage | None:
-        """Why `result`'s outputs differ (labs.triage); the finding goes on the result and into the session.
+        """Why `result`'s outputs differ (run.triage); the finding goes on the result and into the session.
         An error stops triage, never the result."""
-        from spectui.labs.triage import triage
+        from spectui.run.triage import triage
 
         if result.verdict is None or result.verdict.status != "differs":
             return None
@@ -196,7 +196,7 @@ class RunSession:
 
     async def probe_all(self, results: list[PromptResult]) -> None:
         """The draft probe over every result, with one draft-model server for all of them."""
-        from spectui.labs import probe as drafts
+        from spectui.run import probe as drafts
 
         kind = drafts.drafter_kind(self.candidate.info.speculative if self.candidate.info else {})
         launcher = drafter = None
@@ -215,7 +215,7 @@ class RunSession:
 
     async def probe(self, result: PromptResult) -> ProbeResult | None:
         """The draft probe for one result (the TUI's Ctrl+B); an error stops the probe, never the result."""
-        from spectui.labs import probe as drafts
+        from spectui.run import probe as drafts
 
         kind = drafts.drafter_kind(self.candidate.info.speculative if self.candidate.info else {})
         launcher = drafter = None
@@ -238,7 +238,7 @@ class RunSession:
         return await start_drafter(self.client, model, lambda line: self.emit(ProbeStarted(result, line)))
 
     async def _probe_one(self, result: PromptResult, drafter) -> ProbeResult:
-        from spectui.labs import probe as drafts
+        from spectui.run import probe as drafts
 
         self.emit(ProbeStarted(result, "rebuilding the candidate's drafts …"))
         sizes = self.options.ngram_sizes or self.launched("candidate").ngram_sizes

@@ -110,7 +110,7 @@ class StatedModel:
         return None
 
     def dims(self) -> dict | None:
-        """The shape in spectui.labs.kvcache's terms (None if the profile does not state it)."""
+        """The shape in spectui.labs.memory.kv's terms (None if the profile does not state it)."""
         if not (self.layers and self.kv_heads and self.head_dim):
             return None
         return {

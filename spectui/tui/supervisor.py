@@ -186,7 +186,7 @@ class ServerSupervisor:
     # -- launching a profile's pair -----------------------------------------------------------------
     def launch(self, profile, comparison) -> None:
         """Start a comparison's two servers (bound to 127.0.0.1 unless the profile says otherwise)."""
-        from spectui.labs.memplan import plan_pair
+        from spectui.labs.memory.plan import plan_pair
         from spectui.store.profiles import servers_for
 
         app = self.app

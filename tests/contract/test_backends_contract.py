@@ -345,7 +345,7 @@ def test_the_draft_probe_says_it_is_not_available_for_vllm_and_sglang(kind):
     available, said so per prompt (the result carries why, and no steps)."""
     from spectui.core.runner import compare_prompt
     from spectui.core.types import Prompt
-    from spectui.labs.probe import probe_prompt
+    from spectui.run.probe import probe_prompt
 
     transport = (
         vllm_transport("spec_completions_stream_usage.sse", "spec_metrics_final.txt")

@@ -13,9 +13,9 @@ import tomllib
 
 import pytest
 
-from spectui.labs import drafts_data
-from spectui.labs.lookup_draft import cache_stats
-from spectui.labs.lookup_pipeline import run_pipeline
+from spectui.labs.drafts import data as drafts_data
+from spectui.labs.drafts.lookup import cache_stats
+from spectui.labs.drafts.train_lookup import run_pipeline
 from spectui.machine import assets
 from spectui.store import notebook
 

@@ -11,7 +11,7 @@ import pytest
 from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.cli.main import main
 from spectui.core.types import GenerationParams
-from spectui.labs.kvcache import kv_bytes, model_dims
+from spectui.labs.memory.kv import kv_bytes, model_dims
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
 from tests.pilot import ready, until
 

@@ -16,8 +16,8 @@ from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.cli.main import main
 from spectui.core import runner
 from spectui.core.types import GenerationParams
-from spectui.labs import probe as drafts
 from spectui.machine.drafter import start_drafter
+from spectui.run import probe as drafts
 from spectui.store import prompts as prompt_sets
 
 COPY = "red green blue yellow, red green blue yellow, red green blue yellow, red green blue yellow, red green blue"

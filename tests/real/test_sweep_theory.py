@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from spectui.cli.main import main
-from spectui.labs import theory
+from spectui.labs.theory import formula as theory
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
 from tests.oracles import log_t_interval
 from tests.pilot import ready, until
@@ -201,7 +201,7 @@ async def test_sweep_screen_fills_every_level(four_slot_servers, monkeypatch):
             gpu_probe=GPUProbe(FakeNVML(fail_init=True)),
         )
     )
-    import spectui.labs.sweep as sweep_lab
+    import spectui.labs.sweep.levels as sweep_lab
 
     seen = []  # the levels the screen drew, to check each row against their outputs' raw bytes
     real_sweep = sweep_lab.sweep

@@ -103,7 +103,7 @@ def _text(widget) -> str:
 
 @SLOW
 async def test_f4_proves_one_server_at_a_time_never_both_up(tmp_path):
-    from spectui.run import certificate
+    from spectui.run.prove import certificate
     from spectui.tui.screens.prove_screen import ProveScreen
 
     app = _alone_app()
@@ -189,7 +189,7 @@ async def test_the_sweep_screen_runs_one_server_at_a_time_never_both_up():
 async def test_f4_on_servers_the_app_did_not_launch_proves_side_by_side_with_the_terms_table(llama_servers, tmp_path):
     from spectui.core import terms_table
     from spectui.machine.probes import GPUProbe
-    from spectui.run import certificate
+    from spectui.run.prove import certificate
     from spectui.tui.app import AppConfig, make_app
     from spectui.tui.screens.prove_screen import ProveScreen
     from tests.fakes import FakeNVML

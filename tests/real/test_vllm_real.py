@@ -148,7 +148,7 @@ def test_vllm_prove_certificate_names_the_model_folder_and_the_missing_terms(vll
     """spectui prove on the vLLM pair (the vLLM audit): the certificate identifies the served folder by the
     sha256 of its manifest, its terms are the ideal formula's, each labelled with the term vLLM does not
     report, no rendering calls them measured, and verify re-derives all of it."""
-    from spectui.run.provenance import folder_identity
+    from spectui.run.prove.provenance import folder_identity
 
     base, cand, _, _ = vllm_pair
     _, hf = _vllm()

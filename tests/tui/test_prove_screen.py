@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from spectui.run import certificate
+from spectui.run.prove import certificate
 from spectui.store import notebook
 from spectui.tui.screens.prove_screen import ProveScreen
 from tests.pilot import until

@@ -9,7 +9,7 @@ from spectui.core.events import StreamFailed, StreamFinished, StreamStarted, Tok
 from spectui.core.figures import SideRecorder
 from spectui.core.runner import PromptResult
 from spectui.core.types import GenerationParams, Prompt
-from spectui.labs.sampling import NOT_ENOUGH, SamplingResult, distribution_pass, guarantee_for
+from spectui.labs.sampling.exact import NOT_ENOUGH, SamplingResult, distribution_pass, guarantee_for
 from spectui.tui.screens.sampling_screen import SamplingScreen
 from tests.pilot import until
 

@@ -15,9 +15,9 @@ from spectui.backends.recorded import ReplayBackend
 from spectui.cli.main import main
 from spectui.core.events import StreamFailed
 from spectui.core.types import GenerationParams
-from spectui.run import certificate
-from spectui.run.prove import ProveOptions, Prover
-from spectui.run.shard import Shard, parse_shard, sampled_positions
+from spectui.run.prove import certificate
+from spectui.run.prove.prove import ProveOptions, Prover
+from spectui.run.prove.shard import Shard, parse_shard, sampled_positions
 from spectui.store import prompts as prompt_sets
 from tests.recordings import BASELINE, DATA, DRAFT, INFO, changed, payloads
 
@@ -95,7 +95,7 @@ def test_an_identical_candidate_gets_identical_first_and_every_figure_from_its_s
 
 
 def test_the_servers_configuration_is_written_in_words(made):
-    from spectui.run.render import render_markdown, render_text
+    from spectui.run.prove.render import render_markdown, render_text
 
     _, doc = made
     doc = json.loads(json.dumps({k: v for k, v in doc.items() if k != "_path"}))

@@ -1,5 +1,5 @@
 """The formula's terms, measured and checked (issue 30): a synthetic server pair with known α, γ, c and
-cost curve, timed through labs.costs.measure as a real llama-server would answer, must give back each
+cost curve, timed through labs.theory.costs.measure as a real llama-server would answer, must give back each
 term within 2 %, a prediction within 2 % of the measured speed-up, and — where the run hides a cost the
 terms do not hold — name that cost and its size."""
 
@@ -15,7 +15,9 @@ from spectui.core.events import StepEvent, StreamFinished, StreamStarted, TokenE
 from spectui.core.figures import SideRecorder
 from spectui.core.runner import PromptResult
 from spectui.core.types import Prompt
-from spectui.labs import costs, sweep_costs, terms, theory
+from spectui.labs.sweep import predict as sweep_costs
+from spectui.labs.theory import costs, terms
+from spectui.labs.theory import formula as theory
 
 T_MS = 10.0  # one target decode step
 ALPHA, GAMMA, C = 0.8, 4, 0.3

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from spectui.core.errors import InputError
-from spectui.labs import drafts
-from spectui.labs.model_shape import llama_params, read_shape
+from spectui.labs.drafts import cost as drafts
+from spectui.labs.memory.shape import llama_params, read_shape
 
 LLAMA31_8B = {
     "architectures": ["LlamaForCausalLM"],

@@ -19,7 +19,7 @@ from spectui.backends.base import Capabilities
 from spectui.core.errors import InputError
 from spectui.core.events import StreamFinished, StreamStarted, TokenEvent
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
-from spectui.labs import drafts_data
+from spectui.labs.drafts import data as drafts_data
 from spectui.store import prompt_files, prompts
 
 
@@ -215,7 +215,7 @@ WORKER = textwrap.dedent(
     from pathlib import Path
     from test_drafts_data import FakeTarget, PARAMS
     from spectui.core.types import Prompt
-    from spectui.labs import drafts_data
+    from spectui.labs.drafts import data as drafts_data
 
     class Gated(FakeTarget):
         # stops answering after 20 prompts until the gate file (argv[2]) exists: a first run cannot get

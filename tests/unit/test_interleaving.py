@@ -9,7 +9,7 @@ import asyncio
 from spectui.backends.recorded import ReplayBackend
 from spectui.core.runner import run_prompts
 from spectui.core.types import GenerationParams
-from spectui.labs.sweep import sweep
+from spectui.labs.sweep.levels import sweep
 from spectui.store import prompts
 from tests.recordings import BASELINE, DRAFT, INFO, payloads
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from spectui.core.errors import InputError, SetupError
-from spectui.labs.memplan import (
+from spectui.labs.memory.plan import (
     CUDA_CONTEXT,
     MARGIN,
     VLLM_WORKSPACE,

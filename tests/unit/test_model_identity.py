@@ -10,8 +10,8 @@ import shutil
 
 import pytest
 
-from spectui.run.provenance import file_identity
-from spectui.run.render import _file
+from spectui.run.prove.provenance import file_identity
+from spectui.run.prove.render import _file
 
 
 def make_folder(root, weights: bytes = b"\x00\x01weights"):

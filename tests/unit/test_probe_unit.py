@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spectui.labs.probe import ProbeResult, StepSpan, check_step, ngram_simple_draft, ngram_sizes_from_argv
+from spectui.run.probe import ProbeResult, StepSpan, check_step, ngram_simple_draft, ngram_sizes_from_argv
 
 
 def test_ngram_simple_draft_follows_llamacpp():

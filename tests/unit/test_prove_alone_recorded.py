@@ -16,8 +16,8 @@ import jsonschema
 from spectui.backends.recorded import ReplayBackend
 from spectui.cli.main import main
 from spectui.core.types import GenerationParams
-from spectui.run import certificate
-from spectui.run.prove import OneAtATime, ProveOptions, Prover
+from spectui.run.prove import certificate
+from spectui.run.prove.prove import OneAtATime, ProveOptions, Prover
 from spectui.store import prompts as prompt_sets
 from tests.recordings import BASELINE, DRAFT, INFO, changed, payloads
 
@@ -123,7 +123,7 @@ def test_one_at_a_time_needs_servers_spectui_can_start(capsys):
 
 def test_the_sweeps_one_at_a_time_schedule_is_run_phased_s():
     """labs sits below run, so the sweep spells the schedule itself: it must stay run.phased's."""
-    from spectui.labs.sweep import alone_schedule
+    from spectui.labs.sweep.levels import alone_schedule
     from spectui.run.phased import phases
 
     for n in range(1, 6):
@@ -131,7 +131,7 @@ def test_the_sweeps_one_at_a_time_schedule_is_run_phased_s():
 
 
 def test_sweep_one_at_a_time_pairs_each_level_run_by_run_and_never_opens_both():
-    from spectui.labs.sweep import sweep_alone
+    from spectui.labs.sweep.levels import sweep_alone
 
     opener = Opener({"baseline": payloads(BASELINE), "candidate": payloads(DRAFT)})
     items = prompt_sets.load_set("default")[1][:2]
@@ -146,7 +146,7 @@ def test_sweep_one_at_a_time_pairs_each_level_run_by_run_and_never_opens_both():
 
 
 def test_sweep_one_at_a_time_fails_the_levels_of_a_side_that_will_not_start():
-    from spectui.labs.sweep import sweep_alone
+    from spectui.labs.sweep.levels import sweep_alone
 
     class Refusing(Opener):
         def __call__(self, side):
@@ -177,7 +177,7 @@ def test_prove_runs_one_at_a_time_where_the_memory_plan_says_so_and_refuses_a_pa
 
     from spectui.cli.prove import _launch
     from spectui.core.errors import InputError
-    from spectui.labs import memplan
+    from spectui.labs.memory import plan as memplan
 
     monkeypatch.setattr(memplan, "gpu_for", lambda profile, gpu=None, probe=None: memplan.floor_gpu(profile))
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spectui.labs.sampling import NOT_ENOUGH, distribution_test
+from spectui.labs.sampling.exact import NOT_ENOUGH, distribution_test
 
 P = np.array([0.40, 0.25, 0.15, 0.10, 0.06, 0.04])
 GRID_N = (10, 15, 20, 25, 30, 40, 50, 60)

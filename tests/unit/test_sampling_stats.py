@@ -7,7 +7,7 @@ from spectui.core.events import StreamFailed, StreamFinished, StreamStarted, Tok
 from spectui.core.figures import SideRecorder
 from spectui.core.runner import PromptResult
 from spectui.core.types import Prompt, ServerInfo
-from spectui.labs.sampling import (
+from spectui.labs.sampling.exact import (
     NOT_ENOUGH,
     SamplingResult,
     distribution_pass,

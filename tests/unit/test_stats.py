@@ -43,7 +43,7 @@ def test_over_units_takes_one_value_per_prompt():
 
 
 def test_the_whole_sets_figure_is_the_one_prove_reports_for_the_same_runs():
-    from spectui.run.setstats import set_speedup
+    from spectui.run.prove.setstats import set_speedup
 
     # prompts' mean logs 0, 0.1 and 0.8: median exp(0.1) = 1.105, geometric mean exp(0.3) = 1.350
     units = [[1.0, 1.0], [math.exp(0.05), math.exp(0.15)], [math.exp(0.7), math.exp(0.9)]]

@@ -6,7 +6,7 @@ import pytest
 
 from spectui.core.compare import compare_tokens
 from spectui.core.verdict import Verdict
-from spectui.labs.sweep import Level, SideLevel
+from spectui.labs.sweep.levels import Level, SideLevel
 
 
 def level(runs, divergence_at, divergences, failed_runs=()):
@@ -61,7 +61,7 @@ class PacedSide(SideLevel):
 
 
 def test_a_client_that_read_late_says_so_and_one_that_kept_up_does_not():
-    from spectui.labs.sweep import text_table
+    from spectui.labs.sweep.levels import text_table
 
     kept_up = PacedSide(50.0, [0.1] * 99 + [3.0])  # p99 ≈ 3 ms against a 20 ms gap between tokens
     behind = PacedSide(50.0, [1.0] * 90 + [36.0] * 10)  # p99 36 ms: a read can hold two of a stream's tokens

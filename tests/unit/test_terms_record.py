@@ -16,10 +16,10 @@ import pytest
 
 from spectui.cli.main import main
 from spectui.core import terms_table
-from spectui.labs import terms_record
-from spectui.labs.terms import check_runs
-from spectui.run import certificate
-from spectui.run.shard import Shard
+from spectui.labs.theory import record as terms_record
+from spectui.labs.theory.terms import check_runs
+from spectui.run.prove import certificate
+from spectui.run.prove.shard import Shard
 from spectui.store.session import load_session
 from tests.unit.test_certificate import prompts, prove, valid
 from tests.unit.test_costs import C, measured_curve, synthetic_session
@@ -75,7 +75,7 @@ def test_the_certificate_carries_the_terms_table_and_verify_derives_each_check_a
 
 
 def certificate_text(doc: dict) -> str:
-    from spectui.run.render import render_text
+    from spectui.run.prove.render import render_text
 
     return render_text(doc)
 
@@ -99,7 +99,7 @@ def test_verify_names_an_edited_measured_time_and_an_edited_check(cert, tmp_path
 
 
 def test_a_certificate_without_a_measurement_says_why_and_one_from_a_replay_is_ideal_labelled(tmp_path):
-    from spectui.run.prove_terms import SKIPPED_FLAG, add_terms
+    from spectui.run.prove.terms import SKIPPED_FLAG, add_terms
 
     out = tmp_path / "c"
     doc = prove(out, items=prompts(1))

@@ -1,7 +1,7 @@
 import pytest
 
 from spectui.core.errors import InputError
-from spectui.labs import theory
+from spectui.labs.theory import formula as theory
 
 
 def test_leviathan_worked_example():

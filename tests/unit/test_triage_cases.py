@@ -14,7 +14,7 @@ import httpx
 from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.core.runner import compare_prompt
 from spectui.core.types import GenerationParams, Prompt
-from spectui.labs.triage import triage
+from spectui.run.triage import triage
 
 RECORDED = Path(__file__).parents[1] / "data" / "llamacpp-b11434-baseline-fizzbuzz.sse"
 EVENTS = [json.loads(line[6:]) for line in RECORDED.read_text().splitlines() if line.startswith("data: ")]

@@ -116,7 +116,7 @@ def test_rendered_prompts_that_differ_are_said_before_the_verdict():
 
 
 def test_the_sweep_takes_the_servers_counts_when_the_stream_has_none():
-    from spectui.labs.sweep import SideLevel
+    from spectui.labs.sweep.levels import SideLevel
 
     rec = SideRecorder("c")
     rec.counts_from_metrics = True  # labels inferred from chunking, no per-request counts (vLLM summary mode)
@@ -126,7 +126,7 @@ def test_the_sweep_takes_the_servers_counts_when_the_stream_has_none():
 
 
 def test_the_sweep_plot_draws_a_missing_value_as_a_gap():
-    from spectui.labs.sweep import Level, SideLevel, svg_chart
+    from spectui.labs.sweep.levels import Level, SideLevel, svg_chart
 
     ok = SideLevel([SideRecorder("b")], 1.0)
     ok.recorders[0].figures.tokens = 100

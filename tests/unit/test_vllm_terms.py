@@ -13,9 +13,9 @@ import httpx
 from spectui.backends.vllm import VLLMBackend
 from spectui.core import terms_table
 from spectui.core.runner import grouped
-from spectui.labs import terms_record
-from spectui.labs.costs import check_prompt
 from spectui.labs.html_report import terms_table_html
+from spectui.labs.theory import record as terms_record
+from spectui.labs.theory.costs import check_prompt
 from spectui.store.session import load_session, results_for
 
 SESSION = Path(__file__).parent.parent / "data" / "session-vllm-ngram-quick2-runs2.jsonl"

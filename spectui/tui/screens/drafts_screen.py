@@ -16,9 +16,9 @@ def cost_text(target: str, profile: str | None, seq_len: int, samples: int) -> s
     """The report `spectui drafts cost --target T --profile P --seq-len S --samples N` prints."""
     from dataclasses import replace
 
-    from spectui.labs import drafts
-    from spectui.labs.drafts_text import text
-    from spectui.labs.model_shape import read_shape
+    from spectui.labs.drafts import cost as drafts
+    from spectui.labs.drafts.cost_text import text
+    from spectui.labs.memory.shape import read_shape
 
     shape = read_shape(target)
     inputs = drafts.CostInputs(seq_len=seq_len, samples=samples)

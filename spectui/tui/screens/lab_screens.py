@@ -1,5 +1,5 @@
 """The caching lab and the concurrency sweep as TUI screens, on the two connected servers; the sweep also
-one server at a time (labs.sweep.sweep_alone through the supervisor's open_alone), as `spectui sweep
+one server at a time (labs.sweep.levels.sweep_alone through the supervisor's open_alone), as `spectui sweep
 --one-at-a-time` runs it."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class PrefixScreen(Screen):
         self._show_kv()
 
     def _show_kv(self) -> None:
-        from spectui.labs.kvcache import kv_text
+        from spectui.labs.memory.kv import kv_text
 
         info = self.backends["candidate"].info
         path = getattr(info, "model_path", None) if info else None
@@ -238,7 +238,7 @@ class SweepScreen(Screen):
 
     @work(exclusive=True, group="sweep", exit_on_error=False)
     async def run_sweep(self) -> None:
-        from spectui.labs.sweep import sweep
+        from spectui.labs.sweep.levels import sweep
 
         table = self.query_one(DataTable)
         table.clear()
@@ -269,7 +269,7 @@ class SweepScreen(Screen):
         warn = ""
         try:
             if self.open_alone is not None:
-                from spectui.labs.sweep import sweep_alone
+                from spectui.labs.sweep.levels import sweep_alone
 
                 def say(line: str) -> None:
                     self.query_one("#sweep-alone", Static).update(f"one server at a time · {line}")

@@ -10,7 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from spectui.labs.memplan import MemoryPlan, floor_gpu, plan_profile, summary
+from spectui.labs.memory.plan import MemoryPlan, floor_gpu, plan_profile, summary
 from spectui.store.profiles import Hardware, Profile, fits, profile_text
 
 _DECISION = {"together": "both at once", "one-at-a-time": "one at a time", "too-big": "does not fit"}

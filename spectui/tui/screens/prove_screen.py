@@ -1,4 +1,4 @@
-"""`spectui prove` as a screen (F4 / palette: Prove): the prompt set on screen through run.prove's Prover
+"""`spectui prove` as a screen (F4 / palette: Prove): the prompt set on screen through run.prove.prove's Prover
 — the run session the main screen drives — with a progress bar over prompts and runs, the certificate's
 verdict line in its colour, its table of measured terms, and where it was saved. The notebook gets one
 entry for it. In a TUI that runs one server at a time each side is started alone (the supervisor's
@@ -127,7 +127,7 @@ class ProveScreen(Screen):
     def alone_line(self) -> str:
         if self.open_alone is None:
             return ""
-        from spectui.run.prove import TRIAGE_SKIPPED
+        from spectui.run.prove.prove import TRIAGE_SKIPPED
 
         return (
             f"one server at a time ({self.alone_why}): each side is started when a phase needs it and stopped "
@@ -147,7 +147,7 @@ class ProveScreen(Screen):
         if terms not in ("yes", "no"):
             self.notify("measure terms: yes or no", severity="error")
             return
-        from spectui.run.prove import ProveOptions
+        from spectui.run.prove.prove import ProveOptions
 
         options = ProveOptions(runs=runs, sampled=sampled, samples=samples)
         try:
@@ -169,8 +169,8 @@ class ProveScreen(Screen):
 
         from spectui.backends.launchspec import LaunchSpec
         from spectui.core.errors import describe
-        from spectui.run.prove import OneAtATime, Prover, default_dir
-        from spectui.run.prove_terms import add_terms
+        from spectui.run.prove.prove import OneAtATime, Prover, default_dir
+        from spectui.run.prove.terms import add_terms
 
         bar = self.query_one(ProgressBar)
         launched = {s: LaunchSpec.from_argv(p.argv) for s, p in self.launched.items() if getattr(p, "argv", None)}
@@ -220,7 +220,7 @@ class ProveScreen(Screen):
         self.query_one("#prove-alone", Static).update(f"one server at a time · {line}")
 
     def on_prove_event(self, ev) -> None:
-        from spectui.run import prove
+        from spectui.run.prove import prove
 
         if isinstance(ev, prove.Progressed):
             if ev.phase in ("greedy", "sampled"):

@@ -1,6 +1,6 @@
 """Exact under sampling, on the prompt on screen: seeded bytes, then the two output distributions.
 
-Runs labs.sampling (the code `spectui sampling` runs) with a progress bar over the seeds, and shows, per
+Runs labs.sampling.exact (the code `spectui sampling` runs) with a progress bar over the seeds, and shows, per
 generated position, both sides' most frequent tokens side by side and the total variation distance
 between them beside what chance alone gives, the one verdict of the whole-sequence test (green only for
 `consistent`; `not enough samples to decide` in yellow), and which promise applies to how the candidate
@@ -25,7 +25,7 @@ from spectui.core.compare import escape_bytes
 from spectui.core.types import GenerationParams, Prompt
 
 if TYPE_CHECKING:
-    from spectui.labs.sampling import SamplingResult
+    from spectui.labs.sampling.exact import SamplingResult
 
 POSITIONS = 4  # positions shown side by side (the test covers all K)
 
@@ -91,7 +91,7 @@ class SamplingScreen(Screen):
 
     @work(exclusive=True, group="sampling", exit_on_error=False)
     async def run_sampling(self, temperature: float, samples: int, max_tokens: int) -> None:
-        from spectui.labs.sampling import sampling
+        from spectui.labs.sampling.exact import sampling
 
         bar = self.query_one(ProgressBar)
         bar.update(total=samples, progress=0)
@@ -116,7 +116,7 @@ class SamplingScreen(Screen):
         self._show(res)
 
     def _show(self, res) -> None:
-        from spectui.labs.sampling import ALPHA, NOT_ENOUGH
+        from spectui.labs.sampling.exact import ALPHA, NOT_ENOUGH
 
         t = Text()
         t.append(f"byte-identical for {res.seeded_identical} of {len(res.runs)} seeds", style="bold")

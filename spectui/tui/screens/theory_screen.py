@@ -13,8 +13,8 @@ from textual.widgets import Footer, Input, Label, Static
 from textual_plotext import PlotextPlot
 
 from spectui.core.errors import InputError, describe
-from spectui.labs import theory
-from spectui.labs.terms import TheoryCheck
+from spectui.labs.theory import formula as theory
+from spectui.labs.theory.terms import TheoryCheck
 
 
 class TheoryScreen(Screen):
@@ -36,10 +36,10 @@ class TheoryScreen(Screen):
     @classmethod
     def for_results(cls, results, backends: dict | None = None, draft_model=None) -> TheoryScreen:
         """The screen with the last run as its measured point (α per position and γ from the server's
-        counters, labs.theory.from_result), and the interval of its speed-up where the prompt ran several
-        times. With live `backends`, Enter measures the terms on them (labs.costs)."""
+        counters, labs.theory.formula.from_result), and the interval of its speed-up where the prompt ran several
+        times. With live `backends`, Enter measures the terms on them (labs.theory.costs)."""
         from spectui.core.runner import grouped
-        from spectui.labs import theory
+        from spectui.labs.theory import formula as theory
 
         measured = None
         runs = None
@@ -125,7 +125,7 @@ class TheoryScreen(Screen):
 
     @work(exclusive=True, group="theory-terms", exit_on_error=False)
     async def measure_terms(self) -> None:
-        from spectui.labs.costs import check_prompt
+        from spectui.labs.theory.costs import check_prompt
 
         assert self.backends is not None and self.runs is not None  # action_measure checked both
 

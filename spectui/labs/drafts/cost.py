@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from spectui.labs.model_shape import ModelShape
+from spectui.labs.memory.shape import ModelShape
 
 GIB = 1024**3
 # mixed-precision Adam: bf16 weight 2 + bf16 gradient 2 + fp32 master, momentum and variance 12 bytes per

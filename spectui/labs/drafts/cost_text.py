@@ -3,7 +3,7 @@ published figures beside them, and what data each method needs and which servers
 
 from __future__ import annotations
 
-from spectui.labs.drafts import DATA_AND_SERVERS, GIB, CostReport, n
+from spectui.labs.drafts.cost import DATA_AND_SERVERS, GIB, CostReport, n
 
 
 def human_bytes(b: float) -> str:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spectui.core.errors import InputError, SetupError
-from spectui.labs import drafts_data, lookup_draft
+from spectui.labs.drafts import data as drafts_data
+from spectui.labs.drafts import lookup as lookup_draft
 
 
 @dataclass

@@ -1,11 +1,11 @@
-"""`spectui prove`: the run session, driven to make a certificate (run.certificate).
+"""`spectui prove`: the run session, driven to make a certificate (run.prove.certificate).
 
     Prover.run()
       1. greedy: RunSession over the share of the prompt set, `runs` interleaved runs each (B C / C B),
          recorded to greedy.jsonl; then RunSession.triage on the first differing run of each prompt
       2. sampled: RunSession per seed on the sampled prompts (temperature T, seeds S, S+1, …), recorded to
          sampled.jsonl; nothing is triaged there (sampled outputs may differ by design)
-      3. measured_on (run.provenance), then certificate.build: every figure derived from the files just
+      3. measured_on (run.prove.provenance), then certificate.build: every figure derived from the files just
          written, exactly as `spectui verify` will derive them again
 
 One server at a time (`OneAtATime`: a GPU that cannot hold both): the greedy runs and the sampled pass
@@ -26,11 +26,11 @@ from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import InputError
 from spectui.core.runner import PromptResult, Source
 from spectui.core.types import GenerationParams, Prompt
-from spectui.run import certificate
 from spectui.run.events import PromptFinished, PromptStarted, RunEvent
 from spectui.run.phased import ORDER
+from spectui.run.prove import certificate
+from spectui.run.prove.shard import Shard, sampled_positions
 from spectui.run.session import RunOptions, RunSession
-from spectui.run.shard import Shard, sampled_positions
 
 GREEDY, SAMPLED = "greedy.jsonl", "sampled.jsonl"
 TRIAGE_SKIPPED = (
@@ -240,7 +240,7 @@ class Prover:
             await self._together(out)
 
         self.emit(PhaseStarted("certificate", 1))
-        from spectui.run.provenance import measured_on
+        from spectui.run.prove.provenance import measured_on
 
         infos = {side: self._info(side) for side in ("baseline", "candidate")}
         argvs = {side: self._argv(side) for side in ("baseline", "candidate")}
@@ -375,13 +375,13 @@ class Prover:
             return list(spec.argv)
         if side in self.argvs:
             return self.argvs[side]
-        from spectui.labs.sampling import launch_argv
+        from spectui.labs.sampling.exact import launch_argv
 
         source = self.baseline if side == "baseline" else self.candidate
         return launch_argv(source.url) if source is not None else None
 
 
 def _set_hash(prompts: list[Prompt]) -> str:
-    from spectui.run.provenance import prompt_set_hash
+    from spectui.run.prove.provenance import prompt_set_hash
 
     return prompt_set_hash(prompts)

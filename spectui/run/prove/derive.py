@@ -1,7 +1,7 @@
-"""Every verdict and figure of a certificate, derived from its session files alone (run.certificate
+"""Every verdict and figure of a certificate, derived from its session files alone (run.prove.certificate
 references them by sha256): the greedy runs of each prompt judged again from their recorded events
-(core.verdict.judge), triage's recorded causes, the sampled prompts through labs.sampling's promise and
-distribution test, the speed-up and the acceptance with their intervals (run.setstats), and the verdict
+(core.verdict.judge), triage's recorded causes, the sampled prompts through labs.sampling.exact's promise and
+distribution test, the speed-up and the acceptance with their intervals (run.prove.setstats), and the verdict
 line. `derive` is pure: `prove`, `verify` and `merge` all call it, so they agree by construction."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from spectui.core.figures import per_position_alpha
 from spectui.core.runner import PromptResult, same_tokenizer
 from spectui.core.verdict import judge
-from spectui.run.setstats import _at, interval_text, set_ratio, set_speedup, speed_word
+from spectui.run.prove.setstats import _at, interval_text, set_ratio, set_speedup, speed_word
 from spectui.store.session import Session, load_session, recorded_verdict, recorders_for
 
 
@@ -251,11 +251,11 @@ def greedy_groups(sessions: list[Session], order: dict[str, tuple[int, str]]) ->
 
 def sampled_json(sessions: list[Session], order: dict, inputs: dict, argv: list[str] | None) -> dict | None:
     """Identity under sampling, per prompt: seeded bytes where the drafting mode promises them, the
-    whole-sequence distribution test (labs.sampling, its power beside it) where only the distribution is."""
+    whole-sequence distribution test (labs.sampling.exact, its power beside it) where only the distribution is."""
     cfg = inputs.get("sampled")
     if not cfg or not cfg.get("ids"):
         return None
-    from spectui.labs.sampling import SamplingResult, distribution_pass, guarantee_for
+    from spectui.labs.sampling.exact import SamplingResult, distribution_pass, guarantee_for
 
     by_id: dict[str, list[PromptResult]] = {}
     info = None
@@ -498,6 +498,6 @@ def speed_words(derived: dict, measured_on: dict) -> str:
     else:
         a, mal = acc["alpha"]["value"], acc["mean_accepted_length"]["value"]
         at = f" at α {a:.2f} (mean accepted length {mal:.2f})" if a is not None and mal is not None else ""
-    from spectui.run.provenance import where
+    from spectui.run.prove.provenance import where
 
     return f" · {word}{interval_text(sp, unit='×')}{at} {where(measured_on.get('hardware') or {})}"

@@ -1,4 +1,4 @@
-"""A certificate (run.certificate's JSON document) as text for the console, as Markdown and as one
+"""A certificate (run.prove.certificate's JSON document) as text for the console, as Markdown and as one
 self-contained HTML page. Every value is read from the document; nothing is judged here. Values that came
 from outside (builds, models, URLs, prompt ids, excerpts) are escaped for the format they land in.
 """
@@ -11,7 +11,7 @@ from spectui.core.report import md_cell
 
 
 def _iv(d: dict | None, spec: str = ".2f", unit: str = "") -> str:
-    from spectui.run.setstats import interval_text
+    from spectui.run.prove.setstats import interval_text
 
     return interval_text(d, spec, unit)
 

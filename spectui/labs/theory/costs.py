@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from spectui.backends.llamacpp_timing import CompletionTimings
-from spectui.labs.terms import StepCosts
+from spectui.labs.theory.terms import StepCosts
 
 Timer = Callable[[list[int], int], Awaitable[CompletionTimings]]  # (prompt ids, n_predict) → the reply's timings
 
@@ -439,7 +439,7 @@ async def check_prompt(
     """The terms measured for one prompt's runs (core.runner.PromptResult) and the formula checked against
     them: (TheoryCheck or None where the candidate drafted nothing, the CostCurve or None)."""
     from spectui.core.runner import render_prompt
-    from spectui.labs import terms
+    from spectui.labs.theory import terms
 
     last = next((r for r in reversed(runs) if r.speedup), None)
     if last is None:

@@ -1,7 +1,7 @@
 """The formula's terms measured for a certificate (issue 30): after `spectui prove` has written its
-certificate, the servers it ran on (still up) are timed on separate requests (labs.costs, as `spectui
+certificate, the servers it ran on (still up) are timed on separate requests (labs.theory.costs, as `spectui
 theory --from` does) for each prompt of the greedy session, and the certificate gets a "terms" record
-(labs.terms_record) and is written again (JSON, Markdown, HTML).
+(labs.theory.record) and is written again (JSON, Markdown, HTML).
 
 The greedy runs are read back from greedy.jsonl, so each prompt's check is made from the same runs
 `spectui verify` reads; the measured times are the only figures verify cannot derive again.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from spectui.run import certificate
+from spectui.run.prove import certificate
 
 SKIPPED_FLAG = "--no-terms"
 
@@ -39,7 +39,7 @@ async def add_terms(
     """The certificate with its measured terms (or {"skipped": why}), written again beside its sessions.
     A measurement that fails is recorded as skipped with its reason: the certificate stays complete."""
     from spectui.core.runner import grouped
-    from spectui.labs import terms_record
+    from spectui.labs.theory import record as terms_record
     from spectui.store.session import load_session, results_for
 
     path = Path(doc["_path"])
@@ -74,7 +74,7 @@ async def add_terms(
 
             terms = {"skipped": f"the measurement failed: {describe(exc)}"}
     doc = {k: v for k, v in doc.items() if k != "_path"}
-    from spectui.run.derive import normalised
+    from spectui.run.prove.derive import normalised
 
     doc["terms"] = normalised(terms)
     certificate.write(doc, path)

@@ -1,8 +1,8 @@
 """The formula's measured terms kept after the servers are gone (issue 30): the record `spectui prove` puts in
 a certificate ("terms") and `spectui theory --from S --save` keeps beside a session (S.terms.json).
 
-Each prompt's entry holds the raw times its terms came from (labs.costs.CostCurve.to_json: ms as the
-servers timed them) and the check made of them (labs.terms.TheoryCheck.to_json). The times are recorded
+Each prompt's entry holds the raw times its terms came from (labs.theory.costs.CostCurve.to_json: ms as the
+servers timed them) and the check made of them (labs.theory.terms.TheoryCheck.to_json). The times are recorded
 figures: nothing can measure them again without the servers. The check is derivable: wherever the record
 is read (`spectui verify`, `spectui report`) it is derived again from those times and the session's own
 runs, so a reader is never shown α, a speed-up or a prediction that the session does not give.
@@ -23,7 +23,7 @@ FORMAT = "spectui-terms"
 VERSION = 1
 SUFFIX = ".terms.json"
 HOW = (
-    "measured after the greedy runs on the servers compared, on separate requests of token ids (labs.costs): "
+    "measured after the greedy runs on the servers compared, on separate requests of token ids (labs.theory.costs): "
     "V(k) and R(k) from llama-server's prompt_ms, c from the draft model's decode step on its own llama-server"
 )
 
@@ -65,8 +65,8 @@ async def measure(
     draft_named: str = "named with --draft-model",
 ) -> dict:
     """The terms of each prompt's runs (core.runner.Repeated groups, as read back from the session file),
-    measured on the live servers (labs.costs.check_prompt), as a record."""
-    from spectui.labs.costs import check_prompt
+    measured on the live servers (labs.theory.costs.check_prompt), as a record."""
+    from spectui.labs.theory.costs import check_prompt
 
     entries = []
     for i, g in enumerate(groups, 1):
@@ -99,8 +99,8 @@ def runs_of(results: list) -> dict[str, list]:
 def rederive(e: dict, runs: list):
     """The check of one entry derived again from its recorded times and the session's runs (TheoryCheck, or
     None where no run drafted)."""
-    from spectui.labs.costs import CostCurve
-    from spectui.labs.terms import check_runs
+    from spectui.labs.theory.costs import CostCurve
+    from spectui.labs.theory.terms import check_runs
 
     m = e.get("measurement")
     if m is None or not runs:

@@ -1,9 +1,9 @@
 """The sweep's predicted speed-up at each concurrency level, from batch times measured after its last level
-(labs.costs): the collapse under concurrency, predicted beside the one the sweep measured."""
+(labs.theory.costs): the collapse under concurrency, predicted beside the one the sweep measured."""
 
 from __future__ import annotations
 
-from spectui.labs.costs import DRAFT_MODEL, NONE, OTHER, CostCurve, drafting_kind, measure_on_servers
+from spectui.labs.theory.costs import DRAFT_MODEL, NONE, OTHER, CostCurve, drafting_kind, measure_on_servers
 
 
 def predict_level(curve: CostCurve, n: int, tokens_per_round: float, drafted_per_round: float, n_max=None) -> float:

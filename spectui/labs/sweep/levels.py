@@ -27,7 +27,7 @@ from spectui.core.types import GenerationParams, Prompt
 from spectui.core.verdict import Verdict, judge
 
 if TYPE_CHECKING:
-    from spectui.labs.costs import CostCurve
+    from spectui.labs.theory.costs import CostCurve
 
 
 @dataclass
@@ -149,7 +149,7 @@ class Level:
     runs: list[tuple[float | None, float | None]] = field(default_factory=list)
     divergence_at: list[tuple[int, int]] = field(default_factory=list)
     failed_runs: list[int] = field(default_factory=list)
-    # the speed-up predicted from the batch times measured after the sweep (labs.sweep_costs.predict_levels),
+    # the speed-up predicted from the batch times measured after the sweep (labs.sweep.predict.predict_levels),
     # or None with the reason; the first level also holds the measurement
     predicted: float | None = None
     predicted_note: str | None = None
@@ -302,7 +302,7 @@ async def sweep(
 ) -> list[Level]:
     """Each level `repeat` times, interleaved (baseline first, then candidate first, …) so that drift on
     a shared machine falls on both sides alike; every run's outputs are compared, not only the first.
-    With `predict`, after the last level the batch times each level needs are measured (labs.costs) and
+    With `predict`, after the last level the batch times each level needs are measured (labs.theory.costs) and
     every level gets the speed-up they predict beside the measured one."""
     out = []
     rendered: dict[str, dict[str, str]] = {"baseline": {}, "candidate": {}}
@@ -327,7 +327,7 @@ async def sweep(
         if on_level:
             on_level(level)
     if predict and out:
-        from spectui.labs.sweep_costs import predict_levels
+        from spectui.labs.sweep.predict import predict_levels
 
         await predict_levels(out, baseline, candidate, rendered["baseline"][prompts[0].id])
     return out
@@ -447,7 +447,7 @@ def text_table(levels: list[Level]) -> str:
         )
     if any(lv.predicted is not None or lv.predicted_note for lv in levels):
         lines.append(
-            "predicted from the batch times measured after the sweep (labs.costs; decode rounds only, while the "
+            "predicted from the batch times measured after the sweep (labs.theory.costs; decode rounds only, while the "
             "measured aggregate also holds each request's prefill), beside the measured:"
         )
         for lv in levels:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spectui.core.errors import InputError
-from spectui.run.derive import derive, load_sessions, normalised
+from spectui.run.prove.derive import derive, load_sessions, normalised
 
 FORMAT = "spectui-certificate"
 VERSION = 1
@@ -174,7 +174,7 @@ def verify(path: str | Path) -> Verification:
                             f"measured_on.servers.{side}.{key}: the certificate says {_short(claimed.get(key))}, "
                             f"the sessions recorded {_short(recorded.get(key))}"
                         )
-    from spectui.run.render import render_html, render_markdown
+    from spectui.run.prove.render import render_html, render_markdown
 
     for name, render in ((MD_NAME, render_markdown), (HTML_NAME, render_html)):
         r = base / rendering_name(cert_path, name)
@@ -187,11 +187,11 @@ def verify(path: str | Path) -> Verification:
 
 
 def recheck_terms(terms: dict, greedy_sessions) -> tuple[list[str], list[str]]:
-    """(problems, checked) for the certificate's measured terms (labs.terms_record): the raw times are
+    """(problems, checked) for the certificate's measured terms (labs.theory.record): the raw times are
     recorded figures (no server to time again), and each prompt's check — α, γ, E, the prediction, the
     measured speed-up and its interval, agree or the term that misses — is derived again from those times
     and the greedy sessions' runs, and must be equal."""
-    from spectui.labs.terms_record import rederive, runs_by_prompt
+    from spectui.labs.theory.record import rederive, runs_by_prompt
 
     if terms.get("skipped"):
         return [], [f"terms: not measured ({terms['skipped']}): nothing to check"]
@@ -326,7 +326,7 @@ def _machine(hw: dict | None) -> dict:
 
 # -- assembling and writing -------------------------------------------------------------------------------
 def build(inputs: dict, measured_on: dict, refs: list[dict], base: Path, terms: dict | None = None) -> dict:
-    """The certificate; `terms` (labs.terms_record, or {"skipped": why}) is kept beside "derived": its
+    """The certificate; `terms` (labs.theory.record, or {"skipped": why}) is kept beside "derived": its
     times were measured on the servers, its checks are derived again by verify."""
     derived = derive(load_sessions(refs, base), inputs, measured_on)
     doc = {
@@ -345,7 +345,7 @@ def build(inputs: dict, measured_on: dict, refs: list[dict], base: Path, terms: 
 
 def write(doc: dict, path: Path) -> list[Path]:
     """The certificate JSON and its Markdown and HTML renderings beside it, each written atomically."""
-    from spectui.run.render import render_html, render_markdown
+    from spectui.run.prove.render import render_html, render_markdown
     from spectui.store.locations import atomic_write
 
     doc["_path"] = str(path)

@@ -2,7 +2,7 @@
 
 For each server of the pair: weights (the model and draft files' sizes, safetensors sizes for Hugging Face
 folders, or the profile's stated figures where a file is not on this machine), the KV cache for its context
-and slots (spectui.labs.kvcache), and runtime overhead (figures and sources below), against the GPU's total
+and slots (spectui.labs.memory.kv), and runtime overhead (figures and sources below), against the GPU's total
 and free memory from NVML. If both fit, each engine gets an explicit share that does not overlap the other's
 (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static, llama.cpp -ngl/-c); if not, the plan says so
 with the numbers and decides one server at a time, each with the GPU to itself.
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spectui.core.errors import InputError
-from spectui.labs.kvcache import hf_model_dims, kv_bytes, model_dims
+from spectui.labs.memory.kv import hf_model_dims, kv_bytes, model_dims
 from spectui.machine.launcher import MemoryShare, share_flags
 from spectui.machine.probes import GPUMemory, GPUProbe
 from spectui.store.profiles import Comparison, Profile, StatedModel, variable_value

@@ -1,4 +1,4 @@
-"""The formula checked against a run (issue 30): the cost terms (measured by labs.costs, or the ideal's),
+"""The formula checked against a run (issue 30): the cost terms (measured by labs.theory.costs, or the ideal's),
 the run's own steps, and the prediction beside the measured speed-up with the term that misses.
 
 A speculative step that drafts d tokens costs, in target decode steps (t = 1):
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from spectui.labs.theory import _real_gamma_tokens, tokens_per_step
+from spectui.labs.theory.formula import _real_gamma_tokens, tokens_per_step
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spectui.run.certificate import _machine, load, verify
-from spectui.run.setstats import interval_text
+from spectui.run.prove.certificate import _machine, load, verify
+from spectui.run.prove.setstats import interval_text
 
 EXIT_NO_REGRESSION, EXIT_REGRESSION, EXIT_INCOMPARABLE = 0, 4, 2
 

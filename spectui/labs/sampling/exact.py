@@ -35,7 +35,7 @@ from spectui.backends.base import Backend
 from spectui.core.runner import SIDES, PromptResult, RunObserver, compare_prompt
 from spectui.core.stats import ratio_interval
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
-from spectui.labs.twosample import (  # noqa: F401  (the lab's statistics, re-exported for its callers)
+from spectui.labs.sampling.twosample import (  # noqa: F401  (the lab's statistics, re-exported for its callers)
     ALPHA,
     NOT_ENOUGH,
     POWER,

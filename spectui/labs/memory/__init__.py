@@ -1,0 +1,1 @@
+"""The memory lesson: a model's shape, its KV cache, and whether a pair fits on one GPU."""

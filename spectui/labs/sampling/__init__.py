@@ -1,0 +1,1 @@
+"""The sampling lesson: exact under sampling, seeded and by two-sample tests."""

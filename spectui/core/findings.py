@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 
 @dataclass
 class Triage:
-    cause: str  # "nondeterminism" | "cache" | "near-tie" | "configuration"
+    cause: str  # "nondeterminism" | "cache" | "lossy verification" | "near-tie" | "configuration"
     summary: str
     reruns: list[dict] = field(default_factory=list)
     logprobs: dict | None = None

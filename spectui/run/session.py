@@ -182,6 +182,7 @@ class RunSession:
                 self.params,
                 self.options.near_tie,
                 launched=launched or None,
+                specs={s: spec for s, spec in self.options.launched.items() if spec.launched},
             )
         except Exception as exc:  # a side going away during triage must not take the result with it
             self.emit(StepStopped(result, "triage", describe(exc)))

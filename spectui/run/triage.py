@@ -7,10 +7,17 @@ and say which explained it — with the evidence.
 2. cache: a side that reused prompt-cache tokens, recomputed without them (llama.cpp cache_prompt false
    and a slot erase where allowed, vLLM /reset_prefix_cache, SGLang /flush_cache); if it then equals
    the other side, the cause is `cache`;
-3. near-tie: both sides' top log-probabilities at the divergent position, from the common prefix's
+3. lossy verification: the candidate's token at the divergence is an accepted draft that the target would
+   not choose (its own top log-probability, asked without speculation, is another token by a margin at or
+   over the threshold): the verifier is lossy by design, and the settings that make it so are named where
+   spectui recognises them (backends.lossy);
+4. near-tie: both sides' top log-probabilities at the divergent position, from the common prefix's
    token ids; an exact margin between the two chosen tokens under a threshold is `near-tie` (where a
    chosen token is missing from a side's top-k the margin is only a bound, "margin ≥ X", never a near-tie);
-4. otherwise `configuration`: the two servers compute different distributions, with what differs.
+5. otherwise `configuration`: the two servers compute different distributions, with what differs.
+
+A side whose settings promise determinism (vLLM's batch-invariant mode, SGLang's deterministic inference)
+has the difference reported against that promise.
 
 Reruns use recorders of their own: they never touch the run's figures, its session events or the
 notebook. A step a side cannot do is said, and triage goes on with the rest.
@@ -22,6 +29,8 @@ import dataclasses
 import math
 
 from spectui.backends.base import Backend
+from spectui.backends.launchspec import LaunchSpec
+from spectui.backends.lossy import determinism_claims, lossy_settings
 from spectui.core.compare import compare_tokens
 from spectui.core.errors import describe
 from spectui.core.figures import SideRecorder
@@ -69,8 +78,38 @@ async def triage(
     params: GenerationParams,
     threshold: float = NEAR_TIE_NATS,
     launched: dict[str, str] | None = None,
+    specs: dict[str, LaunchSpec] | None = None,
 ) -> Triage | None:
-    """Why the two outputs of `result` differ; None when they do not (identical pairs run no triage)."""
+    """Why the two outputs of `result` differ; None when they do not (identical pairs run no triage).
+    `launched` holds each launched side's note, `specs` its command line (for lossy and deterministic
+    settings)."""
+    found = await _triage(baseline, candidate, result, params, threshold, launched, specs or {})
+    if found is not None:
+        found = _against_promises(found, specs or {})
+    return found
+
+
+def _against_promises(found: Triage, specs: dict[str, LaunchSpec]) -> Triage:
+    """A difference where a side promises determinism breaks that promise: say so in the summary."""
+    if found.cause == "lossy verification":
+        return found
+    promises = [f"the {side} runs with {c}" for side, spec in specs.items() for c in determinism_claims(spec.argv)]
+    if not promises:
+        return found
+    return dataclasses.replace(
+        found, summary=f"{found.summary}; {', '.join(promises)}: this difference breaks its promise"
+    )
+
+
+async def _triage(
+    baseline: Backend,
+    candidate: Backend,
+    result: PromptResult,
+    params: GenerationParams,
+    threshold: float,
+    launched: dict[str, str] | None,
+    specs: dict[str, LaunchSpec],
+) -> Triage | None:
     div = result.divergence
     if div is None or result.failed:
         return None
@@ -97,6 +136,15 @@ async def triage(
             # with the prompt cache on, the rerun found its prompt cached (or lost it): not the same conditions
             unsettled[name] = rec
             continue
+        if moved is not None and name == "candidate":
+            lossy = await _lossy(sides, result, text, notes, threshold, specs, baseline, candidate)
+            if lossy is not None:
+                lossy.reruns[:0] = reruns
+                lossy.notes.append(
+                    f"the candidate's rerun also differed from its first run at byte {moved}: a verifier that "
+                    "accepts drafts at random moves from run to run unless the request is seeded"
+                )
+                return lossy
         if moved is not None:
             why = (
                 f" (its rerun reused {_cached(rec)} cached prompt tokens, its first run {_cached(orig)}; the "
@@ -169,7 +217,13 @@ async def triage(
                 notes,
             )
 
-    # 3. a near-tie at the divergent position
+    # 3. lossy verification: an accepted draft the target would not choose
+    lossy = await _lossy(sides, result, text, notes, threshold, specs, baseline, candidate)
+    if lossy is not None:
+        lossy.reruns[:0] = reruns
+        return lossy
+
+    # 4. a near-tie at the divergent position
     evidence = await _near_tie(sides, result, text, notes)
     # only an exact margin can be a near-tie: a bound ("margin ≥ X") says nothing about how close it was
     if evidence is not None and evidence.get("margin") is not None and abs(evidence["margin"]) < threshold:
@@ -183,7 +237,7 @@ async def triage(
             notes,
         )
 
-    # 4. the servers compute different distributions
+    # 5. the servers compute different distributions
     diffs = _config_differences(baseline, candidate)
     if launched and launched.get("baseline") != launched.get("candidate"):
         # what the servers do not report (llama.cpp's /props has no KV cache type) but their argv says
@@ -232,6 +286,9 @@ async def _near_tie(sides, result: PromptResult, text: dict, notes: list[str]) -
             notes.append(f"{name}: log-probabilities unavailable ({describe(exc)})")
             continue
         out[name] = [[tok, lp] for _id, tok, lp in top]
+        first = _below_first(top, chosen_c)
+        if first is not None:
+            out[f"{name}_candidate_below_first"], out[f"{name}_candidate_below_first_exact"] = first
         m, exact = _margins(top, chosen_b, chosen_c)
         if m is not None and math.isfinite(m):
             out[f"{name}_margin"] = m
@@ -264,3 +321,59 @@ def _config_differences(baseline: Backend, candidate: Backend) -> list[str]:
         if vb != vc:
             out.append(f"{what} {vb or '?'} vs {vc or '?'}")
     return out
+
+
+def _below_first(top: list[tuple], chosen: int | None) -> tuple[float, bool] | None:
+    """How far (nats) a token lies below the first choice of one side's top list: (value, exact). A token
+    missing from the list is at least as far as the smallest listed (a bound)."""
+    if chosen is None or not top:
+        return None
+    best = max(t[2] for t in top)
+    by_id = {t[0]: t[2] for t in top if t[0] is not None}
+    if chosen in by_id:
+        return best - by_id[chosen], True
+    return best - min(t[2] for t in top), False
+
+
+async def _lossy(
+    sides, result: PromptResult, text: dict, notes: list[str], threshold: float, specs, baseline, candidate
+):
+    """`lossy verification` when the candidate's token at the divergence is an accepted draft that the target
+    would not choose; None otherwise (or where the evidence cannot be had)."""
+    div = result.divergence
+    assert div is not None
+    k = div.candidate_token
+    toks = result.candidate.tokens
+    if k is None or k >= len(toks) or toks[k].label != "accepted":
+        return None
+    settings = lossy_settings(specs.get("candidate").argv if specs.get("candidate") else None)
+    scratch: list[str] = []
+    evidence = await _near_tie(sides, result, text, scratch)
+    if evidence is None:
+        notes.append("lossy verification: the divergent token was an accepted draft, but no log-probabilities")
+        return None
+    own = evidence.get("candidate_candidate_below_first")
+    theirs = evidence.get("baseline_candidate_below_first")
+    if own is not None:
+        margin, exact, whose = own, evidence.get("candidate_candidate_below_first_exact", False), "its own target's"
+    elif theirs is not None and not _config_differences(baseline, candidate):
+        margin, exact, whose = theirs, evidence.get("baseline_candidate_below_first_exact", False), "the baseline's"
+    else:
+        return None
+    if margin < threshold:
+        return None
+    evidence["lossy_margin"] = margin
+    evidence["lossy_margin_exact"] = exact
+    evidence["lossy_settings"] = settings
+    how = f"{margin:.3f}" if exact else f"≥ {margin:.3f}"
+    named = (
+        f"; the candidate runs with {', '.join(settings)}, which accepts drafts without the target's agreement"
+        if settings
+        else "; spectui recognises no lossy setting on its command line (a relaxed or typical acceptance, or a "
+        "server spectui did not launch)"
+    )
+    summary = (
+        f"the candidate accepted a draft the target would not choose at token {k} "
+        f"(margin {how} nats below the first choice, from {whose} log-probabilities){named}"
+    )
+    return Triage("lossy verification", summary, [], evidence, notes)

@@ -101,6 +101,15 @@ class Backend(abc.ABC):
         ids, greedy and uncached. Needs capabilities.logprobs."""
         raise Unsupported(f"{self.kind} server at {self.url} gives no log-probabilities")
 
+    async def top_logprobs_in_batch(
+        self, prompt: str, prefix_ids: list[int], n: int, batch: int
+    ) -> tuple[list[tuple[int | None, str, float]], int]:
+        """The same position's top-n as top_logprobs, computed as the last of `batch` tokens evaluated together
+        on a cached prefix (batch 1: a one-token decode; k + 1: the shape of a verification batch); also the
+        number of tokens the server says it processed in that batch. Only servers with per-request prompt
+        timings can show the shape."""
+        raise Unsupported(f"{self.kind} server at {self.url} cannot be asked for a batch of a given shape")
+
     async def tokenize(self, text: str) -> list[int]:
         """The token ids the server makes of a prompt text, as its completion endpoint would (special
         tokens parsed). Needs capabilities.token_ids."""

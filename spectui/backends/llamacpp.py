@@ -24,6 +24,7 @@ from spectui.core.errors import (
     ServerLoading,
     ServerUnreachable,
     StreamBroken,
+    Unsupported,
     describe,
 )
 from spectui.core.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted
@@ -241,6 +242,36 @@ class LlamaCppBackend(Backend):
             if isinstance(e, dict) and isinstance(e.get("logprob"), (int, float)):
                 out.append((e.get("id"), str(e.get("token", "")), float(e["logprob"])))
         return out
+
+    async def top_logprobs_in_batch(
+        self, prompt: str, prefix_ids: list[int], n: int, batch: int
+    ) -> tuple[list[tuple[int | None, str, float]], int]:
+        # slot 0 is primed with the context minus its last `batch` tokens plus one other token (so the cache
+        # covers exactly the prefix), then asked for the whole context: the server processes the last
+        # `batch` tokens in one batch on the cached prefix, and its timings.prompt_n says how many it did
+        tok = await self._post_json("/tokenize", {"content": prompt, "add_special": True})
+        ids = tok.get("tokens")
+        if not isinstance(ids, list):
+            raise NotLlamaServer(f"{self.url}/tokenize did not return tokens")
+        full = [*ids, *prefix_ids]
+        if not 1 <= batch < len(full):
+            raise Unsupported(f"a batch of {batch} tokens does not fit a context of {len(full)}")
+        head, first = full[:-batch], full[-batch]
+        other = first + 1 if first > 0 else first + 2
+        base = {"n_predict": 1, "temperature": 0, "cache_prompt": True, "id_slot": 0, "stream": False}
+        await self._post_json("/completion", {**base, "prompt": [*head, other]}, timeout=120)
+        body = await self._post_json("/completion", {**base, "prompt": full, "n_probs": n}, timeout=120)
+        probs = body.get("completion_probabilities")
+        timings = body.get("timings")
+        if not isinstance(probs, list) or not probs or not isinstance(probs[0], dict):
+            raise NotLlamaServer(f"{self.url}/completion returned no completion_probabilities")
+        processed = timings.get("prompt_n") if isinstance(timings, dict) else None
+        out = [
+            (e.get("id"), str(e.get("token", "")), float(e["logprob"]))
+            for e in probs[0].get("top_logprobs") or []
+            if isinstance(e, dict) and isinstance(e.get("logprob"), (int, float))
+        ]
+        return out, processed if isinstance(processed, int) and not isinstance(processed, bool) else -1
 
     async def tokenize(self, text: str) -> list[int]:
         # /completion tokenizes a prompt string with add_special and parse_special on; so do we

@@ -227,15 +227,20 @@ async def _triage(
     evidence = await _near_tie(sides, result, text, notes)
     # only an exact margin can be a near-tie: a bound ("margin ≥ X") says nothing about how close it was
     if evidence is not None and evidence.get("margin") is not None and abs(evidence["margin"]) < threshold:
+        await _batch_shapes(sides, result, text, evidence, specs, notes)
         return Triage(
             "near-tie",
             f"the two chosen tokens were {abs(evidence['margin']):.3f} nats apart at token "
             f"{evidence['position']} (under {threshold:g}): a numerical difference between two almost equally "
-            "likely tokens",
+            "likely tokens" + _shape_words(evidence),
             reruns,
             evidence,
             notes,
         )
+
+    # M = 1 vs M = k + 1: the same position as a one-token decode and inside a verification-sized batch
+    if evidence is not None:
+        await _batch_shapes(sides, result, text, evidence, specs, notes)
 
     # 5. the servers compute different distributions
     diffs = _config_differences(baseline, candidate)
@@ -254,6 +259,7 @@ async def _triage(
             f" (margin at the divergence ≥ {evidence['margin_bound']:.3f} nats: a chosen token was outside a "
             "side's top log-probabilities, so only a bound is known)"
         )
+    summary += _shape_words(evidence)
     return Triage("configuration", summary, reruns, evidence, notes)
 
 
@@ -377,3 +383,76 @@ async def _lossy(
         f"(margin {how} nats below the first choice, from {whose} log-probabilities){named}"
     )
     return Triage("lossy verification", summary, [], evidence, notes)
+
+
+def _verify_width(specs, result: PromptResult) -> int:
+    """k + 1 for the candidate's verification batches: its launched draft length (n_max), else the most
+    tokens one of its steps produced in this run, else llama.cpp's default of 3 drafts."""
+    spec = specs.get("candidate")
+    if spec is not None:
+        try:
+            return int(spec.values["n_max"]) + 1
+        except (KeyError, ValueError):
+            pass
+    steps: dict[int, int] = {}
+    for tok in result.candidate.tokens:
+        if tok.step is not None:
+            steps[tok.step] = steps.get(tok.step, 0) + 1
+    return max(steps.values()) if steps and max(steps.values()) > 1 else 4
+
+
+async def _batch_shapes(sides, result: PromptResult, text: dict, evidence: dict, specs, notes: list[str]) -> None:
+    """Each side's target at the divergent position evaluated as a one-token decode (M = 1) and as the last
+    token of a verification-sized batch (M = k + 1), on a cached prefix: the argmax and its margin over the
+    runner-up in each shape (the evidence batch-invariance work asks for: vLLM RFC #54506)."""
+    if "batch_shapes" in evidence:
+        return
+    k = evidence["position"]
+    prefix = [t.token_id for t in result.baseline.tokens[:k]]
+    if None in prefix:
+        return
+    width = _verify_width(specs, result)
+    shapes: dict[str, dict] = {}
+    for name, (backend, _orig) in sides.items():
+        if name not in text:
+            continue
+        per: dict[str, dict] = {}
+        for m in sorted({1, width}):
+            try:
+                top, processed = await backend.top_logprobs_in_batch(text[name], prefix, 3, m)
+            except Exception as exc:  # a server that cannot be asked this way: said, triage goes on
+                notes.append(f"{name}: batch shape M = {m} not checked ({describe(exc)})")
+                break
+            if len(top) < 2:
+                continue
+            ranked = sorted(top, key=lambda e: -e[2])
+            per[str(m)] = {
+                "top": ranked[0][0],
+                "top_text": ranked[0][1],
+                "margin": ranked[0][2] - ranked[1][2],
+                "processed": processed,
+            }
+        if per:
+            shapes[name] = per
+    if shapes:
+        evidence["batch_shapes"] = shapes
+        evidence["batch_width"] = width
+
+
+def _shape_words(evidence: dict | None) -> str:
+    """`; batch shape: the candidate's target picks 'a' at M = 1 and 'b' at M = 4 (margins 0.010, 0.004)`
+    where a side's argmax flips between the shapes; nothing where no side's does."""
+    if not evidence or not evidence.get("batch_shapes"):
+        return ""
+    width = evidence.get("batch_width")
+    flips = []
+    for name, per in evidence["batch_shapes"].items():
+        one, wide = per.get("1"), per.get(str(width))
+        if one and wide and one["top"] != wide["top"]:
+            flips.append(
+                f"the {name}'s target picks {one['top_text']!r} at M = 1 and {wide['top_text']!r} at M = {width} "
+                f"(margins {one['margin']:.3f}, {wide['margin']:.3f} nats)"
+            )
+    if flips:
+        return "; batch shape: " + "; ".join(flips)
+    return f"; batch shape: no side's argmax moves between M = 1 and M = {width}"

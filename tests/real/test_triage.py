@@ -41,6 +41,15 @@ def test_a_quantised_kv_cache_is_configuration_or_near_tie_with_logprob_evidence
     assert lp["position"] == doc["prompts"][0]["first_divergence"]["baseline_token"]
     assert len(lp["baseline"]) == 3 and len(lp["candidate"]) == 3
     assert isinstance(lp["margin"], float) or isinstance(lp.get("margin_bound"), float), lp
+    # M = 1 vs M = k + 1 on each side, each shape the batch the server says it processed; the baseline's own
+    # one-token decode at that position picks the token the baseline generated there (it was made that way)
+    shapes, width = lp["batch_shapes"], lp["batch_width"]
+    assert set(shapes) == {"baseline", "candidate"} and width == 4  # no drafts: llama.cpp's default 3 + 1
+    for per in shapes.values():
+        assert per["1"]["processed"] == 1 and per[str(width)]["processed"] == width
+        assert all(s["margin"] >= 0 for s in per.values())
+    assert shapes["baseline"]["1"]["top"] == lp["baseline_token"]
+    assert "batch shape:" in t["summary"]
     # the session records it, and replay shows it without any server
     out = main(["replay", str(session), "--no-tui"])
     text = capsys.readouterr().out

@@ -129,6 +129,7 @@ def verify(path: str | Path) -> Verification:
     problems: list[str] = []
     checked: list[str] = []
     readable = []
+    problems += listed_twice(doc["sessions"])
     for ref in doc["sessions"]:
         p = base / str(ref.get("path"))
         if not p.is_file():
@@ -154,6 +155,9 @@ def verify(path: str | Path) -> Verification:
         if fresh is not None:
             found = differences(doc["derived"], fresh)
             problems += found
+            # what the sessions themselves say is wrong (a prompt of the share not run, a run recorded twice,
+            # a recorded verdict its events contradict): a certificate over them proves nothing about it
+            problems += [f"the sessions: {p}" for p in fresh.get("problems") or []]
             if not found:
                 checked.append("every verdict and figure re-derived from the sessions: equal")
             top = doc.get("verdict")
@@ -184,6 +188,19 @@ def verify(path: str | Path) -> Verification:
             else:
                 checked.append(f"{r.name}: matches the certificate JSON")
     return Verification(not problems, problems, checked)
+
+
+def listed_twice(refs: list[dict]) -> list[str]:
+    """A session listed twice (by path or by content) would count its runs twice: a narrower interval
+    from duplicated data."""
+    out = []
+    for key, what in (("path", "path"), ("sha256", "content (sha256)")):
+        vals = [str(r.get(key)) for r in refs]
+        for v in sorted({v for v in vals if vals.count(v) > 1}):
+            out.append(
+                f"sessions: the same {what} listed {vals.count(v)} times ({_short(v)}): its runs would count twice"
+            )
+    return out
 
 
 def recheck_terms(terms: dict, greedy_sessions) -> tuple[list[str], list[str]]:

@@ -36,9 +36,12 @@ class PromptRuns:
     id: str
     category: str
     runs: list[GreedyRun] = field(default_factory=list)
+    off_schedule: bool = False  # its runs are not the inputs' runs 1…N, each once: not compared as scheduled
 
     @property
     def status(self) -> str:
+        if self.off_schedule:
+            return "incomplete"
         st = [r.result.verdict.status for r in self.runs if r.result.verdict is not None]
         if "differs" in st:
             return "differs"
@@ -329,10 +332,8 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     servers, problems = servers_of(greedy + sessions.get("sampled", []))
     groups, more = greedy_groups(greedy, order)
     problems += more
-    expected = set(inputs.get("share") or [])
-    missing = sorted(expected - {g.id for g in groups}, key=lambda i: order[i][0])
-    if missing:
-        problems.append(f"the sessions hold no run of {len(missing)} prompt(s) of the share: {', '.join(missing[:5])}")
+    not_run, more = schedule(groups, inputs, order)
+    problems += more
     counts = {k: sum(1 for g in groups if g.status == k) for k in ("identical", "differs", "failed", "incomplete")}
     speed = set_speedup([g.ratios() for g in groups])
     categories = sorted({g.category for g in groups}, key=lambda c: min(g.index for g in groups if g.category == c))
@@ -379,6 +380,8 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
             **counts,
             "runs": sum(len(g.runs) for g in groups),
             "per_prompt": [g.to_json() for g in groups],
+            # only where some prompt of the share was not run as scheduled (complete certificates as before)
+            **({"not_run": not_run} if not_run else {}),
         },
         "differences": differences,
         "sampled": sampled,
@@ -394,6 +397,38 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     }
     derived["verdict"] = verdict_of(derived, measured_on)
     return normalised(derived)
+
+
+def schedule(groups: list[PromptRuns], inputs: dict, order: dict) -> tuple[list[str], list[str]]:
+    """The share is the denominator: (ids of the share not run as scheduled, problems). A prompt of the
+    share with no run, a (prompt, run) recorded twice, or a count of runs other than `inputs.runs` leaves
+    that prompt not compared (its group marked off schedule); a prompt run outside the share is a problem."""
+    share = inputs.get("share") or [p["id"] for p in inputs["prompt_set"]["prompts"]]
+    runs = inputs.get("runs")
+    by_id = {g.id: g for g in groups}
+    not_run: list[str] = []
+    problems: list[str] = []
+    for pid in sorted(set(share), key=lambda i: order.get(i, (1 << 30, ""))[0]):
+        g = by_id.get(pid)
+        if g is None:
+            not_run.append(pid)
+            problems.append(f"prompt {pid}: in the share, but the sessions hold no run of it")
+            continue
+        seen = [r.run for r in g.runs]
+        twice = sorted({k for k in seen if seen.count(k) > 1})
+        if twice:
+            problems.append(f"prompt {pid}: run {', '.join(map(str, twice))} recorded twice")
+        elif isinstance(runs, int) and sorted(seen) != list(range(1, runs + 1)):
+            problems.append(f"prompt {pid}: runs {seen} recorded; inputs.runs says {runs}")
+        else:
+            continue
+        g.off_schedule = True
+        not_run.append(pid)
+    for g in groups:
+        if g.id not in set(share):
+            g.off_schedule = True
+            problems.append(f"prompt {g.id}: run, but not in the certificate's share")
+    return not_run, problems
 
 
 MEASURED_APART = (
@@ -434,7 +469,8 @@ def verdict_of(derived: dict, measured_on: dict) -> dict:
     """The one verdict, in words a reader can act on: first word IDENTICAL or DIFFERENT, or INCOMPLETE where
     no difference was found but something could not be compared (a side failed, too few samples)."""
     g, s = derived["greedy"], derived.get("sampled")
-    n = g["prompts"]
+    not_run = g.get("not_run") or []
+    n = g["prompts"] + sum(1 for i in not_run if i not in {p["id"] for p in g["per_prompt"]})
     diffs = derived["differences"]
     s_diff = s["counts"]["different"] if s else 0
     if g["differs"] or s_diff:
@@ -458,9 +494,11 @@ def verdict_of(derived: dict, measured_on: dict) -> dict:
     else:
         # no difference found; INCOMPLETE where some prompt was not compared or a sampled one undecided: a
         # certificate that could not compare everything proves nothing about the rest
-        unsure = n - g["identical"]
+        unsure = n - g["identical"] - len(not_run)
         head = "IDENTICAL on" if status == "identical" else "INCOMPLETE: identical on"
         line = f"{head} {g['identical']}/{n} (greedy"
+        if not_run:
+            line += f"; {len(not_run)} not run: {', '.join(not_run[:3])}{' …' if len(not_run) > 3 else ''}"
         line += f"; {unsure} not compared: a side failed or was cut off)" if unsure else ")"
         if s is not None:
             line += f" and {s['passed']}/{s['total']} (sampled, {sampled_words(s)})"

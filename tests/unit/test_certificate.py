@@ -271,9 +271,17 @@ def test_regress_same_configuration_is_no_regression(made, tmp_path, capsys):
     assert capsys.readouterr().out.startswith("NO REGRESSION")
 
 
+def drafting(stream: Path, n_max: int) -> ReplayBackend:
+    """The recorded stream from a candidate whose server reports drafting n_max tokens (llama-server /props)."""
+    import dataclasses
+
+    info = dataclasses.replace(INFO, speculative={"type": "draft-simple", "n_max": n_max})
+    return ReplayBackend("replay://c", payloads(stream), info, virtual_ms_per_event=12.5)
+
+
 def test_regress_reports_lower_acceptance_and_exits_4(tmp_path, capsys):
-    old = prove(tmp_path / "old", baseline=payloads(DRAFT), candidate=payloads(DRAFT), sampled=0)
-    new = prove(tmp_path / "new", baseline=payloads(EMOJI), candidate=payloads(EMOJI), sampled=0)
+    old = prove(tmp_path / "old", baseline=payloads(DRAFT), candidate=drafting(DRAFT, 8), sampled=0)
+    new = prove(tmp_path / "new", baseline=payloads(EMOJI), candidate=drafting(EMOJI, 8), sampled=0)
     o, n = old["derived"]["acceptance"], new["derived"]["acceptance"]
     assert n["mean_accepted_length"]["value"] < o["mean_accepted_length"]["value"]  # the recordings' own counts
     assert main(["regress", old["_path"], new["_path"]]) == 4

@@ -1,6 +1,10 @@
-"""`spectui regress OLD NEW`: two certificates of the same prompt set (another build, draft or flag) —
-new divergences, mean accepted length and per-position acceptance lower beyond their intervals, and the
-speed-up's change with its intervals (judged only on the same hardware). Exit 0, 4, or 2 with the reason."""
+"""`spectui regress OLD NEW`: two certificates of the same prompt set (another build, draft or flag), judged
+as a CI gate must: a new divergence, fewer prompts identical or compared (a candidate that no longer
+completes), a sampled prompt that passed and now is different, undecided or failed, a figure measured
+before and not now, per-position acceptance lower beyond the intervals on the positions both drafted, the
+speed-up lower beyond its intervals (judged only on the same hardware and mode). Mean accepted length
+(1 + Σᵢ P(positions 1…i accepted)) falls by itself when fewer positions are drafted: it is judged only when
+both drafted the same n-max. Exit 0, 4, or 2, with the reason on one line."""
 
 from __future__ import annotations
 
@@ -74,6 +78,95 @@ def incomparable(old: dict, new: dict) -> str | None:
     return None
 
 
+def compared(g: dict) -> int:
+    """Prompts with a verdict on every scheduled run: identical or differing."""
+    return int(g["identical"]) + int(g["differs"])
+
+
+def identity_rows(old: dict, new: dict) -> list[RegressRow]:
+    """Greedy: a new divergence, fewer prompts identical or fewer compared (a candidate that no longer
+    completes is the worst regression a gate can see); sampled: a prompt that passed and now is different,
+    undecided or failed."""
+    og, ng = old["derived"]["greedy"], new["derived"]["greedy"]
+    ostat = {p["id"]: p["status"] for p in og["per_prompt"]}
+    new_div = [p["id"] for p in ng["per_prompt"] if p["status"] == "differs" and ostat.get(p["id"]) != "differs"]
+    fixed = [p["id"] for p in ng["per_prompt"] if p["status"] == "identical" and ostat.get(p["id"]) == "differs"]
+    n_old = og["prompts"] + len([i for i in og.get("not_run") or [] if i not in ostat])
+    nstat = {p["id"]: p["status"] for p in ng["per_prompt"]}
+    n_new = ng["prompts"] + len([i for i in ng.get("not_run") or [] if i not in nstat])
+    fewer = ng["identical"] < og["identical"]
+    rows = [
+        RegressRow(
+            "greedy identical",
+            f"{og['identical']}/{n_old}",
+            f"{ng['identical']}/{n_new}",
+            (
+                f"new divergence on {', '.join(new_div)}"
+                if new_div
+                else f"fewer identical ({og['identical']} → {ng['identical']})"
+                if fewer
+                else "no new divergence"
+            )
+            + (f"; identical again on {', '.join(fixed)}" if fixed else ""),
+            bool(new_div) or fewer,
+        )
+    ]
+    if compared(ng) < compared(og):
+        lost = [
+            i
+            for i, st in ostat.items()
+            if st in ("identical", "differs") and nstat.get(i) not in ("identical", "differs")
+        ]
+        rows.append(
+            RegressRow(
+                "greedy compared",
+                f"{compared(og)}/{n_old}",
+                f"{compared(ng)}/{n_new}",
+                f"no longer compared: {', '.join(lost[:5]) or 'fewer prompts'} (a side failed, was cut off or not run)",
+                True,
+            )
+        )
+    os_, ns = old["derived"].get("sampled"), new["derived"].get("sampled")
+    if os_ and ns:
+        opass = {p["id"] for p in os_["prompts"] if p["status"] in ("identical", "consistent")}
+        nst = {p["id"]: p["status"] for p in ns["prompts"]}
+        worse = [
+            f"{i} ({nst.get(i, 'not run')})" for i in sorted(opass) if nst.get(i) not in ("identical", "consistent")
+        ]
+        rows.append(
+            RegressRow(
+                "sampled",
+                f"{os_['passed']}/{os_['total']}",
+                f"{ns['passed']}/{ns['total']}",
+                f"passed before, not now: {', '.join(worse)}" if worse else "no new difference",
+                bool(worse),
+            )
+        )
+    elif os_ and os_["passed"] and not ns:
+        rows.append(RegressRow("sampled", f"{os_['passed']}/{os_['total']}", "—", "measured before and not now", True))
+    return rows
+
+
+def draft_length(doc: dict) -> int | None:
+    """The candidate's n-max as its server reported it (derived from the sessions), else the positions its
+    per-position counters cover."""
+    spec = (doc["derived"].get("servers", {}).get("candidate") or {}).get("speculative") or {}
+    n = spec.get("n_max") if isinstance(spec, dict) else None
+    if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+        return n
+    pos = (doc["derived"].get("acceptance") or {}).get("per_position")
+    return len(pos) if pos else None
+
+
+def _same_draft(old: dict, new: dict) -> tuple[bool, str]:
+    a, b = draft_length(old), draft_length(new)
+    if a is None or b is None:
+        return False, "draft length not recorded (no n_max, no per-position counters)"
+    if a != b:
+        return False, f"draft length changed ({a} → {b})"
+    return True, f"draft length {a} on both"
+
+
 def _short_id(v: str) -> str:
     return v[:12] + "…" if len(v) == 64 else v
 
@@ -117,37 +210,15 @@ def regress(old_path: str | Path, new_path: str | Path, check: bool = True) -> R
     why = incomparable(old, new)
     if why:
         return Regression(EXIT_INCOMPARABLE, why)
-    rows: list[RegressRow] = []
-    og, ng = old["derived"]["greedy"], new["derived"]["greedy"]
-    ostat = {p["id"]: p["status"] for p in og["per_prompt"]}
-    new_div = [p["id"] for p in ng["per_prompt"] if p["status"] == "differs" and ostat.get(p["id"]) != "differs"]
-    fixed = [p["id"] for p in ng["per_prompt"] if p["status"] == "identical" and ostat.get(p["id"]) == "differs"]
-    rows.append(
-        RegressRow(
-            "greedy identical",
-            f"{og['identical']}/{og['prompts']}",
-            f"{ng['identical']}/{ng['prompts']}",
-            (f"new divergence on {', '.join(new_div)}" if new_div else "no new divergence")
-            + (f"; identical again on {', '.join(fixed)}" if fixed else ""),
-            bool(new_div),
-        )
-    )
-    os_, ns = old["derived"].get("sampled"), new["derived"].get("sampled")
-    if os_ and ns:
-        opass = {p["id"] for p in os_["prompts"] if p["status"] in ("identical", "consistent")}
-        worse = [p["id"] for p in ns["prompts"] if p["status"] == "different" and p["id"] in opass]
-        rows.append(
-            RegressRow(
-                "sampled",
-                f"{os_['passed']}/{os_['total']}",
-                f"{ns['passed']}/{ns['total']}",
-                f"now different on {', '.join(worse)}" if worse else "no new difference",
-                bool(worse),
-            )
-        )
+    rows = identity_rows(old, new)
     oa, na = old["derived"].get("acceptance") or {}, new["derived"].get("acceptance") or {}
-    if oa.get("drafted") or na.get("drafted"):
+    if oa.get("drafted") and not na.get("drafted"):
+        rows.append(RegressRow("acceptance", "measured", "not measured", "measured before and not now", True))
+    elif oa.get("drafted") or na.get("drafted"):
         low, how = _lower(oa.get("mean_accepted_length"), na.get("mean_accepted_length"))
+        same, drafts = _same_draft(old, new)
+        if not same:  # 1 + Σᵢ P(positions 1…i accepted): it falls by itself when fewer positions are drafted
+            low, how = False, f"{drafts}: not judged"
         rows.append(
             RegressRow(
                 "mean accepted length",
@@ -181,6 +252,8 @@ def regress(old_path: str | Path, new_path: str | Path, check: bool = True) -> R
             rows.append(RegressRow("positions drafted", str(len(opos)), str(len(npos)), "the draft length changed"))
     osp, nsp = old["derived"]["speedup"]["overall"], new["derived"]["speedup"]["overall"]
     same_hw = _machine(old["measured_on"].get("hardware")) == _machine(new["measured_on"].get("hardware"))
+    if osp and not nsp:
+        rows.append(RegressRow("speed-up", interval_text(osp, unit="×"), "—", "measured before and not now", True))
     if osp and nsp:
         low, how = _lower(osp, nsp)
         how = f"{nsp['value'] / osp['value'] - 1:+.1%}, {how.split(', ', 1)[-1] if ', ' in how else how}"
@@ -200,8 +273,9 @@ def regress(old_path: str | Path, new_path: str | Path, check: bool = True) -> R
                 low and same_hw and same_mode,
             )
         )
-    bad = [r.what for r in rows if r.regression]
+    bad = [r for r in rows if r.regression]
     unchecked = "" if check else " (certificates not verified: --no-verify)"
     if bad:
-        return Regression(EXIT_REGRESSION, f"{', '.join(bad)} worse than in {old['_path']}{unchecked}", rows)
+        what = f"{', '.join(r.what for r in bad)} worse than in {old['_path']}"
+        return Regression(EXIT_REGRESSION, f"{what} ({'; '.join(r.change for r in bad)}){unchecked}", rows)
     return Regression(EXIT_NO_REGRESSION, f"nothing worse beyond its interval{unchecked}", rows)

@@ -199,7 +199,9 @@ def session_outputs(path: Path) -> dict[str, tuple[bytes, bytes]]:
     return {k: (v["baseline"], v["candidate"]) for k, v in found.items()}
 
 
-def test_regress_catches_a_shorter_draft_and_passes_the_same_configuration(draft_cert, llama_servers, tmp_path, capsys):
+def test_regress_does_not_judge_a_shorter_draft_on_mean_accepted_length(draft_cert, llama_servers, tmp_path, capsys):
+    """n-max 8 → 2: mean accepted length (1 + Σᵢ P(positions 1…i accepted)) falls by itself when fewer
+    positions are drafted, so it is shown, not judged (issue 36); positions 1 and 2, drafted by both, are."""
     *_, out, _, _ = draft_cert
     args = ("--prompts", "quick", "--max-tokens", "24", "--runs", "2", "--sampled", "0")
     code, _, same = prove(capsys, llama_servers["baseline"], llama_servers["draft"], tmp_path / "same", *args)
@@ -217,9 +219,15 @@ def test_regress_catches_a_shorter_draft_and_passes_the_same_configuration(draft
     old_len = json.loads((out / "certificate.json").read_text())["derived"]["acceptance"]["mean_accepted_length"]
     new_len = new["derived"]["acceptance"]["mean_accepted_length"]
     assert new_len["value"] < old_len["value"] and new_len["value"] <= 3  # at most 2 drafts accepted a step
-    assert main(["regress", str(out), str(tmp_path / "nmax2")]) == 4
+    code = main(["regress", str(out), str(tmp_path / "nmax2")])
     text = capsys.readouterr().out
-    assert text.startswith("REGRESSION: ") and "mean accepted length" in text.splitlines()[0]
+    row = next(line for line in text.splitlines() if line.startswith("mean accepted length"))
+    assert "draft length changed (8 → 2): not judged" in row and "◀" not in row, text
+    assert "mean accepted length" not in text.splitlines()[0]
+    positions = [line for line in text.splitlines() if line.startswith("acceptance at position")]
+    assert [p.split()[3] for p in positions] == ["1", "2"]  # the positions both drafted, each judged
+    # nothing else got worse: exit 0 (the acceptance at 1 and 2 and the speed-up are judged on their intervals)
+    assert code == 0, text
     assert len(new["derived"]["acceptance"]["per_position"]) <= 2  # the server drafted 2 positions at most
 
 

@@ -14,7 +14,6 @@ the verdict is THE verdict (core.verdict.judge) of each recorded run, judged fro
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,13 +23,17 @@ from spectui.run.prove.derive import derive, load_sessions, normalised
 
 FORMAT = "spectui-certificate"
 VERSION = 1
+KNOWN_VERSIONS = (1,)  # exactly the versions this spectui reads (0, 1.5, a future 2: refused)
 SCHEMA = Path(__file__).with_name("certificate.schema.json")
 CERT_NAME, MD_NAME, HTML_NAME = "certificate.json", "certificate.md", "certificate.html"
 
 
 # -- files -----------------------------------------------------------------------------------------
 def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """In chunks: a session of any size is hashed in constant memory."""
+    from spectui.run.prove.provenance import sha256_file
+
+    return sha256_file(path)
 
 
 def session_ref(path: Path, base: Path, phase: str) -> dict:
@@ -56,16 +59,36 @@ def load(path: str | Path) -> dict:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{p} is not a spectui certificate (not JSON: {exc})") from None
+    except RecursionError:
+        raise InputError(f"{p} is not a spectui certificate (JSON nested too deeply to read)") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {p}: {exc.strerror}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise InputError(f'{p} is not a spectui certificate (no "format": "{FORMAT}")')
     version = doc.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version > VERSION:
-        raise InputError(f"{p}: certificate version {version!r}; this spectui reads up to {VERSION}")
-    for key in ("inputs", "measured_on", "sessions", "derived"):
-        if not isinstance(doc.get(key), dict if key != "sessions" else list):
-            raise InputError(f"{p}: the certificate has no valid {key!r}")
+    if isinstance(version, bool) or version not in KNOWN_VERSIONS:
+        known = ", ".join(map(str, KNOWN_VERSIONS))
+        raise InputError(f"{p}: certificate version {_short(version)}; this spectui reads version {known}")
+    doc.pop("_path", None)
+    if why := schema_error(doc):
+        raise InputError(f"{p} is not a valid certificate: {why}", hint="the file was edited or damaged")
     doc["_path"] = str(p)
     return doc
+
+
+def schema_error(doc: dict) -> str | None:
+    """The shipped JSON schema (certificate.schema.json) applied to a document: its first error, one line."""
+    import jsonschema
+
+    try:
+        schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    except RecursionError:
+        return "nested too deeply"
+    if error is None:
+        return None
+    where = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in error.absolute_path).lstrip(".")
+    return f"{where or 'the document'}: {_short(error.message)}"
 
 
 def canonical(doc: dict) -> str:
@@ -132,6 +155,9 @@ def verify(path: str | Path) -> Verification:
     problems += listed_twice(doc["sessions"])
     for ref in doc["sessions"]:
         p = base / str(ref.get("path"))
+        if why := outside(str(ref.get("path")), base):
+            problems.append(f"session {ref.get('path')}: {why}; not read")
+            continue
         if not p.is_file():
             problems.append(f"session {ref.get('path')}: missing (the certificate references it)")
             continue
@@ -140,6 +166,10 @@ def verify(path: str | Path) -> Verification:
             problems.append(
                 f"session {ref.get('path')}: sha256 {digest[:16]}… does not match the certificate's "
                 f"{str(ref.get('sha256'))[:16]}… (the file was changed after the certificate was made)"
+            )
+        elif p.stat().st_size != ref.get("bytes"):
+            problems.append(
+                f"session {ref.get('path')}: {p.stat().st_size} bytes, the certificate says {ref.get('bytes')}"
             )
         else:
             checked.append(f"session {ref.get('path')}: sha256 ok")
@@ -151,6 +181,10 @@ def verify(path: str | Path) -> Verification:
             fresh = derive(loaded, doc["inputs"], doc["measured_on"])
         except InputError as exc:
             problems.append(f"the sessions cannot be read: {exc.one_line()}")
+            fresh = None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as exc:
+            # a document the schema accepts whose values cannot describe a run (an id not in the set …)
+            problems.append(f"the certificate's inputs cannot be applied to its sessions ({type(exc).__name__}: {exc})")
             fresh = None
         if fresh is not None:
             found = differences(doc["derived"], fresh)
@@ -165,6 +199,11 @@ def verify(path: str | Path) -> Verification:
                 problems.append(
                     f"verdict: the certificate says {_short(top)}, the sessions give {_short(fresh['verdict'])}"
                 )
+            from spectui.run.prove import conditions
+
+            bad, ok = conditions.check(doc, loaded)
+            problems += bad
+            checked += ok
             if isinstance(doc.get("terms"), dict):
                 bad, ok = recheck_terms(doc["terms"], loaded.get("greedy", []))
                 problems += bad
@@ -172,7 +211,7 @@ def verify(path: str | Path) -> Verification:
             for side in ("baseline", "candidate"):
                 claimed = doc["measured_on"].get("servers", {}).get(side, {})
                 recorded = fresh["servers"].get(side, {})
-                for key in ("build", "model", "speculative", "kv_cache", "backend"):
+                for key in sorted(set(recorded) | {"build", "model", "speculative", "kv_cache", "backend"}):
                     if claimed.get(key) != recorded.get(key):
                         problems.append(
                             f"measured_on.servers.{side}.{key}: the certificate says {_short(claimed.get(key))}, "
@@ -182,12 +221,42 @@ def verify(path: str | Path) -> Verification:
 
     for name, render in ((MD_NAME, render_markdown), (HTML_NAME, render_html)):
         r = base / rendering_name(cert_path, name)
+        if not r.is_file():
+            problems.append(f"{r.name}: missing (the rendering written beside the certificate)")
+            continue
+        try:
+            same = r.read_text(encoding="utf-8") == render(doc)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, UnicodeDecodeError) as exc:
+            problems.append(f"{r.name}: cannot be compared ({type(exc).__name__}: {exc})")
+            continue
         if r.is_file():
-            if r.read_text(encoding="utf-8") != render(doc):
+            if not same:
                 problems.append(f"{r.name}: does not match the certificate JSON (edited after it was rendered)")
             else:
                 checked.append(f"{r.name}: matches the certificate JSON")
     return Verification(not problems, problems, checked)
+
+
+def outside(path: str, base: Path) -> str | None:
+    """Why a referenced session may not be read: a session is a regular file inside the certificate's
+    folder (no absolute path, no `..`, no symbolic link out of it); anything else would let a certificate
+    have any file on the machine hashed."""
+    import stat
+
+    rel = Path(path)
+    if rel.is_absolute() or ".." in rel.parts:
+        return "a session must be a file inside the certificate's folder (an absolute path or '..' is refused)"
+    full = base / rel
+    try:
+        inside = full.resolve().is_relative_to(base.resolve())
+        st = full.stat()
+    except OSError:
+        return None  # missing: said as such by the caller
+    if not inside:
+        return "a link out of the certificate's folder (refused)"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    return None
 
 
 def listed_twice(refs: list[dict]) -> list[str]:
@@ -299,6 +368,8 @@ def merge(paths: list[str | Path], out: str | Path) -> dict:
             refs.append(session_ref(src / ref["path"], base, ref["phase"]))
     inputs = {**first["inputs"], "shard": None, "share": [p["id"] for p in first["inputs"]["prompt_set"]["prompts"]]}
     mo = dict(first["measured_on"])
+    # made when the last shard was: verify checks the date against the sessions' start times
+    mo["date"] = max(str(d["measured_on"].get("date")) for d in docs)
     mo["shards"] = [
         {
             "shard": d["inputs"]["shard"],

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import html
 
-from spectui.core.report import md_cell
+from spectui.core.markdown import md_cell
+from spectui.run.prove.conditions import STATED_WORDS
 
 
 def _iv(d: dict | None, spec: str = ".2f", unit: str = "") -> str:
@@ -185,10 +186,10 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
             f"at {sv.get('url')}"
         )
         if sv.get("launch_argv"):
-            lines.append(f"  launched as: {' '.join(sv['launch_argv'])}")
-        lines.append(f"  model file: {_file(sv.get('model_file'))}")
+            lines.append(f"  launched as: {' '.join(sv['launch_argv'])} ({STATED_WORDS})")
+        lines.append(f"  model file: {_file(sv.get('model_file'))} ({STATED_WORDS})")
         if sv.get("draft_file"):
-            lines.append(f"  draft file: {_file(sv.get('draft_file'))}")
+            lines.append(f"  draft file: {_file(sv.get('draft_file'))} ({STATED_WORDS})")
     c = d["cache"]
     lines.append(
         f"cache: prompt cache {_cache(c['requested'])} per request; prompt tokens reused from the cache: baseline "
@@ -207,6 +208,13 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
             f"(certificate sha256 {sh['certificate_sha256']})"
         )
     lines.append(f"spectui {mo.get('spectui')}; made {mo.get('date')}")
+    lines.append(
+        f"{STATED_WORDS} from the sessions (verify cannot check them): the URLs, launch command lines and flags, "
+        "model and draft files, the CPU's name, physical cores and system, the prompt set's name"
+        + ("; the prompt set's sha256 (a shard's sessions hold only its share's texts)" if shard else "")
+        + "; every other condition (parameters, runs, seeds, prompt texts, GPUs, logical cores and memory where "
+        "probed, spectui version, date) is checked against the sessions by spectui verify"
+    )
     out.append(("Measured on", lines))
     out.append(
         (

@@ -5,7 +5,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from spectui.core import terms_table
 from spectui.core.compare import escape_bytes
+from spectui.core.markdown import md_cell
 from spectui.core.runner import PromptResult, Repeated, grouped
 from spectui.core.stats import Spread, over_units
 from spectui.core.types import GenerationParams, ServerInfo
@@ -153,8 +155,6 @@ def text_report(
         + f"; builds: baseline {infos['baseline'].build or '?'}, candidate {infos['candidate'].build or '?'}"
     )
     if terms is not None:
-        from spectui.core import terms_table
-
         lines += terms_table.text(terms)
     return "\n".join(lines)
 
@@ -315,32 +315,6 @@ def json_report(
     }
 
 
-_MD_SPECIAL = str.maketrans(
-    {
-        "&": "&amp;",
-        "<": "&lt;",
-        ">": "&gt;",
-        "|": "\\|",
-        "\\": "\\\\",
-        "`": "\\`",
-        "*": "\\*",
-        "_": "\\_",
-        "[": "\\[",
-        "]": "\\]",
-        "\n": " ",
-        "\r": " ",
-    }
-)
-
-
-def md_cell(value) -> str:
-    """A value from outside (a server's build, model or URL, a prompt id, an error message) as text in a
-    Markdown table: no HTML, no cell break, no emphasis or link it did not mean; credentials redacted."""
-    from spectui.core.errors import redact
-
-    return redact(str(value)).translate(_MD_SPECIAL)
-
-
 def markdown_report(
     infos: dict[str, ServerInfo],
     results: list[PromptResult],
@@ -417,8 +391,6 @@ def markdown_report(
     if any(r.candidate.figures.drafted for r in results):
         out[-1:-1] = ["", md_cell(ALPHA_NOTE.replace("α/pos", "α per position"))]
     if terms is not None:
-        from spectui.core import terms_table
-
         out[-1:-1] = terms_table.markdown(terms)
     return "\n".join(out)
 

@@ -5,6 +5,8 @@ certificate (text, Markdown, HTML) and in `spectui report` (text, Markdown, HTML
 
 from __future__ import annotations
 
+from spectui.core.markdown import md_cell
+
 TITLE = "The formula's terms, measured on the servers"
 HEADER = [
     "prompt",
@@ -153,8 +155,6 @@ def text(record: dict | None) -> list[str]:
 
 
 def markdown(record: dict | None) -> list[str]:
-    from spectui.core.report import md_cell
-
     out: list[str] = []
     for title, body in sections(record):
         out += ["", f"## {md_cell(title)}", ""]

@@ -27,7 +27,7 @@ def build_session(path: Path, tokens: int, prompts: int = 1, prompt_id: str = "b
     from spectui.core.types import GenerationParams, ServerInfo
     from spectui.core.verdict import judge
     from spectui.store.prompts import single
-    from spectui.store.session import SessionWriter
+    from spectui.store.session_writer import SessionWriter
 
     payloads = repeat_stream(load_payloads(DATA), tokens)
     w = SessionWriter(path)

@@ -10,7 +10,7 @@ from spectui.backends.recorded import ReplayBackend, load_payloads
 from spectui.core.runner import run_prompts
 from spectui.core.types import GenerationParams, ServerInfo
 from spectui.store import prompts
-from spectui.store.session import SessionWriter
+from spectui.store.session_writer import SessionWriter
 
 DATA = Path(__file__).parent / "data"
 BASELINE = DATA / "llamacpp-b11434-baseline-fizzbuzz.sse"

@@ -146,7 +146,7 @@ async def cmd_compare(args) -> int:
     launched = launch_plan(args) if args.launch is not None else None
     writer = None
     if args.save:
-        from spectui.store.session import SessionWriter
+        from spectui.store.session_writer import SessionWriter
 
         writer = SessionWriter(args.save)  # refuses a file that is not a session before any server is asked
     try:

@@ -427,7 +427,7 @@ async def cmd_sampling(args) -> int:
     check_notebook(args)
     writer = None
     if args.save:
-        from spectui.store.session import SessionWriter
+        from spectui.store.session_writer import SessionWriter
 
         writer = SessionWriter(args.save)
 

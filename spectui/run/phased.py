@@ -105,7 +105,7 @@ class Pass:
     items: list[tuple[Prompt, GenerationParams]]
     run: int = 1
     runs: int = 1
-    writer: Any = None  # a store.session.SessionWriter, or None: not recorded
+    writer: Any = None  # a store.session_writer.SessionWriter, or None: not recorded
     emit: Callable[[RunEvent], None] | None = None
     label: str = ""  # how progress lines name it (default "run N")
 

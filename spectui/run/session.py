@@ -37,7 +37,7 @@ from spectui.run.events import (
 
 if TYPE_CHECKING:
     from spectui.backends.base import Backend
-    from spectui.store.session import SessionWriter
+    from spectui.store.session_writer import SessionWriter
 
 NEAR_TIE_NATS = 0.05  # run.triage's default, repeated here so importing this module stays light
 

@@ -484,13 +484,3 @@ def results_for(session: Session) -> list[PromptResult]:
                 r.prompt = out[-1].prompt  # one prompt object per group of repeats
         out.append(r)
     return out
-
-
-def __getattr__(name: str):
-    """The writer has its own module (store.session_writer); `from spectui.store.session import
-    SessionWriter` still finds it."""
-    if name == "SessionWriter":
-        from spectui.store.session_writer import SessionWriter
-
-        return SessionWriter
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

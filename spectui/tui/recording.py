@@ -11,7 +11,8 @@ from spectui.core.errors import describe
 from spectui.core.runner import SIDES
 from spectui.store.locations import atomic_write
 from spectui.store.replay import SessionBackend
-from spectui.store.session import SessionWriter, autosave_path, default_session_dir
+from spectui.store.session import autosave_path, default_session_dir
+from spectui.store.session_writer import SessionWriter
 
 if TYPE_CHECKING:
     from spectui.backends.base import Backend

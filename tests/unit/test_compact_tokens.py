@@ -13,7 +13,8 @@ from spectui.backends.recorded import load_payloads, repeat_stream
 from spectui.core.events import StepEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
 from spectui.core.figures import SideRecorder
 from spectui.core.tokens import EventLog, StepLog, TokenLog
-from spectui.store.session import SessionWriter, load_session, recorders_for
+from spectui.store.session import load_session, recorders_for
+from spectui.store.session_writer import SessionWriter
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

@@ -309,7 +309,7 @@ def test_the_sweep_prediction_at_one_matches_the_single_run_and_falls_where_batc
 def synthetic_session(path, runs: int = 2) -> None:
     from spectui.core.types import GenerationParams, ServerInfo
     from spectui.core.verdict import judge
-    from spectui.store.session import SessionWriter
+    from spectui.store.session_writer import SessionWriter
 
     w = SessionWriter(path)
     w.servers({s: ServerInfo(url="http://127.0.0.1:9", model="m.gguf", build="b1") for s in ("baseline", "candidate")})

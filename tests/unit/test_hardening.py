@@ -96,7 +96,7 @@ def _cli(*args, env=None):
 
 def test_save_onto_a_file_that_is_not_a_session_is_refused(tmp_path):
     from spectui.core.errors import InputError
-    from spectui.store.session import SessionWriter
+    from spectui.store.session_writer import SessionWriter
 
     f = tmp_path / "notes.txt"
     f.write_text("my notes\n")

@@ -298,7 +298,8 @@ ODD_PROPS = [
 
 @pytest.mark.parametrize("props", ODD_PROPS)
 async def test_odd_props_become_typed_fields_and_survive_a_session_round_trip(props, tmp_path):
-    from spectui.store.session import SessionWriter, load_session
+    from spectui.store.session import load_session
+    from spectui.store.session_writer import SessionWriter
 
     backend = _llamacpp_with(props, slots=[{"speculative": "yes", "params": [], "n_ctx": "x", "next_token": 5}])
     info = await backend.identify()
@@ -390,7 +391,7 @@ def test_a_draft_model_with_the_gguf_magic_passes_the_check(tmp_path):
 
 # -- item 4, 12: one writer at a time; two runs in one file; no header-only session -----------------------
 def test_a_second_writer_on_the_same_session_is_refused(tmp_path):
-    from spectui.store.session import SessionWriter
+    from spectui.store.session_writer import SessionWriter
 
     path = tmp_path / "s.jsonl"
     first = SessionWriter(path)
@@ -405,7 +406,7 @@ def test_a_second_writer_on_the_same_session_is_refused(tmp_path):
 def test_two_processes_saving_to_one_file_one_is_refused(tmp_path):
     path = tmp_path / "s.jsonl"
     hold = (
-        "import sys, time; from spectui.store.session import SessionWriter\n"
+        "import sys, time; from spectui.store.session_writer import SessionWriter\n"
         "w = SessionWriter(sys.argv[1]); w.servers({}); print('open', flush=True); sys.stdin.readline()\n"
     )
     holder = subprocess.Popen(
@@ -442,7 +443,8 @@ def test_two_runs_interleaved_in_one_file_are_named_not_judged(tmp_path):
 
 
 def test_runs_appended_one_after_another_are_kept_apart(tmp_path):
-    from spectui.store.session import SessionWriter, load_session
+    from spectui.store.session import load_session
+    from spectui.store.session_writer import SessionWriter
     from tests.unit.test_hardening import PROMPT, _side
 
     path = tmp_path / "s.jsonl"
@@ -458,7 +460,7 @@ def test_runs_appended_one_after_another_are_kept_apart(tmp_path):
 
 
 def test_a_run_that_records_nothing_leaves_no_file(tmp_path):
-    from spectui.store.session import SessionWriter
+    from spectui.store.session_writer import SessionWriter
 
     path = tmp_path / "s.jsonl"
     SessionWriter(path).close()
@@ -470,7 +472,8 @@ def test_a_run_that_records_nothing_leaves_no_file(tmp_path):
 def test_a_full_disk_mid_run_stops_the_file_not_the_run(tmp_path):
     import errno
 
-    from spectui.store.session import SessionWriter, load_session
+    from spectui.store.session import load_session
+    from spectui.store.session_writer import SessionWriter
 
     path = tmp_path / "s.jsonl"
     w = SessionWriter(path)

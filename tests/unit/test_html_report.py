@@ -12,7 +12,7 @@ from spectui.cli.main import main
 from spectui.core.runner import run_prompts
 from spectui.core.types import GenerationParams, ServerInfo
 from spectui.store import prompts
-from spectui.store.session import SessionWriter
+from spectui.store.session_writer import SessionWriter
 
 DATA = Path(__file__).parent.parent / "data"
 

@@ -139,7 +139,7 @@ def test_probe_samples_round_trip_through_a_session(tmp_path):
     from spectui.core.types import GenerationParams, ServerInfo
     from spectui.machine.probes import GPUSample, HostSample
     from spectui.store.prompts import single
-    from spectui.store.session import SessionWriter
+    from spectui.store.session_writer import SessionWriter
 
     w = SessionWriter(tmp_path / "s.jsonl")
     w.servers({"baseline": ServerInfo("http://a"), "candidate": ServerInfo("http://b")})
@@ -164,7 +164,7 @@ def test_a_prompt_orjson_declines_still_writes_a_whole_line(tmp_path):
     """A prompt file's "\\ud800" escape gives a lone surrogate: the line is still written, whole."""
     from spectui.core.types import GenerationParams, ServerInfo
     from spectui.store.prompts import single
-    from spectui.store.session import SessionWriter
+    from spectui.store.session_writer import SessionWriter
 
     w = SessionWriter(tmp_path / "s.jsonl")
     w.servers({"baseline": ServerInfo("http://a"), "candidate": ServerInfo("http://b")})

@@ -253,7 +253,7 @@ class Prover:
         return doc
 
     async def _together(self, out: Path) -> None:
-        from spectui.store.session import SessionWriter
+        from spectui.store.session_writer import SessionWriter
 
         o = self.options
         total = len(self.share) * o.runs
@@ -302,7 +302,7 @@ class Prover:
         """Both passes one server at a time: the greedy runs, then the sampled pass (each seed its own
         parameters), on one schedule of whole phases, each pair judged as side by side."""
         from spectui.run.phased import Pass, PhasedRun
-        from spectui.store.session import SessionWriter
+        from spectui.store.session_writer import SessionWriter
 
         assert self.alone is not None
         o = self.options

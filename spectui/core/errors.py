@@ -95,6 +95,38 @@ def redact_credentials(text: str) -> str:
     return text
 
 
+# flags whose value is a secret, of every engine: llama-server --api-key, --api-key-file, -hft/--hf-token
+# (llama.cpp tools/server/README.md); vLLM serve --api-key, --hf-token (vLLM docs, "vllm serve" CLI
+# reference); SGLang --api-key, --admin-api-key (sglang python/sglang/srt/server_args.py)
+SECRET_FLAGS = frozenset({"--api-key", "--api-key-file", "-hft", "--hf-token", "--admin-api-key"})
+
+
+def redact_argv(argv) -> list[str]:
+    """A command line as spectui may write it: each secret flag's value (`--api-key K` or `--api-key=K`) as
+    '***' and registered as a secret (so it is hidden wherever else it appears), every registered secret
+    hidden in the other arguments."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv or ():
+        arg = str(arg)
+        if hide_next:
+            register_secret(arg)
+            out.append("***")
+            hide_next = False
+            continue
+        flag, eq, value = arg.partition("=")
+        if flag in SECRET_FLAGS:
+            if eq:
+                register_secret(value)
+                out.append(f"{flag}=***")
+            else:
+                out.append(arg)
+                hide_next = True
+            continue
+        out.append(redact_credentials(arg))
+    return out
+
+
 def redact(text: str) -> str:
     """Text with URL credentials, key-looking values and registered secrets replaced by '***'."""
     if not text:

@@ -136,10 +136,13 @@ def server_facts(info: ServerInfo, argv: list[str] | None, hash_files: bool = Tr
             if flag in argv and argv.index(flag) + 1 < len(argv):
                 model_path = argv[argv.index(flag) + 1]
     draft = spec.draft_model or (info.speculative or {}).get("draft_model")
+    from spectui.core.errors import redact_argv, redact_credentials
+
+    shown = redact_argv(argv) if argv else None  # a certificate is made to be shared: no key, no token in it
     return {
         **info.to_json(),
-        "launch_argv": list(argv) if argv else None,
-        "launch_flags": dict(spec.values) if argv else None,
+        "launch_argv": shown,
+        "launch_flags": {k: redact_credentials(v) for k, v in spec.values.items()} if argv else None,
         "prefix_cache_flag": spec.prefix_cache,
         "model_file": file_identity(model_path, hash_files),
         "draft_file": file_identity(str(draft), hash_files) if draft else None,

@@ -7,10 +7,9 @@ import argparse
 import json
 import sys
 
+from spectui.backends.registry import KIND_CHOICES
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER
 from spectui.core.errors import InputError
-
-BACKENDS = ("auto", "llama.cpp", "vllm", "sglang", "openai")
 
 
 def _positive_int(text: str) -> int:
@@ -34,7 +33,7 @@ def _fraction(text: str) -> float:
 
 
 def _server_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", choices=BACKENDS, default="auto", help="server kind (default: detect)")
+    p.add_argument("--backend", choices=KIND_CHOICES, default="auto", help="server kind (default: detect)")
     p.add_argument("--api-key-env", metavar="NAME", help="environment variable holding a bearer token")
     p.add_argument("--ready-timeout", type=float, default=120.0, metavar="SEC", help="wait for a loading server")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
+import importlib
 from typing import TYPE_CHECKING
 
 from textual import on
@@ -23,6 +23,7 @@ from spectui.machine.probes import GPUProbe
 from spectui.store import prompts as prompt_sets
 from spectui.store.themes import load_themes
 from spectui.tui.config import AppConfig
+from spectui.tui.context import LabContext
 from spectui.tui.controller import FLUSH_S, RunController
 from spectui.tui.recording import SessionKeeper
 from spectui.tui.screens.diff import DiffScreen
@@ -33,6 +34,15 @@ if TYPE_CHECKING:  # httpx and the backends load when the app opens its client, 
     import httpx
 
     from spectui.backends.base import Backend
+
+LABS = {  # a lab's action name -> its screen (module, class); each opens with `open(LabContext)`
+    "theory": ("spectui.tui.screens.theory_screen", "TheoryScreen"),
+    "prefix_lab": ("spectui.tui.screens.lab_screens", "PrefixScreen"),
+    "sweep": ("spectui.tui.screens.lab_screens", "SweepScreen"),
+    "sampling": ("spectui.tui.screens.sampling_screen", "SamplingScreen"),
+    "drafts_cost": ("spectui.tui.screens.drafts_screen", "DraftsScreen"),
+    "prove": ("spectui.tui.screens.prove_screen", "ProveScreen"),
+}
 
 
 class SpectuiApp(App):
@@ -71,21 +81,21 @@ class SpectuiApp(App):
         Binding("ctrl+l", "sessions", "Sessions", id="sessions", priority=True),
         Binding("f12", "screenshot_svg", "Screenshot", id="screenshot", show=False),
         Binding("ctrl+k", "profiles", "Profiles", id="profiles", priority=True),
-        Binding("ctrl+y", "theory", "Theory", id="theory", priority=True),
-        Binding("ctrl+f", "prefix_lab", "Cache lab", id="prefix_lab", priority=True),
-        Binding("ctrl+u", "sweep", "Sweep", id="sweep", priority=True),
-        Binding("f2", "sampling", "Sampling", id="sampling", priority=True),
-        Binding("f3", "drafts_cost", "Draft cost", id="drafts_cost", show=False, priority=True),
-        Binding("f4", "prove", "Prove", id="prove", show=False, priority=True),
+        Binding("ctrl+y", "lab('theory')", "Theory", id="theory", priority=True),
+        Binding("ctrl+f", "lab('prefix_lab')", "Cache lab", id="prefix_lab", priority=True),
+        Binding("ctrl+u", "lab('sweep')", "Sweep", id="sweep", priority=True),
+        Binding("f2", "lab('sampling')", "Sampling", id="sampling", priority=True),
+        Binding("f3", "lab('drafts_cost')", "Draft cost", id="drafts_cost", show=False, priority=True),
+        Binding("f4", "lab('prove')", "Prove", id="prove", show=False, priority=True),
         Binding("ctrl+w", "toggle_logs", "Logs", id="toggle_logs", priority=True),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         # replay: pause, one token, slower/faster, seek
-        Binding("f5", "replay_pause", "Pause", id="replay_pause"),
-        Binding("f6", "replay_step", "Step", id="replay_step"),
-        Binding("f7", "replay_slower", "Slower", id="replay_slower"),
-        Binding("f8", "replay_faster", "Faster", id="replay_faster"),
-        Binding("f9", "replay_back", "Seek −2 s", id="replay_back"),
-        Binding("f10", "replay_forward", "Seek +2 s", id="replay_forward"),
+        Binding("f5", "replay('pause')", "Pause", id="replay_pause"),
+        Binding("f6", "replay('step')", "Step", id="replay_step"),
+        Binding("f7", "replay('slower')", "Slower", id="replay_slower"),
+        Binding("f8", "replay('faster')", "Faster", id="replay_faster"),
+        Binding("f9", "replay('back')", "Seek −2 s", id="replay_back"),
+        Binding("f10", "replay('forward')", "Seek +2 s", id="replay_forward"),
     ]
 
     def __init__(self, config: AppConfig) -> None:
@@ -296,62 +306,38 @@ class SpectuiApp(App):
         for side, server in self.config.launched.items():
             self.pane(side).launch_note = LaunchSpec.from_argv(server.argv).note()
 
-    def action_theory(self) -> None:
-        from spectui.tui.screens.theory_screen import TheoryScreen
-
-        live = None if self.servers.lab_refusal() else self.backends
-        launched = self.config.launched.get("candidate")
-        draft = LaunchSpec.from_argv(launched.argv).draft_model if launched is not None else None
-        self.push_screen(TheoryScreen.for_results(self.runs.results, live, draft))
-
-    def _live_backends(self):
-        if why := self.servers.lab_refusal():
-            self.notify(why, severity="warning")
-            return None
-        return self.backends
-
-    def action_prefix_lab(self) -> None:
-        from spectui.tui.screens.lab_screens import PrefixScreen
-
-        backends = self._live_backends()
-        if backends:
-            self.push_screen(PrefixScreen(backends, self.params))
-
-    def action_sweep(self) -> None:
-        from spectui.tui.screens.lab_screens import SweepScreen
-
-        if screen := SweepScreen.for_app(self):  # one server at a time too
-            self.push_screen(screen)
-
-    def action_drafts_cost(self) -> None:
-        from spectui.machine.assets import find_model
+    def lab_context(self) -> LabContext:
+        """What a lab screen gets of the app, read now (tui.context): never the app itself."""
         from spectui.store.config import load as load_settings
-        from spectui.tui.screens.drafts_screen import DraftsScreen
 
-        info = self.pane("baseline").info  # the model on screen where its file is readable here, else SmolLM2
-        path = info.model_path if info is not None and info.model_path else None
-        target = path if path and os.path.isfile(path) else find_model()
-        self.push_screen(DraftsScreen(str(target) if target else None, load_settings()[0].get("profile")))
+        alone = self.servers.alone()
+        typed = self.q("#prompt", Input).value
+        info = self.pane("baseline").info
+        return LabContext(
+            dict(self.backends),
+            self.params,
+            list(self.prompt_list),
+            self.prompt_set_name,
+            prompt=self.runs.last_prompt or (prompt_sets.single(typed) if typed.strip() else None),
+            results=list(self.runs.results),
+            refusal=self.servers.lab_refusal(),
+            open_alone=self.servers.open_alone if alone else None,
+            alone_why=self.servers.alone_why if alone else "",
+            client=self.client,
+            launched=dict(self.config.launched),
+            notebook=self.config.notebook,
+            model_path=info.model_path if info is not None else None,
+            profile=load_settings()[0].get("profile"),
+        )
 
-    def action_sampling(self) -> None:
-        """F2: exact under sampling on the prompt on screen (the last one run, else the one typed)."""
-        from spectui.tui.screens.sampling_screen import SamplingScreen
-
-        prompt = self.runs.last_prompt
-        if prompt is None and not self.q("#prompt", Input).value.strip():
-            self.notify("type or run a prompt first: sampling runs it many times", severity="warning")
-            return
-        prompt = prompt or prompt_sets.single(self.q("#prompt", Input).value)
-        backends = self._live_backends()
-        if backends:
-            self.push_screen(SamplingScreen(backends, prompt, self.params))
-
-    def action_prove(self) -> None:
-        """F4: a certificate for the prompt set on screen (spectui prove, on the same run session)."""
-        from spectui.tui.screens.prove_screen import ProveScreen
-
-        if screen := ProveScreen.for_app(self):  # one server at a time too
-            self.push_screen(screen)
+    def action_lab(self, name: str) -> None:
+        """A lab's key: its screen opened one way, `open(context)`, or the notice why it cannot open now."""
+        module, cls = LABS[name]  # imported when opened: the first frame needs none of them (issue 32)
+        opened = getattr(importlib.import_module(module), cls).open(self.lab_context())
+        if isinstance(opened, str):
+            self.notify(opened, severity="warning")
+        else:
+            self.push_screen(opened)
 
     def action_profiles(self) -> None:
         from spectui.store.config import load as load_settings
@@ -397,7 +383,7 @@ class SpectuiApp(App):
 
         yield from super().get_system_commands(screen)
         for b in self.BINDINGS:
-            if b.action.startswith("replay_") and not self.replaying:
+            if b.action.startswith("replay(") and not self.replaying:
                 continue
             if b.action in ("quit",):
                 continue
@@ -412,7 +398,7 @@ class SpectuiApp(App):
 
     def check_action(self, action: str, parameters) -> bool | None:
         # True: shown; None: shown greyed out; False: hidden (Textual's convention)
-        if action.startswith("replay_"):
+        if action == "replay":
             return True if self.replaying else False
         if action == "triage":
             last = self.runs.results[-1] if self.runs.results else None
@@ -576,23 +562,9 @@ class SpectuiApp(App):
     def open_session(self, path) -> None:
         self.recording.open_session(path)
 
-    def action_replay_pause(self) -> None:
-        self.recording.control("pause")
-
-    def action_replay_step(self) -> None:
-        self.recording.control("step")
-
-    def action_replay_slower(self) -> None:
-        self.recording.control("slower")
-
-    def action_replay_faster(self) -> None:
-        self.recording.control("faster")
-
-    def action_replay_forward(self) -> None:
-        self.recording.control("forward")
-
-    def action_replay_back(self) -> None:
-        self.recording.control("back")
+    def action_replay(self, what: str) -> None:
+        """F5–F10: pause, one token, slower, faster, seek ±2 s."""
+        self.recording.control(what)
 
 
 def make_app(config: AppConfig) -> SpectuiApp:

@@ -3,6 +3,8 @@ as a screen): Medusa, EAGLE-1, EAGLE-3 and draft models, each figure with its fo
 
 from __future__ import annotations
 
+import os
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -10,6 +12,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static
 
 from spectui.core.errors import SpectuiError
+from spectui.machine.assets import find_model
+from spectui.tui.context import LabContext
 
 
 def cost_text(target: str, profile: str | None, seq_len: int, samples: int) -> str:
@@ -49,6 +53,13 @@ class DraftsScreen(Screen):
     def __init__(self, target: str | None, profile: str | None) -> None:
         super().__init__()
         self.target, self.profile = target or "", profile or ""
+
+    @classmethod
+    def open(cls, context: LabContext) -> DraftsScreen:
+        """F3: the model on screen where its file is readable here, else the bundled SmolLM2."""
+        path = context.model_path
+        target = path if path and os.path.isfile(path) else find_model()
+        return cls(str(target) if target else None, context.profile)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="inputs"):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -17,9 +16,7 @@ from textual.widgets import DataTable, Footer, Static
 from textual_plotext import PlotextPlot
 
 from spectui.core.types import GenerationParams
-
-if TYPE_CHECKING:
-    from spectui.tui.app import SpectuiApp
+from spectui.tui.context import LabContext
 
 
 def _fmt(v, spec=".0f"):
@@ -46,6 +43,11 @@ class PrefixScreen(Screen):
         super().__init__()
         self.backends = backends
         self.params = params
+
+    @classmethod
+    def open(cls, context: LabContext) -> PrefixScreen | str:
+        """ctrl+f: on the two connected servers (where they are not both up: why not)."""
+        return context.refusal or cls(context.backends, context.params)
 
     def compose(self) -> ComposeResult:
         yield Static(
@@ -185,17 +187,12 @@ class SweepScreen(Screen):
         self.finished = False
 
     @classmethod
-    def for_app(cls, app: SpectuiApp) -> SweepScreen | None:
+    def open(cls, context: LabContext) -> SweepScreen | str:
         """ctrl+u: one server at a time where the app runs so (each side started alone), else on the two
-        connected servers (None, said in a notice, where they are not both up)."""
-        if app.servers.alone():
-            return cls(
-                {}, app.prompt_list, app.params, open_alone=app.servers.open_alone, alone_why=app.servers.alone_why
-            )
-        if why := app.servers.lab_refusal():
-            app.notify(why, severity="warning")
-            return None
-        return cls(app.backends, app.prompt_list, app.params)
+        connected servers (where they are not both up: why not, said in a notice)."""
+        if context.open_alone is not None:
+            return cls({}, context.prompts, context.params, open_alone=context.open_alone, alone_why=context.alone_why)
+        return context.refusal or cls(context.backends, context.prompts, context.params)
 
     @staticmethod
     def few_slots(infos) -> str:

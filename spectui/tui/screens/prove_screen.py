@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -20,9 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
 
 from spectui.core.types import GenerationParams, Prompt
-
-if TYPE_CHECKING:
-    from spectui.tui.app import SpectuiApp
+from spectui.tui.context import LabContext
 
 NOT_ASKED = "not asked for (measure terms: no)"
 STYLE = {"identical": "bold green", "different": "bold red", "incomplete": "bold yellow"}
@@ -71,31 +68,22 @@ class ProveScreen(Screen):
         self._done = 0
 
     @classmethod
-    def for_app(cls, app: SpectuiApp) -> ProveScreen | None:
-        """F4: one server at a time where the app runs so, else on the two connected servers (None, said
-        in a notice, where they are not both up)."""
-        if app.servers.alone():
-            return cls.of(app, None)
-        if why := app.servers.lab_refusal():
-            app.notify(why, severity="warning")
-            return None
-        return cls.of(app, app.backends)
-
-    @classmethod
-    def of(cls, app: SpectuiApp, backends: dict | None) -> ProveScreen:
-        """The screen for the app's prompt set, settings, HTTP client, launched servers and notebook
-        (read once here; the screen keeps none of the app); one server at a time where the app runs so."""
-        alone = app.servers.alone()
+    def open(cls, context: LabContext) -> ProveScreen | str:
+        """F4: the app's prompt set, settings, HTTP client, launched servers and notebook (the screen keeps
+        none of the app); one server at a time where the app runs so, else on the two connected servers
+        (where they are not both up: why not, said in a notice)."""
+        if context.open_alone is None and context.refusal:
+            return context.refusal
         return cls(
-            backends or {},
-            list(app.prompt_list),
-            app.prompt_set_name,
-            app.params,
-            client=app.client,
-            launched=app.config.launched,
-            notebook=app.config.notebook,
-            open_alone=app.servers.open_alone if alone else None,
-            alone_why=app.servers.alone_why if alone else "",
+            context.backends if context.open_alone is None else {},
+            list(context.prompts),
+            context.set_name,
+            context.params,
+            client=context.client,
+            launched=context.launched,
+            notebook=context.notebook,
+            open_alone=context.open_alone,
+            alone_why=context.alone_why,
         )
 
     def compose(self) -> ComposeResult:

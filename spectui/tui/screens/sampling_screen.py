@@ -23,6 +23,7 @@ from textual_plotext import PlotextPlot
 
 from spectui.core.compare import escape_bytes
 from spectui.core.types import GenerationParams, Prompt
+from spectui.tui.context import LabContext
 
 if TYPE_CHECKING:
     from spectui.labs.sampling.exact import SamplingResult
@@ -58,6 +59,13 @@ class SamplingScreen(Screen):
         super().__init__()
         self.backends, self.prompt, self.params = backends, prompt, params
         self.result: SamplingResult | None = None
+
+    @classmethod
+    def open(cls, context: LabContext) -> SamplingScreen | str:
+        """F2: exact under sampling on the prompt on screen (the last one run, else the one typed)."""
+        if context.prompt is None:
+            return "type or run a prompt first: sampling runs it many times"
+        return context.refusal or cls(context.backends, context.prompt, context.params)
 
     def compose(self) -> ComposeResult:
         yield Static(f"exact under sampling on {self.prompt.id}: {self.prompt.preview}; Enter to run", id="status")

@@ -15,6 +15,7 @@ from textual_plotext import PlotextPlot
 from spectui.core.errors import InputError, describe
 from spectui.labs.theory import formula as theory
 from spectui.labs.theory.terms import TheoryCheck
+from spectui.tui.context import LabContext
 
 
 class TheoryScreen(Screen):
@@ -32,6 +33,15 @@ class TheoryScreen(Screen):
     TheoryScreen #table { width: 1fr; padding: 0 1; }
     TheoryScreen #measured { height: auto; max-height: 16; padding: 0 1; background: $panel; }
     """
+
+    @classmethod
+    def open(cls, context: LabContext) -> TheoryScreen:
+        """ctrl+y: the runs on screen as the measured point; Enter measures the terms where both servers are up."""
+        from spectui.backends.launchspec import LaunchSpec
+
+        launched = context.launched.get("candidate")
+        draft = LaunchSpec.from_argv(launched.argv).draft_model if launched is not None else None
+        return cls.for_results(context.results, context.live_backends(), draft)
 
     @classmethod
     def for_results(cls, results, backends: dict | None = None, draft_model=None) -> TheoryScreen:

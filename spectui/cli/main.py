@@ -10,6 +10,7 @@ import sys
 from typing import NoReturn
 
 from spectui import __version__
+from spectui.backends.registry import KIND_CHOICES
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, EXIT_USAGE  # noqa: F401
 from spectui.core.errors import InputError, SpectuiError
 
@@ -80,16 +81,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--backend",
-        choices=("auto", "llama.cpp", "vllm", "sglang", "openai"),
+        choices=KIND_CHOICES,
         default="auto",
         help="server kind for both sides (default: detect each from its endpoints)",
     )
-    p.add_argument(
-        "--baseline-backend", choices=("auto", "llama.cpp", "vllm", "sglang", "openai"), help=argparse.SUPPRESS
-    )
-    p.add_argument(
-        "--candidate-backend", choices=("auto", "llama.cpp", "vllm", "sglang", "openai"), help=argparse.SUPPRESS
-    )
+    p.add_argument("--baseline-backend", choices=KIND_CHOICES, help=argparse.SUPPRESS)
+    p.add_argument("--candidate-backend", choices=KIND_CHOICES, help=argparse.SUPPRESS)
     p.add_argument(
         "--api-key-env",
         metavar="NAME",

@@ -360,12 +360,17 @@ def merge(paths: list[str | Path], out: str | Path) -> dict:
     out_path = Path(out).expanduser()
     if out_path.is_dir():
         raise InputError(f"-o {out} is a folder", hint="give -o a file name, e.g. merged.json")
+    refuse_overwriting_inputs(out_path, docs)
     base = out_path.parent
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create {base}: {exc.strerror}") from None
     refs = []
     for d in docs:
         src = Path(d["_path"]).parent
         for ref in d["sessions"]:
-            refs.append(session_ref(src / ref["path"], base, ref["phase"]))
+            refs.append(session_ref(beside(src / ref["path"], base, d["inputs"]["shard"]), base, ref["phase"]))
     inputs = {**first["inputs"], "shard": None, "share": [p["id"] for p in first["inputs"]["prompt_set"]["prompts"]]}
     mo = dict(first["measured_on"])
     # made when the last shard was: verify checks the date against the sessions' start times
@@ -386,6 +391,45 @@ def merge(paths: list[str | Path], out: str | Path) -> dict:
         mo["hardware_note"] = f"the shards ran on {len(hws)} different machines: each speed-up is paired within one"
     doc = build(inputs, mo, refs, base, merged_terms(docs))
     return doc
+
+
+def refuse_overwriting_inputs(out_path: Path, docs: list[dict]) -> None:
+    """-o must not be (nor its .md/.html be) a certificate given, its renderings, or a session they reference."""
+    taken: dict[Path, str] = {}
+    for d in docs:
+        cert = Path(d["_path"])
+        for name in (cert.name, rendering_name(cert, MD_NAME), rendering_name(cert, HTML_NAME)):
+            taken[(cert.parent / name).resolve()] = f"part of the input certificate {cert}"
+        for ref in d["sessions"]:
+            taken[(cert.parent / str(ref.get("path"))).resolve()] = f"a session {cert.name} references"
+    for target in (out_path, out_path.with_suffix(".md"), out_path.with_suffix(".html")):
+        what = taken.get(target.resolve())
+        if what:
+            raise InputError(
+                f"-o {out_path}: writing it would replace {target} ({what})", hint="give -o a new file name"
+            )
+
+
+def beside(session: Path, base: Path, shard: dict) -> Path:
+    """A shard's session as the merged certificate references it: where it is when that is inside the
+    merged certificate's folder, else copied into it (shard-I-of-N/…), so verify reads only files inside."""
+    import shutil
+
+    if session.resolve().is_relative_to(base.resolve()):
+        return session
+    dest = base / f"shard-{shard['index']}-of-{shard['of']}" / session.name
+    if dest.is_file():
+        if sha256_of(dest) == sha256_of(session):
+            return dest
+        raise InputError(f"{dest} exists and is not {session}: not overwriting it", hint="give -o a new folder")
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(dest.name + ".part")
+        shutil.copyfile(session, tmp)
+        tmp.replace(dest)
+    except OSError as exc:
+        raise InputError(f"cannot copy {session} into {dest.parent}: {exc.strerror}") from None
+    return dest
 
 
 def merged_terms(docs: list[dict]) -> dict | None:

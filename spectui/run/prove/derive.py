@@ -389,6 +389,7 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
             "overall": speed,
             "speed": speed_word(speed),
             "note": "; ".join(rate_notes) or None,
+            **by_machine(groups, inputs, measured_on),
         },
         "acceptance": acceptance_summary(groups),
         "by_category": by_category,
@@ -397,6 +398,24 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     }
     derived["verdict"] = verdict_of(derived, measured_on)
     return normalised(derived)
+
+
+def by_machine(groups: list[PromptRuns], inputs: dict, measured_on: dict) -> dict:
+    """Merged shards that ran on different machines: the speed-up of each machine's prompts ({} otherwise,
+    so other certificates stay as they were). A prompt's machine is its shard's (run.prove.shard)."""
+    from spectui.run.prove.provenance import machine_name, machines
+    from spectui.run.prove.shard import Shard
+
+    found = machines(measured_on)
+    if len(found) < 2:
+        return {}
+    out = []
+    for hw, indices in found:
+        of = int(((measured_on.get("shards") or [{}])[0].get("shard") or {}).get("of", 1))
+        mine = [g for g in groups if any(Shard(i, of).takes(g.index) for i in indices)]
+        sp = set_speedup([g.ratios() for g in mine])
+        out.append({"machine": machine_name(hw), "shards": indices, "prompts": len(mine), "speedup": sp})
+    return {"by_machine": out}
 
 
 def schedule(groups: list[PromptRuns], inputs: dict, order: dict) -> tuple[list[str], list[str]]:
@@ -536,6 +555,10 @@ def speed_words(derived: dict, measured_on: dict) -> str:
     else:
         a, mal = acc["alpha"]["value"], acc["mean_accepted_length"]["value"]
         at = f" at α {a:.2f} (mean accepted length {mal:.2f})" if a is not None and mal is not None else ""
-    from spectui.run.prove.provenance import where
+    from spectui.run.prove.provenance import where_measured
 
-    return f" · {word}{interval_text(sp, unit='×')}{at} {where(measured_on.get('hardware') or {})}"
+    per = derived["speedup"].get("by_machine")
+    if per:  # shards on different machines: one speed-up over all of them would mix two hardware
+        each = "; ".join(f"{m['machine']} {interval_text(m['speedup'], unit='×')}" for m in per)
+        return f" · speed-up per machine: {each}{at} ({where_measured(measured_on)})"
+    return f" · {word}{interval_text(sp, unit='×')}{at} {where_measured(measured_on)}"

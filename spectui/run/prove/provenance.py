@@ -126,6 +126,39 @@ def where(hw: dict) -> str:
     return f"on {len(gpus)}× {names[0]}" if len(gpus) > 1 and len(names) == 1 else f"on {', '.join(names)}"
 
 
+def machine_key(hw: dict | None) -> str:
+    hw = hw or {}
+    return json.dumps({"cpu": hw.get("cpu"), "gpus": [g.get("name") for g in hw.get("gpus") or []]}, sort_keys=True)
+
+
+def machines(mo: dict) -> list[tuple[dict, list[int]]]:
+    """The distinct machines a certificate was measured on, each with the shard indices that ran on it
+    (a merged certificate's shards; [] for one that is not merged)."""
+    found: dict[str, tuple[dict, list[int]]] = {}
+    shards = mo.get("shards") or []
+    for sh in shards:
+        hw = sh.get("hardware") or {}
+        found.setdefault(machine_key(hw), (hw, []))[1].append(int((sh.get("shard") or {}).get("index", 0)))
+    if not shards:
+        hw = mo.get("hardware") or {}
+        found[machine_key(hw)] = (hw, [])
+    return list(found.values())
+
+
+def machine_name(hw: dict) -> str:
+    """`NVIDIA H200` / `CPU Intel Xeon …`: one machine among several."""
+    gpus = sorted({str(g.get("name")) for g in hw.get("gpus") or []})
+    return ", ".join(gpus) if gpus else f"CPU {hw.get('cpu') or '?'}"
+
+
+def where_measured(mo: dict) -> str:
+    """`on this CPU`, `on NVIDIA H200`, or `on 2 machines: NVIDIA H200; CPU …` (merged shards)."""
+    found = machines(mo)
+    if len(found) <= 1:
+        return where(mo.get("hardware") or {})
+    return f"on {len(found)} machines: " + "; ".join(machine_name(hw) for hw, _ in found)
+
+
 def server_facts(info: ServerInfo, argv: list[str] | None, hash_files: bool = True) -> dict:
     """One side as measured: its identity as it reported it, its launch command line where spectui
     launched it or can read it from the local process, the flags spectui reads from that, and its files."""

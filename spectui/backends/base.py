@@ -18,7 +18,7 @@ from __future__ import annotations
 import abc
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from spectui.backends.metrics import CounterNames, counters_from
 from spectui.core.errors import Unsupported
@@ -26,6 +26,9 @@ from spectui.core.events import StreamEvent
 from spectui.core.findings import ProbeResult, Triage
 from spectui.core.types import GenerationParams, ServerCounters, ServerInfo, SlotResult
 from spectui.core.verdict import Verdict
+
+if TYPE_CHECKING:
+    from spectui.backends.llamacpp_timing import CompletionTimings
 
 OnWait = Callable[[str, float], None]
 
@@ -43,6 +46,9 @@ class Capabilities:
     logprobs: bool = False  # top log-probabilities per generated token
     token_ids: bool = False  # token ids for every generated token
     chat_template: bool = False  # renders chat prompts with the server's own template (else ChatML)
+    # times each request's prompt apart from its decoding (llama.cpp's timings.prompt_ms over prompt_n
+    # tokens after cache_n reused): what the cost lab and the sweep's prediction measure; see timed_completion
+    prompt_timings: bool = False
     recorded: bool = False  # replays a recording: no live server behind it
 
 
@@ -109,6 +115,11 @@ class Backend(abc.ABC):
         number of tokens the server says it processed in that batch. Only servers with per-request prompt
         timings can show the shape."""
         raise Unsupported(f"{self.kind} server at {self.url} cannot be asked for a batch of a given shape")
+
+    async def timed_completion(self, ids: list[int], n_predict: int, slot: int | None = 0) -> CompletionTimings:
+        """A greedy completion of a prompt of token ids with the prompt cache on, pinned to `slot`, and the
+        server's own timings of it. Needs capabilities.prompt_timings."""
+        raise Unsupported(f"{self.kind} server at {self.url} reports no per-request prompt timings")
 
     async def tokenize(self, text: str) -> list[int]:
         """The token ids the server makes of a prompt text, as its completion endpoint would (special

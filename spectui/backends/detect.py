@@ -8,12 +8,18 @@ treated as a plain OpenAI-compatible server (text, timing and usage only).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import httpx
 
+from spectui.backends.registry import AUTO, BACKENDS, KIND_CHOICES
 from spectui.core.errors import InputError, NotLlamaServer, ServerUnreachable, redact, register_secret
 
-KINDS = ("auto", "llama.cpp", "vllm", "sglang", "openai")
+if TYPE_CHECKING:
+    from spectui.backends.base import Backend
+
+KINDS = KIND_CHOICES  # the kinds --backend accepts (backends.registry)
 
 
 def connect_reason(exc: BaseException) -> str:
@@ -96,27 +102,15 @@ def api_key_from(env_name: str | None) -> str | None:
 
 
 def make_backend(kind: str, url: str, client: httpx.AsyncClient, api_key: str | None = None):
-    if kind == "llama.cpp":
-        from spectui.backends.llamacpp import LlamaCppBackend
-
-        return LlamaCppBackend(url, client)
-    if kind == "vllm":
-        from spectui.backends.vllm import VLLMBackend
-
-        return VLLMBackend(url, client, api_key)
-    if kind == "sglang":
-        from spectui.backends.sglang import SGLangBackend
-
-        return SGLangBackend(url, client, api_key)
-    if kind == "openai":
-        from spectui.backends.openai import OpenAIBackend
-
-        return OpenAIBackend(url, client, api_key)
-    raise InputError(f"unknown backend {kind!r}", hint=f"one of {', '.join(KINDS)}")
+    """The backend of the named kind (backends.registry) for the server at `url`."""
+    if kind not in BACKENDS:
+        raise InputError(f"unknown backend {kind!r}", hint=f"one of {', '.join(KIND_CHOICES)}")
+    backend: Callable[..., Backend] = BACKENDS[kind]  # each server backend takes (url, client, api_key=)
+    return backend(url, client, api_key=api_key)
 
 
 async def resolve(kind: str, url: str, client: httpx.AsyncClient, api_key: str | None = None):
     """A backend for `url`; with kind auto, the detected one (and which it found)."""
-    if kind == "auto":
+    if kind == AUTO:
         kind = await detect(url, client, {"Authorization": f"Bearer {api_key}"} if api_key else None)
     return make_backend(kind, url, client, api_key), kind

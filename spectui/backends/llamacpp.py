@@ -12,6 +12,7 @@ from spectui.backends import metrics as M
 from spectui.backends import props as P
 from spectui.backends.base import Backend, Capabilities
 from spectui.backends.labeller import LlamaCppLabeller
+from spectui.backends.llamacpp_timing import CompletionTimings, completion_body, timings_from
 from spectui.backends.metrics import parse_metrics
 from spectui.backends.sse import error_text as _error_text
 from spectui.backends.sse import post_sse
@@ -44,10 +45,17 @@ class LlamaCppBackend(Backend):
         logprobs=True,
         token_ids=True,
         chat_template=True,
+        prompt_timings=True,
     )
     counter_names = M.LLAMACPP
 
-    def __init__(self, url: str, client: httpx.AsyncClient, clock: Callable[[], int] = time.perf_counter_ns):
+    def __init__(
+        self,
+        url: str,
+        client: httpx.AsyncClient,
+        api_key: str | None = None,  # not sent: spectui reaches llama-server without one (as before the registry)
+        clock: Callable[[], int] = time.perf_counter_ns,
+    ):
         self.url = url.rstrip("/")
         self.client = client
         self.clock = clock
@@ -242,6 +250,10 @@ class LlamaCppBackend(Backend):
             if isinstance(e, dict) and isinstance(e.get("logprob"), (int, float)):
                 out.append((e.get("id"), str(e.get("token", "")), float(e["logprob"])))
         return out
+
+    async def timed_completion(self, ids: list[int], n_predict: int, slot: int | None = 0) -> CompletionTimings:
+        reply = await self._post_json("/completion", completion_body(ids, n_predict, slot), timeout=300)
+        return timings_from(reply, self.url)
 
     async def top_logprobs_in_batch(
         self, prompt: str, prefix_ids: list[int], n: int, batch: int

@@ -1,4 +1,5 @@
-"""llama-server's own timings for one non-streamed completion of token ids: what the cost lab reads.
+"""llama-server's own timings for one non-streamed completion of token ids: what the cost lab reads
+(LlamaCppBackend.timed_completion; capabilities.prompt_timings).
 
 `timings.prompt_ms` runs from the slot starting on the prompt to its first sampled token
 (server-common.h, server_slot_stats: t_prompt_last − t_start), over `prompt_n` tokens processed after
@@ -11,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spectui.backends.llamacpp import LlamaCppBackend
-from spectui.core.errors import NotLlamaServer, Unsupported
+from spectui.core.errors import NotLlamaServer
 
 
 @dataclass(frozen=True)
@@ -30,11 +30,8 @@ class CompletionTimings:
         return self.predicted_ms / (self.predicted_n - 1) if self.predicted_n > 1 and self.predicted_ms > 0 else None
 
 
-async def timed_completion(backend, ids: list[int], n_predict: int, slot: int | None = 0) -> CompletionTimings:
-    """POST /completion with a prompt of token ids, greedy, prompt cache on, pinned to `slot`; the reply's
-    timings. Unsupported for servers other than llama.cpp: none of them reports per-request prompt time."""
-    if not isinstance(backend, LlamaCppBackend):
-        raise Unsupported(f"{backend.kind} server at {backend.url} reports no per-request prompt timings")
+def completion_body(ids: list[int], n_predict: int, slot: int | None) -> dict:
+    """POST /completion's body: a prompt of token ids, greedy, prompt cache on, pinned to `slot`."""
     body: dict = {
         "prompt": list(ids),
         "n_predict": n_predict,
@@ -45,15 +42,19 @@ async def timed_completion(backend, ids: list[int], n_predict: int, slot: int | 
     }
     if slot is not None:
         body["id_slot"] = slot
-    reply = await backend._post_json("/completion", body, timeout=300)
+    return body
+
+
+def timings_from(reply: dict, url: str) -> CompletionTimings:
+    """The reply's `timings`, each a number, else NotLlamaServer naming the field."""
     t = reply.get("timings")
     if not isinstance(t, dict):
-        raise NotLlamaServer(f"{backend.url}/completion gave no timings")
+        raise NotLlamaServer(f"{url}/completion gave no timings")
 
     def num(key: str, kind=float):
         v = t.get(key, 0)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise NotLlamaServer(f"{backend.url}/completion timings.{key} is {v!r}, not a number")
+            raise NotLlamaServer(f"{url}/completion timings.{key} is {v!r}, not a number")
         return kind(v)
 
     return CompletionTimings(

@@ -48,13 +48,13 @@ from typing import TYPE_CHECKING
 
 import psutil
 
+from spectui.backends.registry import BACKENDS
 from spectui.core.errors import InputError
 from spectui.store.locations import config_dir, resource_dir
 
 if TYPE_CHECKING:
     from spectui.machine.probes import GPUMemory
 
-BACKENDS = {"llama.cpp", "vllm", "sglang", "openai"}
 VENDORS = {"nvidia", "apple", "none", "any"}
 KINDS = {"speculation", "prefix-cache", "kv-cache"}
 TOP_KEYS = {"name", "description", "track", "hardware", "variables", "comparison", "notes", "memory"}

@@ -34,7 +34,6 @@ async def predict_levels(levels, baseline, candidate, prompt_text: str, repeats:
     """Measure the batch times the sweep's levels need (after every level ran: the baseline and a draft
     server of its own only, the candidate is sent nothing) and set each level's predicted speed-up, or
     the reason there is none."""
-    from spectui.backends.llamacpp import LlamaCppBackend
 
     def note_all(why: str) -> CostCurve | None:
         for lv in levels:
@@ -56,7 +55,7 @@ async def predict_levels(levels, baseline, candidate, prompt_text: str, repeats:
     kinds.discard(NONE)
     if not any(d for _, d, _ in rounds):
         return note_all("the candidate drafted nothing")
-    if not isinstance(baseline, LlamaCppBackend):
+    if not baseline.capabilities.prompt_timings:
         return note_all(f"not predicted: the baseline ({baseline.kind}) reports no per-request prompt timings")
     kind = kinds.pop() if len(kinds) == 1 else OTHER
     out_ids = [t.token_id for r in levels[0].baseline.recorders[:1] for t in r.tokens]

@@ -337,11 +337,8 @@ async def measure_on_servers(
     its own (spectui's bundled draft unless `draft_model` names one) where the candidate drafts with a
     model and runs on this machine; the candidate is sent only one-token requests, and its speculation
     counters are read before and after to show they did not move."""
-    from spectui.backends.llamacpp import LlamaCppBackend
-    from spectui.backends.llamacpp_timing import timed_completion
-
     prefix, continuation = ids[:prefix_len], ids[prefix_len:]
-    if not isinstance(baseline, LlamaCppBackend):
+    if not baseline.capabilities.prompt_timings:
         why = f"the baseline ({baseline.kind}) reports no per-request prompt timings"
         return CostCurve(prefix_len, 0, None, {}, drafting=drafting, sources=ideal_sources(drafting, why))
     sources: dict[str, str] = {}
@@ -374,19 +371,19 @@ async def measure_on_servers(
         sources["reeval"] = f"measured: {name}'s prompt_ms for k tokens on its own llama-server, over t"
 
         async def draft_timer(p: list[int], n: int) -> CompletionTimings:
-            return await timed_completion(drafter, p, n)
+            return await drafter.timed_completion(p, n)
     else:
         sources["c"] = f"not measured: {drafting} drafting has no separate model spectui can time (c = 0 assumed)"
         sources["reeval"] = "not measured: R = 0 assumed"
 
     async def target_timer(p: list[int], n: int) -> CompletionTimings:
-        return await timed_completion(baseline, p, n)
+        return await baseline.timed_completion(p, n)
 
     cand_timer = None
-    if check_candidate and isinstance(candidate, LlamaCppBackend):
+    if check_candidate and candidate.capabilities.prompt_timings:
 
         async def cand_timer(p: list[int], n: int) -> CompletionTimings:
-            return await timed_completion(candidate, p, n)
+            return await candidate.timed_completion(p, n)
 
     before = await candidate.counters() if cand_timer is not None else None
     try:
@@ -460,9 +457,7 @@ async def check_prompt(
                 own, baseline, candidate, runs, draft_model, repeats, say, measure_terms, draft_named
             )
     out = [t.token_id for t in rec.tokens]
-    from spectui.backends.llamacpp import LlamaCppBackend
-
-    if not isinstance(baseline, LlamaCppBackend):  # the term that is missing, not a step on the way to it
+    if not baseline.capabilities.prompt_timings:  # the term that is missing, not a step on the way to it
         why = f"the baseline ({baseline.kind}) reports no per-request prompt timings (llama.cpp's prompt_ms)"
         curve = CostCurve(0, 0, None, {}, drafting=kind, sources=ideal_sources(kind, why))
     elif any(i is None for i in out) or not candidate.capabilities.token_ids:

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv setup demo test lint bench clean browser mutate
+.PHONY: venv setup demo test check lint bench clean browser mutate
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ browser:
 test: setup lint browser
 	$(PY) -m spectui setup --vllm
 	$(PY) -m pytest -q
+
+# the inner loop: lint and the fast tests (unit + contract), which need no server, model or browser built
+check: lint
+	$(PY) -m pytest -q tests/unit tests/contract
 
 # mutation testing (mutmut) of the verdict and figure modules against the fast tests, one module at a time;
 # slow (about an hour on 2 cores), so not part of `make test`; results and survivors in MUTATION.md

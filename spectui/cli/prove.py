@@ -12,6 +12,7 @@ from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER
 from spectui.core.errors import InputError
 
 EXIT_NOT_VERIFIED = 1
+EXIT_NOT_WRITTEN = 5  # prove: a session or the certificate stopped being written (a full disk): no certificate
 
 
 def add_parsers(sub, add_run_options) -> None:
@@ -187,7 +188,7 @@ async def cmd_prove(args) -> int:
     from spectui.backends.transport import stamped_client
     from spectui.cli.common import PairOptions, connect_pair, params_from, prompts_from
     from spectui.cli.compare import machine_sampler
-    from spectui.run.prove.prove import OneAtATime, ProveOptions, Prover, default_dir, prepare_dir
+    from spectui.run.prove.prove import OneAtATime, ProveOptions, Prover, SessionNotWritten, default_dir, prepare_dir
     from spectui.run.prove.render import render_text
     from spectui.run.prove.shard import parse_shard
     from spectui.store import prompts as prompt_sets
@@ -276,7 +277,11 @@ async def cmd_prove(args) -> int:
                 launched=launched,
                 one_at_a_time=one,
             )
-            doc = await prover.run()
+            try:
+                doc = await prover.run()
+            except SessionNotWritten as exc:
+                _not_written(prover, exc, params, args.json)
+                return EXIT_NOT_WRITTEN
             from spectui.run.prove.terms import SKIPPED_FLAG, add_terms
 
             if args.terms and not args.json and alone is None:  # one at a time: never both up to time
@@ -303,6 +308,17 @@ async def cmd_prove(args) -> int:
     if not args.no_notebook:
         _note(args.notebook, doc)
     return exit_for(doc)
+
+
+def _not_written(prover, exc, params, as_json: bool) -> None:
+    """The text report of every prompt run that finished (the run is not lost with the file), then one
+    line: which file stopped being written, and that no certificate was made over it."""
+    from spectui.core.report import text_report
+
+    if exc.results and not as_json:
+        infos = {side: prover._info(side) for side in ("baseline", "candidate")}
+        print(text_report(infos, exc.results, params, prover.options.order), end="")
+    _say(f"error: {exc.one_line()}")
 
 
 def _opener(servers: dict, client, args):

@@ -276,3 +276,27 @@ def test_prove_launches_a_profile_pair_and_stops_it(tmp_path, capsys):
 
 
 assert set(CANDIDATES) >= {"baseline", "draft", "ngram", "kvq4"}
+
+
+def test_a_full_disk_during_prove_is_one_line_the_text_report_and_exit_5(llama_servers, tmp_path):
+    """A file-size limit in the child (RLIMIT_FSIZE: EFBIG, as a full disk's ENOSPC) cuts greedy.jsonl
+    mid-run: prove prints the text report of the runs it has, one error line naming the session and the
+    disk, exits 5, and writes no certificate over the cut session (issue 36)."""
+    import resource
+
+    out = tmp_path / "c"
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+
+    cmd = [sys.executable, "-m", "spectui", "prove", "--baseline", llama_servers["baseline"]]
+    cmd += ["--candidate", llama_servers["draft"], "--prompts", "quick", "--max-tokens", "24", "--runs", "2"]
+    cmd += ["--sampled", "0", "-o", str(out), "--no-notebook", "--no-terms"]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, preexec_fn=limit)
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert r.returncode == 5, (r.returncode, r.stderr[-2000:])
+    [line] = [x for x in r.stderr.splitlines() if x.startswith("spectui: error")]
+    assert f"the session {out / 'greedy.jsonl'} stopped being written (File too large" in line
+    assert "the disk is full" in line and "no certificate was made" in line
+    assert r.stdout.startswith("baseline ") and "prompt " in r.stdout  # the text report of the finished runs
+    assert not (out / "certificate.json").exists()

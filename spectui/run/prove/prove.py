@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spectui.backends.launchspec import LaunchSpec
-from spectui.core.errors import InputError
+from spectui.core.errors import InputError, SpectuiError
 from spectui.core.runner import PromptResult, Source
 from spectui.core.types import GenerationParams, Prompt
 from spectui.run.events import PromptFinished, PromptStarted, RunEvent
@@ -37,6 +37,17 @@ TRIAGE_SKIPPED = (
     "skipped: triage reruns a differing prompt on both servers and asks both for log-probabilities, "
     "and the two were never up together"
 )
+
+
+class SessionNotWritten(SpectuiError):
+    """A session (or the certificate) stopped being written — a full disk, a file-size limit: no certificate
+    is made over a cut session. `results`: every prompt run that finished, for the text report."""
+
+    hint = "free some space (or give -o a folder on another disk) and run prove again"
+
+    def __init__(self, message: str, results: list[PromptResult]) -> None:
+        super().__init__(message)
+        self.results = results
 
 
 @dataclass
@@ -119,9 +130,19 @@ def default_dir(shard: Shard | None = None) -> Path:
 
 def prepare_dir(out: Path) -> Path:
     """The certificate's folder: new or empty of spectui's files; never overwrites raw sessions."""
+    import os
+
     out = out.expanduser()
     if out.exists() and not out.is_dir():
         raise InputError(f"-o {out} is a file", hint="give -o a folder for the certificate and its sessions")
+    folder = out
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the nearest folder that exists: the missing ones are made in it
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(
+            f"-o {out}: cannot write in {folder} (permission denied)",
+            hint="give -o a folder you may write in; checked before any server is started",
+        )
     for name in (GREEDY, SAMPLED, certificate.CERT_NAME):
         if (out / name).exists():
             raise InputError(
@@ -131,6 +152,16 @@ def prepare_dir(out: Path) -> Path:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create {out}: {exc.strerror}") from None
+    import tempfile
+
+    try:  # written to, not only asked: a read-only mount says yes to access() for root
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".spectui-write-check-"):
+            pass
+    except OSError as exc:
+        raise InputError(
+            f"-o {out}: cannot write in it ({exc.strerror or exc})",
+            hint="give -o a folder you may write in; checked before any server is started",
+        ) from None
     return out
 
 
@@ -171,6 +202,8 @@ class Prover:
         if one_at_a_time is None and (baseline is None or candidate is None):
             raise InputError("prove needs both servers, or one_at_a_time to start each alone")
         self.infos: dict = {}  # one at a time: each side's server as it answered when it was up
+        self.results: list[PromptResult] = []  # every prompt run that finished, in order
+        self.write_errors: list[str] = []
         if one_at_a_time is not None:
             self.options = options = dataclasses.replace(options, order=ORDER)
         shard = options.shard
@@ -182,8 +215,16 @@ class Prover:
             raise InputError(f"shard {shard.text() if shard else ''} of a {len(prompts)}-prompt set holds no prompt")
 
     def emit(self, ev) -> None:
+        if isinstance(ev, PromptFinished):
+            self.results.append(ev.result)
         if self._emit is not None:
             self._emit(ev)
+
+    def _closed(self, writer) -> None:
+        """A writer closed: where its file stopped taking lines (SessionWriter.error), remembered."""
+        writer.close()
+        if writer.error and writer.path is not None:
+            self.write_errors.append(f"the session {writer.path} stopped being written ({writer.error})")
 
     def inputs(self) -> dict:
         o, p = self.options, self.params
@@ -238,6 +279,11 @@ class Prover:
             await self._one_at_a_time(out)
         else:
             await self._together(out)
+        if self.write_errors:  # a cut session would give a certificate of what it kept: none at all
+            raise SessionNotWritten(
+                f"{self.write_errors[0]}: the disk is full or the file too large; no certificate was made",
+                self.results,
+            )
 
         self.emit(PhaseStarted("certificate", 1))
         from spectui.run.prove.provenance import measured_on
@@ -248,7 +294,14 @@ class Prover:
         refs = [certificate.session_ref(p, out, phase) for p, phase in refs_paths]
         doc = certificate.build(self.inputs(), mo, refs, out)
         path = out / certificate.CERT_NAME
-        certificate.write(doc, path)
+        try:
+            certificate.write(doc, path)
+        except OSError as exc:
+            raise SessionNotWritten(
+                f"the certificate could not be written in {out} ({exc.strerror or exc}): the disk is full or the "
+                "file too large",
+                self.results,
+            ) from None
         self.emit(CertificateWritten(path, doc))
         return doc
 
@@ -283,7 +336,7 @@ class Prover:
                     await session.triage(r)
                     self.emit(Progressed("triage", k, len(todo), r.prompt.id))
         finally:
-            writer.close()
+            self._closed(writer)
         if self.sampled:
             total = len(self.sampled) * o.samples
             self.emit(PhaseStarted("sampled", total))
@@ -296,7 +349,7 @@ class Prover:
                         done += 1
                         self.emit(Progressed("sampled", done, total, prompt.id))
             finally:
-                writer.close()
+                self._closed(writer)
 
     async def _one_at_a_time(self, out: Path) -> None:
         """Both passes one server at a time: the greedy runs, then the sampled pass (each seed its own
@@ -347,7 +400,7 @@ class Prover:
                 self.infos = dict(run.infos)
         finally:
             for w in writers.values():
-                w.close()
+                self._closed(w)
 
     def sampled_params(self, i: int) -> GenerationParams:
         o = self.options

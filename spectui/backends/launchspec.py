@@ -28,6 +28,25 @@ _VALUE_FLAGS = {
     "--kv-cache-dtype": "kv",
     "--speculative-algorithm": "spec",
     "--speculative-config": "spec-config",
+    # threads, offload and context, for the probes that time a model as the server runs it (common/arg.cpp)
+    "-m": "model",
+    "--model": "model",
+    "-t": "threads",
+    "--threads": "threads",
+    "-tb": "threads_batch",
+    "--threads-batch": "threads_batch",
+    "-ngl": "ngl",
+    "--gpu-layers": "ngl",
+    "--n-gpu-layers": "ngl",
+    "-c": "ctx",
+    "--ctx-size": "ctx",
+    "-td": "threads_draft",
+    "--threads-draft": "threads_draft",
+    "--spec-draft-threads": "threads_draft",
+    "-ngld": "ngl_draft",
+    "--gpu-layers-draft": "ngl_draft",
+    "--n-gpu-layers-draft": "ngl_draft",
+    "--spec-draft-ngl": "ngl_draft",
 }
 _CACHE_OFF = ("--no-cache-prompt", "--disable-radix-cache", "--no-enable-prefix-caching")
 _CACHE_ON = ("--cache-prompt", "--enable-prefix-caching")
@@ -93,6 +112,23 @@ class LaunchSpec:
         if not self.launched:
             return None
         return self._int("ngram_n", NGRAM_SIMPLE_DEFAULT[0]), self._int("ngram_m", NGRAM_SIMPLE_DEFAULT[1])
+
+    def draft_server_args(self) -> list[str]:
+        """The flags that make a draft model's own llama-server run it as this candidate runs its draft:
+        b11434 gives the draft the candidate's threads unless -td says otherwise (common/arg.cpp:889
+        postprocess_cpu_params(draft.cpuparams, &cpuparams)) and offloads it by -ngld
+        (common/speculative.cpp:2553-2556); the context as the candidate's -c. Empty where not launched."""
+        out: list[str] = []
+        threads = self.values.get("threads_draft") or self.values.get("threads")
+        if threads:
+            out += ["-t", threads]
+        if self.values.get("threads_batch"):
+            out += ["-tb", self.values["threads_batch"]]
+        if self.values.get("ngl_draft"):
+            out += ["-ngl", self.values["ngl_draft"]]
+        if self.values.get("ctx"):
+            out += ["-c", self.values["ctx"]]
+        return out
 
     @property
     def quantised_kv(self) -> bool:

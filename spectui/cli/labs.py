@@ -314,6 +314,12 @@ async def _theory_from(args) -> int:
 
     infos = session.infos
     checks, curves = {}, {}
+    from spectui.backends.launchspec import LaunchSpec
+    from spectui.labs.sampling.exact import launch_argv
+
+    # each server's own command line where it runs here: the draft is timed at the candidate's threads and
+    # offload, every position's outputs at the baseline's
+    launched = {side: LaunchSpec.from_argv(launch_argv(infos[side].url)) for side in ("baseline", "candidate")}
     async with stamped_client() as client:
         backends = None
         if not args.no_measure:
@@ -337,7 +343,15 @@ async def _theory_from(args) -> int:
             say(f"{g.prompt.id}: {len(g.runs)} run(s)")
             b, c = (backends["baseline"], backends["candidate"]) if backends else (None, None)
             chk, curve = await check_prompt(
-                client, b, c, g.runs, args.draft_model, args.repeats, say, measure_terms=backends is not None
+                client,
+                b,
+                c,
+                g.runs,
+                args.draft_model,
+                args.repeats,
+                say,
+                measure_terms=backends is not None,
+                launched=launched,
             )
             checks[g.prompt.id], curves[g.prompt.id] = chk, curve
     doc = {

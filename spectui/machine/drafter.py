@@ -7,7 +7,7 @@ requests never reach the candidate, so the measured figures stay untouched.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from spectui.backends.launchspec import LaunchSpec
@@ -22,10 +22,20 @@ def draft_model_from_argv(argv: list[str] | None) -> Path | None:
     return LaunchSpec.from_argv(argv).draft_model
 
 
+def drafter_argv(server: Path, model: Path, settings: Sequence[str] = ()) -> list[str]:
+    """The draft server's command line: -t 1 and no offload unless `settings` (the candidate's own, from
+    LaunchSpec.draft_server_args) say otherwise; llama.cpp takes the last of a repeated flag."""
+    return llama_server_argv(server, model, 0, extra=tuple(settings))
+
+
 async def start_drafter(
-    client, draft_model: str | Path | None, say: Callable[[str], None] | None = None
+    client,
+    draft_model: str | Path | None,
+    say: Callable[[str], None] | None = None,
+    settings: Sequence[str] = (),
 ) -> tuple[Launcher, LlamaCppBackend]:
-    """A llama-server serving the draft model (spectui's bundled draft unless one is named), and its backend."""
+    """A llama-server serving the draft model (spectui's bundled draft unless one is named), and its backend,
+    with the candidate's threads, offload and context where `settings` give them."""
     found = assets.find_all()
     model = Path(draft_model).expanduser() if draft_model else found.draft_model
     if model is None or not model.is_file():
@@ -36,7 +46,7 @@ async def start_drafter(
     if found.llama_server is None:
         raise InputError("llama-server not found to serve the draft model", hint="run `spectui setup`")
     launcher = Launcher()
-    proc = launcher.add(ServerProcess("draft-probe", llama_server_argv(found.llama_server, model, 0)))
+    proc = launcher.add(ServerProcess("draft-probe", drafter_argv(found.llama_server, model, settings)))
     proc.argv[proc.argv.index("--port") + 1] = str(proc.port)
     if say is not None:
         say(f"starting the draft model {model.name} on {proc.url} for the probe …")

@@ -83,6 +83,10 @@ def test_draft_simple_pair_measures_c_and_the_verification_curve(llama_servers, 
     assert list(v) == [str(k) for k in range(1, 10)] and v["1"] == 1.0
     assert v["9"] > 2.0
     assert chk["draft_reevaluation_cost"]["9"] > 0
+    # V(k) as the server verifies: every position's outputs timed on the probe and added, labelled so (issue 42)
+    assert m["output_extra"] is not None and sorted(int(k) for k in m["output_extra"]) == list(range(1, 10))
+    assert m["output_extra"]["1"]["ms"] == [0.0] * len(m["output_extra"]["1"]["ms"])
+    assert m["sources"]["verify"].startswith("measured as the server verifies"), m["sources"]["verify"]
     assert 0 < chk["predicted_speedup"] and chk["measured_low"] is not None
     assert chk["terms"][0]["speedup"] > chk["predicted_speedup"]  # the ideal promises more than the terms allow
     said(chk)

@@ -30,10 +30,11 @@ the ideal formula's value stands in for it, labelled.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from spectui.backends.launchspec import LaunchSpec
 from spectui.backends.llamacpp_timing import CompletionTimings
 from spectui.labs.theory.terms import StepCosts
 
@@ -74,6 +75,9 @@ class CostCurve:
     sources: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     left_out: int = 0  # replies whose cache_n/prompt_n were not what was asked
+    # k → ms that every position's logits, sampled, add to a k-token batch over its last position's (the
+    # verification-batch probe, labs.theory.outputs; k = 1 adds 0): a prompt batch outputs only its last token
+    output_extra: dict[int, Samples] | None = None
 
     @property
     def ks(self) -> list[int]:
@@ -84,6 +88,13 @@ class CostCurve:
         return self.target_step is not None and 1 in self.target_batch and len(self.target_batch) > 1
 
     def target_ms(self, k: float, i: int | None = None) -> float:
+        """A target batch of k tokens as the server verifies it: the prompt batch's time plus what every
+        position's outputs add, where the probe measured it."""
+        extra = _interp(self.output_extra, k, i) if self.output_extra and k > 1 else 0.0
+        return _interp(self.target_batch, k, i) + extra
+
+    def prompt_batch_ms(self, k: float, i: int | None = None) -> float:
+        """A target batch of k tokens with its last position's logits only (llama-server's prompt_ms)."""
         return _interp(self.target_batch, k, i)
 
     def draft_ms(self, k: float, i: int | None = None) -> float:
@@ -146,6 +157,7 @@ class CostCurve:
             "sources": dict(self.sources),
             "notes": list(self.notes),
             "left_out": self.left_out,
+            "output_extra": batch(self.output_extra),
         }
 
     @classmethod
@@ -171,6 +183,7 @@ class CostCurve:
             sources=dict(d.get("sources") or {}),
             notes=list(d.get("notes") or []),
             left_out=int(d.get("left_out") or 0),
+            output_extra=batch(d.get("output_extra")),  # absent in terms recorded before it was measured
         )
 
 
@@ -331,12 +344,15 @@ async def measure_on_servers(
     say: Callable[[str], None] | None = None,
     check_candidate: bool = True,
     draft_named: str = "named with --draft-model",
+    launched: Mapping[str, LaunchSpec] | None = None,
 ) -> CostCurve:
     """The terms for one context (`ids`: the run's prompt and output tokens; the first `prefix_len` are the
     cached prefix), measured on the live servers after the run. The draft model runs on a llama-server of
     its own (spectui's bundled draft unless `draft_model` names one) where the candidate drafts with a
     model and runs on this machine; the candidate is sent only one-token requests, and its speculation
-    counters are read before and after to show they did not move."""
+    counters are read before and after to show they did not move. `launched`: each side's command line where
+    spectui launched it: the draft server runs with the candidate's threads and offload, the probe of every
+    position's outputs with the baseline's."""
     prefix, continuation = ids[:prefix_len], ids[prefix_len:]
     if not baseline.capabilities.prompt_timings:
         why = f"the baseline ({baseline.kind}) reports no per-request prompt timings"
@@ -360,14 +376,24 @@ async def measure_on_servers(
 
         if say is not None:
             say("starting the draft model on a llama-server of its own, to time it …")
-        launcher, drafter = await start_drafter(client, draft_model)
+        settings = (launched or {}).get("candidate", LaunchSpec()).draft_server_args()
+        launcher, drafter = await start_drafter(client, draft_model, settings=settings)
         name = drafter.info.model if drafter.info else "the draft model"
         which = (
             draft_named
             if draft_model
             else "spectui's bundled draft: llama-server does not say which the candidate loaded"
         )
-        sources["c"] = f"measured: {name}'s decode step on its own llama-server, over t ({which})"
+        how = (
+            f"with the candidate's {' '.join(settings)}"
+            if settings
+            else "at -t 1, no offload: the candidate's own settings not known"
+        )
+        sources["c"] = (
+            f"measured: {name}'s decode step on its own llama-server, {how}, over t ({which}); it includes that "
+            "server's per-token loop (its full sampler chain, detokenising), which a draft decode inside the "
+            "candidate does not run (a top-k 10 sampler, common/speculative.cpp): c is biased up by it"
+        )
         sources["reeval"] = f"measured: {name}'s prompt_ms for k tokens on its own llama-server, over t"
 
         async def draft_timer(p: list[int], n: int) -> CompletionTimings:
@@ -405,6 +431,9 @@ async def measure_on_servers(
     finally:
         if launcher is not None:
             launcher.stop_all()
+    from spectui.labs.theory.outputs import add_outputs
+
+    await add_outputs(curve, baseline, (launched or {}).get("baseline", LaunchSpec()), prefix, ks, repeats, say)
     if before is not None:
         after = await candidate.counters()
         if after is not None:
@@ -432,6 +461,7 @@ async def check_prompt(
     say: Callable[[str], None] | None = None,
     measure_terms: bool = True,
     draft_named: str = "named with --draft-model",
+    launched: Mapping[str, LaunchSpec] | None = None,
 ):
     """The terms measured for one prompt's runs (core.runner.PromptResult) and the formula checked against
     them: (TheoryCheck or None where the candidate drafted nothing, the CostCurve or None)."""
@@ -454,7 +484,7 @@ async def check_prompt(
 
         async with httpx.AsyncClient() as own:
             return await check_prompt(
-                own, baseline, candidate, runs, draft_model, repeats, say, measure_terms, draft_named
+                own, baseline, candidate, runs, draft_model, repeats, say, measure_terms, draft_named, launched
             )
     out = [t.token_id for t in rec.tokens]
     if not baseline.capabilities.prompt_timings:  # the term that is missing, not a step on the way to it
@@ -486,6 +516,7 @@ async def check_prompt(
                 repeats,
                 say,
                 draft_named=draft_named,
+                launched=launched,
             )
     if curve.measured and last.baseline.figures.decode_tps:
         during = 1000.0 / last.baseline.figures.decode_tps
@@ -517,19 +548,26 @@ def curve_text(curve: CostCurve) -> str:
         )
     elif curve.drafting == NGRAM:
         lines.append("  n-gram drafting: no draft model runs, c = 0 (not measured: a lookup in the token history)")
-    head = f"  {'k':>3} {'target ms':>10} {'V(k)':>6}"
+    head = f"  {'k':>3} {'target ms':>10}"
+    if curve.output_extra:
+        head += f" {'+all outputs':>12}"
+    head += f" {'V(k)':>6}"
     if curve.draft_batch:
         head += f" {'draft ms':>9} {'R(k)':>6}"
     if curve.candidate_batch:
         head += f" {'candidate ms':>12}"
     lines.append(head)
     for k in curve.ks:
-        row = f"  {k:>3} {curve.target_batch[k].median:>10.2f} {terms.V(k):>6.2f}"
+        row = f"  {k:>3} {curve.target_batch[k].median:>10.2f}"
+        if curve.output_extra:
+            row += f" {curve.target_ms(k) - curve.prompt_batch_ms(k):>+12.2f}"
+        row += f" {terms.V(k):>6.2f}"
         if curve.draft_batch:
             row += f" {curve.draft_ms(k):>9.2f} {terms.R(k):>6.2f}"
         if curve.candidate_batch:
             got = curve.candidate_batch.get(k)
             row += f" {got.median:>12.2f}" if got else f" {'':>12}"
         lines.append(row)
+    lines.append(f"  V(k): {curve.sources.get('verify', 'measured')}")
     lines += [f"  {n}" for n in curve.notes]
     return "\n".join(lines)

@@ -113,12 +113,41 @@ def add_parser(sub) -> None:
     p.add_argument("--profile", metavar="NAME", help="profile name recorded in the notebook")
     p.add_argument("--json", action="store_true")
 
+    p = dsub.add_parser(
+        "train-eagle3", help="an EAGLE-3 head trained on this CPU (torch env), converted, served, checked identical"
+    )
+    p.add_argument("--target", required=True, metavar="GGUF|HF_DIR", help="the target's weights")
+    p.add_argument("--data", required=True, metavar="DATA.jsonl", help="records `spectui drafts data` wrote")
+    p.add_argument("-o", "--output", required=True, metavar="HEAD_DIR", help="folder for the head, GGUF and logs")
+    p.add_argument(
+        "--draft-vocab",
+        type=_positive_int,
+        default=8192,
+        metavar="N",
+        help="draft vocabulary (8192; >= target's: full)",
+    )
+    p.add_argument("--ttt", type=_positive_int, default=3, metavar="K", help="test-time-training steps (3)")
+    p.add_argument("--epochs", type=_positive_int, default=3, metavar="E", help="passes over the data (3)")
+    p.add_argument("--threads", type=_positive_int, default=1, metavar="N", help="trainer and server threads (1)")
+    p.add_argument("--heldout", metavar="PROMPTS", help="held-out prompts (default: DATA.heldout.toml)")
+    p.add_argument("--model", metavar="GGUF", help="the GGUF served (default: --target when it is one)")
+    p.add_argument("--n-max", type=_positive_int, default=3, metavar="N", help="--spec-draft-n-max when serving (3)")
+    p.add_argument("--max-tokens", type=_positive_int, default=128, metavar="N", help="tokens a held-out answer (128)")
+    p.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop training after N steps (a quick try)")
+    p.add_argument("--aux-layers", metavar="L1,L2,L3", help="target layers whose inputs feed the head ([2, n/2, n-3])")
+    p.add_argument("--lr", type=float, default=5e-4, metavar="LR", help="learning rate (5e-4)")
+    p.add_argument("--json", action="store_true")
+
 
 def cmd_drafts(args):
     action = getattr(args, "drafts_command", None)
     if action is None:
-        raise InputError("spectui drafts needs an action: cost, data or train-lookup", hint="see spectui drafts --help")
-    return {"cost": cmd_cost, "data": cmd_data, "train-lookup": cmd_train_lookup}[action](args)
+        raise InputError(
+            "spectui drafts needs an action: cost, data, train-lookup or train-eagle3", hint="see spectui drafts --help"
+        )
+    return {"cost": cmd_cost, "data": cmd_data, "train-lookup": cmd_train_lookup, "train-eagle3": cmd_train_eagle3}[
+        action
+    ](args)
 
 
 async def _connect(url: str, args, client):
@@ -271,3 +300,44 @@ async def cmd_train_lookup(args) -> int:
 
         append_to_notebook(args, outcome.notebook_rows(args.profile))
     return EXIT_OK if outcome.proof is not None and outcome.proof.all_identical else EXIT_DIFFERS
+
+
+async def cmd_train_eagle3(args) -> int:
+    from pathlib import Path
+
+    from spectui.cli.progress import Advance
+    from spectui.labs.drafts.train_eagle3 import Options, run_pipeline
+
+    if args.aux_layers is not None:
+        parts = args.aux_layers.split(",")
+        if len(parts) != 3 or not all(x.strip().isdigit() for x in parts):
+            raise InputError(f"--aux-layers {args.aux_layers!r} is not three layer numbers", hint="e.g. 2,15,27")
+    opts = Options(
+        target=Path(args.target),
+        data=Path(args.data),
+        out=Path(args.output),
+        draft_vocab=args.draft_vocab,
+        ttt=args.ttt,
+        epochs=args.epochs,
+        threads=args.threads,
+        heldout=Path(args.heldout) if args.heldout else None,
+        serve_model=Path(args.model) if args.model else None,
+        n_max=args.n_max,
+        max_tokens=args.max_tokens,
+        max_steps=args.max_steps or 0,
+        aux=args.aux_layers or "",
+        lr=args.lr,
+    )
+    bar = Advance("spectui drafts train-eagle3")
+
+    def say(msg: str) -> None:
+        bar.close()
+        if not args.json:
+            print(f"spectui drafts train-eagle3: {msg}", file=sys.stderr)
+
+    try:
+        outcome = await run_pipeline(opts, say=say, advance=None if args.json else bar)
+    finally:
+        bar.close()
+    print(json.dumps(outcome.to_json(), indent=2) if args.json else outcome.text())
+    return EXIT_OK if outcome.ok else EXIT_DIFFERS

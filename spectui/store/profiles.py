@@ -33,7 +33,8 @@ to or overrides the bundled ones by name):
 argv is a list (never a shell string). `{host}` and `{port}` are filled by the launcher (127.0.0.1
 and a free port unless the server table sets `host`/`port`); where argv names neither, spectui adds
 `--host H --port P`. Built-in variables: {llama_server}, {model}, {draft_model} (the cached build and
-SmolLM2 unless SPECTUI_LLAMA_SERVER / SPECTUI_MODEL / SPECTUI_DRAFT_MODEL say otherwise).
+SmolLM2 unless SPECTUI_LLAMA_SERVER / SPECTUI_MODEL / SPECTUI_DRAFT_MODEL say otherwise), {model_f32}
+(the model's F32 copy, `spectui setup` makes it).
 """
 
 from __future__ import annotations
@@ -399,6 +400,7 @@ def builtin_values() -> dict[str, str | None]:
         "llama_server": str(found.llama_server) if found.llama_server else None,
         "model": str(found.model) if found.model else None,
         "draft_model": str(found.draft_model) if found.draft_model else None,
+        "model_f32": str(found.model_f32) if found.model_f32 else None,
     }
 
 
@@ -437,7 +439,7 @@ def resolve_argv(profile: Profile, spec: ServerSpec, host: str, port: int, value
                     if var
                     else (
                         "run `spectui setup`"
-                        if key in ("llama_server", "model", "draft_model")
+                        if key in ("llama_server", "model", "draft_model", "model_f32")
                         else "define it in [variables]"
                     )
                 )

@@ -214,10 +214,10 @@ def _word(m: dict, key: str, missing: str = "") -> str:
 
 def _described(server) -> str | None:
     """A recorded server's speed-up configuration as every other entry names it."""
-    from spectui.store.session import _info
+    from spectui.store.session import info_from_json
 
     try:
-        return _info(server).describe_speedup() if server else None
+        return info_from_json(server).describe_speedup() if server else None
     except (TypeError, ValueError, AttributeError):
         return None
 

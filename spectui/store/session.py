@@ -199,7 +199,7 @@ def _typed(d: dict, key: str, kinds, default=None):
     return v
 
 
-def _info(d: dict) -> ServerInfo:
+def info_from_json(d: dict) -> ServerInfo:
     if not isinstance(d, dict):
         raise TypeError(f"server is {type(d).__name__}, not an object")
     return ServerInfo(
@@ -287,7 +287,7 @@ def load_session(path: str | Path) -> Session:
                 runs += 1
                 by_n = {}  # each run numbers its prompts from 0
             elif kind == "servers":
-                infos = {k: _info(rec[k]) for k in ("baseline", "candidate")}
+                infos = {k: info_from_json(rec[k]) for k in ("baseline", "candidate")}
             elif kind == "prompt":
                 prompts.append(_prompt(rec))
             elif kind == "event":

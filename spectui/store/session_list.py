@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from spectui.store.session import FORMAT, VERSION, _info
+from spectui.store.session import FORMAT, VERSION, info_from_json
 
 # a record's first bytes as the writer puts them (orjson, or json.dumps with or without spaces), at the
 # start of a line: found in one pass (a find for each of the 8 took 2.4 s on a 134 MB session, this 0.4 s)
@@ -203,7 +203,7 @@ def summarise(path: Path) -> SessionSummary:
     infos = {}
     for side in ("baseline", "candidate"):
         try:
-            infos[side] = _info(servers[-1][side]).describe_speedup() if servers else "?"
+            infos[side] = info_from_json(servers[-1][side]).describe_speedup() if servers else "?"
         except (KeyError, TypeError, ValueError, AttributeError):
             infos[side] = "?"
     statuses = [_status(r) for r in results_after]

@@ -153,7 +153,7 @@ def test_connect_refused_says_so_in_whole_words(client_kind):
 
 def test_a_certificates_notebook_entry_names_the_candidate_as_compare_does():
     from spectui.store import notebook
-    from spectui.store.session import _info
+    from spectui.store.session import info_from_json
 
     server = {"url": "http://c", "build": "b2", "speculative": {"enabled": True, "type": "draft-simple"}}
     doc = {
@@ -164,7 +164,7 @@ def test_a_certificates_notebook_entry_names_the_candidate_as_compare_does():
     }
     entry = notebook.certificate_entry(doc)
     # it read "enabled=True, type=draft-simple" beside compare's "spec draft-simple" in `notebook show`
-    assert entry["candidate_config"] == _info(server).describe_speedup() == "spec draft-simple"
+    assert entry["candidate_config"] == info_from_json(server).describe_speedup() == "spec draft-simple"
 
 
 def test_html_report_has_the_same_whole_set_line(capsys):

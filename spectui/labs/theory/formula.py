@@ -131,7 +131,7 @@ def from_measurement(
     step_cost = max(0.0, (window - plain) / steps)  # one verification step, in target steps
     c = max(0.0, (step_cost - 1) / gamma)
     a = min(alpha, 0.999999)
-    predicted_free = _real_gamma_tokens(a, gamma)  # S with c = 0: the tokens per step
+    predicted_free = real_gamma_tokens(a, gamma)  # S with c = 0: the tokens per step
     predicted = predicted_free / (gamma * c + 1)
     g = max(1, round(gamma))
     out: dict = {
@@ -183,7 +183,7 @@ def from_measurement(
     return out
 
 
-def _real_gamma_tokens(alpha: float, gamma: float) -> float:
+def real_gamma_tokens(alpha: float, gamma: float) -> float:
     """E = 1 + Σ_{i=1..γ} α^i for a real γ (a mean draft length): (1 − α^(γ+1))/(1 − α)."""
     return (1 - alpha ** (gamma + 1)) / (1 - alpha)
 

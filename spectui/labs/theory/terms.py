@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from spectui.labs.theory.formula import _real_gamma_tokens, tokens_per_step
+from spectui.labs.theory.formula import real_gamma_tokens, tokens_per_step
 
 
 @dataclass(frozen=True)
@@ -352,7 +352,7 @@ def check(
     gamma, alpha, E = run.gamma, run.alpha, run.tokens_per_step
     a = min(alpha, 0.999999)
     g_int = max(1, round(gamma))
-    ideal_E = _real_gamma_tokens(a, gamma)
+    ideal_E = real_gamma_tokens(a, gamma)
     src = costs.sources
     terms = [Term("ideal (c = 0, V = 1, R = 0)", "—", f"α {alpha:.2f}, γ {gamma:.2f}", ideal_E, "Leviathan et al.")]
     s_c = ideal_E / (gamma * costs.c + 1) if costs.draft_model else ideal_E
@@ -410,7 +410,7 @@ def check(
     be_alpha = _break_even_alpha(costs, g_int)
     be_c = None
     if costs.draft_model:
-        be_c = (_real_gamma_tokens(a, gamma) - costs.V(gamma + 1) - costs.R(gamma + 1)) / gamma
+        be_c = (real_gamma_tokens(a, gamma) - costs.V(gamma + 1) - costs.R(gamma + 1)) / gamma
     notes = []
     if not costs.draft_model:
         notes.append("n-gram drafting: no draft model runs; the lookup in the token history is taken as free (c = 0)")

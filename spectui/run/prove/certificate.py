@@ -386,7 +386,7 @@ def merge(paths: list[str | Path], out: str | Path) -> dict:
         }
         for d in sorted(docs, key=lambda d: d["inputs"]["shard"]["index"])
     ]
-    hws = {json.dumps(_machine(d["measured_on"].get("hardware")), sort_keys=True) for d in docs}
+    hws = {json.dumps(machine_names(d["measured_on"].get("hardware")), sort_keys=True) for d in docs}
     if len(hws) > 1:
         mo["hardware_note"] = f"the shards ran on {len(hws)} different machines: each speed-up is paired within one"
     doc = build(inputs, mo, refs, base, merged_terms(docs))
@@ -451,7 +451,7 @@ def merged_terms(docs: list[dict]) -> dict | None:
     return out
 
 
-def _machine(hw: dict | None) -> dict:
+def machine_names(hw: dict | None) -> dict:
     hw = hw or {}
     return {"cpu": hw.get("cpu"), "gpus": [g.get("name") for g in hw.get("gpus") or []]}
 

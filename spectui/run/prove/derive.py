@@ -13,7 +13,7 @@ from pathlib import Path
 from spectui.core.figures import per_position_alpha
 from spectui.core.runner import PromptResult, same_tokenizer
 from spectui.core.verdict import judge
-from spectui.run.prove.setstats import _at, interval_text, set_ratio, set_speedup, speed_word
+from spectui.run.prove.setstats import accepted_at, interval_text, set_ratio, set_speedup, speed_word
 from spectui.store.session import Session, load_session, recorded_verdict, recorders_for
 
 
@@ -181,8 +181,8 @@ def acceptance_summary(groups: list[PromptRuns]) -> dict | None:
         positions = [
             {
                 "position": i,
-                "accepted": sum(_at(a, i) for a in per),
-                **set_ratio(per, per_pass, lambda a, i=i: _at(a, i), cap=1.0),
+                "accepted": sum(accepted_at(a, i) for a in per),
+                **set_ratio(per, per_pass, lambda a, i=i: accepted_at(a, i), cap=1.0),
             }
             for i in range(width)
         ]

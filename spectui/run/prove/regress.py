@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spectui.run.prove.certificate import _machine, load, verify
+from spectui.run.prove.certificate import load, machine_names, verify
 from spectui.run.prove.setstats import interval_text
 
 EXIT_NO_REGRESSION, EXIT_REGRESSION, EXIT_INCOMPARABLE = 0, 4, 2
@@ -251,7 +251,7 @@ def regress(old_path: str | Path, new_path: str | Path, check: bool = True) -> R
         if len(opos) != len(npos):
             rows.append(RegressRow("positions drafted", str(len(opos)), str(len(npos)), "the draft length changed"))
     osp, nsp = old["derived"]["speedup"]["overall"], new["derived"]["speedup"]["overall"]
-    same_hw = _machine(old["measured_on"].get("hardware")) == _machine(new["measured_on"].get("hardware"))
+    same_hw = machine_names(old["measured_on"].get("hardware")) == machine_names(new["measured_on"].get("hardware"))
     if osp and not nsp:
         rows.append(RegressRow("speed-up", interval_text(osp, unit="×"), "—", "measured before and not now", True))
     if osp and nsp:

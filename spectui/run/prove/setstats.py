@@ -43,7 +43,7 @@ def ratio_interval(nums: list[float], dens: list[float], cap: float | None = Non
     }
 
 
-def _at(a: dict, i: int) -> int:
+def accepted_at(a: dict, i: int) -> int:
     pos = a.get("accepted_per_position") or []
     return pos[i] if i < len(pos) else 0
 

@@ -139,13 +139,15 @@ def terms_table_html(chk: terms.TheoryCheck) -> str:
     )
     ks = " ".join(f"{k}:{v:.2f}" for k, v in enumerate(chk.costs.verify, 1))
     meas = (
-        f"{chk.measured:.2f}× [{chk.measured_low:.2f}–{chk.measured_high:.2f}] over {chk.runs} runs"
-        if chk.measured_low is not None
+        f"{chk.measured:.2f}× [{chk.measured_low:.2f}–{chk.measured_high:.2f}] over {chk.runs} runs "
+        f"(width {chk.measured_high - chk.measured_low:.2f}×)"
+        if chk.measured_low is not None and chk.measured_high is not None
         else f"{chk.measured:.2f}× (1 run: no interval)"
     )
     verdict = (
-        f'<p class="ok">{NONE_MEASURED if chk.costs.none_measured else "the measured terms"} '
-        "account for the measured speed-up</p>"
+        f'<p class="ok">{NONE_MEASURED}: nothing measured, not a test of the formula</p>'
+        if chk.agree and chk.costs.none_measured
+        else '<p class="ok">the measured terms account for the measured speed-up</p>'
         if chk.agree
         else (f'<p class="bad">{_e(chk.miss)}</p>' if chk.miss else "")
     )

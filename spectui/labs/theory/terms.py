@@ -300,8 +300,9 @@ class TheoryCheck:
             else ""
         )
         meas = (
-            f"{self.measured:.2f}× [{self.measured_low:.2f}–{self.measured_high:.2f}] over {self.runs} runs"
-            if self.measured_low is not None
+            f"{self.measured:.2f}× [{self.measured_low:.2f}–{self.measured_high:.2f}] over {self.runs} runs "
+            f"(width {self.measured_high - self.measured_low:.2f}×)"
+            if self.measured_low is not None and self.measured_high is not None
             else f"{self.measured:.2f}× (1 run: no interval)"
         )
         # with nothing measured the terms are the ideal formula's: say so, never "the measured terms"
@@ -312,7 +313,9 @@ class TheoryCheck:
             f"measured:                          {meas}",
             f"a step took {self.step_measured:.2f} target steps in the run; {what} add up to {self.step_predicted:.2f}",
         ]
-        if self.agree:
+        if c.none_measured:  # the ideal's terms explain nothing: they were assumed, not measured
+            lines.append("nothing measured: the ideal formula beside the measured speed-up, not a test of it")
+        elif self.agree:
             lines.append(f"{what} account for the measured speed-up ({self.agreement})")
         elif self.miss:
             lines.append(self.miss.replace("the measured terms", what))
@@ -323,7 +326,8 @@ class TheoryCheck:
             )
         be = self.break_even_alpha
         lines.append(
-            f"break-even α at γ = {round(self.gamma)} with the measured costs: "
+            f"break-even α at γ = {round(self.gamma)} with "
+            + ("the ideal costs (c = 0, V = 1, R = 0 assumed): " if c.none_measured else "the measured costs: ")
             + (f"{be:.3f}" if be is not None else "none — no acceptance rate pays at these costs")
         )
         if self.break_even_c is not None:
@@ -403,7 +407,15 @@ def check(
             )
     else:  # one run: no interval to judge by; the gap is still explained, not judged
         agree = None
-    miss = None if agree else _which_term(run, costs, measured, predicted, low, high)
+    untested = None
+    if agree and low is not None and high is not None and low <= ideal_E <= high and not costs.none_measured:
+        # an interval that holds the ideal formula's speed-up too could not have told the terms from the ideal
+        agree, how = None, None
+        untested = (
+            f"too few runs to test the prediction: the measured interval {low:.2f}–{high:.2f}× (width "
+            f"{high - low:.2f}×) also holds the ideal formula's {ideal_E:.2f}×"
+        )
+    miss = None if agree or untested else _which_term(run, costs, measured, predicted, low, high)
     best = None
     if costs.measured_k > 1:
         best = max(((g, costs.speedup(a, g)) for g in range(1, costs.measured_k)), key=lambda t: t[1])
@@ -411,7 +423,7 @@ def check(
     be_c = None
     if costs.draft_model:
         be_c = (real_gamma_tokens(a, gamma) - costs.V(gamma + 1) - costs.R(gamma + 1)) / gamma
-    notes = []
+    notes = [untested] if untested else []
     if not costs.draft_model:
         notes.append("n-gram drafting: no draft model runs; the lookup in the token history is taken as free (c = 0)")
     return TheoryCheck(

@@ -123,7 +123,8 @@ def params_from(args: argparse.Namespace):
     from spectui.core.types import checked_params
 
     a = vars(args)
-    cache = {"off": False, "on": True, "server": None}[a["cache_prompt"]]
+    # a lab that sets the cache per side (prefix) offers no --cache-prompt: its params say off
+    cache = {"off": False, "on": True, "server": None}[a.get("cache_prompt", "off")]
     return checked_params(
         a["max_tokens"], a["temperature"], a["seed"], cache, a.get("idle_timeout", 120.0), a.get("deadline", 3600.0)
     )

@@ -1,12 +1,14 @@
-"""`spectui compare`, and what reads saved sessions: replay, report, sessions, notebook."""
+"""`spectui compare`: the same prompts to both servers, headless (saved sessions are read by cli.sessions)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import sys
 from pathlib import Path
 
+from spectui.cli import options
 from spectui.cli.common import (  # noqa: F401
     EXIT_DIFFERS,
     EXIT_OK,
@@ -257,116 +259,48 @@ class _Opener:
         return await self._cm.__aexit__(*exc)
 
 
-def cmd_replay(args) -> int:
-    from spectui.store.session import load_session, results_for
-
-    if args.json and not args.no_tui:  # else the TUI would open and --json be ignored
-        raise InputError("replay --json prints the report instead of playing it: give it with --no-tui")
-    session = load_session(args.file)
-    if not session.prompts:
-        raise InputError(f"{session.path} holds no prompts to replay")
-    if args.no_tui:
-        from spectui.core.report import json_report, text_report
-
-        results = results_for(session)  # the recorded verdicts, each checked against its events
-        for w in session.warnings:
-            print(f"spectui: warning: {w}", file=sys.stderr)
-        params, order = session.prompts[0].params, session.prompts[0].order
-        terms, _ = _saved_terms(session.path, results)
-        if args.json:
-            doc = json_report(session.infos, results, params, order)
-            print(json.dumps({**doc, "terms": terms} if terms else doc, indent=2))
-        else:
-            print(f"replay of {session.path} (recorded {session.created})")
-            print(text_report(session.infos, results, params, order, terms=terms))
-        return exit_for(results)
-    for w in session.warnings:
-        print(f"spectui: warning: {w}", file=sys.stderr)
-    from spectui.cli.tui import run_replay
-
-    return run_replay(session, args.speed)
-
-
-def cmd_report(args) -> int:
-    from spectui.core.report import json_report, markdown_report
-    from spectui.store.session import load_session, results_for
-
-    session = load_session(args.file)
-    results = results_for(session)
-    for w in session.warnings:
-        print(f"spectui: warning: {w}", file=sys.stderr)
-    if not results:
-        raise InputError(f"{session.path} holds no prompts")
-    from spectui.cli.outputs import check_output
-
-    check_output(args.output, "-o")
-    params, order = session.prompts[0].params, session.prompts[0].order
-    terms, checks = _saved_terms(session.path, results)
-    if args.format == "md":
-        text = markdown_report(session.infos, results, params, order, str(session.path), terms=terms)
-    elif args.format == "html":
-        from spectui.labs.html_report import html_report
-
-        text = html_report(session.infos, results, params, order, str(session.path), checks=checks, terms_record=terms)
-    else:
-        doc = json_report(session.infos, results, params, order)
-        text = json.dumps({**doc, "terms": terms} if terms else doc, indent=2) + "\n"
-    if args.output:
-        from spectui.store.locations import atomic_write
-
-        try:
-            atomic_write(Path(args.output).expanduser(), text)
-        except OSError as exc:
-            raise InputError(f"cannot write {args.output}: {exc.strerror or exc}", hint="nothing was written") from None
-        print(f"spectui: wrote {args.output}", file=sys.stderr)
-    else:
-        print(text, end="")
-    return EXIT_OK
-
-
-def _saved_terms(path, results):
-    """The formula's terms saved beside the session by `theory --from S --save` (each check derived again
-    from the saved times and the session's runs) and its checks; a warning printed for each problem."""
-    from spectui.labs.theory.record import for_report
-
-    terms, checks, warnings = for_report(path, results)
-    for w in warnings:
-        print(f"spectui: warning: {w}", file=sys.stderr)
-    return terms, checks
-
-
-def cmd_sessions(args) -> int:
-    from pathlib import Path
-
-    from spectui.store.session import default_session_dir
-    from spectui.store.session_list import list_sessions
-
-    folder = Path(args.folder).expanduser() if args.folder else default_session_dir()
-    rows = list_sessions(folder)
-    if not rows:
-        print(f"{folder}: no sessions")
-        return EXIT_OK
-    for r in rows:
-        print(r.line())
-    return EXIT_OK
-
-
-def cmd_notebook(args) -> int:
-    from spectui.store import notebook
-
-    path = notebook.notebook_path(args.notebook)
-    print(path if args.action == "path" else notebook.show_text(path))
-    return EXIT_OK
-
-
-def cmd_import(args) -> int:
-    from spectui.store import imports, notebook
-
-    rows = imports.read(args.tool, Path(args.file).expanduser(), args.tool_version)
-    if args.json:
-        print(json.dumps(rows, indent=2, default=str))
-        return EXIT_OK
-    where, warning = notebook.append(notebook.notebook_path(args.notebook), rows)
-    what = f"{len(rows)} {args.tool} measurement{'s' if len(rows) != 1 else ''}"
-    print(f"spectui: {'warning: ' + warning if warning else f'appended {what} to {where}'}", file=sys.stderr)
-    return EXIT_OK
+def register(sub) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="stream the same prompts to both servers and compare, headless",
+        description="The same prompts to the baseline and the candidate: are the bytes the same, and how much "
+        "faster is the candidate? Exit 0 identical, 3 different, 1 a side failed, 2 usage.",
+    )
+    options.add_pair(p)
+    options.add_prompt_choice(p)
+    options.add_json(p)
+    p.add_argument("--save", metavar="PATH", help="save the session (every event, replayable) to PATH")
+    options.add_notebook(p)
+    options.add_repeat(p)
+    g = p.add_argument_group("when outputs differ")
+    g.add_argument(
+        "--triage",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="when outputs differ, rerun and ask for log-probabilities to say why (default: off)",
+    )
+    g.add_argument("--triage-limit", type=int, default=1, metavar="N", help="divergent prompts to triage (default 1)")
+    g.add_argument(
+        "--near-tie",
+        type=options.positive,
+        default=0.05,
+        metavar="NATS",
+        help="a margin under this between the two chosen tokens is a near-tie (default 0.05)",
+    )
+    g = p.add_argument_group("the draft probe")
+    g.add_argument(
+        "--probe-drafts",
+        action="store_true",
+        help="after the run, rebuild what the candidate's drafter proposed at each step and show the rejected text",
+    )
+    g.add_argument(
+        "--draft-model",
+        metavar="GGUF",
+        help="with --probe-drafts on a draft-model candidate: its draft GGUF (default: spectui's bundled draft)",
+    )
+    g.add_argument(
+        "--ngram-size",
+        metavar="N,M",
+        help="with --probe-drafts on an ngram-simple candidate: its --spec-ngram-simple-size-n,-m (default 12,48)",
+    )
+    options.add_run_options(p)

@@ -102,3 +102,29 @@ def cmd_demo(args) -> int:
     finally:
         launcher.stop_all()
         signal.signal(signal.SIGTERM, old)
+
+
+def register(sub) -> None:
+    import argparse
+
+    p = sub.add_parser("demo", help="launch the bundled pair of llama-servers and open the TUI on them")
+    p.add_argument("--headless", action="store_true", help="run the comparison without the TUI and print it")
+    p.add_argument("--repeat", type=int, default=1, metavar="N", help="with --headless: runs per side (interleaved)")
+    p.add_argument(
+        "--one-at-a-time",
+        action="store_true",
+        help="the baseline alone, then the candidate alone, never both servers up (the TUI plays the "
+        "baseline's recording beside the live candidate)",
+    )
+    p.add_argument(
+        "--triage",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="when outputs differ, find out why (default: on; --no-triage to skip)",
+    )
+    p.add_argument(
+        "--candidate",
+        choices=("draft", "ngram", "kvq4", "prefix"),
+        default="draft",
+        help="which speed-up the candidate uses (default: draft-model speculation)",
+    )

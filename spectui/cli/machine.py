@@ -99,3 +99,17 @@ def cmd_profiles(args) -> int:
             missing += too_big
         return EXIT_OK if ok and not missing else EXIT_SERVER
     return EXIT_OK
+
+
+def register(sub) -> None:
+    p = sub.add_parser("setup", help="build llama-server and fetch SmolLM2 and its draft into the cache")
+    p.add_argument(
+        "--vllm", action="store_true", help="also install vLLM for CPU (its own environment) and convert the model"
+    )
+
+    p = sub.add_parser("doctor", help="what spectui found: llama-server, models, GPUs, host")
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of the text")
+
+    p = sub.add_parser("profiles", help="hardware profiles: list, show one, check one against this machine")
+    p.add_argument("action", choices=("list", "show", "check"))
+    p.add_argument("name", nargs="?")

@@ -255,3 +255,21 @@ def cmd_serve(args) -> int:
     server = _server_class()(shlex.join(command), guard, host=args.host, port=args.port, title="spectui")
     asyncio.run(_run(server, args.host, args.port))
     return 0
+
+
+def register(sub) -> None:
+    import argparse
+
+    p = sub.add_parser("serve", help="the app in a web browser (textual-serve), on 127.0.0.1 unless told otherwise")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, metavar="N", help="port (default 8000; 0 picks a free one)")
+    p.add_argument(
+        "--max-apps", type=int, default=4, metavar="N", help="app processes (browser tabs) at once (default 4)"
+    )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="also accept requests from pages of ORIGIN (e.g. http://localhost:3000; * for any); repeatable",
+    )
+    p.add_argument("app_args", nargs=argparse.REMAINDER, metavar="-- ARGS", help="the app's own arguments, after --")

@@ -52,6 +52,7 @@ def cmd_tui(args) -> int:
         prompt_set=args.prompts,
         params=params_from(args),
         order=args.order,
+        triage=args.triage,  # --no-triage: it was parsed but never reached the app
         ready_timeout=args.ready_timeout,
         pick_profile=pick,
         backend_kind=args.backend,
@@ -72,3 +73,26 @@ def cmd_tui(args) -> int:
         if getattr(app, "launcher", None) is not None:
             app.launcher.stop_all()
     return 0
+
+
+def register(sub) -> None:
+    import argparse
+
+    from spectui.cli import options
+
+    p = sub.add_parser("tui", help="open the two-pane TUI on two running servers (or the profile picker)")
+    p.add_argument("--no-autosave", action="store_true", help="do not record runs into the sessions folder")
+    p.add_argument("--notebook", metavar="PATH", help="the lab notebook for Ctrl+N (else $SPECTUI_NOTEBOOK)")
+    p.add_argument("--baseline", metavar="URL", help="the baseline server (with --candidate; neither: pick a profile)")
+    p.add_argument("--candidate", metavar="URL", help="the candidate server (with --baseline)")
+    p.add_argument("--prompts", metavar="SET|FILE", default="default", help="a bundled prompt set by name, or a file")
+    p.add_argument(
+        "--triage",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="when outputs differ, find out why (default: on)",
+    )
+    options.add_generation(p)
+    options.add_order(p)
+    options.add_cache_prompt(p)
+    options.add_connection(p)

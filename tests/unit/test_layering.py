@@ -21,7 +21,7 @@ def test_everything_below_the_ui_imports_no_textual_or_rich():
         # a module run only in an environment of its own (labs/drafts/eagle3_*: torch) is not spectui's to load
         "        except ModuleNotFoundError as e:\n"
         "            if e.name.startswith('spectui'): raise\n"
-        "import spectui.cli.main, spectui.cli.compare, spectui.cli.labs, spectui.cli.machine\n"
+        "import spectui.cli.main, spectui.cli.compare, spectui.cli.sweep, spectui.cli.theory, spectui.cli.machine\n"
         "bad = [m for m in sys.modules if m.split('.')[0] == 'textual']\n"
         "print(bad); sys.exit(1 if bad else 0)\n"
     )

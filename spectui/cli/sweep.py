@@ -1,0 +1,181 @@
+"""`spectui sweep`: throughput and speed-up against concurrency, where the payoff collapses (labs.sweep)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from spectui.cli import options
+from spectui.cli.common import (
+    EXIT_DIFFERS,
+    EXIT_OK,
+    EXIT_SERVER,
+    append_to_notebook,
+    check_pair_source,
+    connect_pair,
+    params_from,
+    prompts_from,
+)
+
+
+async def cmd_sweep(args) -> int:
+    from spectui.labs.sweep.levels import parse_levels, svg_chart, text_table
+
+    levels = parse_levels(args.concurrency)
+    check_pair_source(args, "sweep")
+    params = params_from(args)
+    prompt_list = prompts_from(args)
+    from spectui.cli.outputs import check_notebook, check_output, write_failed
+
+    check_output(args.save, "--save")  # every output checked before the run (issue 26, item 3)
+    check_output(args.svg, "--svg")
+    check_notebook(args)
+    from spectui.backends.transport import stamped_client
+    from spectui.cli.compare import _launched_pair, launch_plan
+
+    launched = launch_plan(args) if args.launch is not None else None
+    async with stamped_client(max(levels) * 2 + 4) as client:
+        if launched is not None and launched[2]:
+            result, infos = await _sweep_alone(launched, client, args, prompt_list, levels, params)
+        else:
+            async with _launched_pair(launched, args) as urls:
+                if urls:
+                    args.baseline, args.candidate = urls
+                result, infos = await _sweep_together(client, args, prompt_list, levels, params)
+    doc = {
+        "baseline": infos["baseline"].to_json(),
+        "candidate": infos["candidate"].to_json(),
+        "params": {"max_tokens": params.max_tokens, "temperature": params.temperature, "seed": params.seed},
+        "levels": [lv.to_json() for lv in result],
+    }
+    if launched is not None and launched[2]:  # measured one after the other: never both servers up
+        doc["params"]["order"] = "one-at-a-time"
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"baseline  {infos['baseline'].url} ({infos['baseline'].build}) [{infos['baseline'].describe_speedup()}]")
+        print(
+            f"candidate {infos['candidate'].url} ({infos['candidate'].build}) [{infos['candidate'].describe_speedup()}]"
+        )
+        if doc["params"].get("order") == "one-at-a-time":
+            print("one server at a time: each side measured alone, one after the other; speed-ups paired per level")
+        print(text_table(result))
+    from pathlib import Path
+
+    from spectui.store.locations import atomic_write
+
+    unwritten = False  # the report is printed first: a file that cannot be written never costs it
+    kept = "the report above is complete"
+    if args.save:
+        try:
+            atomic_write(Path(args.save).expanduser(), json.dumps(doc, indent=2) + "\n")
+        except OSError as exc:
+            write_failed(f"--save {args.save}", exc, kept)
+            unwritten = True
+    if args.svg:
+        try:
+            atomic_write(
+                Path(args.svg).expanduser(), svg_chart(result, f"{infos['candidate'].describe_speedup()} vs baseline")
+            )
+        except OSError as exc:
+            write_failed(f"--svg {args.svg}", exc, kept)
+            unwritten = True
+    if args.notebook is not None:
+        import datetime as dt
+
+        rows = []
+        for lv in result:
+            m = {
+                "date": dt.datetime.now(dt.UTC).replace(microsecond=0),
+                "kind": "sweep",
+                "concurrency": lv.concurrency,
+                "baseline_build": infos["baseline"].build,
+                "candidate_build": infos["candidate"].build,
+                "candidate_config": infos["candidate"].describe_speedup(),
+                "baseline_tokens_per_s": lv.throughput("baseline"),
+                "candidate_tokens_per_s": lv.throughput("candidate"),
+                "acceptance_rate": lv.candidate.acceptance_rate if not lv.candidate.failed else None,
+                "speedup": lv.speedup,
+                "outputs": lv.outputs_text(),
+                "speedup_low": lv.spread.low if lv.spread else None,
+                "speedup_high": lv.spread.high if lv.spread else None,
+                "runs": max(1, len(lv.runs)),
+                "identical": lv.identical,
+            }
+            rows.append({k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items() if v is not None})
+        unwritten |= not append_to_notebook(args, rows)
+    if any(lv.identical is None for lv in result) or unwritten:
+        return EXIT_SERVER
+    return EXIT_OK if all(lv.identical for lv in result) else EXIT_DIFFERS
+
+
+async def _sweep_together(client, args, prompt_list, levels, params) -> tuple[list, dict]:
+    """Both servers up: each level's requests to the baseline, then the same to the candidate."""
+    from spectui.cli.progress import Advance
+    from spectui.labs.sweep.levels import sweep
+
+    backends, infos = await connect_pair(client, args)
+    for name, info in infos.items():
+        if info.slots is not None and info.slots < max(levels):
+            print(
+                f"spectui: warning: {name} has {info.slots} slot(s); requests beyond that queue "
+                f"(start it with -np {max(levels)})",
+                file=sys.stderr,
+            )
+    bar = Advance("spectui sweep")
+    finished: list[int] = []
+
+    def progress(level):
+        finished.append(level.concurrency)
+        if not args.json:  # levels done over all levels: the big ones take longest, so it is coarse
+            bar(
+                f"levels {','.join(map(str, levels))}",
+                len(finished) / len(levels),
+                f"concurrency {level.concurrency} done",
+            )
+
+    try:
+        result = await sweep(
+            backends["baseline"], backends["candidate"], prompt_list, levels, params, progress, args.repeat
+        )
+    finally:
+        bar.close()
+    return result, infos
+
+
+async def _sweep_alone(launched, client, args, prompt_list, levels, params) -> tuple[list, dict]:
+    """--one-at-a-time: the baseline alone at every level, then the candidate alone (labs.sweep.levels.sweep_alone)."""
+    from spectui.cli.compare import _Opener
+    from spectui.core.types import ServerInfo
+    from spectui.labs.sweep.levels import sweep_alone
+
+    comparison, servers, _, plan = launched
+    say = (lambda line: print(f"spectui: {line}", file=sys.stderr)) if not args.json else None
+    if say is not None:
+        why = "asked for" if args.one_at_a_time else f"the memory plan: {plan.reason}"
+        say(f"[{comparison.title}] one server at a time ({why}); the batch-time prediction needs both up: not made")
+    result, infos = await sweep_alone(
+        lambda side: _Opener(servers[side], client, args), prompt_list, levels, params, args.repeat, say
+    )
+    return result, {s: infos.get(s) or ServerInfo(servers[s].url) for s in ("baseline", "candidate")}
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="throughput and speed-up against concurrency: where the payoff collapses",
+        description="Each concurrency level's requests to the baseline, then the same to the candidate: "
+        "throughput, the speed-up and the bytes per level (with --one-at-a-time, speed-ups paired per level).",
+    )
+    options.add_pair(p)
+    p.add_argument("--concurrency", default="1,2,4,8", metavar="N,N,…", help="levels (default 1,2,4,8)")
+    p.add_argument("--prompts", default="default", metavar="SET|FILE", help="prompt set, cycled to fill each level")
+    options.add_repeat(p, "each level")
+    options.add_json(p)
+    p.add_argument("--svg", metavar="PATH", help="write the plot as an SVG image")
+    p.add_argument("--save", metavar="PATH", help="save the sweep results (JSON) to PATH")
+    options.add_notebook(p, "one measurement per level")
+    options.add_prompt_subset(p)
+    options.add_generation(p)
+    options.add_cache_prompt(p)
+    options.add_connection(p)

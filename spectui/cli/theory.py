@@ -1,0 +1,189 @@
+"""`spectui theory`: speed-up as a function of acceptance rate, draft length and draft cost; with --from, the
+formula's terms measured on a session's servers (labs.theory)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from spectui.cli import options
+from spectui.cli.common import EXIT_OK, EXIT_SERVER, connect_pair
+from spectui.core.errors import InputError
+
+
+def cmd_theory(args):
+    from spectui.labs.theory import formula as theory
+
+    typed = [f"--{n}" for n in ("alpha", "gamma", "cost") if getattr(args, n, None) is not None]
+    if getattr(args, "from_session", None):
+        if typed:
+            raise InputError(f"--from reads α, γ and c from the run: leave out {', '.join(typed)}")
+        return _theory_from(args)  # main runs the coroutine
+    if len(typed) < 3:
+        raise InputError(
+            "give --alpha, --gamma and --cost (or --from SESSION to measure them)",
+            hint="e.g. --alpha 0.8 --gamma 4 --cost 0.05",
+        )
+    for flag in ("--draft-model", "--no-measure", "--html", "--save"):
+        if getattr(args, flag[2:].replace("-", "_"), None):
+            raise InputError(f"{flag} goes with --from SESSION")
+    t = theory.analyse(args.alpha, args.gamma, args.cost)
+    if args.json:
+        print(json.dumps(t, indent=2))
+    else:
+        print(theory.text(t))
+    return EXIT_OK
+
+
+async def _theory_from(args) -> int:
+    """spectui theory --from SESSION: each prompt's terms measured on the session's servers (still
+    running), the formula's prediction beside the measured speed-up, and the term that misses."""
+    from pathlib import Path
+
+    from spectui.backends.transport import stamped_client
+    from spectui.cli.common import PairOptions
+    from spectui.core.runner import grouped
+    from spectui.labs.theory.costs import check_prompt
+    from spectui.store.session import load_session, results_for
+
+    if args.repeats < 1:
+        raise InputError(f"--repeats must be at least 1, not {args.repeats}")
+    if getattr(args, "save", False) and args.no_measure:
+        raise InputError("--save keeps measured terms: --no-measure measures none", hint="leave out one of them")
+    if args.html and (Path(args.html).expanduser().is_dir() or not Path(args.html).expanduser().parent.is_dir()):
+        raise InputError(f"--html {args.html}: not a file in an existing folder", hint="give --html a file name")
+    session = load_session(args.from_session)
+    groups = [g for g in grouped(results_for(session)) if any(r.speedup for r in g.runs)]
+    if not groups:
+        raise InputError(f"{session.path}: no prompt finished on both sides, nothing to check the formula against")
+    for w in session.warnings:
+        print(f"spectui: warning: {w}", file=sys.stderr)
+
+    def say(line: str) -> None:
+        if not args.json:
+            print(f"spectui: {line}", file=sys.stderr)
+
+    infos = session.infos
+    checks, curves = {}, {}
+    from spectui.backends.launchspec import LaunchSpec
+    from spectui.labs.sampling.exact import launch_argv
+
+    # each server's own command line where it runs here: the draft is timed at the candidate's threads and
+    # offload, every position's outputs at the baseline's
+    launched = {side: LaunchSpec.from_argv(launch_argv(infos[side].url)) for side in ("baseline", "candidate")}
+    async with stamped_client() as client:
+        backends = None
+        if not args.no_measure:
+            opts = PairOptions(
+                infos["baseline"].url,
+                infos["candidate"].url,
+                baseline_backend=infos["baseline"].backend,
+                candidate_backend=infos["candidate"].backend,
+                quiet=args.json,
+            )
+            backends, live = await connect_pair(client, opts)
+            for side in ("baseline", "candidate"):
+                was, now = infos[side], live[side]
+                if (was.model, was.build) != (now.model, now.build):
+                    raise InputError(
+                        f"the {side} at {was.url} now serves {now.model} ({now.build}); the session's run used "
+                        f"{was.model} ({was.build})",
+                        hint="start the session's servers again, or use --no-measure",
+                    )
+        for g in groups:
+            say(f"{g.prompt.id}: {len(g.runs)} run(s)")
+            b, c = (backends["baseline"], backends["candidate"]) if backends else (None, None)
+            chk, curve = await check_prompt(
+                client,
+                b,
+                c,
+                g.runs,
+                args.draft_model,
+                args.repeats,
+                say,
+                measure_terms=backends is not None,
+                launched=launched,
+            )
+            checks[g.prompt.id], curves[g.prompt.id] = chk, curve
+    doc = {
+        "session": str(session.path),
+        "baseline": infos["baseline"].to_json(),
+        "candidate": infos["candidate"].to_json(),
+        "prompts": [
+            {
+                "id": pid,
+                "check": chk.to_json() if chk else None,
+                "measurement": curves[pid].to_json() if curves[pid] else None,
+                "why_none": None if chk else "the candidate drafted nothing in this prompt's runs",
+            }
+            for pid, chk in checks.items()
+        ],
+    }
+    if getattr(args, "save", False):
+        from spectui.labs.theory import record as terms_record
+
+        rec = terms_record.record(
+            [terms_record.entry(pid, chk, curves[pid]) for pid, chk in checks.items()], args.repeats, args.draft_model
+        )
+        try:
+            where = terms_record.save(session.path, rec)
+        except OSError as exc:
+            raise InputError(f"the terms were not saved beside {session.path}: {exc.strerror or exc}") from None
+        print(f"spectui: saved the measured terms to {where} (spectui report shows them)", file=sys.stderr)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        from spectui.labs.theory.costs import curve_text
+
+        for pid, chk in checks.items():
+            print(f"== {pid}")
+            if chk is None:
+                print("the candidate drafted nothing in this prompt's runs: no speculation to check")
+                continue
+            if curves[pid] is not None:
+                print(curve_text(curves[pid]))
+            print(chk.text())
+            print()
+    if args.html:
+        from spectui.core.types import GenerationParams
+        from spectui.labs.html_report import html_report
+        from spectui.store.locations import atomic_write
+
+        results = [r for g in groups for r in g.runs]
+        sp = session.prompts[0] if session.prompts else None
+        params, order = (sp.params, sp.order) if sp else (GenerationParams(), "sequential")
+        text = html_report(infos, results, params, order, str(session.path), checks=checks)
+        try:
+            atomic_write(Path(args.html).expanduser(), text)
+        except OSError as exc:
+            print(
+                f"spectui: error: --html {args.html} not written ({exc.strerror}); the report above is complete",
+                file=sys.stderr,
+            )
+            return EXIT_SERVER
+    return EXIT_OK
+
+
+def register(sub) -> None:
+    p = sub.add_parser("theory", help="speed-up as a function of acceptance rate, draft length and draft cost")
+    p.add_argument("--alpha", type=options.finite, metavar="A", help="acceptance rate, 0 <= A < 1")
+    p.add_argument("--gamma", type=int, metavar="G", help="drafted tokens per step, >= 1")
+    p.add_argument("--cost", type=options.finite, metavar="C", help="draft step cost / target step cost, >= 0")
+    p.add_argument(
+        "--from",
+        dest="from_session",
+        metavar="SESSION",
+        help="a saved session: measure the formula's terms on its servers and check the formula against the run",
+    )
+    p.add_argument(
+        "--draft-model", metavar="GGUF", help="with --from: the candidate's draft (default: the bundled draft)"
+    )
+    p.add_argument("--repeats", type=int, default=3, metavar="N", help="with --from: measurements per term (3)")
+    p.add_argument("--no-measure", action="store_true", help="with --from: the ideal formula only, no requests")
+    p.add_argument("--html", metavar="FILE", help="with --from: also write the HTML report with the terms table")
+    p.add_argument(
+        "--save",
+        action="store_true",
+        help="with --from: keep the measured terms beside the session (SESSION.terms.json) for `spectui report`",
+    )
+    options.add_json(p)

@@ -12,9 +12,11 @@ last line):
     {"type": "event", …, "ev": "start" | "finish" | "failed", …}
     {"type": "result", "n": 0, "baseline": {figures}, "candidate": {figures}, "identical": true, …}
     {"type": "probe", "t": …, "gpus": […], "host": {…}}
+    {"type": "terms", "terms": {labs.theory.record}}   # the formula's measured terms, appended after the run
 
 `t` is nanoseconds since the prompt began. API keys are never written (spectui keeps none in its
-records: ServerInfo holds URL, build, model and configuration only).
+records: ServerInfo holds URL, build, model and configuration only). A reader skips record types it does
+not know, so a session with a "terms" record still loads in an older spectui, and one without in this.
 """
 
 from __future__ import annotations
@@ -167,6 +169,7 @@ class Session:
     infos: dict[str, ServerInfo]
     prompts: list[SessionPrompt]
     warnings: list[str] = field(default_factory=list)
+    terms: dict | None = None  # the last "terms" record: the formula's terms measured after the run
 
 
 def probe_from_json(rec: dict):
@@ -266,6 +269,7 @@ def load_session(path: str | Path) -> Session:
         )
     infos = {"baseline": ServerInfo(url="?"), "candidate": ServerInfo(url="?")}
     prompts: list[SessionPrompt] = []
+    terms: dict | None = None
     if truncated:
         warnings.append(f"{p}: the last line is incomplete (the run was cut off); replaying up to the last whole event")
     bad = 0
@@ -325,6 +329,10 @@ def load_session(path: str | Path) -> Session:
                 by_n[rec["n"]].drafts = ProbeResult.from_json(rec.get("drafts"))
             elif kind == "probe" and prompts:
                 prompts[-1].probes.append(probe_from_json(rec))
+            elif kind == "terms":
+                if not isinstance(rec["terms"], dict):
+                    raise TypeError("terms is not an object")
+                terms = rec["terms"]
         except _Interleaved:
             interleaved = True
             prompts[-1].damaged = True
@@ -343,7 +351,42 @@ def load_session(path: str | Path) -> Session:
         )
     if runs > 1:
         warnings.append(f"{p}: holds {runs} runs appended one after another; each prompt is reported as recorded")
-    return Session(p, head.get("created", "?"), infos, prompts, warnings)
+    return Session(p, head.get("created", "?"), infos, prompts, warnings, terms)
+
+
+_TERMS_LINE = b'{"type":"terms"'
+
+
+def read_terms(path: str | Path) -> dict | None:
+    """The last "terms" record of a session file, read without building its prompts (for reports)."""
+    found = None
+    with open(Path(path).expanduser(), "rb") as fh:
+        for line in fh:
+            if line.startswith(_TERMS_LINE) and line.endswith(b"\n"):
+                try:
+                    rec = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(rec.get("terms"), dict):
+                    found = rec["terms"]
+    return found
+
+
+def append_terms(path: str | Path, terms: dict) -> bool:
+    """Append a "terms" record to a session: one line in one write, as every record is (the file is only
+    ever appended to). Not to a session whose last line was cut mid-write (False): ending that line would
+    turn a skipped half record into a damaged one."""
+    p = Path(path).expanduser()
+    if _unterminated(p):
+        return False
+    line = orjson.dumps({"type": "terms", "terms": terms}) + b"\n"
+    fd = os.open(p, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
 
 
 def _lines(p: Path):

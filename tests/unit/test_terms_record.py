@@ -146,12 +146,12 @@ def test_merge_keeps_each_prompts_terms_from_its_shard(tmp_path, capsys):
     assert main(["verify", str(tmp_path / "merged.json")]) == 0
 
 
-def test_theory_save_keeps_the_terms_beside_the_session_and_report_shows_them(tmp_path, capsys):
+def test_terms_kept_beside_the_session_are_still_shown_by_report(tmp_path, capsys):
     path = tmp_path / "s.jsonl"
     synthetic_session(path)
     session = load_session(path)
     rec = measured_record(terms_record.runs_by_prompt([session]))
-    side = terms_record.save(path, rec)
+    side = terms_record.save_beside(path, rec)  # as `theory --save` kept them before issue 42
     assert side.name == "s.jsonl.terms.json" and load_session(path).prompts  # the session file is untouched
     want = rec["prompts"][0]["check"]
     for fmt in ("md", "html", "json"):
@@ -175,6 +175,39 @@ def test_theory_save_keeps_the_terms_beside_the_session_and_report_shows_them(tm
     assert main(["report", str(path)]) == 0
     got = capsys.readouterr()
     assert got.err.count("\n") == 1 and "no measured terms shown" in got.err and terms_table.TITLE not in got.out
+
+
+def test_theory_save_appends_the_terms_to_the_session_and_report_shows_them(tmp_path, capsys):
+    path = tmp_path / "s.jsonl"
+    synthetic_session(path)
+    before = load_session(path)
+    assert before.terms is None  # a session without terms loads as before
+    rec = measured_record(terms_record.runs_by_prompt([before]))
+    assert terms_record.save(path, rec) == path and not terms_record.side_path(path).exists()
+    after = load_session(path)
+    assert after.terms == rec and not after.warnings
+    assert len(after.prompts) == len(before.prompts) and after.prompts[0].result == before.prompts[0].result
+    want = rec["prompts"][0]["check"]
+    assert main(["report", str(path), "--format", "json"]) == 0
+    got = capsys.readouterr()
+    assert got.err == "" and json.loads(got.out)["terms"]["prompts"][0]["check"] == want
+    assert main(["report", str(path), "--format", "html"]) == 0
+    assert terms_table.TITLE in html.unescape(capsys.readouterr().out)
+
+
+def test_a_certified_or_cut_session_keeps_its_bytes_and_gets_the_side_file(tmp_path):
+    path = tmp_path / "greedy.jsonl"
+    synthetic_session(path)
+    rec = measured_record(terms_record.runs_by_prompt([load_session(path)]))
+    (tmp_path / "certificate.json").write_text(json.dumps({"sessions": [{"path": "greedy.jsonl"}]}))
+    data = path.read_bytes()
+    assert terms_record.save(path, rec) == terms_record.side_path(path)
+    assert path.read_bytes() == data  # its sha256 in the certificate still holds
+    cut = tmp_path / "cut" / "s.jsonl"
+    cut.parent.mkdir()
+    cut.write_bytes(data + b'{"type": "ev')  # the last line cut mid-write
+    assert terms_record.save(cut, rec) == terms_record.side_path(cut)
+    assert cut.read_bytes() == data + b'{"type": "ev'
 
 
 def test_theory_save_refuses_no_measure_in_one_line(tmp_path, capsys):

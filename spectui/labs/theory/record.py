@@ -1,5 +1,6 @@
-"""The formula's measured terms kept after the servers are gone (issue 30): the record `spectui prove` puts in
-a certificate ("terms") and `spectui theory --from S --save` keeps beside a session (S.terms.json).
+"""The formula's measured terms kept after the servers are gone (issues 30, 42): the record `spectui prove`
+puts in a certificate ("terms") and `spectui theory --from S --save` appends to the session S (a "terms"
+record, store.session), or keeps beside it (S.terms.json) where the session must stay as recorded.
 
 Each prompt's entry holds the raw times its terms came from (labs.theory.costs.CostCurve.to_json: ms as the
 servers timed them) and the check made of them (labs.theory.terms.TheoryCheck.to_json). The times are recorded
@@ -7,8 +8,9 @@ figures: nothing can measure them again without the servers. The check is deriva
 is read (`spectui verify`, `spectui report`) it is derived again from those times and the session's own
 runs, so a reader is never shown α, a speed-up or a prediction that the session does not give.
 
-The side file is not appended to the session: a session a certificate references is checked by its
-sha256, so the session file stays as it was recorded; the side file names the session's sha256 instead.
+A session a certificate references is checked by its sha256, so it stays as it was recorded: its terms go
+to the side file, which names the session's sha256 (so does a session whose last line was cut). Readers
+take the session's own record first, then the side file.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ VERSION = 1
 SUFFIX = ".terms.json"
 HOW = (
     "measured after the greedy runs on the servers compared, on separate requests of token ids (labs.theory.costs): "
-    "V(k) and R(k) from llama-server's prompt_ms, c from the draft model's decode step on its own llama-server"
+    "V(k) and R(k) from llama-server's prompt_ms (V(k) plus what every position's outputs add, where the "
+    "verification-batch probe ran: each entry's sources say), c from the draft model's decode step on its own "
+    "llama-server"
 )
 
 
@@ -115,7 +119,29 @@ def side_path(session_path: str | Path) -> Path:
     return p.with_name(p.name + SUFFIX)
 
 
+def _certified(p: Path) -> bool:
+    """Whether a certificate in the session's folder references it (then its bytes must not change)."""
+    cert = p.parent / "certificate.json"
+    try:
+        doc = json.loads(cert.read_text(encoding="utf-8")) if cert.is_file() else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return True  # unreadable: it may reference the session, so leave the session as it is
+    refs = doc.get("sessions") if isinstance(doc, dict) else None
+    return any(isinstance(r, dict) and r.get("path") == p.name for r in refs or [])
+
+
 def save(session_path: str | Path, rec: dict) -> Path:
+    """Append the record to the session as a "terms" record; beside it (atomically, naming the session file
+    and its sha256) where a certificate references the session or its last line was cut. Returns where."""
+    from spectui.store.session import append_terms
+
+    p = Path(session_path).expanduser()
+    if not _certified(p) and append_terms(p, rec):
+        return p
+    return save_beside(p, rec)
+
+
+def save_beside(session_path: str | Path, rec: dict) -> Path:
     """Write the record beside the session (atomically), naming the session file and its sha256."""
     import hashlib
 
@@ -177,11 +203,28 @@ def entries_for(rec: dict, checks: dict) -> list[dict]:
     ]
 
 
+def stored(session_path: str | Path, in_session: dict | None = None) -> tuple[dict | None, list[str]]:
+    """The terms kept with a session: its own "terms" record (`in_session` where the session is loaded
+    already), else the side file; warnings where one cannot be used."""
+    from spectui.store.session import read_terms
+
+    rec = in_session if in_session is not None else read_terms(session_path)
+    if rec is None:
+        return load_beside(session_path)
+    if rec.get("format") != FORMAT or not isinstance(rec.get("prompts"), list):
+        return None, [f"{session_path}: its terms record is not a spectui terms record; no measured terms shown"]
+    if not isinstance(rec.get("version"), int) or rec["version"] > VERSION:
+        return None, [
+            f"{session_path}: terms record version {rec.get('version')!r}; this spectui reads up to {VERSION}"
+        ]
+    return rec, []
+
+
 def for_report(session_path: str | Path, results: list) -> tuple[dict | None, dict, list[str]]:
-    """What `spectui report` shows of the terms saved beside a session: (the record with each check derived
+    """What `spectui report` shows of the terms kept with a session: (the record with each check derived
     again from its times and the session's runs, prompt id → TheoryCheck, warnings); (None, {}, …) where
     none was saved."""
-    rec, warnings = load_beside(session_path)
+    rec, warnings = stored(session_path)
     if rec is None:
         return None, {}, warnings
     checks = checks_for(rec, runs_of(results))

@@ -7,10 +7,10 @@ cache is not lossless: outputs can and do change (spectui flags it when it sees 
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 from spectui.core.errors import InputError
+from spectui.machine.gguf import optional_positive_int, read_config_json, read_gguf_header
 
 # bytes per element of llama.cpp's KV cache types (block formats: 32 values per block)
 KV_BYTES = {
@@ -50,60 +50,14 @@ FLAGS = [
     ),
 ]
 
-_GGUF_TYPES = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-
-
-def read_gguf_metadata(path: str | Path, wanted: set[str] | None = None) -> dict:
-    """The key/value metadata of a GGUF file (arrays are skipped); stops once `wanted` keys are found."""
-    p = Path(path)
-    try:
-        fh = open(p, "rb")
-    except OSError as exc:
-        raise InputError(f"cannot read model {p}: {exc.strerror}") from None
-    with fh:
-        if fh.read(4) != b"GGUF":
-            raise InputError(f"{p} is not a GGUF file")
-        (version,) = struct.unpack("<I", fh.read(4))
-        if version < 2:
-            raise InputError(f"{p}: GGUF version {version} is too old")
-        _tensors, n_kv = struct.unpack("<QQ", fh.read(16))
-        out: dict = {}
-
-        def read_str() -> str:
-            (n,) = struct.unpack("<Q", fh.read(8))
-            return fh.read(n).decode("utf-8", errors="replace")
-
-        def read_value(t: int):
-            if t == 8:
-                return read_str()
-            if t == 9:
-                at, n = struct.unpack("<IQ", fh.read(12))
-                if at in _GGUF_TYPES:
-                    fh.seek(n * struct.calcsize("<" + _GGUF_TYPES[at]), 1)
-                else:
-                    for _ in range(n):
-                        read_value(at)
-                return None
-            fmt = "<" + _GGUF_TYPES[t]
-            return struct.unpack(fmt, fh.read(struct.calcsize(fmt)))[0]
-
-        for _ in range(n_kv):
-            key = read_str()
-            (t,) = struct.unpack("<I", fh.read(4))
-            value = read_value(t)
-            if value is not None:
-                out[key] = value
-            if wanted and wanted <= out.keys():
-                break
-        return out
-
 
 def model_dims(path: str | Path) -> dict:
-    meta = read_gguf_metadata(path)
-    arch = meta.get("general.architecture", "llama")
+    """Layers, KV heads and head sizes (and the trained context) from a GGUF header (machine.gguf)."""
+    h = read_gguf_header(path, tensors=False)
+    arch = h.arch
 
-    def get(k):
-        return meta.get(f"{arch}.{k}")
+    def get(key: str) -> int | None:
+        return optional_positive_int(h.arch_value(key), path, f"{arch}.{key}")
 
     layers, heads = get("block_count"), get("attention.head_count")
     kv_heads = get("attention.head_count_kv") or heads
@@ -114,38 +68,35 @@ def model_dims(path: str | Path) -> dict:
         raise InputError(f"{path}: the GGUF header lacks the attention dimensions spectui needs")
     return {
         "arch": arch,
-        "layers": int(layers),
-        "kv_heads": int(kv_heads),
-        "head_k": int(head_k),
-        "head_v": int(head_v or head_k),
+        "layers": layers,
+        "kv_heads": kv_heads,
+        "head_k": head_k,
+        "head_v": head_v or head_k,
         "context_trained": get("context_length"),
     }
 
 
 def hf_model_dims(folder: str | Path) -> dict:
     """The same dimensions from a Hugging Face folder's config.json (plus its weight dtype and vocabulary)."""
-    import json
+    path, cfg = read_config_json(folder)
 
-    path = Path(folder) / "config.json"
-    try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    cfg = cfg.get("text_config") or cfg  # multimodal configs nest the language model's
-    layers, heads = cfg.get("num_hidden_layers"), cfg.get("num_attention_heads")
-    kv_heads = cfg.get("num_key_value_heads") or heads
-    head = cfg.get("head_dim") or (cfg["hidden_size"] // heads if cfg.get("hidden_size") and heads else None)
+    def get(key: str) -> int | None:
+        return optional_positive_int(cfg.get(key), path, key)
+
+    layers, heads, hidden = get("num_hidden_layers"), get("num_attention_heads"), get("hidden_size")
+    kv_heads = get("num_key_value_heads") or heads
+    head = get("head_dim") or (hidden // heads if hidden and heads else None)
     if not (layers and kv_heads and head):
         raise InputError(f"{path}: lacks num_hidden_layers, num_key_value_heads or head_dim")
     return {
         "arch": cfg.get("model_type", "unknown"),
-        "layers": int(layers),
-        "kv_heads": int(kv_heads),
-        "head_k": int(head),
-        "head_v": int(head),
-        "context_trained": cfg.get("max_position_embeddings"),
+        "layers": layers,
+        "kv_heads": kv_heads,
+        "head_k": head,
+        "head_v": head,
+        "context_trained": get("max_position_embeddings"),
         "dtype": cfg.get("torch_dtype") or cfg.get("dtype"),
-        "vocab": cfg.get("vocab_size"),
+        "vocab": get("vocab_size"),
     }
 
 

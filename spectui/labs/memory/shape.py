@@ -9,16 +9,13 @@ shown with the figures).
 
 from __future__ import annotations
 
-import json
 import math
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from spectui.core.errors import InputError
+from spectui.machine.gguf import optional_positive_int, positive_int, read_config_json, read_gguf_header
 
-_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-_STRING, _ARRAY = 8, 9
 # bytes per parameter of the dtypes a config.json names
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "int8": 1}
 
@@ -47,85 +44,6 @@ class ModelShape:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-@dataclass
-class GGUFHeader:
-    version: int
-    meta: dict  # scalars and strings
-    array_lengths: dict  # key → number of elements of array values
-    tensors: dict  # name → dims (ggml order: dims[0] is the row length)
-    tensor_types: dict  # name → ggml type id
-
-
-def read_gguf_header(path: str | Path) -> GGUFHeader:
-    """Every key/value (arrays as lengths) and every tensor's dims and type; InputError for a bad file."""
-    p = Path(path)
-    try:
-        fh = open(p, "rb")
-    except OSError as exc:
-        raise InputError(f"cannot read model {p}: {exc.strerror}") from None
-    with fh:
-        try:
-            return _read_header(fh, p)
-        except (struct.error, UnicodeDecodeError, KeyError, MemoryError):
-            raise InputError(f"{p}: the GGUF header is damaged or truncated") from None
-
-
-def _read_header(fh, p: Path) -> GGUFHeader:
-    if fh.read(4) != b"GGUF":
-        raise InputError(f"{p} is not a GGUF file", hint="give a .gguf file or a folder with config.json")
-    (version,) = struct.unpack("<I", fh.read(4))
-    if version < 2:
-        raise InputError(f"{p}: GGUF version {version} is too old")
-    n_tensors, n_kv = struct.unpack("<QQ", fh.read(16))
-
-    def read_str() -> str:
-        (n,) = struct.unpack("<Q", fh.read(8))
-        if n > 1 << 24:
-            raise struct.error("string too long")
-        return fh.read(n).decode("utf-8", errors="replace")
-
-    def skip_value(t: int) -> None:
-        if t == _STRING:
-            read_str()
-        elif t == _ARRAY:
-            at, n = struct.unpack("<IQ", fh.read(12))
-            if at in _SCALARS:
-                fh.seek(n * struct.calcsize("<" + _SCALARS[at]), 1)
-            else:
-                for _ in range(n):
-                    skip_value(at)
-        else:
-            fh.seek(struct.calcsize("<" + _SCALARS[t]), 1)
-
-    meta: dict = {}
-    lengths: dict = {}
-    for _ in range(n_kv):
-        key = read_str()
-        (t,) = struct.unpack("<I", fh.read(4))
-        if t == _STRING:
-            meta[key] = read_str()
-        elif t == _ARRAY:
-            pos = fh.tell()
-            at, n = struct.unpack("<IQ", fh.read(12))
-            lengths[key] = n
-            fh.seek(pos)
-            skip_value(t)
-        else:
-            fmt = "<" + _SCALARS[t]
-            meta[key] = struct.unpack(fmt, fh.read(struct.calcsize(fmt)))[0]
-    tensors: dict = {}
-    types: dict = {}
-    for _ in range(n_tensors):
-        name = read_str()
-        (n_dims,) = struct.unpack("<I", fh.read(4))
-        dims = struct.unpack(f"<{n_dims}Q", fh.read(8 * n_dims))
-        (ttype,) = struct.unpack("<I", fh.read(4))
-        fh.read(8)  # offset
-        tensors[name] = tuple(int(d) for d in dims)
-        types[name] = ttype
-    return GGUFHeader(version, meta, lengths, tensors, types)
-
-
 # llama.cpp's general.file_type values (llama_ftype) for the names people know
 FILE_TYPES = {
     0: "F32",
@@ -147,15 +65,17 @@ FILE_TYPES = {
 def shape_from_gguf(path: str | Path) -> ModelShape:
     h = read_gguf_header(path)
     meta = h.meta
-    arch = str(meta.get("general.architecture", "llama"))
+    arch = h.arch
 
-    def get(key: str):
-        return meta.get(f"{arch}.{key}")
+    def get(key: str) -> int | None:
+        return optional_positive_int(h.arch_value(key), path, f"{arch}.{key}")
 
     hidden, layers, heads = get("embedding_length"), get("block_count"), get("attention.head_count")
-    missing = [k for k, v in (("embedding_length", hidden), ("block_count", layers), ("head_count", heads)) if not v]
-    if missing:
-        raise InputError(f"{path}: the GGUF header lacks {arch}.{missing[0]}", hint="is it a language model?")
+    if not (hidden and layers and heads):
+        missing = next(
+            k for k, v in (("embedding_length", hidden), ("block_count", layers), ("head_count", heads)) if not v
+        )
+        raise InputError(f"{path}: the GGUF header lacks {arch}.{missing}", hint="is it a language model?")
     kv_heads = get("attention.head_count_kv") or heads
     head_dim = get("attention.key_length") or hidden // heads
     intermediate = get("feed_forward_length") or 0
@@ -207,24 +127,15 @@ def llama_params(
 
 
 def shape_from_hf(folder: str | Path) -> ModelShape:
-    p = Path(folder)
-    cfg_path = p / "config.json" if p.is_dir() else p
-    try:
-        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read {cfg_path}: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{cfg_path} is not valid JSON: {exc}") from None
-    if not isinstance(cfg, dict):
-        raise InputError(f"{cfg_path} is not a JSON object")
-    if isinstance(cfg.get("text_config"), dict):  # multimodal wrappers keep the language model here
-        cfg = {**cfg, **cfg["text_config"]}
+    cfg_path, cfg = read_config_json(folder)
 
     def need(key: str) -> int:
-        v = cfg.get(key)
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        if cfg.get(key) is None:
             raise InputError(f"{cfg_path}: key {key!r} missing or not a positive integer")
-        return v
+        return positive_int(cfg[key], cfg_path, key)
+
+    def optional(key: str) -> int | None:
+        return optional_positive_int(cfg.get(key), cfg_path, key)
 
     hidden, layers, heads, vocab = (
         need("hidden_size"),
@@ -232,8 +143,8 @@ def shape_from_hf(folder: str | Path) -> ModelShape:
         need("num_attention_heads"),
         need("vocab_size"),
     )
-    kv_heads = cfg.get("num_key_value_heads") or heads
-    head_dim = cfg.get("head_dim") or hidden // heads
+    kv_heads = optional("num_key_value_heads") or heads
+    head_dim = optional("head_dim") or hidden // heads
     intermediate = need("intermediate_size")
     tied = bool(cfg.get("tie_word_embeddings", False))
     bias = bool(cfg.get("attention_bias", False)) or cfg.get("model_type") == "qwen2"

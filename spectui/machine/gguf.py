@@ -1,0 +1,148 @@
+"""The one reader of a model's header: a GGUF file's key/values and tensor table, or a Hugging Face folder's
+config.json. The memory plan's KV sizes (labs.memory.kv) and the drafts lesson's model shape
+(labs.memory.shape) both read models through it.
+
+GGUF layout (ggml docs/gguf.md): magic "GGUF", version (u32, 2 or 3), tensor count and key/value count
+(u64 each), then each key (u64 length + UTF-8) with its type (u32) and value, then each tensor's name,
+dimensions (u32 count + u64 each, ggml order: dims[0] is the row length), type (u32) and offset (u64).
+
+Bad input is one InputError naming the file (and the key, where a number is not what it must be), never a
+traceback: a file that is not GGUF, a damaged or cut header, a config.json that is not a JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from spectui.core.errors import InputError
+
+# GGUF value types (gguf.md, gguf_type): the scalars as struct formats; 8 is a string, 9 an array
+_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_STRING, _ARRAY = 8, 9
+_LONGEST_STRING = 1 << 24  # no key or value is near this: a larger length is a damaged header
+
+
+@dataclass
+class GGUFHeader:
+    path: Path
+    version: int
+    meta: dict  # scalars and strings
+    array_lengths: dict  # key → number of elements of array values
+    tensors: dict  # name → dims (ggml order: dims[0] is the row length); empty unless asked for
+    tensor_types: dict  # name → ggml type id
+
+    @property
+    def arch(self) -> str:
+        return str(self.meta.get("general.architecture", "llama"))
+
+    def arch_value(self, key: str):
+        """`{arch}.{key}` as stored, or None."""
+        return self.meta.get(f"{self.arch}.{key}")
+
+
+def read_gguf_header(path: str | Path, tensors: bool = True) -> GGUFHeader:
+    """Every key/value (arrays as lengths) and, with `tensors`, every tensor's dims and type."""
+    p = Path(path)
+    try:
+        fh = open(p, "rb")
+    except OSError as exc:
+        raise InputError(f"cannot read model {p}: {exc.strerror}") from None
+    with fh:
+        try:
+            return _read(fh, p, tensors)
+        except (struct.error, UnicodeDecodeError, KeyError, MemoryError, OverflowError, ValueError):
+            raise InputError(f"{p}: the GGUF header is damaged or truncated") from None
+
+
+def _read(fh: BinaryIO, p: Path, with_tensors: bool) -> GGUFHeader:
+    if fh.read(4) != b"GGUF":
+        raise InputError(f"{p} is not a GGUF file", hint="give a .gguf file or a folder with config.json")
+    (version,) = struct.unpack("<I", fh.read(4))
+    if version < 2:
+        raise InputError(f"{p}: GGUF version {version} is too old")
+    n_tensors, n_kv = struct.unpack("<QQ", fh.read(16))
+
+    def read_str() -> str:
+        (n,) = struct.unpack("<Q", fh.read(8))
+        if n > _LONGEST_STRING:
+            raise struct.error("string too long")
+        return fh.read(n).decode("utf-8", errors="replace")
+
+    def skip_value(t: int) -> None:
+        if t == _STRING:
+            read_str()
+        elif t == _ARRAY:
+            at, n = struct.unpack("<IQ", fh.read(12))
+            if at in _SCALARS:
+                fh.seek(n * struct.calcsize("<" + _SCALARS[at]), 1)
+            else:
+                for _ in range(n):
+                    skip_value(at)
+        else:
+            fh.seek(struct.calcsize("<" + _SCALARS[t]), 1)
+
+    meta: dict = {}
+    lengths: dict = {}
+    for _ in range(n_kv):
+        key = read_str()
+        (t,) = struct.unpack("<I", fh.read(4))
+        if t == _STRING:
+            meta[key] = read_str()
+        elif t == _ARRAY:
+            pos = fh.tell()
+            _, n = struct.unpack("<IQ", fh.read(12))
+            lengths[key] = n
+            fh.seek(pos)
+            skip_value(t)
+        else:
+            fmt = "<" + _SCALARS[t]
+            meta[key] = struct.unpack(fmt, fh.read(struct.calcsize(fmt)))[0]
+    tensors: dict = {}
+    types: dict = {}
+    for _ in range(n_tensors if with_tensors else 0):
+        name = read_str()
+        (n_dims,) = struct.unpack("<I", fh.read(4))
+        dims = struct.unpack(f"<{n_dims}Q", fh.read(8 * n_dims))
+        (ttype,) = struct.unpack("<I", fh.read(4))
+        fh.read(8)  # offset
+        tensors[name] = tuple(int(d) for d in dims)
+        types[name] = ttype
+    return GGUFHeader(p, version, meta, lengths, tensors, types)
+
+
+def read_config_json(path: str | Path) -> tuple[Path, dict]:
+    """A Hugging Face model's config.json (the folder or the file itself) as a dict, with a multimodal
+    wrapper's text_config (the language model's) laid over the top level; and the file's path."""
+    p = Path(path)
+    cfg_path = p / "config.json" if p.is_dir() else p
+    try:
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read {cfg_path}: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{cfg_path} is not valid JSON: {exc}") from None
+    if not isinstance(cfg, dict):
+        raise InputError(f"{cfg_path} is not a JSON object")
+    if isinstance(cfg.get("text_config"), dict):  # multimodal wrappers keep the language model here
+        cfg = {**cfg, **cfg["text_config"]}
+    return cfg_path, cfg
+
+
+def positive_int(value, where: Path | str, key: str) -> int:
+    """A header's count (layers, heads, sizes, context) as a whole number ≥ 1: an integer, or a float that is
+    one; else one line naming the file and the key."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{where}: {key} is {value!r}, not a positive whole number", hint="is the file damaged?")
+    return value
+
+
+def optional_positive_int(value, where: Path | str, key: str) -> int | None:
+    """positive_int where the key may be absent (None) or 0 (GGUF writers leave some counts 0 for unknown)."""
+    return None if value is None or (value == 0 and not isinstance(value, bool)) else positive_int(value, where, key)

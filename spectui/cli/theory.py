@@ -41,7 +41,6 @@ async def _theory_from(args) -> int:
     from pathlib import Path
 
     from spectui.backends.transport import stamped_client
-    from spectui.cli.common import PairOptions
     from spectui.core.runner import grouped
     from spectui.labs.theory.costs import check_prompt
     from spectui.store.session import load_session, results_for
@@ -71,26 +70,13 @@ async def _theory_from(args) -> int:
     # each server's own command line where it runs here: the draft is timed at the candidate's threads and
     # offload, every position's outputs at the baseline's
     launched = {side: LaunchSpec.from_argv(launch_argv(infos[side].url)) for side in ("baseline", "candidate")}
+    from spectui.labs.theory import record as terms_record
+
     async with stamped_client() as client:
-        backends = None
-        if not args.no_measure:
-            opts = PairOptions(
-                infos["baseline"].url,
-                infos["candidate"].url,
-                baseline_backend=infos["baseline"].backend,
-                candidate_backend=infos["candidate"].backend,
-                quiet=args.json,
-            )
-            backends, live = await connect_pair(client, opts)
-            for side in ("baseline", "candidate"):
-                was, now = infos[side], live[side]
-                if (was.model, was.build) != (now.model, now.build):
-                    raise InputError(
-                        f"the {side} at {was.url} now serves {now.model} ({now.build}); the session's run used "
-                        f"{was.model} ({was.build})",
-                        hint="start the session's servers again, or use --no-measure",
-                    )
-        for g in groups:
+        backends, kept = (None, None) if args.no_measure else await _pair_or_kept(client, args, session, say)
+        if kept is not None:  # the servers are gone: every prompt's check from the times kept with the session
+            checks, curves = terms_record.from_stored(kept, groups)
+        for g in groups if kept is None else []:
             say(f"{g.prompt.id}: {len(g.runs)} run(s)")
             b, c = (backends["baseline"], backends["candidate"]) if backends else (None, None)
             chk, curve = await check_prompt(
@@ -109,6 +95,9 @@ async def _theory_from(args) -> int:
         "session": str(session.path),
         "baseline": infos["baseline"].to_json(),
         "candidate": infos["candidate"].to_json(),
+        "terms_from": "not measured (--no-measure)"
+        if args.no_measure
+        else ("kept in the session (its servers are not up)" if kept is not None else "measured now"),
         "prompts": [
             {
                 "id": pid,
@@ -119,16 +108,16 @@ async def _theory_from(args) -> int:
             for pid, chk in checks.items()
         ],
     }
-    if getattr(args, "save", False):
-        from spectui.labs.theory import record as terms_record
-
+    if getattr(args, "save", False) and kept is not None:
+        print("spectui: --save: nothing newly measured (the terms shown were kept in the session)", file=sys.stderr)
+    elif getattr(args, "save", False):
         rec = terms_record.record(
             [terms_record.entry(pid, chk, curves[pid]) for pid, chk in checks.items()], args.repeats, args.draft_model
         )
         try:
             where = terms_record.save(session.path, rec)
         except OSError as exc:
-            raise InputError(f"the terms were not saved beside {session.path}: {exc.strerror or exc}") from None
+            raise InputError(f"the terms were not saved with {session.path}: {exc.strerror or exc}") from None
         print(f"spectui: saved the measured terms to {where} (spectui report shows them)", file=sys.stderr)
     if args.json:
         print(json.dumps(doc, indent=2))
@@ -164,6 +153,46 @@ async def _theory_from(args) -> int:
     return EXIT_OK
 
 
+async def _pair_or_kept(client, args, session, say) -> tuple[dict | None, dict | None]:
+    """The session's two servers, connected and checked to serve what the run used; or, where they are not
+    up, the terms kept with the session (None, record); neither: one line offering --no-measure."""
+    from spectui.cli.common import PairOptions
+    from spectui.core.errors import ServerError, describe
+    from spectui.labs.theory import record as terms_record
+
+    infos = session.infos
+    opts = PairOptions(
+        infos["baseline"].url,
+        infos["candidate"].url,
+        baseline_backend=infos["baseline"].backend,
+        candidate_backend=infos["candidate"].backend,
+        quiet=args.json,
+    )
+    try:
+        backends, live = await connect_pair(client, opts)
+    except ServerError as exc:
+        kept, warnings = terms_record.stored(session.path, session.terms)
+        if kept is None:
+            raise InputError(
+                f"{describe(exc)}; the session keeps no measured terms to show instead",
+                hint="start the session's servers again (then --save keeps the terms in the session), "
+                "or use --no-measure for the ideal formula alone",
+            ) from None
+        for w in warnings:
+            print(f"spectui: warning: {w}", file=sys.stderr)
+        say(f"the session's servers are not up ({describe(exc)}): showing the terms kept in the session")
+        return None, kept
+    for side in ("baseline", "candidate"):
+        was, now = infos[side], live[side]
+        if (was.model, was.build) != (now.model, now.build):
+            raise InputError(
+                f"the {side} at {was.url} now serves {now.model} ({now.build}); the session's run used "
+                f"{was.model} ({was.build})",
+                hint="start the session's servers again, or use --no-measure",
+            )
+    return backends, None
+
+
 def register(sub) -> None:
     p = sub.add_parser("theory", help="speed-up as a function of acceptance rate, draft length and draft cost")
     p.add_argument("--alpha", type=options.finite, metavar="A", help="acceptance rate, 0 <= A < 1")
@@ -184,6 +213,7 @@ def register(sub) -> None:
     p.add_argument(
         "--save",
         action="store_true",
-        help="with --from: keep the measured terms beside the session (SESSION.terms.json) for `spectui report`",
+        help="with --from: keep the measured terms in the session (beside it, SESSION.terms.json, where a "
+        "certificate references it) for `spectui report` and for `theory --from` once the servers are gone",
     )
     options.add_json(p)

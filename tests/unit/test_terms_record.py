@@ -280,3 +280,24 @@ def test_the_text_and_markdown_reports_carry_alpha_per_position_beside_acceptanc
     values = [c.strip() for c in row.strip("|").split("|")]
     assert values[cells.index("α per position")] == f"{alpha:.2f}"
     assert f"{f.acceptance_rate:.0%}" in values[cells.index("speed-up (acceptance per drafted token)")]
+
+
+def test_theory_from_a_session_whose_servers_are_gone_shows_the_kept_terms(tmp_path, capsys):
+    # the synthetic session's servers were at http://127.0.0.1:9, where nothing listens
+    path = tmp_path / "s.jsonl"
+    synthetic_session(path)
+    assert main(["theory", "--from", str(path)]) == 2  # nothing kept yet: one line offering --no-measure
+    err = capsys.readouterr().err
+    assert err.count("spectui: error") == 1 and "keeps no measured terms" in err and "--no-measure" in err
+    rec = measured_record(terms_record.runs_by_prompt([load_session(path)]))
+    terms_record.save(path, rec)
+    assert main(["theory", "--from", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["terms_from"].startswith("kept in the session")
+    (p,) = doc["prompts"]
+    want = rec["prompts"][0]
+    assert p["check"] == want["check"] and p["measurement"] == want["measurement"]
+    assert main(["theory", "--from", str(path)]) == 0
+    got = capsys.readouterr()
+    assert "servers are not up" in got.err and "terms kept in the session" in got.err
+    assert "measured after the run" in got.out and "predicted from the measured terms" in got.out

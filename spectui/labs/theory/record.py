@@ -113,6 +113,26 @@ def rederive(e: dict, runs: list):
     return check_runs(runs, curve.terms(), curve.terms_each())
 
 
+def from_stored(rec: dict, groups) -> tuple[dict, dict]:
+    """Each group's check and curve from a kept record (core.runner.Repeated groups, as read back from the
+    session): the times as measured then, the check derived again from them and the runs now. A prompt the
+    record does not hold gets (None, None)."""
+    from spectui.labs.theory.costs import CostCurve
+
+    by_id = {e.get("id"): e for e in rec.get("prompts") or [] if isinstance(e, dict)}
+    checks: dict = {}
+    curves: dict = {}
+    for g in groups:
+        e = by_id.get(g.prompt.id)
+        m = e.get("measurement") if e else None
+        try:
+            checks[g.prompt.id] = rederive(e, g.runs) if e else None
+            curves[g.prompt.id] = CostCurve.from_json(m) if m else None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"the terms kept for {g.prompt.id!r} cannot be read ({exc!r})") from None
+    return checks, curves
+
+
 # -- the side file beside a session ----------------------------------------------------------------------
 def side_path(session_path: str | Path) -> Path:
     p = Path(session_path).expanduser()

@@ -24,6 +24,10 @@ POWER = 0.8  # the detectable TVD is the one found with this probability
 SIMULATIONS = 200  # simulated sample sets per TVD tried when computing the detectable TVD
 TVD_GRID = [i / 20 for i in range(1, 21)]  # 0.05 … 1.00
 NOT_ENOUGH = "not enough samples to decide"
+# "consistent" only where the run could have found a TVD of this much at one position (80 % power): a
+# difference in half the probability mass of one token's distribution is one a user cares about; a run that
+# could only find larger ones cannot decide (tests/unit/test_sampling_threshold.py simulates what it means)
+DECIDE_TVD = 0.5
 
 
 def tvd(a: list, b: list) -> float:
@@ -242,6 +246,11 @@ def distribution_test(
             out.reason = (
                 f"with {n_a} and {n_b} samples not even a TVD of 1 at token {worst} would be found with "
                 f"{POWER * 100:.0f} % probability: more samples are needed"
+            )
+        elif out.detectable is not None and out.detectable > DECIDE_TVD and p >= ALPHA:
+            out.reason = (
+                f"could detect only TVD ≥ {out.detectable:.2f} at one position ({POWER * 100:.0f} % power), more "
+                f"than the {DECIDE_TVD} a decision needs: more samples are needed"
             )
     return out
 

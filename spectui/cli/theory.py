@@ -63,7 +63,8 @@ async def _theory_from(args) -> int:
             print(f"spectui: {line}", file=sys.stderr)
 
     infos = session.infos
-    checks, curves = {}, {}
+    checks: dict = {}
+    curves: dict = {}
     from spectui.backends.launchspec import LaunchSpec
     from spectui.labs.sampling.exact import launch_argv
 

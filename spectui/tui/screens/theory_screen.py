@@ -41,7 +41,10 @@ class TheoryScreen(Screen):
 
         launched = context.launched.get("candidate")
         draft = LaunchSpec.from_argv(launched.argv).draft_model if launched is not None else None
-        return cls.for_results(context.results, context.live_backends(), draft)
+        screen = cls.for_results(context.results, context.live_backends(), draft)
+        # each launched side's command line: the draft timed at the candidate's threads and offload
+        screen.launched = {side: LaunchSpec.from_argv(p.argv) for side, p in context.launched.items()}
+        return screen
 
     @classmethod
     def for_results(cls, results, backends: dict | None = None, draft_model=None) -> TheoryScreen:
@@ -93,6 +96,7 @@ class TheoryScreen(Screen):
         self.runs = runs
         self.backends = backends
         self.draft_model = draft_model
+        self.launched: dict | None = None  # each side's LaunchSpec, where spectui launched it
         self.check: TheoryCheck | None = None
         self.status = ""
 
@@ -145,7 +149,14 @@ class TheoryScreen(Screen):
 
         try:
             chk, _curve = await check_prompt(
-                None, self.backends["baseline"], self.backends["candidate"], self.runs, self.draft_model, 3, say
+                None,
+                self.backends["baseline"],
+                self.backends["candidate"],
+                self.runs,
+                self.draft_model,
+                3,
+                say,
+                launched=self.launched,
             )
         except Exception as exc:  # a server gone, no draft model: one line on the screen, never a traceback
             self.status = f"terms not measured: {describe(exc)}"
@@ -239,11 +250,12 @@ class TheoryScreen(Screen):
             verdict = (
                 f"the measured terms account for the measured speed-up ({chk.agreement})"
                 if chk.agree
-                else (chk.miss or "")
+                else (chk.miss or next((n for n in chk.notes if n.startswith("too few runs")), ""))
             )
             meas = (
-                f"{chk.measured:.2f}× [{chk.measured_low:.2f}–{chk.measured_high:.2f}] over {chk.runs} runs"
-                if chk.measured_low is not None
+                f"{chk.measured:.2f}× [{chk.measured_low:.2f}–{chk.measured_high:.2f}] over {chk.runs} runs "
+                f"(width {chk.measured_high - chk.measured_low:.2f}×)"
+                if chk.measured_low is not None and chk.measured_high is not None
                 else f"{chk.measured:.2f}× (1 run: no interval)"
             )
             rng = f" ({chk.predicted_range[0]:.2f}–{chk.predicted_range[1]:.2f})" if chk.predicted_range else ""

@@ -67,6 +67,7 @@ async def measure(
     say: Callable[[str], None] | None = None,
     done: Callable[[int, str], None] | None = None,
     draft_named: str = "named with --draft-model",
+    launched=None,
 ) -> dict:
     """The terms of each prompt's runs (core.runner.Repeated groups, as read back from the session file),
     measured on the live servers (labs.theory.costs.check_prompt), as a record."""
@@ -75,7 +76,7 @@ async def measure(
     entries = []
     for i, g in enumerate(groups, 1):
         chk, curve = await check_prompt(
-            client, baseline, candidate, g.runs, draft_model, repeats, say, draft_named=draft_named
+            client, baseline, candidate, g.runs, draft_model, repeats, say, draft_named=draft_named, launched=launched
         )
         entries.append(entry(g.prompt.id, chk, curve))
         if done is not None:

@@ -17,6 +17,17 @@ from spectui.run.prove import certificate
 SKIPPED_FLAG = "--no-terms"
 
 
+def launched_of(doc: dict) -> dict:
+    """Each side's recorded command line as a LaunchSpec (empty where not recorded): the draft is timed at
+    the candidate's threads and offload, every position's outputs at the baseline's."""
+    from spectui.backends.launchspec import LaunchSpec
+
+    servers = doc["measured_on"].get("servers", {})
+    return {
+        side: LaunchSpec.from_argv((servers.get(side) or {}).get("launch_argv")) for side in ("baseline", "candidate")
+    }
+
+
 def draft_model_of(doc: dict) -> str | None:
     """The draft model file the candidate was launched with (its recorded command line), where it says."""
     from spectui.backends.launchspec import LaunchSpec
@@ -68,6 +79,7 @@ async def add_terms(
                 repeats,
                 done=done,
                 draft_named="the -md on the candidate's recorded command line",
+                launched=launched_of(doc),
             )
         except Exception as exc:  # a server gone, a draft server that would not start: said, not raised
             from spectui.core.errors import describe

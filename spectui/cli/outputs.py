@@ -12,9 +12,10 @@ from pathlib import Path
 from spectui.core.errors import InputError, describe
 
 
-def check_output(path: str | Path | None, flag: str) -> Path | None:
+def check_output(path: str | Path | None, flag: str, kinds: tuple[str, ...] | None = None) -> Path | None:
     """Before any server is asked: a path a file can be written at (atomically: a temporary beside it,
-    then a rename), or one line saying why not. None passes (the option was not given)."""
+    then a rename), new, empty or a file of the kinds the flag writes (`kinds`, default OWN_KINDS[flag]),
+    or one line saying why not. None passes (the option was not given)."""
     if path is None:
         return None
     p = Path(path).expanduser()
@@ -33,7 +34,73 @@ def check_output(path: str | Path | None, flag: str) -> Path | None:
         raise InputError(f"{flag} {p}: cannot write in {folder} (permission denied)", hint="give a writable folder")
     if p.exists() and not os.access(p, os.W_OK):
         raise InputError(f"{flag} {p} is read-only", hint=f"give {flag} a file spectui may replace")
+    own = OWN_KINDS.get(flag, ()) if kinds is None else kinds
+    if own and p.is_file() and not is_own(p, own):
+        raise InputError(
+            f"{flag} {p} exists and is not a {' or '.join(own)} spectui wrote: left untouched",
+            hint=f"give {flag} a new file name, or move that file away first",
+        )
     return p
+
+
+# What each output flag writes over or appends to (issue 40, item 1: `report -o model.gguf` replaced a
+# model): an existing file is written only when it is empty or one of these.
+OWN_KINDS: dict[str, tuple[str, ...]] = {
+    "--save": ("session", "sweep result"),
+    "--svg": ("SVG chart",),
+    "--notebook": ("notebook",),
+    "-o": ("report", "certificate"),
+}
+READ_MAX = 64 << 20  # a file larger than this is none of spectui's documents
+
+
+def is_own(p: Path, kinds: tuple[str, ...]) -> bool:
+    """Whether the existing file `p` is empty or one of `kinds` as spectui writes them (bounded reads)."""
+    try:
+        if p.stat().st_size > READ_MAX:
+            return False
+        data = p.read_bytes()
+    except OSError:
+        return False
+    if not data.strip():
+        return True
+    return any(_looks_like(kind, data) for kind in kinds)
+
+
+def _looks_like(kind: str, data: bytes) -> bool:
+    head = data[:4096]
+    if kind == "session":
+        return _json_doc(data.split(b"\n", 1)[0]).get("format") == "spectui-session"
+    if kind == "SVG chart":
+        return head.lstrip().startswith((b"<svg", b"<?xml")) and b"<svg" in head
+    if kind == "notebook":
+        import tomllib
+
+        try:
+            doc = tomllib.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+            return False
+        return set(doc) <= {"measurement"}
+    if kind == "report":
+        if head.startswith((b"# spectui", b"baseline ")) or (
+            head.startswith(b"<!DOCTYPE html>") and b"spectui" in head
+        ):
+            return True
+        return {"baseline", "candidate", "params", "prompts"} <= set(_json_doc(data))
+    doc = _json_doc(data)
+    if kind == "certificate":
+        return doc.get("format") == "spectui-certificate"
+    return kind == "sweep result" and {"baseline", "candidate", "params", "levels"} <= set(doc)
+
+
+def _json_doc(data: bytes) -> dict:
+    import json
+
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def check_notebook(args) -> None:

@@ -116,6 +116,55 @@ def answer_of(rec: dict) -> str | None:
     return None
 
 
+OWN_START = (b'{"id": ', b'{"primary_id": ')  # how json.dumps of every record() above begins
+HELDOUT_HEAD = "# prompts held out of the draft's training data (spectui drafts data"
+FIRST_LINE_MAX = 64 << 20  # a speculators row holds one answer's ids and text: far below this
+
+
+def check_own(out: Path) -> None:
+    """Refuse `out` unless it is new, empty or a drafts data file, and its held-out set unless it is new
+    or one this command wrote, before anything touches either file (issue 40: a mistyped -o at a model
+    had its tail cut off). Only the first record is read: a data file begins with a whole record, or
+    with the torn first line of a run killed inside its first write."""
+    if out.is_symlink() and not out.exists():
+        raise InputError(f"{out} is a link to nothing", hint="give -o a new file or a drafts data file")
+    if out.exists():
+        if not out.is_file():
+            raise InputError(f"{out} is not a regular file", hint="give -o a new file or a drafts data file")
+        with open(out, "rb") as fh:
+            first = fh.readline(FIRST_LINE_MAX)
+        if first and not _is_record_line(first):
+            raise InputError(
+                f"{out} is not a drafts data file (its first line is not a record): left untouched",
+                hint="give -o a new file, or the file an earlier `spectui drafts data` run wrote",
+            )
+    held = heldout_path(out)
+    if held.exists() or held.is_symlink():
+        ok = held.is_file()
+        if ok:
+            with open(held, "rb") as fh:
+                ok = fh.read(len(HELDOUT_HEAD)) == HELDOUT_HEAD.encode()
+        if not ok:
+            raise InputError(
+                f"{held} exists and is not a held-out set this command wrote: left untouched",
+                hint="move it away, or give -o another name",
+            )
+
+
+def _is_record_line(line: bytes) -> bool:
+    if not line.endswith(b"\n"):  # the only line, torn by a kill: it must begin as a record does
+        return line.startswith(OWN_START)
+    try:
+        rec = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        return False
+    return (
+        isinstance(rec, dict)
+        and record_id(rec) is not None
+        and any(k in rec for k in ("conversations", "messages", "input_ids"))
+    )
+
+
 def repair_tail(path: Path) -> int:
     """Cut a torn last line (a run killed inside a write) off an append-only JSONL file; returns the bytes
     cut. A last line that does not parse is torn too: whole records are always followed by a newline."""
@@ -291,6 +340,7 @@ async def generate(
         raise InputError(f"unknown format {fmt!r}", hint=f"one of {', '.join(FORMATS)}")
     if out.is_dir():
         raise InputError(f"{out} is a folder", hint="give -o a file name")
+    check_own(out)
     pl = plan(prompts, holdout)
     raw = [p.id for p in pl.train if p.raw is not None]
     if raw and fmt != "speculators":

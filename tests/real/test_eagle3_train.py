@@ -16,7 +16,7 @@ from spectui.labs.drafts import data as drafts_data
 from spectui.labs.drafts.train_eagle3 import Options, run_pipeline
 from spectui.machine import assets
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.timeout(1200)]  # minutes on a loaded 2-core machine
 
 PROMPTS = Path(__file__).resolve().parents[2] / "bench" / "eagle3_prompts.toml"
 

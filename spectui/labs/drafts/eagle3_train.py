@@ -126,7 +126,7 @@ def features(model, rows, layers, out: Path, key: str) -> list[torch.Tensor]:
 def head_config(config, layers: list[int], draft_vocab: int) -> dict:
     """SpecForge's LlamaForCausalLMEagle3 config (configs/llama3-8B-eagle3.json shape) for this target."""
     rope = getattr(config, "rope_parameters", None) or {}
-    theta = rope.get("rope_theta") or getattr(config, "rope_theta", 10000.0)
+    theta = rope.get("rope_theta") or getattr(config, "rope_theta", None) or 10000.0
     h = config.hidden_size
     return {
         "architectures": ["LlamaForCausalLMEagle3"],
@@ -238,7 +238,7 @@ def train(head, rows, feats, args, out: Path, t2d_index, key: str) -> dict:
                 epochs=args.epochs,
                 step=done,
                 total=total_steps,
-                loss=round(float(loss), 4),
+                loss=round(float(loss.detach()), 4),
                 seconds=round(el, 1),
                 eta=round(el / max(1, done - done_before) * (total_steps - done), 1),
             )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -21,7 +21,6 @@ from spectui.cli.common import (  # noqa: F401
     prompts_from,
 )
 from spectui.core.errors import InputError
-from spectui.core.types import ServerInfo
 
 
 def _say(line: str) -> None:
@@ -75,55 +74,29 @@ def exit_for(results) -> int:
     return EXIT_OK if all(r.identical for r in results) else EXIT_DIFFERS
 
 
-def launch_plan(args):
-    """--launch: the profile's comparison, its two servers (127.0.0.1, free ports) and whether they run one
-    at a time (asked for, or the memory plan says they do not fit together)."""
-    from spectui.labs.memory.plan import plan_pair
-    from spectui.store.profiles import load_profiles, servers_for
+def pair_from(args):
+    """The two servers: the user's (--baseline/--candidate) or a profile's pair (--launch, run.pair's plan)."""
+    from spectui.run.pair import GivenPair, LaunchedPair
 
-    profiles, _ = load_profiles()
-    name = args.profile or "cpu-demo"
-    if name not in profiles:
-        raise InputError(f"no profile named {name!r}", hint="spectui profiles list")
-    profile = profiles[name]
-    comparison = profile.comparison(args.launch)
-    plan = plan_pair(profile, comparison)
-    if plan.decision == "too-big":
-        raise InputError(f"{name}/{args.launch}: {plan.reason}", hint="spectui profiles check " + name)
-    if plan.decision == "unknown" and not args.json:  # launched as the profile says, engines' own defaults
-        _say(f"{name}/{args.launch}: no memory plan ({plan.reason})")
-    alone = args.one_at_a_time or plan.one_at_a_time
-    base, cand = servers_for(profile, comparison, shares=plan.shares or None)
-    return comparison, {"baseline": base, "candidate": cand}, alone, plan
+    if args.launch is None:
+        return GivenPair(args.baseline, args.candidate)
+    say = None if args.json else _say
+    return LaunchedPair.plan_for(args.profile, args.launch, args.one_at_a_time, say)
 
 
-async def _open_launched(server, client, args):
-    """Start one launched server, connect to it, and stop it (by its PID) when the block ends."""
-    from contextlib import asynccontextmanager
+def _with_urls(args, baseline: str, candidate: str):
+    """The command's pair options with the URLs the servers came up on."""
+    from spectui.cli.common import PairOptions
 
-    from spectui.backends.detect import api_key_from, resolve
-    from spectui.core.runner import connect
-    from spectui.machine.launcher import Launcher
-
-    @asynccontextmanager
-    async def opened():
-        launcher = Launcher()
-        launcher.add(server)
-        try:
-            await asyncio.to_thread(launcher.start_all)
-            backend, _ = await resolve(server.backend or "auto", server.url, client, api_key_from(args.api_key_env))
-            await connect(backend, args.ready_timeout)
-            yield backend
-        finally:
-            await asyncio.to_thread(launcher.stop_all)
-
-    return opened()
+    return dataclasses.replace(PairOptions.from_args(args), baseline=baseline, candidate=candidate)
 
 
 async def cmd_compare(args) -> int:
+    from spectui.backends.detect import api_key_from
     from spectui.backends.transport import stamped_client
     from spectui.core.report import json_report, text_report
-    from spectui.run.session import RunOptions, RunSession
+    from spectui.run.pair import SIDES, infos_of, order_of
+    from spectui.run.session import RunOptions
 
     params = params_from(args)
     prompt_list = prompts_from(args)
@@ -145,33 +118,34 @@ async def cmd_compare(args) -> int:
         draft_model=Path(args.draft_model).expanduser() if args.draft_model else None,
         ngram_sizes=ngram_sizes(args.ngram_size),  # a bad value is a usage error before any server is asked
     )
-    launched = launch_plan(args) if args.launch is not None else None
+    pair = pair_from(args)
     writer = None
     if args.save:
         from spectui.store.session_writer import SessionWriter
 
         writer = SessionWriter(args.save)  # refuses a file that is not a session before any server is asked
+    say = None if args.json else _say
+    if pair.alone is not None and say is not None:
+        _say(f"[{pair.title}] one server at a time ({'asked for' if args.one_at_a_time else pair.alone})")
+        if args.triage or args.probe_drafts:
+            _say("triage and the draft probe need both servers up at once: not run one at a time")
     try:
         async with stamped_client() as client:
-            if launched is not None and launched[2]:
-                results, infos, order = await _one_at_a_time(launched, client, args, params, prompt_list, writer)
-            else:
-                async with _launched_pair(launched, args) as urls:
-                    if urls:
-                        args.baseline, args.candidate = urls
-                    backends, infos = await connect_pair(client, args)
-                    run = RunSession(
-                        backends["baseline"],
-                        backends["candidate"],
-                        params,
-                        options,
-                        writer=writer,
-                        emit=progress(args.json),
-                        machine=machine_sampler() if writer is not None else None,
-                        client=client,
-                    )
-                    results = await run.run(prompt_list)
-                    order = args.order
+            session = pair.session(
+                params,
+                options,
+                client=client,
+                api_key=api_key_from(args.api_key_env),
+                ready_timeout=args.ready_timeout,
+                connect=lambda b, c: connect_pair(client, _with_urls(args, b, c)),
+                say=say,
+                writer=writer,
+                emit=progress(args.json),
+                machine=machine_sampler() if writer is not None else None,
+            )
+            async with session as run:
+                results = await run.run(prompt_list)
+            infos, order = infos_of(run, dict(zip(SIDES, pair.urls()))), order_of(run, options)
     finally:
         if writer:
             writer.close()
@@ -194,69 +168,6 @@ async def cmd_compare(args) -> int:
         unwritten |= not append_to_notebook(args, notebook.measurements(results, infos, args.profile))
     code = exit_for(results)
     return EXIT_SERVER if unwritten and code == EXIT_OK else code  # a file not written is not a clean run
-
-
-def _launched_pair(launched, args):
-    """Both launched servers up for the block (None: the servers are the user's, given by URL)."""
-    from contextlib import asynccontextmanager
-
-    from spectui.machine.launcher import Launcher
-
-    @asynccontextmanager
-    async def up():
-        if launched is None:
-            yield None
-            return
-        comparison, servers, _, _ = launched
-        launcher = Launcher()
-        for s in servers.values():
-            launcher.add(s)
-        if not args.json:
-            _say(f"starting [{comparison.title}] on {servers['baseline'].url} and {servers['candidate'].url}")
-        try:
-            await asyncio.to_thread(launcher.start_all)
-            yield servers["baseline"].url, servers["candidate"].url
-        finally:
-            await asyncio.to_thread(launcher.stop_all)
-
-    return up()
-
-
-async def _one_at_a_time(launched, client, args, params, prompt_list, writer):
-    """--one-at-a-time: the baseline alone, then the candidate alone (core.verdict judges the pairs)."""
-    from spectui.run.phased import ORDER, PhasedRun
-
-    comparison, servers, _, plan = launched
-    if not args.json:
-        why = "asked for" if args.one_at_a_time else f"the memory plan: {plan.reason}"
-        _say(f"[{comparison.title}] one server at a time ({why})")
-        if args.triage or args.probe_drafts:
-            _say("triage and the draft probe need both servers up at once: not run one at a time")
-
-    def open_side(side: str):
-        return _Opener(servers[side], client, args)
-
-    run = PhasedRun(
-        open_side, params, args.repeat, writer=writer, emit=progress(args.json), say=None if args.json else _say
-    )
-    results = await run.run(prompt_list)
-    infos = {s: run.infos.get(s) or ServerInfo(servers[s].url) for s in ("baseline", "candidate")}
-    return results, infos, ORDER
-
-
-class _Opener:
-    """An async context: one launched server up (started, connected) for the block, stopped after."""
-
-    def __init__(self, server, client, args) -> None:
-        self.server, self.client, self.args = server, client, args
-        self._cm = None
-
-    async def __aenter__(self):
-        self._cm = await _open_launched(self.server, self.client, self.args)
-        return await self._cm.__aenter__()
-
-    async def __aexit__(self, *exc):
-        return await self._cm.__aexit__(*exc)
 
 
 def register(sub) -> None:

@@ -323,9 +323,11 @@ def _not_written(prover, exc, params, as_json: bool) -> None:
 
 def _opener(servers: dict, client, args):
     """run.phased's open_side: one launched server up (started, connected) for a block, stopped after."""
-    from spectui.cli.compare import _Opener
+    from spectui.backends.detect import api_key_from
+    from spectui.run.pair import OneSide
 
-    return lambda side: _Opener(servers[side], client, args)
+    key = api_key_from(args.api_key_env)
+    return lambda side: OneSide(servers[side], client, key, args.ready_timeout)
 
 
 def _note(path: str | None, doc: dict) -> None:

@@ -31,16 +31,15 @@ async def cmd_sweep(args) -> int:
     check_output(args.svg, "--svg")
     check_notebook(args)
     from spectui.backends.transport import stamped_client
-    from spectui.cli.compare import _launched_pair, launch_plan
+    from spectui.cli.compare import pair_from
 
-    launched = launch_plan(args) if args.launch is not None else None
+    pair = pair_from(args)
+    alone = pair.alone is not None
     async with stamped_client(max(levels) * 2 + 4) as client:
-        if launched is not None and launched[2]:
-            result, infos = await _sweep_alone(launched, client, args, prompt_list, levels, params)
+        if alone:
+            result, infos = await _sweep_alone(pair, client, args, prompt_list, levels, params)
         else:
-            async with _launched_pair(launched, args) as urls:
-                if urls:
-                    args.baseline, args.candidate = urls
+            async with pair.up(None if args.json else _say) as (args.baseline, args.candidate):
                 result, infos = await _sweep_together(client, args, prompt_list, levels, params)
     doc = {
         "baseline": infos["baseline"].to_json(),
@@ -48,7 +47,7 @@ async def cmd_sweep(args) -> int:
         "params": {"max_tokens": params.max_tokens, "temperature": params.temperature, "seed": params.seed},
         "levels": [lv.to_json() for lv in result],
     }
-    if launched is not None and launched[2]:  # measured one after the other: never both servers up
+    if alone:  # measured one after the other: never both servers up
         doc["params"]["order"] = "one-at-a-time"
     if args.json:
         print(json.dumps(doc, indent=2))
@@ -109,6 +108,10 @@ async def cmd_sweep(args) -> int:
     return EXIT_OK if all(lv.identical for lv in result) else EXIT_DIFFERS
 
 
+def _say(line: str) -> None:
+    print(f"spectui: {line}", file=sys.stderr)
+
+
 async def _sweep_together(client, args, prompt_list, levels, params) -> tuple[list, dict]:
     """Both servers up: each level's requests to the baseline, then the same to the candidate."""
     from spectui.cli.progress import Advance
@@ -143,19 +146,20 @@ async def _sweep_together(client, args, prompt_list, levels, params) -> tuple[li
     return result, infos
 
 
-async def _sweep_alone(launched, client, args, prompt_list, levels, params) -> tuple[list, dict]:
+async def _sweep_alone(pair, client, args, prompt_list, levels, params) -> tuple[list, dict]:
     """--one-at-a-time: the baseline alone at every level, then the candidate alone (labs.sweep.levels.sweep_alone)."""
-    from spectui.cli.compare import _Opener
+    from spectui.backends.detect import api_key_from
     from spectui.core.types import ServerInfo
     from spectui.labs.sweep.levels import sweep_alone
 
-    comparison, servers, _, plan = launched
+    servers = pair.servers
     say = (lambda line: print(f"spectui: {line}", file=sys.stderr)) if not args.json else None
     if say is not None:
-        why = "asked for" if args.one_at_a_time else f"the memory plan: {plan.reason}"
-        say(f"[{comparison.title}] one server at a time ({why}); the batch-time prediction needs both up: not made")
+        why = "asked for" if args.one_at_a_time else pair.alone
+        say(f"[{pair.title}] one server at a time ({why}); the batch-time prediction needs both up: not made")
+    key = api_key_from(args.api_key_env)
     result, infos = await sweep_alone(
-        lambda side: _Opener(servers[side], client, args), prompt_list, levels, params, args.repeat, say
+        lambda side: pair.side(side, client, key, args.ready_timeout), prompt_list, levels, params, args.repeat, say
     )
     return result, {s: infos.get(s) or ServerInfo(servers[s].url) for s in ("baseline", "candidate")}
 

@@ -1,0 +1,191 @@
+"""A profile's pair of servers, planned once and brought up for a block: both together, or one side at a
+time where asked or where the memory plan (labs.memory.plan) says the two do not fit on the GPU together.
+`LaunchedPair.session(…)` gives the run that fits — a RunSession on both servers, or a PhasedRun that
+starts each side alone — so a driver does not branch on how its servers run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from spectui.core.errors import InputError
+from spectui.core.types import ServerInfo
+
+SIDES = ("baseline", "candidate")
+
+
+@dataclass(frozen=True)
+class LaunchedPair:
+    """The comparison's two servers (127.0.0.1, free ports) and why they run one at a time (None: together)."""
+
+    name: str  # "profile/comparison [title]", for the lines a driver prints
+    title: str
+    servers: dict[str, Any]  # side → machine.launcher.ManagedServer
+    alone: str | None
+    plan: Any  # labs.memory.plan.PairPlan
+
+    @classmethod
+    def plan_for(
+        cls,
+        profile: str | None,
+        comparison: str | None,
+        one_at_a_time: bool = False,
+        say: Callable[[str], None] | None = None,
+    ) -> LaunchedPair:
+        """The profile's comparison (default: profile cpu-demo, its first comparison) through the memory
+        plan; a pair that cannot fit is one InputError, a pair with no plan is said and launched as written."""
+        from spectui.labs.memory.plan import plan_pair
+        from spectui.store.profiles import load_profiles, servers_for
+
+        profiles, _ = load_profiles()
+        name = profile or "cpu-demo"
+        if name not in profiles:
+            raise InputError(f"no profile named {name!r}", hint="spectui profiles list")
+        prof = profiles[name]
+        comp = prof.comparison(comparison) if comparison else prof.comparisons[0]
+        plan = plan_pair(prof, comp)
+        where = f"{prof.name}/{comp.id}"
+        if plan.decision == "too-big":
+            raise InputError(f"{where}: {plan.reason}", hint="spectui profiles check " + name)
+        if plan.decision == "unknown" and say is not None:  # launched as the profile says, engines' own defaults
+            say(f"{where}: no memory plan ({plan.reason})")
+        alone = None
+        if one_at_a_time:
+            alone = "asked for (--one-at-a-time)"
+        elif plan.one_at_a_time:
+            alone = f"the memory plan: {plan.reason}"
+        base, cand = servers_for(prof, comp, shares=plan.shares or None)
+        return cls(f"{where} [{comp.title}]", comp.title, {"baseline": base, "candidate": cand}, alone, plan)
+
+    def urls(self) -> tuple[str, str]:
+        return self.servers["baseline"].url, self.servers["candidate"].url
+
+    @asynccontextmanager
+    async def up(self, say: Callable[[str], None] | None = None) -> AsyncIterator[tuple[str, str]]:
+        """Both servers started for the block (their URLs), stopped by their PIDs after it."""
+        from spectui.machine.launcher import Launcher
+
+        launcher = Launcher()
+        for s in self.servers.values():
+            launcher.add(s)
+        if say is not None:
+            say(f"starting [{self.title}] on {self.servers['baseline'].url} and {self.servers['candidate'].url}")
+        try:
+            await asyncio.to_thread(launcher.start_all)
+            yield self.urls()
+        finally:
+            await asyncio.to_thread(launcher.stop_all)
+
+    def side(self, side: str, client, api_key: str | None = None, ready_timeout: float = 120.0):
+        """One side alone for the block: started, detected, waited for; the backend; stopped after."""
+        return OneSide(self.servers[side], client, api_key, ready_timeout)
+
+    @asynccontextmanager
+    async def session(
+        self,
+        params,
+        options,
+        *,
+        client,
+        api_key: str | None = None,
+        ready_timeout: float = 120.0,
+        connect: Callable[[str, str], Awaitable[tuple[dict, dict]]] | None = None,
+        say: Callable[[str], None] | None = None,
+        **run_kw,
+    ) -> AsyncIterator[Any]:
+        """The run for this pair, for the block: a PhasedRun starting each side alone, or a RunSession on
+        both servers up together (connected by `connect(baseline_url, candidate_url)` → (backends, infos)
+        where the driver shows its own waiting, else quietly). `run_kw`: writer, emit, machine …, each
+        passed to the run that takes it."""
+        from spectui.run.phased import PhasedRun
+        from spectui.run.session import RunSession
+
+        if self.alone is not None:
+            phased_kw = {k: v for k, v in run_kw.items() if k in ("writer", "emit", "on_stream", "recorders")}
+            yield PhasedRun(
+                lambda side: self.side(side, client, api_key, ready_timeout),
+                params,
+                options.repeat,
+                say=say,
+                **phased_kw,
+            )
+            return
+        async with self.up(say) as (b, c):
+            if connect is not None:
+                backends, _ = await connect(b, c)
+            else:
+                kinds = {s: getattr(self.servers.get(s), "backend", None) or "auto" for s in SIDES}
+                backends = {
+                    s: await _connect(u, kinds[s], client, api_key, ready_timeout) for s, u in zip(SIDES, (b, c))
+                }
+            yield RunSession(backends["baseline"], backends["candidate"], params, options, client=client, **run_kw)
+
+
+@dataclass(frozen=True)
+class GivenPair:
+    """Two servers the user runs, given by URL: nothing is started or stopped, both are up together."""
+
+    baseline: str
+    candidate: str
+    alone: None = None
+    servers = {}  # type: ignore[var-annotated]  # none launched: each side's kind is detected
+
+    def urls(self) -> tuple[str, str]:
+        return self.baseline, self.candidate
+
+    @asynccontextmanager
+    async def up(self, say: Callable[[str], None] | None = None) -> AsyncIterator[tuple[str, str]]:
+        yield self.urls()
+
+    session = LaunchedPair.session
+
+
+def order_of(run, options) -> str:
+    """The order a run's report states: one-at-a-time for a PhasedRun, else the options' own."""
+    from spectui.run.phased import ORDER, PhasedRun
+
+    return ORDER if isinstance(run, PhasedRun) else options.order
+
+
+def infos_of(run, urls: dict[str, str]) -> dict[str, ServerInfo]:
+    """Both sides' identities after a run (a side never reached: its URL only)."""
+    known = run.infos() if callable(run.infos) else run.infos
+    return {s: known.get(s) or ServerInfo(urls[s]) for s in SIDES}
+
+
+async def _connect(url: str, kind: str, client, api_key: str | None, ready_timeout: float):
+    from spectui.backends.detect import resolve
+    from spectui.core.runner import connect
+
+    backend, _ = await resolve(kind, url, client, api_key)
+    await connect(backend, ready_timeout)
+    return backend
+
+
+class OneSide:
+    """An async context: one launched server up (started, connected) for the block, stopped after."""
+
+    def __init__(self, server, client, api_key: str | None, ready_timeout: float) -> None:
+        self.server, self.client, self.api_key, self.ready_timeout = server, client, api_key, ready_timeout
+        self._launcher: Any = None  # machine.launcher.Launcher, made on entry
+
+    async def __aenter__(self):
+        from spectui.machine.launcher import Launcher
+
+        self._launcher = Launcher()
+        self._launcher.add(self.server)
+        try:
+            await asyncio.to_thread(self._launcher.start_all)
+            return await _connect(
+                self.server.url, self.server.backend or "auto", self.client, self.api_key, self.ready_timeout
+            )
+        except BaseException:
+            await asyncio.to_thread(self._launcher.stop_all)
+            raise
+
+    async def __aexit__(self, *exc):
+        await asyncio.to_thread(self._launcher.stop_all)
+        return False

@@ -58,6 +58,9 @@ class PromptRuns:
     def ratios(self) -> list[float]:
         return [s for r in self.measured() if (s := r.speedup) is not None]
 
+    def ratios_by_run(self) -> dict[int, float]:
+        return {r.run: s for r in self.runs if r.result.measured and (s := r.result.speedup) is not None}
+
     def acceptance(self) -> dict | None:
         return counts_of(self.measured())
 
@@ -162,8 +165,9 @@ def acceptance_summary(groups: list[PromptRuns]) -> dict | None:
         for k in passes
         if (c := counts_of([r.result for g in groups for r in g.runs if r.run == k and r.result.measured]))
     ]
-    mal = set_ratio(per, per_pass, lambda a: a["accepted"], shift=1.0)
     gamma = drafted / steps if steps else None
+    # accepted ≤ drafted: the mean accepted length lies in [1, 1 + γ] ⊆ [1, n-max + 1], and so does its interval
+    mal = set_ratio(per, per_pass, lambda a: a["accepted"], cap=gamma, shift=1.0)
 
     def alpha_at(length: float | None) -> float | None:
         # α rises with accepted/steps at a fixed γ: the ends of that interval give α's
@@ -335,7 +339,11 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     not_run, more = schedule(groups, inputs, order)
     problems += more
     counts = {k: sum(1 for g in groups if g.status == k) for k in ("identical", "differs", "failed", "incomplete")}
-    speed = set_speedup([g.ratios() for g in groups])
+    from spectui.run.phased import ORDER
+
+    alone_now = bool(orders_of(greedy)) and orders_of(greedy) == {ORDER}
+    # one server at a time: run k of every prompt shares run k's launches, so the interval is over runs
+    speed = set_speedup([g.ratios() for g in groups], shared=[g.ratios_by_run() for g in groups] if alone_now else None)
     categories = sorted({g.category for g in groups}, key=lambda c: min(g.index for g in groups if g.category == c))
     by_category = {}
     for cat in categories:
@@ -398,6 +406,10 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     }
     derived["verdict"] = verdict_of(derived, measured_on)
     return normalised(derived)
+
+
+def orders_of(sessions: list[Session]) -> set[str]:
+    return {sp.order for s in sessions for sp in s.prompts}
 
 
 def by_machine(groups: list[PromptRuns], inputs: dict, measured_on: dict) -> dict:
@@ -519,7 +531,14 @@ def verdict_of(derived: dict, measured_on: dict) -> dict:
         if not_run:
             line += f"; {len(not_run)} not run: {', '.join(not_run[:3])}{' …' if len(not_run) > 3 else ''}"
         line += f"; {unsure} not compared: a side failed or was cut off)" if unsure else ")"
-        if s is not None:
+        if status == "identical" and s is not None and s["counts"]["consistent"]:
+            # the sampled part only found no evidence of a difference: the first words say so, never a bare
+            # IDENTICAL over a distribution test
+            tvd = s.get("detectable_tvd")
+            could = f"could detect TVD ≥ {tvd:.2f}" if tvd is not None else "detectable TVD not computed"
+            line = f"IDENTICAL (greedy) on {g['identical']}/{n} · CONSISTENT (sampled, {could}) on "
+            line += f"{s['passed']}/{s['total']} ({sampled_words(s)})"
+        elif s is not None:
             line += f" and {s['passed']}/{s['total']} (sampled, {sampled_words(s)})"
         line += speed_words(derived, measured_on)
     return {"status": status, "line": line}
@@ -546,9 +565,11 @@ def speed_words(derived: dict, measured_on: dict) -> str:
     sp = derived["speedup"]["overall"]
     if sp is None:
         return " · no speed-up measured (no run where both sides finished)"
-    word = {"slower": "SLOWER ", "no measurable difference": "NO MEASURABLE DIFFERENCE "}.get(
-        derived["speedup"]["speed"], ""
-    )
+    word = {
+        "slower": "SLOWER ",
+        "no measurable difference": "NO MEASURABLE DIFFERENCE ",
+        "too few runs to judge": "TOO FEW RUNS TO JUDGE ",
+    }.get(derived["speedup"]["speed"], "")
     acc = derived.get("acceptance")
     if acc is None or not acc.get("drafted"):
         at = " (the candidate drafted nothing)"

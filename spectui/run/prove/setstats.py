@@ -11,6 +11,10 @@ import statistics
 from spectui.core.stats import LEVEL, over_units
 
 TOLERANCE = 0.02  # an interval within ±2 % of 1.00 is no measurable difference (core.runner.Repeated)
+# below these, an interval is shown but no verdict word is drawn from it: "too few runs to judge" (issue 36)
+MIN_DF = 2  # degrees of freedom of a speed-up interval: 3 runs of a prompt, or 2 runs each of 2 prompts
+MIN_PROMPTS = 3  # prompts for an interval over prompts
+TOO_FEW = "too few runs to judge"
 
 
 def ratio_interval(nums: list[float], dens: list[float], cap: float | None = None, level: float = LEVEL) -> dict:
@@ -23,8 +27,11 @@ def ratio_interval(nums: list[float], dens: list[float], cap: float | None = Non
     n = len(pairs)
     total_a, total_s = sum(a for a, _ in pairs), sum(s for _, s in pairs)
     r = total_a / total_s
-    if n < 2:
-        return {"value": r, "low": None, "high": None, "n": 1, "method": None, "reason": "1 prompt: no interval"}
+    if cap is not None:
+        r = min(cap, r)
+    if n < MIN_PROMPTS:
+        why = "1 prompt: no interval" if n == 1 else f"{n} prompts: too few prompts to judge (an interval needs 3)"
+        return {"value": r, "low": None, "high": None, "n": n, "method": None, "reason": why}
     from scipy import stats  # lazily: spectui --help stays fast
 
     mean_s = total_s / n
@@ -88,7 +95,9 @@ def set_ratio(per_prompt: list[dict], per_pass: list[dict], num, cap: float | No
     }
 
 
-def set_speedup(units: list[list[float]], level: float = LEVEL) -> dict | None:
+def set_speedup(
+    units: list[list[float]], level: float = LEVEL, shared: list[dict[int, float]] | None = None
+) -> dict | None:
     """The speed-up on this prompt set: the geometric mean over prompts of each prompt's mean log ratio,
     with a t-interval from the run-to-run spread within prompts (pooled; Σ(runs − 1) degrees of freedom).
     The prompts are the set's own (fixed), so only run-to-run noise is uncertain; the interleaved repeats
@@ -125,8 +134,37 @@ def set_speedup(units: list[list[float]], level: float = LEVEL) -> dict | None:
             "this prompt set: geometric mean of the prompts' speed-ups; t-interval from the spread between "
             "interleaved runs of each prompt (pooled)"
         )
-    out["over_prompts"] = over_units(units).to_json() if p > 1 else None
+    if shared is not None:
+        out.update(shared_runs(g, shared, level))
+    out["over_prompts"] = over_units(units).to_json() if p >= MIN_PROMPTS else None
     return out
+
+
+def shared_runs(g: float, shared: list[dict[int, float]], level: float = LEVEL) -> dict:
+    """Where every prompt's run k shares run k's launches (one server at a time: each run's block started
+    the servers anew), run k moves every prompt's ratio together, and the pooled within-prompt spread
+    misses it (a '95 %' interval covered 66 % at 8 prompts with a shift as large as the run noise). The
+    interval is then over the runs: each run's geometric mean over the prompts measured in every run,
+    a t-interval with runs − 1 degrees of freedom (coverage simulated: tests/unit/test_setstats_coverage.py)."""
+    from scipy import stats
+
+    runs = sorted({k for d in shared for k in d})
+    complete = [d for d in shared if d and all(k in d for k in runs)]
+    means = [statistics.fmean(math.log(d[k]) for d in complete) for k in runs] if complete else []
+    if len(means) < 2:
+        return {"low": None, "high": None, "df": 0, "method": None, "reason": "1 run: no interval over runs"}
+    se = statistics.stdev(means) / math.sqrt(len(means))
+    half = float(stats.t.ppf(0.5 + level / 2, len(means) - 1)) * se
+    return {
+        "low": math.exp(g - half),
+        "high": math.exp(g + half),
+        "df": len(means) - 1,
+        "method": (
+            "this prompt set, runs sharing launches: t-interval over the runs' geometric means over the "
+            f"{len(complete)} prompt(s) measured in every run ({len(means)} runs)"
+        ),
+        "reason": None,
+    }
 
 
 def speed_word(s: dict | None) -> str:
@@ -135,6 +173,8 @@ def speed_word(s: dict | None) -> str:
         return "not measured"
     if s["low"] is None:
         return "no interval"
+    if isinstance(s.get("df"), int) and s["df"] < MIN_DF:
+        return TOO_FEW
     if s["low"] <= 1.0 <= s["high"] or (1 - TOLERANCE <= s["low"] and s["high"] <= 1 + TOLERANCE):
         return "no measurable difference"
     return "faster" if s["low"] > 1.0 else "slower"
@@ -150,4 +190,6 @@ def interval_text(d: dict | None, spec: str = ".2f", unit: str = "") -> str:
     if d.get("low") is None:
         why = d.get("reason")
         return f"{v:{spec}}{unit}" + (f" ({why})" if why else "")
+    if abs(d["high"] - d["low"]) <= 1e-12 * max(1.0, abs(v)):  # a count every run gave alike: no interval
+        return f"{v:{spec}}{unit} (exact: the same in every run)"
     return f"{v:{spec}}{unit} [{d['low']:{spec}}–{d['high']:{spec}}]"

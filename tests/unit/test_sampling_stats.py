@@ -128,3 +128,20 @@ def test_a_seeded_mismatch_under_probabilistic_drafting_is_not_a_failure():
 def test_argv_is_read_only_for_local_servers():
     assert launch_argv("http://example.com:8080") is None
     assert launch_argv("not a url") is None
+
+
+def test_the_sampling_mode_set_in_the_launched_environment_is_read():
+    # common/arg.cpp:4236: LLAMA_ARG_SPEC_DRAFT_SAMPLING sets --spec-draft-sampling; the argument wins
+    argv = ["llama-server", "-md", "d"]
+    g = guarantee_for("llama.cpp", None, argv, {"LLAMA_ARG_SPEC_DRAFT_SAMPLING": "probabilistic"})
+    assert (g.drafting, g.promise) == ("probabilistic", "distribution only")
+    assert "LLAMA_ARG_SPEC_DRAFT_SAMPLING in its environment" in g.why
+    wins = guarantee_for(
+        "llama.cpp",
+        None,
+        [*argv, "--spec-draft-sampling", "greedy"],
+        {"LLAMA_ARG_SPEC_DRAFT_SAMPLING": "probabilistic"},
+    )
+    assert (wins.drafting, wins.promise) == ("greedy", "seeded bytes")
+    unread = guarantee_for("llama.cpp", None, argv)
+    assert unread.promise == "seeded bytes" and "not read" in unread.why

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from spectui.backends.base import Backend
@@ -90,10 +91,40 @@ _SAMPLED_DRAFTERS = ("draft-simple", "draft-mtp")
 _SPECULATION_FLAGS = ("--spec-type", "-md", "--spec-draft-model", "--model-draft")
 
 
-def guarantee_for(kind: str, info: ServerInfo | None, argv: list[str] | None) -> Guarantee:
+def launch_env(url: str) -> dict[str, str] | None:
+    """The environment of the server behind `url` where it runs on this machine and is readable, else None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if host not in ("127.0.0.1", "localhost", "::1") or port is None:
+        return None
+    try:
+        import psutil
+
+        from spectui.machine.probes import pid_listening_on
+
+        pid = pid_listening_on(port)
+        return dict(psutil.Process(pid).environ()) if pid else None
+    except Exception:  # psutil.Error (another user's process), or a platform without it
+        return None
+
+
+# common/arg.cpp:4236: --spec-draft-sampling is also set by this variable; the argument wins where both are
+# given (tools/server/README.md, "If both command line argument and environment variable are both set")
+SAMPLING_ENV = "LLAMA_ARG_SPEC_DRAFT_SAMPLING"
+
+
+def guarantee_for(
+    kind: str, info: ServerInfo | None, argv: list[str] | None, env: Mapping[str, str] | None = None
+) -> Guarantee:
     """Which promise the candidate makes: seeded bytes (llama.cpp drafting greedily, or with no draft
-    that is sampled) or the distribution only (llama.cpp --spec-draft-sampling probabilistic, vLLM,
-    SGLang); "unknown" where spectui cannot tell, said why."""
+    that is sampled) or the distribution only (llama.cpp --spec-draft-sampling probabilistic, or
+    LLAMA_ARG_SPEC_DRAFT_SAMPLING in the launched environment; vLLM, SGLang); "unknown" where spectui
+    cannot tell, said why."""
     if kind in ("vllm", "sglang"):
         return Guarantee(
             "own randomness",
@@ -105,23 +136,26 @@ def guarantee_for(kind: str, info: ServerInfo | None, argv: list[str] | None) ->
     if argv is not None:
         if not any(a.split("=", 1)[0] in _SPECULATION_FLAGS for a in argv):
             return Guarantee("none", "seeded bytes", "launched without speculation")
-        mode = "greedy"
+        mode, said = "greedy", "--spec-draft-sampling"
+        if env is not None and env.get(SAMPLING_ENV):
+            mode, said = env[SAMPLING_ENV], f"{SAMPLING_ENV} in its environment"
         for i, arg in enumerate(argv):
             if arg == "--spec-draft-sampling" and i + 1 < len(argv):
-                mode = argv[i + 1]
+                mode, said = argv[i + 1], "--spec-draft-sampling"
             elif arg.startswith("--spec-draft-sampling="):
-                mode = arg.split("=", 1)[1]
+                mode, said = arg.split("=", 1)[1], "--spec-draft-sampling"
         if mode == "probabilistic":
             return Guarantee(
                 "probabilistic",
                 "distribution only",
-                "launched with --spec-draft-sampling probabilistic: drafts are verified by rejection sampling",
+                f"launched with {said} probabilistic: drafts are verified by rejection sampling",
             )
+        unread = "" if env is not None else f" ({SAMPLING_ENV} not read: its environment is not readable here)"
         return Guarantee(
             "greedy",
             "seeded bytes",
-            "launched without --spec-draft-sampling probabilistic: every position is sampled from the target "
-            "with the request's RNG",
+            f"launched without --spec-draft-sampling probabilistic{unread}: every position is sampled from the "
+            "target with the request's RNG",
         )
     types = [t for t in str((info.speculative if info else {}).get("type") or "").split(",") if t]
     if types and all(t == "none" for t in types):
@@ -289,12 +323,14 @@ async def sampling(
     observer: RunObserver | None = None,
     progress=None,
     candidate_argv: list[str] | None = None,
+    candidate_env: Mapping[str, str] | None = None,
 ) -> list[SamplingResult]:
     """The seeded pass over `samples` seeds per prompt, then the distribution pass where it is needed.
     `candidate_argv`: how the candidate was launched, where the caller knows (else read from the local
     process, where there is one)."""
     obs = observer or RunObserver()
     argv = candidate_argv if candidate_argv is not None else launch_argv(candidate.url)
+    env = candidate_env if candidate_env is not None else launch_env(candidate.url)
     out = []
     for prompt in prompts:
         runs = []
@@ -311,7 +347,7 @@ async def sampling(
                 progress(prompt, i + 1, samples)
         res = SamplingResult(prompt, runs)
         # after the runs: llama.cpp names the speculation types a request used in its final event
-        res.guarantee = guarantee_for(candidate.kind, candidate.info, argv)
+        res.guarantee = guarantee_for(candidate.kind, candidate.info, argv, env)
         if force_distribution or res.seeded_identical < samples:
             distribution_pass(res, params.max_tokens)
         out.append(res)

@@ -146,28 +146,10 @@ def progress(quiet: bool):
 def _launch(args):
     """--launch COMPARISON / --profile NAME [--comparison ID]: the profile's pair (127.0.0.1, free ports),
     through the memory plan, and why it runs one server at a time (None: both up together)."""
-    from spectui.labs.memory.plan import plan_pair
-    from spectui.store.profiles import load_profiles, servers_for
+    from spectui.run.pair import LaunchedPair
 
-    profiles, _ = load_profiles()
-    name = args.profile or "cpu-demo"
-    if name not in profiles:
-        raise InputError(f"no profile named {name!r}", hint="spectui profiles list")
-    profile = profiles[name]
-    which = args.launch or args.comparison
-    comparison = profile.comparison(which) if which else profile.comparisons[0]
-    plan = plan_pair(profile, comparison)
-    if plan.decision == "too-big":
-        raise InputError(f"{profile.name}/{comparison.id}: {plan.reason}", hint="spectui profiles check " + name)
-    if plan.decision == "unknown":  # launched as the profile says, the engines' own defaults
-        _say(f"{profile.name}/{comparison.id}: no memory plan ({plan.reason})")
-    alone = None
-    if args.one_at_a_time:
-        alone = "asked for (--one-at-a-time)"
-    elif plan.one_at_a_time:
-        alone = f"the memory plan: {plan.reason}"
-    base, cand = servers_for(profile, comparison, shares=plan.shares or None)
-    return f"{profile.name}/{comparison.id} [{comparison.title}]", base, cand, alone
+    pair = LaunchedPair.plan_for(args.profile, args.launch or args.comparison, args.one_at_a_time, _say)
+    return pair.name, pair.servers["baseline"], pair.servers["candidate"], pair.alone
 
 
 def _start_both(what: str, base, cand):

@@ -37,8 +37,7 @@ class LaunchedPair:
     ) -> LaunchedPair:
         """The profile's comparison (default: profile cpu-demo, its first comparison) through the memory
         plan; a pair that cannot fit is one InputError, a pair with no plan is said and launched as written."""
-        from spectui.labs.memory.plan import plan_pair
-        from spectui.store.profiles import load_profiles, servers_for
+        from spectui.store.profiles import load_profiles
 
         profiles, _ = load_profiles()
         name = profile or "cpu-demo"
@@ -46,10 +45,20 @@ class LaunchedPair:
             raise InputError(f"no profile named {name!r}", hint="spectui profiles list")
         prof = profiles[name]
         comp = prof.comparison(comparison) if comparison else prof.comparisons[0]
-        plan = plan_pair(prof, comp)
-        where = f"{prof.name}/{comp.id}"
+        return cls.from_profile(prof, comp, one_at_a_time, say)
+
+    @classmethod
+    def from_profile(
+        cls, profile, comparison, one_at_a_time: bool = False, say: Callable[[str], None] | None = None
+    ) -> LaunchedPair:
+        """A loaded profile's comparison through the memory plan (plan_for once the names are read)."""
+        from spectui.labs.memory.plan import plan_pair
+        from spectui.store.profiles import servers_for
+
+        plan = plan_pair(profile, comparison)
+        where = f"{profile.name}/{comparison.id}"
         if plan.decision == "too-big":
-            raise InputError(f"{where}: {plan.reason}", hint="spectui profiles check " + name)
+            raise InputError(f"{where}: {plan.reason}", hint="spectui profiles check " + profile.name)
         if plan.decision == "unknown" and say is not None:  # launched as the profile says, engines' own defaults
             say(f"{where}: no memory plan ({plan.reason})")
         alone = None
@@ -57,8 +66,9 @@ class LaunchedPair:
             alone = "asked for (--one-at-a-time)"
         elif plan.one_at_a_time:
             alone = f"the memory plan: {plan.reason}"
-        base, cand = servers_for(prof, comp, shares=plan.shares or None)
-        return cls(f"{where} [{comp.title}]", comp.title, {"baseline": base, "candidate": cand}, alone, plan)
+        base, cand = servers_for(profile, comparison, shares=plan.shares or None)
+        servers = {"baseline": base, "candidate": cand}
+        return cls(f"{where} [{comparison.title}]", comparison.title, servers, alone, plan)
 
     def urls(self) -> tuple[str, str]:
         return self.servers["baseline"].url, self.servers["candidate"].url

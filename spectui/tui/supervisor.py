@@ -186,22 +186,22 @@ class ServerSupervisor:
     # -- launching a profile's pair -----------------------------------------------------------------
     def launch(self, profile, comparison) -> None:
         """Start a comparison's two servers (bound to 127.0.0.1 unless the profile says otherwise)."""
-        from spectui.labs.memory.plan import plan_pair
-        from spectui.store.profiles import servers_for
+        from spectui.core.errors import InputError
+        from spectui.run.pair import LaunchedPair
 
         app = self.app
         try:
-            # the memory plan first: explicit shares where both fit, one at a time where they do not
-            plan = plan_pair(profile, comparison)
-            if plan.decision == "too-big":
-                app.notify(f"{comparison.title}: {plan.reason}", severity="error", timeout=15)
-                return
-            if plan.decision == "unknown":  # launched as the profile says, each engine with its own default
-                app.notify(f"{comparison.title}: no memory plan ({plan.reason})", severity="warning", timeout=12)
-            base, cand = servers_for(profile, comparison, shares=plan.shares or None)
+            # the memory plan first (run.pair): explicit shares where both fit, one at a time where they do not
+            pair = LaunchedPair.from_profile(
+                profile, comparison, say=lambda line: app.notify(line, severity="warning", timeout=12)
+            )
+        except InputError as exc:  # the two do not fit even one at a time
+            app.notify(exc.one_line(), severity="error", timeout=15)
+            return
         except Exception as exc:
             app.notify(describe(exc), severity="error", timeout=12)
             return
+        base, cand = pair.servers["baseline"], pair.servers["candidate"]
         app.workers.cancel_group(app, "run")
         if self.launcher is not None:
             self.launcher.stop_all()
@@ -214,10 +214,10 @@ class ServerSupervisor:
             pane.border_title = f"{side} · {server.url}"
             pane.set_state("starting", f"{profile.name} · {comparison.title}")
         app.apply_launch_notes()
-        app.config.one_at_a_time = plan.one_at_a_time
-        if plan.one_at_a_time:
-            self.alone_why = f"the memory plan: {plan.reason}"
-            app.notify(f"{comparison.title}: {plan.reason}; one server at a time", timeout=12)
+        app.config.one_at_a_time = pair.alone is not None
+        if pair.alone is not None:
+            self.alone_why = pair.alone
+            app.notify(f"{comparison.title}: {pair.plan.reason}; one server at a time", timeout=12)
             self.wait_alone()
             return
         app.run_worker(self._start_servers, thread=True, group="launch", exclusive=True, exit_on_error=False)

@@ -44,7 +44,13 @@ def speedup_text(r: PromptResult) -> str:
 
 
 def verdict_text(r: PromptResult) -> str:
-    """The prompt's carried verdict (core.verdict), in the report's words; never judged here."""
+    """The prompt's carried verdict (core.verdict), in the report's words; never judged here. Where replay
+    judged the recorded events again and disagrees, that is said beside it (PromptResult.rejudged)."""
+    text = _verdict_words(r)
+    return f"{text} ⚠ {r.rejudged}" if r.rejudged else text
+
+
+def _verdict_words(r: PromptResult) -> str:
     v = r.verdict
     if v is None:
         return "not judged (the prompt did not finish)"
@@ -294,6 +300,8 @@ def json_report(
                 "triage": r.triage.to_json() if r.triage else None,
                 "drafts": r.drafts.to_json() if r.drafts else None,
                 "acceptance_rate": r.candidate.figures.acceptance_rate if r.candidate.finished is not None else None,
+                # replay: the recorded verdict and the events judged again disagree (only then present)
+                **({"rejudged": r.rejudged} if r.rejudged else {}),
             }
         )
     return {

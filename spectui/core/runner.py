@@ -71,6 +71,9 @@ class PromptResult:
     triage: Triage | None = None  # run.triage's finding for a divergent prompt
     seed: int | None = None  # the request seed, where a lab varies it per run (sampling)
     drafts: ProbeResult | None = None  # run.probe's reconstruction of the rejected drafts
+    # replay: where judging the recorded events again disagrees with the recorded verdict, or none was
+    # recorded (store.session.verdict_check); every report says it beside the prompt
+    rejudged: str | None = None
 
     @property
     def failed(self) -> bool:

@@ -519,6 +519,8 @@ def results_for(session: Session) -> list[PromptResult]:
         if warning is not None and warning not in session.warnings:
             session.warnings.append(warning)
         r = PromptResult(sp.prompt, b, c, verdict, damaged=sp.damaged, triage=sp.triage, drafts=sp.drafts)
+        if warning is not None:  # the report a person keeps says it beside the prompt, not only stderr
+            r.rejudged = warning.removeprefix(f"{sp.prompt.id}: ")
         saved = sp.result if isinstance(sp.result, dict) else {}
         run, runs = saved.get("run"), saved.get("runs")
         if isinstance(run, int) and isinstance(runs, int) and 1 <= run <= runs:

@@ -13,7 +13,7 @@ from textual.color import Color
 from textual.containers import Container, Horizontal
 from textual.css.query import NoMatches
 from textual.theme import Theme
-from textual.widgets import Footer, Header, Input, Label, Select
+from textual.widgets import Header, Input, Label, Select
 
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import describe
@@ -25,9 +25,11 @@ from spectui.store.themes import load_themes
 from spectui.tui.config import AppConfig
 from spectui.tui.context import LabContext
 from spectui.tui.controller import FLUSH_S, RunController
+from spectui.tui.keys import KeysMixin
 from spectui.tui.recording import SessionKeeper
 from spectui.tui.screens.diff import DiffScreen
 from spectui.tui.supervisor import ProbeSampled, ServerSupervisor
+from spectui.tui.widgets.footer import KeysFooter
 from spectui.tui.widgets.panes import Banner, LivePanel, ServerLogs, SidePane
 
 if TYPE_CHECKING:  # httpx and the backends load when the app opens its client, not before its first frame
@@ -45,7 +47,7 @@ LABS = {  # a lab's action name -> its screen (module, class); each opens with `
 }
 
 
-class SpectuiApp(App):
+class SpectuiApp(KeysMixin, App):
     TITLE = "spectui"
     SUB_TITLE = "is the candidate faster, and are the bytes the same?"
     CSS = """
@@ -74,20 +76,23 @@ class SpectuiApp(App):
         Binding("ctrl+t", "toggle_boundaries", "Tokens", id="toggle_boundaries", priority=True),
         Binding("ctrl+d", "diff", "Diff", id="diff", priority=True),
         Binding("ctrl+x", "triage", "Triage", id="triage", priority=True),
-        Binding("ctrl+b", "drafts", "Drafts", id="drafts", priority=True),
+        Binding("alt+d", "drafts", "Drafts", id="drafts", priority=True),  # ctrl+b is tmux's prefix (tui.keys)
         Binding("ctrl+s", "save_session", "Save", id="save_session", priority=True),
         Binding("ctrl+n", "notebook", "Notebook", id="notebook", priority=True),
         Binding("ctrl+e", "export", "Export", id="export", priority=True),
         Binding("ctrl+l", "sessions", "Sessions", id="sessions", priority=True),
         Binding("f12", "screenshot_svg", "Screenshot", id="screenshot", show=False),
-        Binding("ctrl+k", "profiles", "Profiles", id="profiles", priority=True),
+        Binding("alt+p", "profiles", "Profiles", id="profiles", priority=True),  # ctrl+k/u/w edit the prompt
         Binding("ctrl+y", "lab('theory')", "Theory", id="theory", priority=True),
         Binding("ctrl+f", "lab('prefix_lab')", "Cache lab", id="prefix_lab", priority=True),
-        Binding("ctrl+u", "lab('sweep')", "Sweep", id="sweep", priority=True),
+        Binding("alt+s", "lab('sweep')", "Sweep", id="sweep", priority=True),
         Binding("f2", "lab('sampling')", "Sampling", id="sampling", priority=True),
         Binding("f3", "lab('drafts_cost')", "Draft cost", id="drafts_cost", show=False, priority=True),
-        Binding("f4", "lab('prove')", "Prove", id="prove", show=False, priority=True),
-        Binding("ctrl+w", "toggle_logs", "Logs", id="toggle_logs", priority=True),
+        Binding("f4", "lab('prove')", "Prove", id="prove", priority=True),
+        Binding("alt+l", "toggle_logs", "Logs", id="toggle_logs", priority=True),
+        Binding("alt+m", "toggle_live", "Live", id="toggle_live", priority=True),
+        Binding("f1", "show_keys", "Keys", id="show_keys", priority=True),
+        Binding("question_mark", "show_keys", "Keys", id="show_keys_plain", show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         # replay: pause, one token, slower/faster, seek
         Binding("f5", "replay('pause')", "Pause", id="replay_pause"),
@@ -197,7 +202,7 @@ class SpectuiApp(App):
         yield Banner("waiting for a prompt", id="banner")
         yield ServerLogs(id="logs")
         yield LivePanel()
-        yield Footer()
+        yield KeysFooter()
 
     def _legend(self) -> str:
         m = self.marks
@@ -299,8 +304,9 @@ class SpectuiApp(App):
         self._apply_width(event.size.width)
 
     def _apply_width(self, width: int) -> None:
-        self.q("#panes").set_class(width < 100, "-narrow")
-        self.q("#prompt-row").set_class(width < 100, "-narrow")
+        from spectui.tui.widgets.fit import fit_main_screen
+
+        fit_main_screen(self.main_screen, width, self.size.height)  # a short terminal folds what it can
 
     def apply_launch_notes(self) -> None:
         for side, server in self.config.launched.items():

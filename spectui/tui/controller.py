@@ -19,6 +19,7 @@ from spectui.backends.launchspec import LaunchSpec
 from spectui.core.compare import LiveComparer
 from spectui.core.errors import describe
 from spectui.core.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
+from spectui.core import headline
 from spectui.core.figures import SideRecorder
 from spectui.core.findings import ProbeResult
 from spectui.core.report import speedup_text
@@ -296,7 +297,7 @@ class RunController:
             return
         app.start_run(self._session_for_more().triage(last))
 
-    # -- the draft probe (Ctrl+B) ------------------------------------------------------------------
+    # -- the draft probe (alt+d) ------------------------------------------------------------------
     def drafts_toggle(self) -> None:
         """Show or hide what the draft proposed where the target said no; probe it first if not yet done."""
         app = self.app
@@ -382,6 +383,8 @@ class RunController:
             )
         elif v is not None and v.status == "incomplete":
             banner.show_running("incomplete: the recording stops inside this prompt; no verdict")
+        if v is not None and v.status != "incomplete":  # both halves of the answer, first (core.headline)
+            banner.show_headline(headline.for_prompt(self.results, result))
         if result.drafts is not None and app.replaying:  # replay shows the recorded probe without any server
             self.show_drafts(result.drafts)
 
@@ -461,6 +464,7 @@ class RunController:
     def show_whole_set(self, results: list[PromptResult]) -> None:
         """After a run over two or more prompts: the whole set's figure with its acceptance, under the verdict."""
         if (line := whole_set_line(results)) is not None:
+            self.app.banner().show_headline(headline.headline_for(results))
             self.app.banner().add_line(line)
 
     def _kv_note(self) -> str:

@@ -91,7 +91,7 @@ class ServerSupervisor:
         backend = app.backends[side]
         recorded = backend.capabilities.recorded
         if not recorded and not backend.url.startswith(("http://", "https://", "replay://")):
-            pane.set_state("not started", "pick a profile and a comparison (ctrl+k)")
+            pane.set_state("not started", "pick a profile and a comparison (alt+p)")
             return
         if app.config.backend_factory is None and not app.config.backends:
             # --backend auto: llama.cpp, vLLM, SGLang or OpenAI-compatible, told apart by their endpoints

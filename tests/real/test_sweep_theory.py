@@ -214,7 +214,7 @@ async def test_sweep_screen_fills_every_level(four_slot_servers, monkeypatch):
     monkeypatch.setattr(sweep_lab, "sweep", spy)
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot, app)
-        await pilot.press("ctrl+u")
+        await pilot.press("alt+s")
         await until(pilot, lambda: app.screen.query("#levels"), 10, "the sweep screen")
         await pilot.press("enter")
         table = app.screen.query_one("#levels")

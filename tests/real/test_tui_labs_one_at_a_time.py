@@ -1,4 +1,4 @@
-"""The TUI's prove screen (F4) and sweep screen (ctrl+u) when the app runs one server at a time, on real
+"""The TUI's prove screen (F4) and sweep screen (alt+s) when the app runs one server at a time, on real
 llama-servers: each side is started alone when a phase needs it and stopped after — never both up, watched
 in the process list — the screens say so, the certificate says it was measured one after the other and
 verifies; and F4 on a pair the app did not launch still proves side by side, now with the certificate's
@@ -157,7 +157,7 @@ async def test_the_sweep_screen_runs_one_server_at_a_time_never_both_up():
     with _watched() as (seen, shared):
         async with app.run_test(size=(180, 50)) as pilot:
             await until(pilot, lambda: app.pane("candidate").state == "ready", 60, "the panes waiting")
-            await pilot.press("ctrl+u")
+            await pilot.press("alt+s")
             await until(
                 pilot,
                 lambda: isinstance(app.screen, SweepScreen) and app.screen.query("#sweep-alone"),

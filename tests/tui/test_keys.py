@@ -122,13 +122,13 @@ async def test_ctrl_k_opens_the_profile_picker_and_ctrl_w_the_logs():
         await started(pilot)
         logs = app.query_one(ServerLogs)
         shown = logs.display
-        await pilot.press("ctrl+w")
+        await pilot.press("alt+l")
         await until(pilot, lambda: logs.display is not shown, 10, "the logs to toggle")
         assert logs.display is (not shown)
-        await pilot.press("ctrl+w")
+        await pilot.press("alt+l")
         await until(pilot, lambda: logs.display is shown, 10, "the logs to toggle back")
         assert logs.display is shown
-        await pilot.press("ctrl+k")
+        await pilot.press("alt+p")
         await until(pilot, lambda: isinstance(app.screen, ProfilePicker), 10, "the profile picker")
 
 

@@ -1,4 +1,4 @@
-"""A TUI that runs one server at a time (no server started here): F4 and ctrl+u open the prove and sweep
+"""A TUI that runs one server at a time (no server started here): F4 and alt+s open the prove and sweep
 screens saying so (each side started when needed, never both up); the cache lab, which needs both servers
 up at once, says it cannot run so; the supervisor never opens a second side while one is up."""
 
@@ -63,7 +63,7 @@ async def test_f4_and_the_sweep_say_one_server_at_a_time_and_start_nothing():
         assert app.screen.open_alone is not None  # the supervisor's: each side started when a phase needs it
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, ProveScreen), 60, "back to the main screen")
-        await pilot.press("ctrl+u")
+        await pilot.press("alt+s")
         await until(
             pilot,
             lambda: isinstance(app.screen, SweepScreen) and app.screen.query("#sweep-alone"),

@@ -150,3 +150,11 @@ def test_streaming(snap_compare):
         await settled(pilot)
 
     assert snap_compare(make(), terminal_size=(160, 48), run_before=part_way)
+
+
+@pytest.mark.parametrize("kind", ["draft", "diverge"], ids=["finished", "diverged"])
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_small_terminals(snap_compare, size, kind):
+    """The answer on screen at 80x24 and 120x40: the headline, each output with 6+ rows, the live panel
+    folded to one line below 30 rows (tests/tui/test_small_terminals.py asserts the same in numbers)."""
+    assert snap_compare(make(kind), terminal_size=size, run_before=run_and_wait)

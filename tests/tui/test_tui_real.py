@@ -168,7 +168,7 @@ async def test_ctrl_b_shows_the_rejected_drafts_inline(llama_servers):
         await until(pilot, lambda: app.run_done.is_set() and app.results, what="the run to finish")
         view = app.pane("candidate").view
         before = view.plain()
-        await pilot.press("ctrl+b")
+        await pilot.press("alt+d")
         await until(pilot, lambda: view.show_rejected, timeout=180, what="the draft probe to finish")
         drafts = app.results[-1].drafts
         assert drafts is not None and drafts.agreed >= 1
@@ -176,7 +176,7 @@ async def test_ctrl_b_shows_the_rejected_drafts_inline(llama_servers):
         # each guess on one line between brackets, newlines shown as ⏎
         assert shown and f"⟨{shown[0].replace(chr(10), '⏎')}⟩" in view.plain() and len(view.plain()) > len(before)
         assert "reconstructed" in str(app.query_one(Banner).render())
-        await pilot.press("ctrl+b")  # hide again: the output reads as before
+        await pilot.press("alt+d")  # hide again: the output reads as before
         await until(pilot, lambda: not view.show_rejected, what="the rejected text to hide")
         assert view.plain() == before
         await pilot.press("ctrl+d")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 
+from spectui.core.headline import from_certificate
 from spectui.core.markdown import md_cell
 from spectui.run.prove.conditions import STATED_WORDS
 
@@ -233,7 +234,7 @@ def _cache(v) -> str:
 
 def render_text(doc: dict) -> str:
     """The console form: the verdict line first, then each section."""
-    lines = [doc["verdict"]["line"]]
+    lines = [doc["verdict"]["line"], from_certificate(doc["derived"]).line]
     for title, rows in sections(doc):
         lines += ["", title]
         if rows and isinstance(rows[0], list):
@@ -246,7 +247,8 @@ def render_text(doc: dict) -> str:
 
 
 def render_markdown(doc: dict) -> str:
-    lines = ["# spectui certificate", "", f"**{md_cell(doc['verdict']['line'])}**", ""]
+    head = from_certificate(doc["derived"]).line
+    lines = ["# spectui certificate", "", f"**{md_cell(doc['verdict']['line'])}**", "", md_cell(head), ""]
     for title, rows in sections(doc):
         lines += [f"## {md_cell(title)}", ""]
         if rows and isinstance(rows[0], list):
@@ -269,9 +271,19 @@ h1 { font-size: 1.3em; } h2 { font-size: 1.05em; margin-top: 1.6em; border-botto
 .verdict { font-size: 1.15em; font-weight: 600; padding: .6em .8em; border-radius: 6px; }
 .identical { background: #e6f4ea; color: #0b5d1e; } .different { background: #fde7e9; color: #8a1020; }
 .incomplete { background: #fff4ce; color: #6b4e00; }
+.headline { font-weight: 600; } .headline .yes { color: #0b5d1e; } .headline .no { color: #8a1020; }
 table { border-collapse: collapse; margin: .5em 0; } td, th { border: 1px solid #ddd; padding: .25em .6em; text-align: left; }
 th { background: #f4f4f6; } li { margin: .15em 0; } code, .mono { font-family: ui-monospace, monospace; font-size: .92em; }
 """
+
+
+def _headline_html(h) -> str:
+    """Both halves of the answer (core.headline), each coloured by its own: yes green, no red, unknown plain."""
+    cls = {True: "yes", False: "no", None: "unknown"}
+    return (
+        f'<p class="headline"><span class="{cls[h.same]}">{html.escape(h.same_text)}</span> · '
+        f'<span class="{cls[h.faster]}">{html.escape(h.faster_text)}</span></p>'
+    )
 
 
 def render_html(doc: dict) -> str:
@@ -284,6 +296,7 @@ def render_html(doc: dict) -> str:
         f"<style>{_CSS}</style></head><body>",
         "<h1>spectui certificate</h1>",
         f'<p class="verdict {e(status)}">{e(doc["verdict"]["line"])}</p>',
+        _headline_html(from_certificate(doc["derived"])),
     ]
     for title, rows in sections(doc):
         parts.append(f"<h2>{e(title)}</h2>")

@@ -188,7 +188,7 @@ class SweepScreen(Screen):
 
     @classmethod
     def open(cls, context: LabContext) -> SweepScreen | str:
-        """ctrl+u: one server at a time where the app runs so (each side started alone), else on the two
+        """alt+s: one server at a time where the app runs so (each side started alone), else on the two
         connected servers (where they are not both up: why not, said in a notice)."""
         if context.open_alone is not None:
             return cls({}, context.prompts, context.params, open_alone=context.open_alone, alone_why=context.alone_why)

@@ -11,6 +11,7 @@ from textual.widgets import Label, Sparkline, Static
 from spectui.core.compare import Divergence
 from spectui.core.errors import redact
 from spectui.core.figures import SideRecorder
+from spectui.core.headline import Headline
 from spectui.core.types import ServerInfo
 from spectui.machine.probes import GPUSample, HostSample, ProcessSample
 from spectui.tui.widgets.token_view import DEFAULT_MARKS, TokenView
@@ -34,7 +35,11 @@ class SidePane(Vertical):
     SidePane TokenView { height: 1fr; }
     SidePane.-failed { border: round $error; }
     SidePane.-diverged { border: round $warning; }
+    SidePane.-compact .header { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    SidePane.-compact .state { display: none; }
+    SidePane.-compact .figures { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
+    MIN_TEXT_ROWS = 6  # the output keeps at least these rows; below, the header and figures fold to a line each
 
     state: reactive[str] = reactive("connecting")
 
@@ -48,6 +53,9 @@ class SidePane(Vertical):
         self.border_title = f"{side} · {redact(url)}"  # a URL's user:password is never drawn
         self._figures_plain = ""
         self._figures_spans: list = []
+        self._full_figures = ""  # the figures as the full layout shows them: what figures_text() returns
+        self._header = (redact(url), redact(url))  # (full, one line)
+        self._state_text = Text("")
 
     def compose(self) -> ComposeResult:
         yield Static(redact(self.url), classes="header", id=f"header-{self.side}")
@@ -63,9 +71,44 @@ class SidePane(Vertical):
         self.info = info
         self.border_title = f"{self.side} · {redact(info.url)}"
         note = f" · {self.launch_note}" if self.launch_note else ""
-        self.query_one(".header", Static).update(
-            f"{info.model or '?'} · build {info.build or '?'}\n{info.describe_speedup()}{note}"
-        )
+        model, build, spec = info.model or "?", info.build or "?", info.describe_speedup()
+        self._header = (f"{model} · build {build}\n{spec}{note}", f"{spec} · {model} · build {build}{note}")
+        self._fit()
+        self.query_one(".header", Static).update(self._header[self.compact])
+
+    @property
+    def compact(self) -> bool:
+        return self.has_class("-compact")
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def too_tall(self) -> bool:
+        """Whether the full header, state and figures would leave the output fewer than MIN_TEXT_ROWS."""
+        height, width = self.size.height, max(1, self.size.width - 4)  # the border and the padding
+        full = _rows(self._header[0], width) + 1 + _rows(self._full_figures, width)
+        return bool(height) and height - 2 - full < self.MIN_TEXT_ROWS
+
+    def _fit(self) -> None:
+        """Fold the header, state and figures to one line each where the full ones would leave the output
+        fewer than MIN_TEXT_ROWS rows. The pane's height comes from the screen, never from its content,
+        so the choice cannot swing back and forth."""
+        if not self.size.height:
+            return
+        # both panes fold together, so their outputs start on the same row
+        panes = list(self.parent.query_children(SidePane)) if self.parent is not None else [self]
+        compact = any(p.too_tall() for p in panes)
+        if compact == self.compact:
+            return
+        for other in panes:
+            if other is not self:
+                other.call_later(other._fit)
+        self.set_class(compact, "-compact")
+        self.border_subtitle = self._state_text.markup if compact else ""
+        self.query_one(".header", Static).update(self._header[compact])
+        self._figures_plain = ""  # drawn again in the other form by the next show_figures
+        if hasattr(self, "_last_figures"):
+            self.show_figures(*self._last_figures)
 
     def set_state(self, state: str, cause: str = "") -> None:
         self.state = state
@@ -83,12 +126,15 @@ class SidePane(Vertical):
         text = Text(icons.get(state, state))
         if cause:
             text.append(f": {cause}", style="bold")
+        self._state_text = text
         self.query_one(".state", Static).update(text, layout=False)  # one row, whatever it says
+        if self.compact:
+            self.border_subtitle = text.markup
         self.set_class(state == "failed", "-failed")
 
     def figures_text(self) -> str:
-        """The figures the pane shows now, as plain text."""
-        return self._figures_plain
+        """The figures of the pane, as plain text (in full, also while they are folded to one line)."""
+        return self._full_figures
 
     def show_figures(self, rec: SideRecorder, speedup_line: str | None = None) -> None:
         f = rec.figures
@@ -132,6 +178,12 @@ class SidePane(Vertical):
             if speedup_line:
                 t.append("\n")
                 t.append(speedup_line, style="bold")
+        self._last_figures = (rec, speedup_line)
+        if t.plain != self._full_figures:
+            self._full_figures = t.plain
+            self._fit()
+        if self.compact:
+            t = one_line_figures(rec, self.side == "candidate")
         fig = self.query_one(".figures", Static)
         if t.plain == self._figures_plain and t.spans == self._figures_spans:
             return  # nothing new: no relayout of the pane each frame
@@ -146,25 +198,66 @@ class SidePane(Vertical):
             self.refresh(layout=True)
 
 
+def one_line_figures(rec: SideRecorder, candidate: bool) -> Text:
+    """A pane's figures on one line, the rate and the acceptance first (a pane folded on a small screen)."""
+    f = rec.figures
+    cut = rec.failed is not None
+    t = Text()
+    t.append(f"{f.decode_tps:.1f}" if f.decode_tps and not cut else "—")
+    t.append(f" {f.rate_unit}", style="dim")
+    if candidate:
+        t.append(" · acc ", style="dim")
+        t.append("—" if cut else (f"{f.acceptance_rate:.0%} ({f.accepted}/{f.drafted})" if f.drafted else "no drafts"))
+    t.append(" · TTFT ", style="dim")
+    t.append(f"{f.ttft_ms:.0f} ms" if f.ttft_ms is not None else "—")
+    t.append(" · ", style="dim")
+    t.append(str(f.tokens))
+    t.append(" tok", style="dim")
+    if f.prompt_cached is not None:
+        t.append(" · cached ", style="dim")
+        t.append(str(f.prompt_cached))
+    return t
+
+
 class Banner(Static):
     """Identical / diverged / running status of the comparison."""
 
     DEFAULT_CSS = """
     Banner { height: auto; padding: 0 1; background: $panel; }
-    Banner.-identical { background: $success 30%; }
-    Banner.-diverged { background: $error 40%; }
+    Banner.-identical { border-left: outer $success; }
+    Banner.-diverged { border-left: outer $error; }
     """
+    # each half of the headline in the colour of its own answer (yes, no, not known)
+    SAME_STYLES = {True: "bold green", False: "bold red", None: "bold"}
+    FASTER_STYLES = {True: "bold green", False: "bold yellow", None: "bold"}
+    _headline: Text | None = None
+    _verdict: Text | None = None
 
     def show_running(self, text: str = "comparing bytes as they arrive…") -> None:
         self.set_classes("")
+        self._headline = None
+        self._verdict = None
         self._show(Text(text))
+
+    def show_headline(self, h: Headline) -> None:
+        """Both halves of the answer (core.headline), on the banner's first line; what it said stays under it."""
+        t = Text()
+        t.append(h.same_text, style=self.SAME_STYLES[h.same])
+        t.append(" · ", style="dim")
+        t.append(h.faster_text, style=self.FASTER_STYLES[h.faster])
+        self._headline = t
+        self._show(getattr(self, "_shown", None) or Text(""))
+
+    def headline_text(self) -> str:
+        return self._headline.plain if self._headline is not None else ""
 
     def show_identical(self, n_bytes: int, cached: tuple, compared: str = "text") -> None:
         """The run's verdict was IDENTICAL (core.verdict): never decided here."""
         self.set_classes("-identical")
         note = f" · prompt tokens reused from cache: {cached[0]} / {cached[1]}" if any(c for c in cached if c) else ""
         what = "bytes and token ids" if compared == "text+ids" else "byte for byte"
-        self._show(Text(f"✓ IDENTICAL — {n_bytes} bytes, {what}{note}", style="bold"))
+        self._verdict = Text(f"✓ IDENTICAL — {n_bytes} bytes, {what}{note}", style="bold")
+        self._show(self._verdict)
 
     def show_diverged(self, d: Divergence, cached: tuple, note: str = "") -> None:
         self.set_classes("-diverged")
@@ -178,14 +271,13 @@ class Banner(Static):
         if note:
             t.append(f" · {note}")
         t.append("  — press ctrl+d for the diff view")
-        self._diverged = t
+        self._verdict = t
         self._show(t)
 
     def show_cause(self, line: str) -> None:
-        """Triage's finding, under the divergence it explains."""
-        t = getattr(self, "_diverged", None) or Text("")
-        t = t.copy()
-        t.append("\n" + line, style="bold")
+        """Triage's finding or the draft probe's summary, under the verdict it explains (never over it)."""
+        t = self._verdict.copy() if self._verdict is not None else Text("")
+        t.append(("\n" if t.plain else "") + line, style="bold")
         self._show(t)
 
     def add_line(self, line: str) -> None:
@@ -197,7 +289,8 @@ class Banner(Static):
 
     def _show(self, t: Text) -> None:
         self._shown = t
-        self.update(t)
+        head = self._headline
+        self.update(Text("\n").join([head, t]) if head is not None and t.plain else (head or t))
 
 
 def fmt_bytes(n: int | None) -> str:
@@ -216,15 +309,35 @@ class LivePanel(Vertical):
     LivePanel .spark-row { height: 1; }
     LivePanel .spark-row Label { width: 24; color: $text-muted; }
     LivePanel Static { height: auto; }
+    LivePanel #live-line { display: none; height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    LivePanel.-folded { height: 1; border: none; padding: 0 1; background: $panel; }
+    LivePanel.-folded > * { display: none; }
+    LivePanel.-folded > #live-line { display: block; }
     """
+    FOLD_BELOW_ROWS = 30  # on a terminal with fewer rows the panel starts folded to one line
 
     def __init__(self, **kw) -> None:
         super().__init__(id="live", **kw)
         self.border_title = "live"
         self.history: dict[str, list[float]] = {"host": [], "gpu": []}
         self._live_plain = ""
+        self.chosen: bool | None = None  # folded by the user's key (None: by the terminal's height)
+        self.toggle_key = "alt+m"
+
+    @property
+    def folded(self) -> bool:
+        return self.has_class("-folded")
+
+    def fold_for(self, rows: int) -> None:
+        """Fold on a short terminal unless the user chose otherwise with the key."""
+        self.set_class(self.chosen if self.chosen is not None else rows < self.FOLD_BELOW_ROWS, "-folded")
+
+    def toggle(self) -> None:
+        self.chosen = not self.folded
+        self.set_class(self.chosen, "-folded")
 
     def compose(self) -> ComposeResult:
+        yield Static(f"live · sampling… · {self.toggle_key} unfolds", id="live-line")
         yield Static("sampling…", id="live-text")
         with Horizontal(classes="spark-row"):
             yield Label("host RAM, last 60 s", id="spark-host-label")
@@ -266,6 +379,7 @@ class LivePanel(Vertical):
                     t.append(" · process gone", style="red")
             else:
                 t.append(" · not a local process", style="dim")
+        self.query_one("#live-line", Static).update(self.one_line(gpus, host, procs, kv))
         live = self.query_one("#live-text", Static)
         width = max(1, live.content_size.width)
         same_rows = _rows(t.plain, width) == _rows(self._live_plain, width)
@@ -279,6 +393,27 @@ class LivePanel(Vertical):
         if gpus and gpus[0].memory_total:
             self._push("gpu", (gpus[0].memory_used or 0) / gpus[0].memory_total * 100, "#spark-gpu")
 
+    def one_line(
+        self,
+        gpus: list[GPUSample],
+        host: HostSample | None,
+        procs: dict[str, ProcessSample],
+        kv: dict[str, tuple[int, int] | None],
+    ) -> Text:
+        """The panel folded: GPU and host memory, then each side's KV use and RSS, and the key that unfolds."""
+        t = Text("live ", style="bold")
+        for g in gpus[:1]:
+            t.append(f"· GPU {fmt_bytes(g.memory_used)}/{fmt_bytes(g.memory_total)} ")
+        if host:
+            t.append(f"· RAM {fmt_bytes(host.memory_used)}/{fmt_bytes(host.memory_total)} CPU {host.cpu_percent:.0f}% ")
+        for side in ("baseline", "candidate"):
+            k, p = kv.get(side), procs.get(side)
+            kv_use = f"KV {k[0] / k[1]:.0%}" if k and k[1] else "KV N/A"
+            rss = f" {fmt_bytes(p.rss)}" if p is not None and p.alive else ""
+            t.append(f"· {side[0]}: {kv_use}{rss} ")
+        t.append(f"· {self.toggle_key} unfolds", style="dim")
+        return t
+
     def _push(self, key: str, value: float, sel: str) -> None:
         h = self.history[key]
         h.append(value)
@@ -287,7 +422,7 @@ class LivePanel(Vertical):
 
 
 class ServerLogs(Static):
-    """The last lines of each launched server's log; shown with ctrl+w, and by itself on an early exit."""
+    """The last lines of each launched server's log; shown with alt+l, and by itself on an early exit."""
 
     DEFAULT_CSS = "ServerLogs { height: auto; max-height: 16; border: round $warning; padding: 0 1; display: none; }"
 

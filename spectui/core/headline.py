@@ -1,0 +1,147 @@
+"""The one headline of a comparison: both halves of the question, each answered on its own.
+
+    same bytes: yes (text+ids) · faster: no — 0.19× at 41% accepted (1 run)
+
+The TUI's banner, the certificate's boxes (text, Markdown, HTML) and the reports all print this one line;
+each half carries its own answer (`same`, `faster`: True, False or None for "not known") so a view colours
+each half by its own answer, never the whole line by one of them. Nothing here judges a prompt: the bytes
+half counts the verdicts core.verdict carried, the speed half reads the speed-up with the rule of
+core.runner.Repeated (an interval holding 1×, or within ±2 % of it, is no measurable difference).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spectui.core.runner import PromptResult
+
+TOLERANCE = 0.02  # core.runner.Repeated.tolerance: two identical llama-servers ran 1.3 % apart here
+
+
+@dataclass(frozen=True)
+class Headline:
+    same: bool | None  # every compared output identical (True), one differs (False), not known (None)
+    same_text: str
+    faster: bool | None  # measurably faster (True), slower or no measurable difference (False), not known
+    faster_text: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.same_text} · {self.faster_text}"
+
+    def to_json(self) -> dict:
+        return {"line": self.line, "same": self.same, "faster": self.faster}
+
+
+def same_half(identical: int, compared: int, differ: int, what: str = "text", first_byte: int | None = None):
+    """`same bytes: yes (text+ids)`, `same bytes: no — 3/10 differ`, `same bytes: not compared`."""
+    if differ:
+        where = f", they part at byte {first_byte}" if first_byte is not None and compared == 1 else ""
+        count = f" — {differ}/{compared} differ" if compared > 1 else ""
+        return False, f"same bytes: no{where}{count} ({what})"
+    if not compared or not identical:
+        return None, "same bytes: not compared (a side failed or was cut off)"
+    if identical < compared:
+        return None, f"same bytes: yes on {identical}/{compared}, {compared - identical} not compared ({what})"
+    count = f", {identical}/{compared}" if compared > 1 else ""
+    return True, f"same bytes: yes{count} ({what})"
+
+
+def faster_half(
+    speedup: float | None,
+    low: float | None = None,
+    high: float | None = None,
+    acceptance: float | None = None,
+    runs: str = "1 run",
+):
+    """`faster: no — 0.19× at 41% accepted (1 run)`; with an interval, its ends beside the value."""
+    if speedup is None:
+        return None, "faster: not measured (no run where both sides finished)"
+    at = f" at {acceptance:.0%} accepted" if acceptance is not None else ""
+    if low is not None and high is not None:
+        figure = f"{speedup:.2f}× [{low:.2f}–{high:.2f}]"
+        within = low <= 1.0 <= high or (1 - TOLERANCE <= low and high <= 1 + TOLERANCE)
+        faster = None if within else low > 1.0
+    else:  # one run: its value, said as one run
+        figure = f"{speedup:.2f}×"
+        within = 1 - TOLERANCE <= speedup <= 1 + TOLERANCE
+        faster = None if within else speedup > 1.0
+    if faster is None:
+        return False, f"faster: no measurable difference — {figure}{at} ({runs})"
+    return faster, f"faster: {'yes' if faster else 'no'} — {figure}{at} ({runs})"
+
+
+def headline(
+    identical: int,
+    compared: int,
+    differ: int,
+    what: str = "text",
+    *,
+    first_byte: int | None = None,
+    speedup: float | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    acceptance: float | None = None,
+    runs: str = "1 run",
+) -> Headline:
+    same, same_text = same_half(identical, compared, differ, what, first_byte)
+    faster, faster_text = faster_half(speedup, low, high, acceptance, runs)
+    return Headline(same, same_text, faster, faster_text)
+
+
+def runs_words(runs: int, prompts: int = 1) -> str:
+    return f"{runs} run{'s' if runs != 1 else ''}" + (f" over {prompts} prompts" if prompts > 1 else "")
+
+
+def headline_for(results: list[PromptResult]) -> Headline:
+    """The headline of a run: one prompt's runs, or a set's (its speed-up over prompts, as core.report's
+    whole_set; one prompt's over its runs, as its Repeated)."""
+    from spectui.core.report import whole_set
+    from spectui.core.runner import grouped
+
+    verdicts = [r.verdict for r in results if r.verdict is not None]
+    judged = [v for v in verdicts if v.identical is not None]
+    identical = sum(1 for v in judged if v.identical)
+    differ = [v for v in judged if not v.identical]
+    what = "text+ids" if judged and all(v.compared == "text+ids" for v in judged) else "text"
+    first = differ[0].divergence.byte if differ and differ[0].divergence is not None else None
+    paired = [r for r in results if r.speedup is not None]
+    drafted = sum(r.candidate.figures.drafted for r in paired)
+    acceptance = sum(r.candidate.figures.accepted for r in paired) / drafted if drafted else None
+    groups = grouped(results)
+    ws = whole_set(results)
+    if ws is not None:
+        sp = ws.speedup
+        speed = dict(speedup=sp.median, low=sp.low, high=sp.high, runs=runs_words(ws.runs, ws.prompts))
+    elif len(groups) == 1 and (spread := groups[0].speedup) is not None:
+        speed = dict(speedup=spread.median, low=spread.low, high=spread.high, runs=runs_words(len(paired)))
+    else:
+        speed = dict(speedup=None)
+    return headline(identical, len(verdicts), len(differ), what, first_byte=first, acceptance=acceptance, **speed)
+
+
+def for_prompt(results: list[PromptResult], result: PromptResult) -> Headline:
+    """The headline of `result`'s prompt over its runs so far (its group among `results`)."""
+    from spectui.core.runner import grouped
+
+    group = next((g.runs for g in grouped(results) if any(r is result for r in g.runs)), [result])
+    return headline_for(group)
+
+
+def from_certificate(derived: dict) -> Headline:
+    """The certificate's headline from its derived section (run.prove.derive): greedy counts, the set's
+    speed-up with its interval, the pooled acceptance."""
+    g = derived["greedy"]
+    n = g["prompts"] + len([i for i in g.get("not_run") or [] if i not in {p["id"] for p in g["per_prompt"]}])
+    sp = (derived.get("speedup") or {}).get("overall")
+    acc = derived.get("acceptance") or {}
+    acceptance = acc["accepted"] / acc["drafted"] if acc.get("drafted") else None
+    runs = g.get("runs") or g["prompts"]
+    speed: dict = dict(speedup=None)
+    if sp is not None and sp.get("value", sp.get("median")) is not None:
+        speed = dict(speedup=sp.get("value", sp.get("median")), low=sp.get("low"), high=sp.get("high"))
+    return headline(
+        g["identical"], n, g["differs"], "greedy", acceptance=acceptance, runs=runs_words(runs, g["prompts"]), **speed
+    )

@@ -1,0 +1,99 @@
+"""The keys a newcomer can find: one sentence per action, the footer's order, why a greyed key does nothing,
+and the `?` screen (k9s and lazygit's `?`: every key of the screen you are on).
+
+No default key is one tmux or readline owns: Ctrl+B is tmux's prefix (the README recommends tmux), and
+Ctrl+W/U/K edit the prompt (delete a word, to the start, to the end) as in every shell; those actions are on
+Alt+letter keys instead, which neither tmux's defaults nor Textual's Input bind.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+# the footer's first keys, in this order; the rest follow as bound
+FOOTER_FIRST = ("run", "lab('prove')", "lab('sampling')", "lab('theory')", "show_keys")
+
+# one sentence per action: the `?` screen, the command palette and the footer's tooltips
+SENTENCES = {
+    "run": "run the prompt on both servers and compare their bytes as they arrive",
+    "cancel": "stop the run on both servers",
+    "rerun": "run the last prompt again (with the settings on screen)",
+    "run_all": "run every prompt of the chosen set, then show the whole set's speed-up",
+    "toggle('order')": "sequential (one side, then the other) or concurrent: concurrent runs share the machine",
+    "toggle('boundaries')": "show where each token starts in both outputs",
+    "toggle('logs')": "show or hide the last lines of the launched servers' logs",
+    "toggle_live": "fold the live panel (GPU, RAM, KV, each server's memory) to one line, or unfold it",
+    "diff": "the two outputs side by side from where they part, with the cause triage found",
+    "triage": "rerun the diverged prompt asking for log-probabilities, to find why the outputs differ",
+    "drafts": "what the draft proposed where the target said no (probes the draft model first)",
+    "keep('save')": "save this session (a JSONL file `spectui replay` plays back)",
+    "keep('notebook')": "append the last result to the notebook (Markdown)",
+    "keep('export')": "export the session as an HTML report",
+    "keep('screenshot')": "save an SVG screenshot of the screen",
+    "sessions": "browse saved sessions: replay, rename, delete",
+    "profiles": "pick a launch profile: spectui starts the baseline and the candidate for you",
+    "lab('theory')": "the speed-up the measured acceptance predicts, term by term, against the measured one",
+    "lab('prefix_lab')": "prefix caching: cold against warm turns of a conversation, tokens reused, bytes compared",
+    "lab('sweep')": "speed-up against concurrency (1, 2, 4 requests at once): where batching eats the payoff",
+    "lab('sampling')": "the prompt many times at temperature > 0: seeded bytes and the output distribution",
+    "lab('drafts_cost')": "what a draft model costs to run beside the target",
+    "lab('prove')": "a certificate for the prompt set: verdict, speed-up and acceptance, from saved sessions",
+    "show_keys": "this list of the keys of the screen you are on",
+    "quit": "quit (servers spectui launched are stopped)",
+    "command_palette": "search every action by name",
+}
+
+
+def sentence(action: str, description: str = "") -> str:
+    return SENTENCES.get(action, description.lower() if description else action)
+
+
+def greyed_reason(app: App, action: str) -> str:
+    """Why a greyed-out action does nothing now, and what makes it work."""
+    runs = getattr(app, "runs", None)
+    results = runs.results if runs is not None else []
+    if getattr(app, "replaying", False) and action == "triage":
+        return "triage needs the live servers: a replay has only what was recorded"
+    if not results:
+        return "run a prompt first (Enter): there is no result yet"
+    if action == "triage":
+        return "triage explains outputs that differ: the last run's outputs are identical"
+    return "not available now"
+
+
+class KeysMixin:
+    """The app's side of the keys: a notice for a greyed key, the `?` screen, the live panel's fold."""
+
+    async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:  # type: ignore[no-untyped-def]
+        """Textual's, and where the action is greyed out (check_action None) a notice saying why."""
+        done: bool = await super().run_action(action, default_namespace, namespaces)  # type: ignore[misc]
+        if not done and isinstance(action, str):
+            from textual.actions import parse
+
+            app: App = self  # type: ignore[assignment]
+            _, name, params = parse(action)
+            target = default_namespace if default_namespace is not None else app
+            if target.check_action(name, params) is None:
+                app.notify(greyed_reason(app, name), severity="warning", timeout=6)
+        return done
+
+    def action_show_keys(self) -> None:
+        from spectui.tui.screens.keys_screen import KeysScreen
+
+        app: App = self  # type: ignore[assignment]
+        if isinstance(app.screen, KeysScreen):
+            app.screen.dismiss()
+            return
+        app.push_screen(KeysScreen.of(app.screen))
+
+    def action_toggle_live(self) -> None:
+        from spectui.tui.widgets.fit import fit_main_screen
+        from spectui.tui.widgets.panes import LivePanel
+
+        app: App = self  # type: ignore[assignment]
+        screen = app.screen_stack[0]
+        screen.query_one(LivePanel).toggle()
+        fit_main_screen(screen, app.size.width, app.size.height)

@@ -1,0 +1,63 @@
+"""The footer in the order a newcomer needs it: Run, Prove, Sampling, Theory first (tui.keys.FOOTER_FIRST),
+then the rest as bound. Textual's Footer orders keys by where they were first bound along the focus chain,
+so keys the prompt's text box also binds (Ctrl+E, Ctrl+D, …) came first and Enter/Run, which the text box
+binds hidden (it submits, and submitting runs), was never shown."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+from spectui.tui.keys import FOOTER_FIRST, sentence
+
+
+class KeysFooter(Footer):
+    def shown(self) -> list[tuple]:
+        """(binding, enabled) for each action the footer shows, in its order."""
+        active = self.screen.active_bindings
+        seen: dict[str, tuple] = {}
+        for _node, binding, enabled, _tooltip in active.values():
+            if binding.show and binding.action not in seen:
+                seen[binding.action] = (binding, enabled)
+        if self.screen is self.app.screen_stack[0]:
+            # an app key the focused widget shadows with a hidden binding of its own (Enter: the prompt submits,
+            # which runs): shown with the app's description
+            for binding in self.app.BINDINGS:
+                if not hasattr(binding, "action") or not binding.show or binding.action in seen:
+                    continue
+                shadow = active.get(binding.key)
+                if shadow is not None and not shadow.binding.show and self.app.check_action(binding.action, ()):
+                    seen[binding.action] = (binding, True)
+        order = {a: i for i, a in enumerate(FOOTER_FIRST)}
+        actions = sorted(seen, key=lambda a: order.get(a, len(order)))
+        return [seen[a] for a in actions]
+
+    def compose(self) -> ComposeResult:
+        if not self._bindings_ready:
+            return
+        shown = self.shown()
+        self.styles.grid_size_columns = len(shown)
+        for binding, enabled in shown:
+            yield FooterKey(
+                binding.key,
+                self.app.get_key_display(binding),
+                binding.description,
+                binding.action,
+                disabled=not enabled,
+                tooltip=binding.tooltip or sentence(binding.action, binding.description),
+            ).data_bind(compact=Footer.compact)
+        if self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE:
+            try:
+                _node, binding, enabled, tooltip = self.screen.active_bindings[self.app.COMMAND_PALETTE_BINDING]
+            except KeyError:
+                return
+            yield FooterKey(
+                binding.key,
+                self.app.get_key_display(binding),
+                binding.description,
+                binding.action,
+                classes="-command-palette",
+                disabled=not enabled,
+                tooltip=binding.tooltip or binding.description,
+            )

@@ -119,7 +119,9 @@ class LlamaCppLabeller:
                 timings=dict(timings),
                 tokens_evaluated=checked(obj, "tokens_evaluated", int),
                 tail=data if not n_new else b"",
-                settings={k: v for k, v in settings.items() if k.startswith("speculative")},
+                # speculation's settings, and n_predict: it caps each draft at n_remaining − 1
+                # (tools/server/server-context.cpp:517-536), which the theory lab charges
+                settings={k: v for k, v in settings.items() if k.startswith("speculative") or k == "n_predict"},
                 tokens_predicted=predicted,
             )
             out.append(self.finished)

@@ -52,7 +52,8 @@ def test_a_draft_simple_certificate_carries_measured_terms_that_verify_rederives
         v = chk["verification_cost"]
         assert v["1"] == 1.0 and list(v) == [str(k) for k in range(1, 10)]
         assert chk["draft_reevaluation_cost"] and chk["measured_low"] is not None
-        assert chk["agree"] or chk["miss"]  # agreement, or the term that misses: never silence
+        # agreement, the term that misses, or an interval too wide to tell (issue 42): never silence
+        assert chk["agree"] or chk["miss"] or any(n.startswith("too few runs") for n in chk["notes"])
         cells = terms_row(md, e["id"])
         assert cells[1] == f"{chk['draft_cost_c']:.3f}" and cells[2].split()[0] == "1.00"
         assert cells[4] == f"{chk['alpha_per_position']:.3f}"

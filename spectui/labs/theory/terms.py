@@ -62,8 +62,15 @@ class StepCosts:
         return d + 1
 
     def step(self, d: float, n_max: float | None = None) -> float:
-        """One step drafting d tokens (d = 0: a plain step after an empty draft)."""
+        """One step drafting d tokens (d = 0: a plain step after an empty draft). `n_max`: the limit that
+        step drafted under (the server's n_max, or the cap n_remaining − 1 near the end where lower): a
+        draft that reaches it stops without decoding its last token (common/speculative.cpp:439-443)."""
         return self.draft_decodes(d, n_max) * self.c + self.V(d + 1) + self.R(d + 1)
+
+    def undrafted_step(self) -> float:
+        """The step for the last token: n_remaining − 1 = 0, so no draft call at all
+        (server-context.cpp:517-536): no draft decode."""
+        return self.V(1) + self.R(1)
 
     def full_step(self, gamma: float) -> float:
         """A step that drafts all γ of its n_max = γ (the formula's step): γ·c + V(γ+1) + R(γ+1)."""
@@ -105,6 +112,8 @@ class RunSteps:
     by_position_source: str = ""
     group_d: tuple[int, ...] = ()  # per step group in stream order (plain steps 0): drafted
     group_t: tuple[float, ...] = ()  # and its duration in ms (arrival of its tokens after the last group's)
+    caps: tuple[int | None, ...] = ()  # per verification step: n_remaining − 1 when it drafted (None: unknown)
+    undrafted: int = 0  # plain steps with n_remaining − 1 = 0: no draft call (the last token)
 
     @property
     def steps(self) -> int:
@@ -133,8 +142,35 @@ class RunSteps:
 
     def cost(self, costs: StepCosts) -> float:
         """The run's decode time in target steps, as the cost terms predict it."""
-        total = sum(costs.step(d, self.n_max) for d in self.drafted)
-        return total + self.plain * costs.step(0, self.n_max)
+        caps = self.caps or (None,) * len(self.drafted)
+        total = sum(costs.step(d, _limit(self.n_max, cap)) for d, cap in zip(self.drafted, caps, strict=False))
+        plain = self.plain - self.undrafted
+        return total + plain * costs.step(0, self.n_max) + self.undrafted * costs.undrafted_step()
+
+
+def _limit(n_max: int | None, cap: int | None) -> int | None:
+    """The draft limit a step ran under: the server's n_max, or n_remaining − 1 where lower."""
+    if cap is None:
+        return n_max
+    return cap if n_max is None else min(n_max, cap)
+
+
+def edge_caps(tokens_per_group: list[int], is_step: list[bool], n_predict: int | None) -> tuple[list, int]:
+    """For each step group in stream order (after the first token, which the prompt batch gives): the
+    draft cap n_remaining − 1 of each verification step, and how many plain steps had none left (no draft
+    call). llama-server's n_remaining is n_predict minus the tokens made before the step
+    (server-context.cpp:517-536). ([], 0) where n_predict is unknown."""
+    if not n_predict or n_predict <= 0:
+        return [], 0
+    made, caps, undrafted = 1, [], 0
+    for n, step in zip(tokens_per_group, is_step, strict=True):
+        cap = n_predict - made - 1
+        if step:
+            caps.append(cap)
+        elif cap <= 0:
+            undrafted += 1
+        made += n
+    return caps, undrafted
 
 
 def run_steps(rec) -> RunSteps | None:
@@ -170,17 +206,31 @@ def run_steps(rec) -> RunSteps | None:
     gt: list[float] = []
     by_step = {s.step: s.drafted for s in steps}
     last_t, last_key = None, None
+    sizes: list[int] = []  # tokens per group, and the group's step number (None: a plain token)
+    numbers: list[int | None] = []
     for i, t in enumerate(tokens):
         key = ("s", t.step) if t.step is not None else ("p", i)
         if i == 0:
             last_t, last_key = t.t_ns, key
             continue
         if key == last_key:
+            if sizes:
+                sizes[-1] += 1
             continue
         gd.append(by_step.get(t.step, 0) if t.step is not None else 0)
         gt.append((t.t_ns - last_t) / 1e6)
+        sizes.append(1)
+        numbers.append(t.step)
         last_t, last_key = t.t_ns, key
-    return RunSteps(drafted, accepted, plain, n_max, by_pos, source, tuple(gd), tuple(gt))
+    n_predict = fin.settings.get("n_predict") if fin is not None else None
+    caps: tuple[int | None, ...] = ()
+    undrafted = 0
+    if isinstance(n_predict, int) and not isinstance(n_predict, bool):
+        by_group, undrafted = edge_caps(sizes, [n is not None for n in numbers], n_predict)
+        cap_of = dict(zip([n for n in numbers if n is not None], by_group, strict=False))
+        caps = tuple(cap_of.get(s.step) for s in steps)
+        undrafted = min(undrafted, plain)
+    return RunSteps(drafted, accepted, plain, n_max, by_pos, source, tuple(gd), tuple(gt), caps, undrafted)
 
 
 @dataclass(frozen=True)
@@ -424,6 +474,12 @@ def check(
     if costs.draft_model:
         be_c = (real_gamma_tokens(a, gamma) - costs.V(gamma + 1) - costs.R(gamma + 1)) / gamma
     notes = [untested] if untested else []
+    capped = sum(1 for d, cap in zip(run.drafted, run.caps, strict=False) if cap is not None and d >= cap)
+    if capped or run.undrafted:  # the server's edges, charged as it runs them
+        notes.append(
+            f"edges charged as llama-server runs them: {capped} draft(s) capped at n_remaining − 1 without the "
+            f"last decode, {run.undrafted} final step(s) with no draft call (server-context.cpp:517-536)"
+        )
     if not costs.draft_model:
         notes.append("n-gram drafting: no draft model runs; the lookup in the token history is taken as free (c = 0)")
     return TheoryCheck(

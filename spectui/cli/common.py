@@ -126,7 +126,12 @@ def params_from(args: argparse.Namespace):
     # a lab that sets the cache per side (prefix) offers no --cache-prompt: its params say off
     cache = {"off": False, "on": True, "server": None}[a.get("cache_prompt", "off")]
     return checked_params(
-        a["max_tokens"], a["temperature"], a["seed"], cache, a.get("idle_timeout", 120.0), a.get("deadline", 3600.0)
+        a["max_tokens"],
+        a["temperature"],
+        a.get("seed", 42),
+        cache,
+        a.get("idle_timeout", 120.0),
+        a.get("deadline", 3600.0),
     )
 
 

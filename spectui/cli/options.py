@@ -86,12 +86,18 @@ def add_prompt_subset(p: argparse.ArgumentParser) -> None:
 
 
 # -- generation and requests ------------------------------------------------------------------------------
-def add_generation(p: argparse.ArgumentParser) -> None:
-    """--max-tokens, --temperature, --seed, and the request's time limits (--idle-timeout, --deadline)."""
+def add_generation(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
+    """--max-tokens, --temperature and (where the command does not set each request's seed) --seed."""
     g = p.add_argument_group("generation")
     g.add_argument("--max-tokens", type=int, default=128, metavar="N", help="tokens to generate (default 128)")
     g.add_argument("--temperature", type=finite, default=0.0, metavar="T", help="0 is greedy (default)")
-    g.add_argument("--seed", type=int, default=42, metavar="S")
+    if seed:
+        g.add_argument("--seed", type=int, default=42, metavar="S", help="the requests' sampling seed (default 42)")
+
+
+def add_time_limits(p: argparse.ArgumentParser) -> None:
+    """--idle-timeout and --deadline: when a side's request is given up."""
+    g = p.add_argument_group("time limits")
     g.add_argument(
         "--idle-timeout",
         type=positive,
@@ -152,9 +158,11 @@ def add_connection(p: argparse.ArgumentParser) -> None:
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
-    """Every run option at once (compare, prove): the prompt subset, generation, order, cache, connection."""
+    """Every run option at once (compare, prove): the prompt subset, generation, time limits, order, cache,
+    connection."""
     add_prompt_subset(p)
     add_generation(p)
+    add_time_limits(p)
     add_order(p)
     add_cache_prompt(p)
     add_connection(p)

@@ -157,7 +157,7 @@ def register(sub) -> None:
     p.add_argument("--save", metavar="PATH", help="save every sample as a session")
     options.add_notebook(p, "one measurement per prompt")
     options.add_prompt_subset(p)
-    options.add_generation(p)
-    options.add_cache_prompt(p)
+    options.add_generation(p, seed=False)  # each sample's seed is --seed-base + i, its cache off
+    options.add_time_limits(p)
     options.add_connection(p)
     p.set_defaults(max_tokens=16, temperature=0.8)

@@ -181,5 +181,6 @@ def register(sub) -> None:
     options.add_notebook(p, "one measurement per level")
     options.add_prompt_subset(p)
     options.add_generation(p)
+    options.add_time_limits(p)
     options.add_cache_prompt(p)
     options.add_connection(p)

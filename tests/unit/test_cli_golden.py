@@ -98,3 +98,44 @@ def test_a_shared_options_help_is_the_same_in_every_command_that_offers_it(capsy
         texts = seen.get(option, {})
         assert len(texts) == 2, f"{option} offered by {sorted(texts)}"
         assert len(set(texts.values())) == 1, f"{option}: {texts}"
+
+
+# an option a command offers but never reads is a promise it breaks: each lab offers what it uses
+NOT_OFFERED = {
+    "prefix": ("--cache-prompt", "--order", "--limit", "--sample", "--idle-timeout", "--deadline", "--launch"),
+    "sampling": ("--cache-prompt", "--order", "--seed", "--launch"),
+    "sweep": ("--order",),
+    "tui": ("--limit", "--sample", "--sample-seed"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(NOT_OFFERED))
+def test_a_command_offers_only_the_options_it_reads(command, capsys):
+    offered = _option_help(command, capsys)
+    assert not set(NOT_OFFERED[command]) & set(offered), sorted(set(NOT_OFFERED[command]) & set(offered))
+
+
+def test_plain_help_groups_the_commands_by_task_with_examples(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    tasks = [line[:-1] for line in out.splitlines() if line in ("watch:", "prove:", "labs:", "sessions:", "set-up:")]
+    assert tasks == ["watch", "prove", "labs", "sessions", "set-up"]
+    assert "opens the picker" in out
+    assert out.count("\n  spectui ") == 3  # the examples
+    for command in _subcommands():
+        assert f"\n  {command} " in out, command
+
+
+def test_spectui_help_imports_no_command_module():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom spectui.cli.main import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('spectui.cli.') and m not in "
+        "('spectui.cli.main', 'spectui.cli.common', 'spectui.cli.options')))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout[-500:] + r.stderr[-500:]

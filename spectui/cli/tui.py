@@ -93,6 +93,7 @@ def register(sub) -> None:
         help="when outputs differ, find out why (default: on)",
     )
     options.add_generation(p)
+    options.add_time_limits(p)
     options.add_order(p)
     options.add_cache_prompt(p)
     options.add_connection(p)

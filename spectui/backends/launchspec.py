@@ -1,9 +1,13 @@
 """A server's command line read once into what spectui needs to know of it: the speculation and cache
-configuration as launched (llama.cpp, vLLM, SGLang flags), for triage, the draft probe and the panes."""
+configuration as launched (llama.cpp, vLLM, SGLang flags), for triage, the draft probe and the panes; and
+what each engine's argv asks of the GPU (engine_args, the memory plan's input). Every reader of a server's
+argv goes through this module (flag_value, has_flag)."""
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -148,3 +152,110 @@ class LaunchSpec:
         if self.prefix_cache is not None:
             notes.append("prefix cache " + ("on" if self.prefix_cache else "off"))
         return "as launched: " + (" ".join(notes) if notes else "defaults")
+
+
+# -- reading flags: every reader of a server's argv goes through these ----------------------------------------
+def flag_value(argv: Sequence[str] | None, *names: str) -> str | None:
+    """The value given to any of `names` (`--flag v` or `--flag=v`), the last one given winning as in
+    llama.cpp's, vLLM's and SGLang's parsers; None where absent or given no value (has_flag tells those apart)."""
+    found = None
+    args = list(argv or ())
+    for i, arg in enumerate(args):
+        name, eq, val = arg.partition("=")
+        if name in names:
+            found = val if eq else (args[i + 1] if i + 1 < len(args) else None)
+    return found
+
+
+def has_flag(argv: Sequence[str] | None, *names: str) -> bool:
+    """Any of `names` is on the command line (alone or as `--flag=value`)."""
+    return any(a.partition("=")[0] in names for a in argv or ())
+
+
+def count_arg(text: str | None) -> int | None:
+    """A count as an engine takes it: 4096; vLLM also takes 8k (×1000) and 8K (×1024), m and M alike."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"(\d+)([kKmM]?)", text.strip())
+    if not m:
+        return None
+    scale = {"": 1, "k": 1000, "K": 1024, "m": 10**6, "M": 2**20}[m.group(2)]
+    return int(m.group(1)) * scale
+
+
+@dataclass
+class EngineArgs:
+    """What an engine's argv asks of the GPU: its models, context, KV types and slots (the memory plan's input)."""
+
+    target: str | None
+    draft: str | None = None
+    draft_kind: str = "draft"  # draft | eagle head
+    algorithm: str | None = None  # the speculation method, as the engine names it
+    ctx: int | None = None
+    kv_k: str = "auto"
+    kv_v: str = "auto"
+    kv_draft: tuple[str, str] = ("f16", "f16")  # the draft's KV types (llama.cpp's own flags; else the target's)
+    parallel: int | None = None
+
+
+def _llamacpp_args(argv: Sequence[str]) -> EngineArgs:
+    return EngineArgs(
+        target=flag_value(argv, "-m", "--model"),
+        draft=flag_value(argv, "-md", "--spec-draft-model", "--model-draft"),
+        algorithm=flag_value(argv, "--spec-type"),
+        ctx=count_arg(flag_value(argv, "-c", "--ctx-size")),
+        kv_k=flag_value(argv, "-ctk", "--cache-type-k") or "f16",
+        kv_v=flag_value(argv, "-ctv", "--cache-type-v") or "f16",
+        kv_draft=(
+            flag_value(argv, "-ctkd", "--spec-draft-type-k", "--cache-type-k-draft") or "f16",
+            flag_value(argv, "-ctvd", "--spec-draft-type-v", "--cache-type-v-draft") or "f16",
+        ),
+        parallel=count_arg(flag_value(argv, "-np", "--parallel")),
+    )
+
+
+def _vllm_args(argv: Sequence[str]) -> EngineArgs:
+    kv = flag_value(argv, "--kv-cache-dtype") or "auto"
+    target = flag_value(argv, "--model")
+    args = list(argv)
+    if target is None and "serve" in args and args.index("serve") + 1 < len(args):
+        target = args[args.index("serve") + 1]  # `vllm serve MODEL`
+    out = EngineArgs(target, ctx=count_arg(flag_value(argv, "--max-model-len")), kv_k=kv, kv_v=kv, kv_draft=(kv, kv))
+    raw = flag_value(argv, "--speculative-config", "--speculative_config")
+    if raw:
+        # the JSON carries {variables} inside its strings: keep their names, then parse
+        try:
+            cfg = json.loads(re.sub(r"\{([a-z_][a-z0-9_]*)\}", r"@@\1@@", raw))
+        except ValueError:
+            cfg = {}
+        out.algorithm = str(cfg.get("method", "")) or None
+        model = cfg.get("model")
+        if model and out.algorithm not in ("ngram", "mtp", "suffix"):
+            out.draft = re.sub(r"@@([a-z_][a-z0-9_]*)@@", r"{\1}", str(model))
+            out.draft_kind = "eagle head" if out.algorithm and "eagle" in out.algorithm else "draft"
+    return out
+
+
+def _sglang_args(argv: Sequence[str]) -> EngineArgs:
+    kv = flag_value(argv, "--kv-cache-dtype") or "auto"
+    algorithm = flag_value(argv, "--speculative-algorithm")
+    return EngineArgs(
+        target=flag_value(argv, "--model-path", "--model"),
+        draft=flag_value(argv, "--speculative-draft-model-path"),
+        draft_kind="eagle head" if algorithm and "EAGLE" in algorithm.upper() else "draft",
+        algorithm=algorithm.upper() if algorithm else None,
+        ctx=count_arg(flag_value(argv, "--context-length")),
+        kv_k=kv,
+        kv_v=kv,
+        kv_draft=(kv, kv),
+    )
+
+
+# the engines spectui launches and sizes, each with its reader (an OpenAI-compatible server is not launched)
+_ENGINE_ARGS = {"llama.cpp": _llamacpp_args, "vllm": _vllm_args, "sglang": _sglang_args}
+
+
+def engine_args(backend: str, argv: Sequence[str]) -> EngineArgs:
+    """What a server of kind `backend` is launched to hold; EngineArgs(None) for a kind spectui does not launch."""
+    reader = _ENGINE_ARGS.get(backend)
+    return reader(argv) if reader is not None else EngineArgs(None)

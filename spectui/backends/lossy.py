@@ -18,23 +18,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
+from spectui.backends.launchspec import flag_value, has_flag
+
 _LLAMA_SYNTH = ("--spec-synth-len", "--spec-synth-rates")
 _SGLANG_THRESHOLDS = ("--speculative-accept-threshold-single", "--speculative-accept-threshold-acc")
 _STANDARD_REJECTION = {"standard", "strict", "rejection_sampler", "default"}
 
 
-def _value(argv: Sequence[str], flag: str) -> str | None:
-    for i, a in enumerate(argv):
-        name, eq, inline = a.partition("=")
-        if name == flag:
-            if eq:
-                return inline
-            return argv[i + 1] if i + 1 < len(argv) else ""
-    return None
-
-
 def _spec_config(argv: Sequence[str]) -> dict:
-    raw = _value(argv, "--speculative-config")
+    raw = flag_value(argv, "--speculative-config")
     if not raw:
         return {}
     try:
@@ -51,11 +43,10 @@ def lossy_settings(argv: Sequence[str] | None) -> list[str]:
     args = list(argv)
     found: list[str] = []
     for flag in _LLAMA_SYNTH:
-        v = _value(args, flag)
-        if v is not None:
-            found.append(f"{flag} {v}".strip())
+        if has_flag(args, flag):
+            found.append(f"{flag} {flag_value(args, flag) or ''}".strip())
     for flag in _SGLANG_THRESHOLDS:
-        v = _value(args, flag)
+        v = flag_value(args, flag)
         try:
             if v is not None and float(v) < 1.0:
                 found.append(f"{flag} {v}")
@@ -77,7 +68,7 @@ def lossy_settings(argv: Sequence[str] | None) -> list[str]:
 def determinism_claims(argv: Sequence[str] | None, env: Mapping[str, str] | None = None) -> list[str]:
     """Each setting by which a server promises the same output for the same input whatever the batch."""
     claims: list[str] = []
-    if argv and "--enable-deterministic-inference" in argv:
+    if has_flag(argv, "--enable-deterministic-inference"):
         claims.append("SGLang --enable-deterministic-inference")
     value = (env or {}).get("VLLM_BATCH_INVARIANT")
     if value is not None and str(value).strip() not in ("", "0", "false", "False"):

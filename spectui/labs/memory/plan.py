@@ -16,9 +16,11 @@ import functools
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spectui.backends.launchspec import EngineArgs, engine_args
 from spectui.core.errors import InputError
 from spectui.labs.memory.kv import hf_model_dims, kv_bytes, model_dims
 from spectui.machine.launcher import MemoryShare, share_flags
@@ -286,86 +288,52 @@ def size_model(profile: Profile, arg: str, values: dict | None) -> ModelSize:
     return ModelSize(None, None, f"{{{name}}}: {origin}" + (f" ({value} not found)" if value else "") + f"; {how}")
 
 
-# -- what each engine's argv asks for ------------------------------------------------------------------------
-def _flag(argv: list[str], *names: str) -> str | None:
-    found = None
-    for i, arg in enumerate(argv):
-        name, eq, val = arg.partition("=")
-        if name in names:
-            found = val if eq else (argv[i + 1] if i + 1 < len(argv) else None)
-    return found
+# -- each engine's way with memory (what its argv asks for: backends.launchspec.engine_args) ---------------
+def _floor3(x: float) -> float:
+    return math.floor(x * 1000) / 1000
 
 
-def _int(text: str | None) -> int | None:
-    """An integer argument; vLLM also takes 8k (×1000) and 8K (×1024)."""
-    if text is None:
-        return None
-    m = re.fullmatch(r"(\d+)([kKmM]?)", text.strip())
-    if not m:
-        return None
-    scale = {"": 1, "k": 1000, "K": 1024, "m": 10**6, "M": 2**20}[m.group(2)]
-    return int(m.group(1)) * scale
+@dataclass(frozen=True)
+class EngineMemory:
+    """What the plan knows of one engine it launches."""
+
+    # a KV pool for the profile's [memory] slots sequences of full context (vLLM, SGLang: vLLM will not start
+    # with less than one); else the argv's context is the whole cache, shared by its slots (llama.cpp -c, -np)
+    kv_per_slot: bool
+    # (GPU total, its argv, the draft's weights) → its own overhead without the CUDA context, and its source
+    workspace: Callable[[int, EngineArgs, int], tuple[int, str]]
+    # (its need, the bytes it is given, the GPU, free memory at its start) → the share flag's fraction; None for
+    # an engine that takes what its layers and context need (llama.cpp: all layers and -c), given no spare
+    fraction: Callable[[ServerNeed, int, GPUMemory, int], float] | None = None
 
 
-@dataclass
-class EngineArgs:
-    target: str | None
-    draft: str | None = None
-    draft_kind: str = "draft"  # draft | eagle head
-    algorithm: str | None = None  # the speculation method, as the engine names it
-    ctx: int | None = None
-    kv_k: str = "auto"
-    kv_v: str = "auto"
-    kv_draft: tuple[str, str] = ("f16", "f16")
-    parallel: int | None = None
+def _vllm_fraction(need: ServerNeed, gib_bytes: int, gpu: GPUMemory, free_at_start: int) -> float:
+    # vLLM's share is a fraction of the GPU's total, counted after its CUDA context exists
+    return _floor3((gib_bytes - CUDA_CONTEXT) / gpu.total)
 
 
-def engine_args(backend: str, argv: list[str]) -> EngineArgs:
-    if backend == "llama.cpp":
-        return EngineArgs(
-            target=_flag(argv, "-m", "--model"),
-            draft=_flag(argv, "-md", "--spec-draft-model", "--model-draft"),
-            algorithm=_flag(argv, "--spec-type"),
-            ctx=_int(_flag(argv, "-c", "--ctx-size")),
-            kv_k=_flag(argv, "-ctk", "--cache-type-k") or "f16",
-            kv_v=_flag(argv, "-ctv", "--cache-type-v") or "f16",
-            kv_draft=(
-                _flag(argv, "-ctkd", "--spec-draft-type-k", "--cache-type-k-draft") or "f16",
-                _flag(argv, "-ctvd", "--spec-draft-type-v", "--cache-type-v-draft") or "f16",
-            ),
-            parallel=_int(_flag(argv, "-np", "--parallel")),
-        )
-    kv = _flag(argv, "--kv-cache-dtype") or "auto"
-    if backend == "vllm":
-        target = _flag(argv, "--model")
-        if target is None and "serve" in argv and argv.index("serve") + 1 < len(argv):
-            target = argv[argv.index("serve") + 1]
-        out = EngineArgs(target, ctx=_int(_flag(argv, "--max-model-len")), kv_k=kv, kv_v=kv)
-        raw = _flag(argv, "--speculative-config", "--speculative_config")
-        if raw:
-            # the JSON carries {variables} inside its strings: keep their names, then parse
-            try:
-                cfg = json.loads(re.sub(r"\{([a-z_][a-z0-9_]*)\}", r"@@\1@@", raw))
-            except ValueError:
-                cfg = {}
-            out.algorithm = str(cfg.get("method", "")) or None
-            model = cfg.get("model")
-            if model and out.algorithm not in ("ngram", "mtp", "suffix"):
-                out.draft = re.sub(r"@@([a-z_][a-z0-9_]*)@@", r"{\1}", str(model))
-                out.draft_kind = "eagle head" if out.algorithm and "eagle" in out.algorithm else "draft"
-        return out
-    if backend == "sglang":
-        algorithm = _flag(argv, "--speculative-algorithm")
-        return EngineArgs(
-            target=_flag(argv, "--model-path", "--model"),
-            draft=_flag(argv, "--speculative-draft-model-path"),
-            draft_kind="eagle head" if algorithm and "EAGLE" in algorithm.upper() else "draft",
-            algorithm=algorithm.upper() if algorithm else None,
-            ctx=_int(_flag(argv, "--context-length")),
-            kv_k=kv,
-            kv_v=kv,
-        )
-    return EngineArgs(None)
+def _sglang_fraction(need: ServerNeed, gib_bytes: int, gpu: GPUMemory, free_at_start: int) -> float:
+    # SGLang's is the static part (weights + KV pool) as a fraction of the memory free at its start,
+    # measured after its CUDA context; its activations and graphs come out of the rest
+    return _floor3((gib_bytes - CUDA_CONTEXT - need.workspace) / max(1, free_at_start - CUDA_CONTEXT))
+
+
+def _sglang_ws(total: int, args: EngineArgs, draft_weights: int) -> tuple[int, str]:
+    how = "SGLang's own reserve rule for this GPU size" + (f", {args.algorithm}" if args.algorithm else "")
+    return sglang_workspace(total, args.algorithm, draft_weights), how
+
+
+ENGINES = {
+    "llama.cpp": EngineMemory(
+        False, lambda *_: (LLAMACPP_WORKSPACE, "compute buffer, estimated (see overhead figures)")
+    ),
+    "vllm": EngineMemory(
+        True,
+        lambda *_: (VLLM_WORKSPACE, "vLLM activations, non-torch memory, CUDA graphs (vLLM's profile of an 8B)"),
+        _vllm_fraction,
+    ),
+    "sglang": EngineMemory(True, _sglang_ws, _sglang_fraction),
+}
 
 
 def _kv_type(engine_type: str, model: ModelSize) -> str:
@@ -381,6 +349,10 @@ def server_need(profile: Profile, side: str, backend: str, argv: list[str], tota
     if args.target is None:
         need.unknown.append("argv names no model")
         return need
+    engine = ENGINES.get(backend)
+    if engine is None:
+        need.unknown.append(f"{backend}: spectui does not launch or size this engine")
+        return need
     target = size_model(profile, args.target, values)
     draft = size_model(profile, args.draft, values) if args.draft else None
     models = [("target", target)] + ([(args.draft_kind, draft)] if draft else [])
@@ -391,13 +363,12 @@ def server_need(profile: Profile, side: str, backend: str, argv: list[str], tota
             need.terms.append(Term("weights", label, m.weights, m.source))
     ctx = args.ctx or (target.dims or {}).get("context_trained")
     need.ctx = int(ctx) if ctx else None
-    # llama.cpp's -c is the whole cache, shared by its -np slots; vLLM and SGLang keep a pool for
-    # the profile's [memory] slots sequences of full context (vLLM will not start with less than one)
-    need.slots = (args.parallel or 1) if backend == "llama.cpp" else profile.slots
-    tokens = need.ctx if backend == "llama.cpp" else (need.ctx or 0) * profile.slots
+    need.slots = profile.slots if engine.kv_per_slot else (args.parallel or 1)
+    tokens = (need.ctx or 0) * profile.slots if engine.kv_per_slot else need.ctx
+    slots = f" × {profile.slots} slot{'s' if profile.slots > 1 else ''}" if engine.kv_per_slot else ""
     why_ctx = "" if args.ctx else " (no context flag: the model's trained context)"
     for label, m in models:
-        kinds = args.kv_draft if (label != "target" and backend == "llama.cpp") else (args.kv_k, args.kv_v)
+        kinds = args.kv_draft if label != "target" else (args.kv_k, args.kv_v)
         if m.dims is None or not need.ctx:
             need.unknown.append(f"{label} KV cache: shape or context unknown ({m.source})")
             continue
@@ -407,52 +378,28 @@ def server_need(profile: Profile, side: str, backend: str, argv: list[str], tota
         except InputError as exc:
             need.unknown.append(f"{label} KV cache: {exc.one_line()}")
             continue
-        slots = "" if backend == "llama.cpp" else f" × {profile.slots} slot{'s' if profile.slots > 1 else ''}"
         n = m.dims["layers"]
         shape = f"{n} layer{'s' if n > 1 else ''} × {m.dims['kv_heads']} KV heads × {m.dims['head_k']}"
         need.terms.append(Term("KV cache", label, b, f"{need.ctx} tokens{slots}{why_ctx}, {shape}, {k}/{v}"))
     need.layers = (target.dims or {}).get("layers")
     need.draft_layers = (draft.dims or {}).get("layers") if draft else None
-    if backend == "llama.cpp":
-        need.workspace = LLAMACPP_WORKSPACE
-        ws_src = "compute buffer, estimated (see overhead figures)"
-    elif backend == "vllm":
-        need.workspace = VLLM_WORKSPACE
-        ws_src = "vLLM activations, non-torch memory, CUDA graphs (vLLM's profile of an 8B)"
-    elif backend == "sglang":
-        draft_w = (draft.weights or 0) if draft else 0
-        need.workspace = sglang_workspace(total, args.algorithm, draft_w)
-        ws_src = "SGLang's own reserve rule for this GPU size" + (f", {args.algorithm}" if args.algorithm else "")
-    else:
-        need.unknown.append(f"{backend}: spectui does not launch or size this engine")
-        return need
+    need.workspace, ws_src = engine.workspace(total, args, (draft.weights or 0) if draft else 0)
     need.terms.append(Term("overhead", "CUDA context", CUDA_CONTEXT, "per process (see overhead figures)"))
     need.terms.append(Term("overhead", "engine", need.workspace, ws_src))
     return need
 
 
 # -- the decision ---------------------------------------------------------------------------------------------
-def _floor3(x: float) -> float:
-    return math.floor(x * 1000) / 1000
-
-
 def _share(need: ServerNeed, gib_bytes: int, gpu: GPUMemory, free_at_start: int, alone: bool) -> MemoryShare:
     fraction = gib_bytes / gpu.total
-    engine = None
-    layers = ngld = ctx = None
-    if need.backend == "vllm":
-        # vLLM's share is a fraction of the GPU's total, counted after its CUDA context exists
-        engine = _floor3((gib_bytes - CUDA_CONTEXT) / gpu.total)
-    elif need.backend == "sglang":
-        # SGLang's is the static part (weights + KV pool) as a fraction of the memory free at its start,
-        # measured after its CUDA context; its activations and graphs come out of the rest
-        engine = _floor3((gib_bytes - CUDA_CONTEXT - need.workspace) / max(1, free_at_start - CUDA_CONTEXT))
-    elif need.backend == "llama.cpp":
-        # llama.cpp takes what its layers and context need: all layers (+1, the output layer) and -c
-        layers = need.layers + 1 if need.layers else None
-        ngld = need.draft_layers + 1 if need.draft_layers else None
-        ctx = need.ctx
-    return MemoryShare(round(gib_bytes / GIB, 2), round(fraction, 3), engine, layers, ngld, ctx, alone)
+    engine = ENGINES[need.backend]
+    if engine.fraction is not None:
+        share = engine.fraction(need, gib_bytes, gpu, free_at_start)
+        return MemoryShare(round(gib_bytes / GIB, 2), round(fraction, 3), share, None, None, None, alone)
+    # it takes what its layers and context need: all layers (+1, the output layer) and -c
+    layers = need.layers + 1 if need.layers else None
+    ngld = need.draft_layers + 1 if need.draft_layers else None
+    return MemoryShare(round(gib_bytes / GIB, 2), round(fraction, 3), None, layers, ngld, need.ctx, alone)
 
 
 def decide(
@@ -468,7 +415,7 @@ def decide(
     room = f"{_g(usable)} GiB usable (free {_g(gpu.free)} − {_g(margin)} margin)"
     if sum(needs) <= usable:
         spare = usable - sum(needs)
-        growers = [s for s in servers if s.backend in ("vllm", "sglang")]  # their KV pools use the spare
+        growers = [s for s in servers if ENGINES[s.backend].fraction is not None]  # their KV pools use the spare
         free_at_start = gpu.free
         for s in servers:
             extra = spare // len(growers) if s in growers else 0

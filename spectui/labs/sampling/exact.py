@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from spectui.backends.base import Backend
+from spectui.backends.launchspec import flag_value, has_flag
 from spectui.core.runner import SIDES, PromptResult, RunObserver, compare_prompt
 from spectui.core.stats import ratio_interval
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
@@ -134,16 +135,14 @@ def guarantee_for(
     if kind != "llama.cpp":
         return Guarantee("unknown", "unknown", f"a {kind} server: how it verifies drafts under sampling is unknown")
     if argv is not None:
-        if not any(a.split("=", 1)[0] in _SPECULATION_FLAGS for a in argv):
+        if not has_flag(argv, *_SPECULATION_FLAGS):
             return Guarantee("none", "seeded bytes", "launched without speculation")
         mode, said = "greedy", "--spec-draft-sampling"
         if env is not None and env.get(SAMPLING_ENV):
             mode, said = env[SAMPLING_ENV], f"{SAMPLING_ENV} in its environment"
-        for i, arg in enumerate(argv):
-            if arg == "--spec-draft-sampling" and i + 1 < len(argv):
-                mode, said = argv[i + 1], "--spec-draft-sampling"
-            elif arg.startswith("--spec-draft-sampling="):
-                mode, said = arg.split("=", 1)[1], "--spec-draft-sampling"
+        given = flag_value(argv, "--spec-draft-sampling")
+        if given is not None:
+            mode, said = given, "--spec-draft-sampling"
         if mode == "probabilistic":
             return Guarantee(
                 "probabilistic",

@@ -16,7 +16,7 @@ import platform
 from pathlib import Path
 
 from spectui import __version__
-from spectui.backends.launchspec import LaunchSpec
+from spectui.backends.launchspec import LaunchSpec, flag_value
 from spectui.core.types import Prompt, ServerInfo
 
 CHUNK = 1 << 20
@@ -165,9 +165,7 @@ def server_facts(info: ServerInfo, argv: list[str] | None, hash_files: bool = Tr
     spec = LaunchSpec.from_argv(argv)
     model_path = info.model_path
     if not model_path and argv:
-        for flag in ("-m", "--model"):
-            if flag in argv and argv.index(flag) + 1 < len(argv):
-                model_path = argv[argv.index(flag) + 1]
+        model_path = flag_value(argv, "-m", "--model") or model_path
     draft = spec.draft_model or (info.speculative or {}).get("draft_model")
     from spectui.core.errors import redact_argv, redact_credentials
 

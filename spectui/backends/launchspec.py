@@ -172,6 +172,22 @@ def has_flag(argv: Sequence[str] | None, *names: str) -> bool:
     return any(a.partition("=")[0] in names for a in argv or ())
 
 
+def without_flags(argv: Sequence[str], names: set[str] | frozenset[str]) -> list[str]:
+    """argv without any of `names` and its value (`--flag v` and `--flag=v` alike), e.g. to give a flag anew."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        name, eq, _ = arg.partition("=")
+        if name in names:
+            skip = not eq  # the value is the next argument unless written --flag=value
+            continue
+        out.append(arg)
+    return out
+
+
 def count_arg(text: str | None) -> int | None:
     """A count as an engine takes it: 4096; vLLM also takes 8k (×1000) and 8K (×1024), m and M alike."""
     if text is None:

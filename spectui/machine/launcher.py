@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 
+from spectui.backends.launchspec import without_flags
 from spectui.core.errors import ServerError, SetupError
 
 
@@ -105,19 +106,8 @@ def apply_memory_share(argv: Sequence[str], backend: str, share: MemoryShare | N
         return list(argv)
     flags = share_flags(backend, share)
     names = {flags[i] for i in range(0, len(flags), 2)}
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        name, eq, _ = arg.partition("=")
-        canonical = _ALIASES.get(name, name)
-        if canonical in names:
-            skip = not eq  # the value is the next argument unless written --flag=value
-            continue
-        out.append(arg)
-    return out + flags
+    spellings = names | {alias for alias, canonical in _ALIASES.items() if canonical in names}
+    return without_flags(argv, spellings) + flags
 
 
 @dataclass

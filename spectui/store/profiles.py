@@ -227,14 +227,14 @@ def parse_profile(text: str, path: str) -> Profile:
         kind = c.get("kind", "speculation")
         if kind not in KINDS:
             raise err(f"{where}.kind", f"{kind!r} is not one of {', '.join(sorted(KINDS))}")
-        sides = {}
+        sides: dict[str, ServerSpec] = {}
         for side in ("baseline", "candidate"):
             s = c.get(side)
             if not isinstance(s, dict):
                 raise err(f"{where}.{side}", "missing: give { backend = …, argv = [ … ] }")
             warnings += [f"profile {path}: unknown key '{where}.{side}.{k}' ignored" for k in s if k not in SRV_KEYS]
             backend = s.get("backend")
-            if backend not in BACKENDS:
+            if not isinstance(backend, str) or backend not in BACKENDS:
                 raise err(f"{where}.{side}.backend", f"{backend!r} is not one of {', '.join(sorted(BACKENDS))}")
             argv = s.get("argv")
             if isinstance(argv, str):

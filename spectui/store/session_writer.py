@@ -16,12 +16,12 @@ from spectui import __version__
 from spectui.core.errors import InputError
 from spectui.core.events import StreamEvent, StreamFailed
 from spectui.core.findings import ProbeResult, Triage
-from spectui.core.runner import PromptResult
+from spectui.core.runner import PromptResult, RunObserver
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
 from spectui.store.session import FORMAT, VERSION, event_to_json, is_session
 
 
-class SessionWriter:
+class SessionWriter(RunObserver):
     """Records a session line by line; with a path, appends each line to the file and flushes it, so
     a crash loses at most the last line. Without one it keeps the lines for a later `save_as`."""
 

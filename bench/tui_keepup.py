@@ -137,7 +137,7 @@ async def trial(rate: float, tokens: int, quiet: bool = False) -> dict:
         for side, url in (("baseline", config.baseline_url), ("candidate", config.candidate_url)):
             out["lag_ms"][side] = max(0.0, (shown_at[side] - backends[url].last_due_ns) / 1e6)
             out["shown"][side] = len(app.pane(side).view.tokens)
-        out["identical"] = app.comparer.identical
+        out["identical"] = app.runs.comparer.identical
         out["ok"] = (
             all(v == total for v in out["shown"].values())
             and all(v < MAX_LAG_MS for v in out["lag_ms"].values())

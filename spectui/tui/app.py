@@ -9,26 +9,24 @@ from typing import TYPE_CHECKING
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.color import Color
 from textual.containers import Container, Horizontal
 from textual.css.query import NoMatches
-from textual.theme import Theme
 from textual.widgets import Header, Input, Label, Select
 
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import describe
 from spectui.core.runner import SIDES
-from spectui.core.types import ServerInfo
 from spectui.machine.probes import GPUProbe
 from spectui.store import prompts as prompt_sets
-from spectui.store.themes import load_themes
 from spectui.tui.config import AppConfig
 from spectui.tui.context import LabContext
 from spectui.tui.controller import FLUSH_S, RunController
 from spectui.tui.keys import KeysMixin
+from spectui.tui.messages import ProbeSampled, RunMessage
 from spectui.tui.recording import SessionKeeper
 from spectui.tui.screens.diff import DiffScreen
-from spectui.tui.supervisor import ProbeSampled, ServerSupervisor
+from spectui.tui.supervisor import ServerSupervisor
+from spectui.tui.themes import legend_text, user_themes
 from spectui.tui.widgets.footer import KeysFooter
 from spectui.tui.widgets.panes import Banner, LivePanel, ServerLogs, SidePane
 
@@ -72,16 +70,16 @@ class SpectuiApp(KeysMixin, App):
         # priority: these must work while the prompt input has focus
         Binding("ctrl+r", "rerun", "Rerun", id="rerun", priority=True),
         Binding("ctrl+g", "run_all", "Run set", id="run_all", priority=True),
-        Binding("ctrl+o", "toggle_order", "Order", id="toggle_order", priority=True),
-        Binding("ctrl+t", "toggle_boundaries", "Tokens", id="toggle_boundaries", priority=True),
+        Binding("ctrl+o", "switch('order')", "Order", id="toggle_order", priority=True),
+        Binding("ctrl+t", "switch('boundaries')", "Tokens", id="toggle_boundaries", priority=True),
         Binding("ctrl+d", "diff", "Diff", id="diff", priority=True),
         Binding("ctrl+x", "triage", "Triage", id="triage", priority=True),
         Binding("alt+d", "drafts", "Drafts", id="drafts", priority=True),  # ctrl+b is tmux's prefix (tui.keys)
-        Binding("ctrl+s", "save_session", "Save", id="save_session", priority=True),
-        Binding("ctrl+n", "notebook", "Notebook", id="notebook", priority=True),
-        Binding("ctrl+e", "export", "Export", id="export", priority=True),
+        Binding("ctrl+s", "keep('save')", "Save", id="save_session", priority=True),
+        Binding("ctrl+n", "keep('notebook')", "Notebook", id="notebook", priority=True),
+        Binding("ctrl+e", "keep('export')", "Export", id="export", priority=True),
         Binding("ctrl+l", "sessions", "Sessions", id="sessions", priority=True),
-        Binding("f12", "screenshot_svg", "Screenshot", id="screenshot", show=False),
+        Binding("f12", "keep('screenshot')", "Screenshot", id="screenshot", show=False),
         Binding("alt+p", "profiles", "Profiles", id="profiles", priority=True),  # ctrl+k/u/w edit the prompt
         Binding("ctrl+y", "lab('theory')", "Theory", id="theory", priority=True),
         Binding("ctrl+f", "lab('prefix_lab')", "Cache lab", id="prefix_lab", priority=True),
@@ -89,7 +87,7 @@ class SpectuiApp(KeysMixin, App):
         Binding("f2", "lab('sampling')", "Sampling", id="sampling", priority=True),
         Binding("f3", "lab('drafts_cost')", "Draft cost", id="drafts_cost", show=False, priority=True),
         Binding("f4", "lab('prove')", "Prove", id="prove", priority=True),
-        Binding("alt+l", "toggle_logs", "Logs", id="toggle_logs", priority=True),
+        Binding("alt+l", "switch('logs')", "Logs", id="toggle_logs", priority=True),
         Binding("alt+m", "toggle_live", "Live", id="toggle_live", priority=True),
         Binding("f1", "show_keys", "Keys", id="show_keys", priority=True),
         Binding("question_mark", "show_keys", "Keys", id="show_keys_plain", show=False),
@@ -108,8 +106,6 @@ class SpectuiApp(KeysMixin, App):
         self.config = config
         self.params = config.params
         self.order = config.order
-        self.history: list[str] = []
-        self._history_pos = 0
         self.client: httpx.AsyncClient | None = None
         self.backends: dict[str, Backend] = {}
         self.gpu_probe = config.gpu_probe or GPUProbe()
@@ -119,15 +115,27 @@ class SpectuiApp(KeysMixin, App):
             self.prompt_set_name, self.prompt_list = prompt_sets.load_set(config.prompt_set)
         if config.title:
             self.title = config.title
-        self.theme_marks: dict[str, dict[str, str]] = {}
-        self._theme_ready = False
         # the theme is chosen before the first compose: set after mount, it re-parses and re-applies the
         # whole stylesheet (0.49 s of a 2.0 s first frame, profiled for issue 32)
-        self._theme_notes = self._register_themes()
+        themes, self.theme_marks, self._theme_notes = user_themes()
+        for theme in themes:
+            self.register_theme(theme)
+        from spectui.store.config import load as load_settings
+
+        settings, warnings = load_settings()
+        self._theme_notes += warnings
+        remembered = settings.get("theme")
+        self._theme_ready = False  # the remembered theme is picked, not switched to: not remembered again
+        if remembered in self.available_themes:
+            self.theme = remembered
+        elif "spectui-dark" in self.available_themes:
+            self.theme = "spectui-dark"
+        self._theme_ready = True
         self.replay_control = config.replay_control
-        self.runs = RunController(self)  # the run loop and what it draws
         self.servers = ServerSupervisor(self)  # connecting, launching, logs, probes
         self.recording = SessionKeeper(self)  # session, notebook, export, replay
+        # the run loop's presenter: its messages (tui.messages) drawn into the panes and the banner
+        self.runs = RunController(self, self.recording, self.servers.open_alone)
 
     # state the tests and benchmarks read
     @property
@@ -139,16 +147,8 @@ class SpectuiApp(KeysMixin, App):
         return self.runs.recorders
 
     @property
-    def comparer(self):
-        return self.runs.comparer
-
-    @property
     def run_done(self):
         return self.runs.run_done
-
-    @property
-    def frames(self) -> int:
-        return self.runs.frames
 
     @property
     def running(self) -> bool:
@@ -157,17 +157,6 @@ class SpectuiApp(KeysMixin, App):
     @property
     def launcher(self):
         return self.servers.launcher
-
-    @property
-    def writer(self):
-        return self.recording.writer
-
-    def make_backend(self, url: str) -> Backend:
-        from spectui.backends.llamacpp import LlamaCppBackend
-
-        factory = self.config.backend_factory or (lambda u, client: LlamaCppBackend(u, client))
-        assert self.client is not None, "backends are made once the app's HTTP client is open"
-        return factory(url, self.client)
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -195,7 +184,7 @@ class SpectuiApp(KeysMixin, App):
             yield Label("runs")
             yield Input("1", id="repeat", type="integer", tooltip="runs per side, interleaved: the speed-up's spread")
             yield Label(f"order: {self.order}", id="order")
-        yield Label(self._legend(), id="legend")
+        yield Label(legend_text(self.marks), id="legend")
         with Container(id="panes"):
             yield SidePane("baseline", self.config.baseline_url)
             yield SidePane("candidate", self.config.candidate_url)
@@ -203,13 +192,6 @@ class SpectuiApp(KeysMixin, App):
         yield ServerLogs(id="logs")
         yield LivePanel()
         yield KeysFooter()
-
-    def _legend(self) -> str:
-        m = self.marks
-        return (
-            f"candidate marks: [{m['accepted']} underline]accepted draft[/] · [{m['target']}]target's own[/] · "
-            f"[bold {m['rejected']}]✗n[/] drafts rejected · [bold reverse {m['diverge']}]first difference[/]"
-        )
 
     @property
     def marks(self) -> dict[str, str]:
@@ -222,7 +204,7 @@ class SpectuiApp(KeysMixin, App):
             self.notify(note, severity="warning", timeout=8)
         # the HTTP client (httpx, an SSL context), the backends and the probe thread come after the first
         # frame, which needs none of them (they were 0.1 s of a 0.87 s first frame; issue 32)
-        self.call_after_refresh(self._open_backends)
+        self.call_after_refresh(self.servers.open_backends)
         self.set_interval(FLUSH_S, self.runs.flush)
         self.set_interval(self.config.probe_interval, self.servers.poll_kv)
         self._apply_width(self.size.width)
@@ -233,52 +215,6 @@ class SpectuiApp(KeysMixin, App):
         if self.config.initial_prompt:
             self.q("#prompt", Input).value = self.config.initial_prompt
         self.q("#prompt", Input).focus()
-
-    def _open_backends(self) -> None:
-        try:  # compare's client (kernel arrival stamps), so the panes' TTFT and rates are measured as compare's
-            from spectui.backends.transport import stamped_client
-
-            self.client = stamped_client()
-        except Exception as exc:  # aiohttp missing or broken: plain httpx, timed by the app's own clock
-            import httpx
-
-            self.client = httpx.AsyncClient()
-            self.notify(f"no stamped client, timing by the app's clock: {describe(exc)}", severity="warning")
-        if self.config.backends:
-            self.backends = dict(self.config.backends)
-        else:
-            self.backends = {
-                "baseline": self.make_backend(self.config.baseline_url),
-                "candidate": self.make_backend(self.config.candidate_url),
-            }
-        if self.config.one_at_a_time:
-            self.servers.wait_alone()
-        else:
-            self.servers.connect_all()
-        self.servers.start_probes()
-
-    def _register_themes(self) -> list[str]:
-        """Register the user's themes and pick the remembered one; returns what to warn about."""
-        loaded = load_themes()
-        for spec in loaded.themes:
-            try:  # Textual's own colour parser has the last word on what a theme may hold
-                for value in [*spec.colors.values(), *spec.marks.values()]:
-                    Color.parse(value)
-                self.register_theme(Theme(spec.name, dark=spec.dark, **spec.colors))  # type: ignore[arg-type]
-            except Exception as exc:
-                loaded.problems.append(f"theme {spec.path}: {exc}; skipped")
-                continue
-            self.theme_marks[spec.name] = spec.marks
-        from spectui.store.config import load as load_settings
-
-        settings, warnings = load_settings()
-        remembered = settings.get("theme")
-        if remembered in self.available_themes:
-            self.theme = remembered
-        elif "spectui-dark" in self.available_themes:
-            self.theme = "spectui-dark"
-        self._theme_ready = True
-        return [*loaded.problems, *warnings]
 
     def watch_theme(self, theme: str) -> None:
         if self._theme_ready:
@@ -296,7 +232,7 @@ class SpectuiApp(KeysMixin, App):
             pane.view.marks = self.marks
             pane.view.rebuild()
         try:
-            self.q("#legend", Label).update(self._legend())
+            self.q("#legend", Label).update(legend_text(self.marks))
         except Exception:
             pass
 
@@ -409,17 +345,12 @@ class SpectuiApp(KeysMixin, App):
         if action == "triage":
             last = self.runs.results[-1] if self.runs.results else None
             return None if self.replaying or last is None or last.divergence is None else True
-        if action in ("notebook", "export") and not self.runs.results:
+        if action == "keep" and parameters[:1] in (("notebook",), ("export",)) and not self.runs.results:
             return None
         return True
 
-    @on(Input.Submitted, "#prompt")
+    @on(Input.Submitted, "#prompt, #max-tokens, #temperature, #seed, #repeat")
     def _prompt_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.action_run()
-
-    @on(Input.Submitted, "#max-tokens, #temperature, #seed, #repeat")
-    def _setting_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.action_run()
 
@@ -449,40 +380,12 @@ class SpectuiApp(KeysMixin, App):
 
     def on_key(self, event) -> None:
         focused = self.focused
-        if isinstance(focused, Input) and focused.id == "prompt" and event.key in ("up", "down") and self.history:
-            step = -1 if event.key == "up" else 1
-            self._history_pos = max(0, min(len(self.history), self._history_pos + step))
-            focused.value = self.history[self._history_pos] if self._history_pos < len(self.history) else ""
-            focused.cursor_position = len(focused.value)
-            event.stop()
-
-    def remember_history(self, text: str) -> None:
-        if not self.history or self.history[-1] != text:
-            self.history.append(text)
-        self._history_pos = len(self.history)
-
-    # -- the typed doors the app's parts reach it through (tui.controller.RunHost, …) --------------------
-    def banner(self) -> Banner:
-        return self.q(Banner)
-
-    def read_input(self, widget_id: str, set_to: str | None = None) -> str:
-        if set_to is not None:  # a replay's settings row shows what its session recorded
-            self.q(widget_id, Input).value = set_to
-        return self.q(widget_id, Input).value
-
-    def start_run(self, work) -> None:
-        """Run the controller's work (a run, triage, the probe) as the one "run" worker."""
-        self.run_worker(work, group="run", exclusive=True, exit_on_error=False)
-
-    def cancel_run(self) -> None:
-        self.workers.cancel_group(self, "run")
-
-    def infos(self) -> dict[str, ServerInfo]:
-        return {s: (self.pane(s).info or ServerInfo(url=self.pane(s).url)) for s in SIDES}
-
-    def build_of(self, side: str) -> str:
-        info = self.pane(side).info
-        return info.build if info and info.build else "?"
+        if isinstance(focused, Input) and focused.id == "prompt" and event.key in ("up", "down"):
+            typed = self.runs.recall(-1 if event.key == "up" else 1)
+            if typed is not None:
+                focused.value = typed
+                focused.cursor_position = len(typed)
+                event.stop()
 
     async def on_unmount(self) -> None:
         self.servers.stop()
@@ -492,6 +395,11 @@ class SpectuiApp(KeysMixin, App):
             closing.add_done_callback(lambda task: task.cancelled() or task.exception())
             await asyncio.wait({closing}, timeout=3.0)
         self.gpu_probe.close()
+
+    @on(RunMessage)
+    def _run_message(self, message: RunMessage) -> None:
+        """The run session's events, as messages (tui.messages): the presenter draws them, in order."""
+        self.runs.present(message)
 
     def on_probe_sampled(self, msg: ProbeSampled) -> None:
         self.recording.record_probe(msg.gpus, msg.host)
@@ -516,15 +424,18 @@ class SpectuiApp(KeysMixin, App):
     def action_cancel(self) -> None:
         self.runs.cancel()
 
-    def action_toggle_order(self) -> None:
-        self.order = "concurrent" if self.order == "sequential" else "sequential"
-        self.q("#order", Label).update(f"order: {self.order}")
-
-    def action_toggle_boundaries(self) -> None:
-        for side in SIDES:
-            v = self.pane(side).view
-            v.boundaries = not v.boundaries
-            v.rebuild()
+    def action_switch(self, what: str) -> None:
+        """ctrl+o the order, ctrl+t the token boundaries, alt+l the server logs."""
+        if what == "order":
+            self.order = "concurrent" if self.order == "sequential" else "sequential"
+            self.q("#order", Label).update(f"order: {self.order}")
+        elif what == "boundaries":
+            for side in SIDES:
+                v = self.pane(side).view
+                v.boundaries = not v.boundaries
+                v.rebuild()
+        elif what == "logs":
+            self.servers.toggle_logs()
 
     def action_diff(self) -> None:
         last = self.runs.results[-1] if self.runs.results else None
@@ -539,34 +450,27 @@ class SpectuiApp(KeysMixin, App):
             )
         )
 
-    def action_toggle_logs(self) -> None:
-        self.servers.toggle_logs()
-
     def action_triage(self) -> None:
         self.runs.triage_last()
 
     def action_drafts(self) -> None:
         self.runs.drafts_toggle()
 
-    def action_save_session(self) -> None:
-        self.recording.save()
-
-    def action_notebook(self) -> None:
-        self.recording.append_notebook(self.runs.results[-1:])
-
-    def action_export(self) -> None:
-        self.recording.export()
-
-    def action_screenshot_svg(self) -> None:
-        self.recording.screenshot()
+    def action_keep(self, what: str) -> None:
+        """ctrl+s the session, ctrl+n the notebook, ctrl+e the reports, F12 a screenshot."""
+        if what == "save":
+            self.recording.save()
+        elif what == "notebook":
+            self.recording.append_notebook(self.runs.results[-1:])
+        elif what == "export":
+            self.recording.export()
+        elif what == "screenshot":
+            self.recording.screenshot()
 
     def action_sessions(self) -> None:
         from spectui.tui.screens.sessions_screen import SessionBrowser
 
-        self.push_screen(SessionBrowser(self.recording.session_dir()))
-
-    def open_session(self, path) -> None:
-        self.recording.open_session(path)
+        self.push_screen(SessionBrowser(self.recording.session_dir()), self.recording.open_session)
 
     def action_replay(self, what: str) -> None:
         """F5–F10: pause, one token, slower, faster, seek ±2 s."""

@@ -1,63 +1,59 @@
-"""The TUI's run controller: an adapter between the run session (spectui.run) and the panes.
+"""The TUI's run presenter: between the run session (spectui.run) and the panes.
 
 The TUI drives the same RunSession as `spectui compare`: run, verdict, triage, probe and the session
-record happen there. The controller queues each stream event as it arrives and drains the queues into
-the panes every ~30 ms (never dropping one), so a fast stream costs one redraw per frame, not one per
-token; the run session's typed events (a prompt finished with its verdict, triage found a cause) move
-the banner. It reaches the app only through `RunHost`, the typed door of what it needs.
+record happen there. The session's callbacks land in the presenter's sink, which keeps only what the
+session reads back (the recorders of the prompt running, the results) and posts Textual messages
+(tui.messages): one `TokensArrived` a frame (~30 ms) with every stream event that arrived since (never
+dropping one; a batch is also cut before each run event, so the app gets them in the session's order),
+and one message per run event (PromptStarted, PromptFinished, TriageFound, ProbeFinished …). The app
+hands each message to `present`, which draws it. The presenter reaches the app through `RunHost`, the
+session file through `Keeper`, and starts a side alone through the `open_alone` it is given: it names
+neither the recording nor the supervisor.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.css.query import NoMatches
+from textual.widgets import Input
 
 from spectui.backends.launchspec import LaunchSpec
+from spectui.core import headline
 from spectui.core.compare import LiveComparer
 from spectui.core.errors import describe
 from spectui.core.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
-from spectui.core import headline
 from spectui.core.figures import SideRecorder
 from spectui.core.findings import ProbeResult
 from spectui.core.report import speedup_text
 from spectui.core.runner import SIDES, PromptResult
 from spectui.core.tokens import TokenLog
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
-from spectui.run.events import (
-    ProbeFound,
-    ProbeStarted,
-    PromptFinished,
-    PromptStarted,
-    RunEvent,
-    StepStopped,
-    TriageFound,
-    TriageStarted,
-)
+from spectui.run import events
 from spectui.run.session import RunOptions, RunSession
 from spectui.store import prompts as prompt_sets
+from spectui.tui import messages
 from spectui.tui.repeats import place_replayed, recorded_runs, replayed_session, runs_line, whole_set_line
+from spectui.tui.widgets.panes import Banner
 
 if TYPE_CHECKING:
     from spectui.backends.base import Backend
+    from spectui.store.session_writer import SessionWriter
     from spectui.tui.config import AppConfig
-    from spectui.tui.recording import SessionKeeper
-    from spectui.tui.supervisor import ServerSupervisor
-    from spectui.tui.widgets.panes import Banner, SidePane
+    from spectui.tui.widgets.panes import SidePane
 
 FLUSH_S = 0.03  # batch token updates every ~30 ms instead of one message per token
 QUANTISED_KV_NOTE = "expected: the candidate runs a quantised KV cache, which is not lossless"
 
 
 class RunHost(Protocol):
-    """What the run controller needs of the app (SpectuiApp provides it)."""
+    """What the run presenter needs of the app (SpectuiApp provides it)."""
 
     config: AppConfig
     backends: dict[str, Backend]
-    recording: SessionKeeper
-    servers: ServerSupervisor
     params: GenerationParams
     order: str
     client: Any
@@ -66,30 +62,43 @@ class RunHost(Protocol):
     @property
     def replaying(self) -> bool: ...
 
+    @property
+    def workers(self) -> Any: ...
+
     def pane(self, side: str) -> SidePane: ...
 
-    def banner(self) -> Banner: ...
-
-    def read_input(self, widget_id: str, set_to: str | None = None) -> str: ...
+    def q(self, selector: Any, kind: Any = None) -> Any: ...
 
     def notify(self, message: str, *, severity: Any = "information", timeout: float | None = None) -> None: ...
 
-    def infos(self) -> dict[str, ServerInfo]: ...
-
-    def build_of(self, side: str) -> str: ...
-
     def refresh_bindings(self) -> None: ...
 
-    def remember_history(self, text: str) -> None: ...
+    def post_message(self, message: Any) -> bool: ...
 
-    def start_run(self, work: Coroutine[Any, Any, object]) -> None: ...
+    def run_worker(self, work: Any, *args: Any, **kwargs: Any) -> Any: ...
 
-    def cancel_run(self) -> None: ...
+
+class Keeper(Protocol):
+    """What the presenter needs of the session keeper (tui.recording.SessionKeeper provides it)."""
+
+    @property
+    def writer(self) -> SessionWriter | None: ...
+
+    def writer_for_run(self) -> SessionWriter | None: ...
+
+    async def replay_probes(self) -> None: ...
+
+    def append_notebook(self, results: list[PromptResult]) -> None: ...
+
+
+OpenAlone = Callable[[str], AbstractAsyncContextManager[Any]]
 
 
 class RunController:
-    def __init__(self, app: RunHost) -> None:
+    def __init__(self, app: RunHost, keeper: Keeper, open_alone: OpenAlone) -> None:
         self.app = app
+        self.keeper = keeper  # the session file, the notebook, a replay's recorded probes
+        self.open_alone = open_alone  # one server at a time: starts one launched side for a block
         self.session: RunSession | None = None  # the run session of the run on screen
         self._said_save_error = False
         self.recorders: dict[str, SideRecorder] = {s: SideRecorder(s) for s in SIDES}
@@ -104,18 +113,59 @@ class RunController:
         self.run_done = asyncio.Event()
         self.generation = 0  # which run is current: a cancelled run's cleanup must not end the next one
         self.frames = 0  # flushes (frames) that drew new tokens in either pane
+        self.on_screen: Prompt | None = None  # the prompt the panes show (last_prompt runs ahead of them)
+        self.history: list[str] = []  # the prompts typed, for ↑/↓ in the prompt box
+        self.history_pos = 0
+
+    # -- the prompt box's history -----------------------------------------------------------------
+    def remember(self, text: str) -> None:
+        if not self.history or self.history[-1] != text:
+            self.history.append(text)
+        self.history_pos = len(self.history)
+
+    def recall(self, step: int) -> str | None:
+        """↑ (-1) / ↓ (+1): the prompt typed before or after the one shown ("" past the newest)."""
+        if not self.history:
+            return None
+        self.history_pos = max(0, min(len(self.history), self.history_pos + step))
+        return self.history[self.history_pos] if self.history_pos < len(self.history) else ""
+
+    # -- the app's parts the presenter reads ------------------------------------------------------
+    def _input(self, widget_id: str, set_to: str | None = None) -> str:
+        box = self.app.q(widget_id, Input)
+        if set_to is not None:  # a replay's settings row shows what its session recorded
+            box.value = set_to
+        return box.value
+
+    def _banner(self) -> Banner:
+        return self.app.q(Banner)
+
+    def infos(self) -> dict[str, ServerInfo]:
+        """What each pane knows of its server (its URL at least)."""
+        return {s: (self.app.pane(s).info or ServerInfo(url=self.app.pane(s).url)) for s in SIDES}
+
+    def build_of(self, side: str) -> str:
+        info = self.app.pane(side).info
+        return info.build if info and info.build else "?"
+
+    def _start_worker(self, work: Coroutine[Any, Any, object]) -> None:
+        """Run the presenter's work (a run, triage, the probe) as the app's one "run" worker."""
+        self.app.run_worker(work, group="run", exclusive=True, exit_on_error=False)
+
+    def _cancel_worker(self) -> None:
+        self.app.workers.cancel_group(self.app, "run")
 
     # -- starting ---------------------------------------------------------------------------------
     def read_params(self) -> GenerationParams | None:
         app = self.app
         session = replayed_session(app.backends) if app.replaying else None
         if session is not None:  # the settings row says the runs the session recorded (each record plays once)
-            app.read_input("#repeat", set_to=str(recorded_runs(session)))
+            self._input("#repeat", set_to=str(recorded_runs(session)))
         try:
-            mt = int(app.read_input("#max-tokens"))
-            temp = float(app.read_input("#temperature"))
-            seed = int(app.read_input("#seed"))
-            repeat = int(app.read_input("#repeat") or "1")
+            mt = int(self._input("#max-tokens"))
+            temp = float(self._input("#temperature"))
+            seed = int(self._input("#seed"))
+            repeat = int(self._input("#repeat") or "1")
         except ValueError:
             app.notify("max tokens, temperature, seed and runs must be numbers", severity="error")
             return None
@@ -130,7 +180,7 @@ class RunController:
 
     def run_typed(self) -> None:
         app = self.app
-        text = app.read_input("#prompt")
+        text = self._input("#prompt")
         picked = self.picked
         if picked is not None and (picked.messages and picked.messages[-1]["content"] == text or picked.raw == text):
             prompt = picked
@@ -139,7 +189,7 @@ class RunController:
                 app.notify("type a prompt first, or pick one from the set", severity="warning")
                 return
             prompt = prompt_sets.single(text)
-        app.remember_history(text)
+        self.remember(text)
         self.start([prompt])
 
     def start(self, prompts: list[Prompt]) -> None:
@@ -151,28 +201,20 @@ class RunController:
             app.notify("the servers are not ready yet", severity="warning")
             return
         app.params = params
-        app.cancel_run()
+        self._cancel_worker()
         self.generation += 1
+        self.pending = {s: [] for s in SIDES}  # what a cancelled run left is never drawn over this one
         self.run_done.clear()
-        app.start_run(self._run(prompts, params, app.order, self.generation))
+        self._start_worker(self._run(prompts, params, app.order, self.generation))
 
     def cancel(self) -> None:
         if self.running:
-            self.app.cancel_run()
+            self._cancel_worker()
 
     # -- the run ------------------------------------------------------------------------------------
     def _session(self, params: GenerationParams, order: str) -> RunSession:
         app = self.app
-        generation = self.generation  # a cancelled run's late events never reach the next run's panes
-
-        def emit(ev: RunEvent) -> None:
-            if generation == self.generation:
-                self.on_run_event(ev)
-
-        def on_stream(side: str, ev: StreamEvent) -> None:
-            if generation == self.generation:
-                self.on_stream_event(side, ev)
-
+        emit, on_stream = self._sink(self.generation)
         launched = {s: LaunchSpec.from_argv(p.argv) for s, p in (app.config.launched or {}).items()}
         return RunSession(
             app.backends["baseline"],
@@ -187,27 +229,28 @@ class RunController:
                 1,
                 launched=launched,
             ),
-            writer=app.recording.writer_for_run(),
+            writer=self.keeper.writer_for_run(),
             emit=emit,
             on_stream=on_stream,
             recorders=lambda: self.recorders,
             client=app.client,
-            infos=app.infos,
+            infos=self.infos,
         )
 
     async def _run(self, prompts: list[Prompt], params: GenerationParams, order: str, generation: int = 0) -> None:
         app = self.app
         self.running = True
         probes = None
+        whole: list[PromptResult] | None = None  # the results of the whole set, once it ran to its end
         try:
             self.session = self._session(params, order)
             if app.replaying:
-                probes = asyncio.create_task(app.recording.replay_probes())
+                probes = asyncio.create_task(self.keeper.replay_probes())
             if app.config.one_at_a_time:
                 await self._run_alone(prompts, params)
             else:
                 await self.session.run(prompts)
-            writer = app.recording.writer
+            writer = self.keeper.writer
             if writer is not None and writer.error and not self._said_save_error:
                 self._said_save_error = True  # once: the session file keeps what it had
                 app.notify(
@@ -216,17 +259,13 @@ class RunController:
                     timeout=15,
                 )
             if app.config.auto_notebook and not app.replaying:
-                app.recording.append_notebook(self.results[-len(prompts) * self.repeat :])
-            if generation == self.generation:
-                self.show_whole_set(self.results if app.replaying else self.results[-len(prompts) * self.repeat :])
+                self.keeper.append_notebook(self.results[-len(prompts) * self.repeat :])
+            whole = self.results if app.replaying else self.results[-len(prompts) * self.repeat :]
         except asyncio.CancelledError:
             if generation != self.generation:  # a newer run (a seek back, a rerun) owns the panes now
                 raise
             self.flush()
-            for s in SIDES:
-                if not self.recorders[s].done and app.pane(s).state != "failed":
-                    app.pane(s).set_state("cancelled")
-            app.banner().show_running("cancelled")
+            app.post_message(messages.RunCancelled(generation))
             raise
         except Exception as exc:  # never leave the app in "running" on a bug: say what broke
             app.notify(f"run stopped: {describe(exc)}", severity="error", timeout=12)
@@ -235,21 +274,22 @@ class RunController:
                 probes.cancel()
             if generation == self.generation:  # a run cancelled for a newer one leaves that one running
                 self.running = False
-                self.run_done.set()
+                self.flush()
+                app.post_message(messages.RunEnded(generation, whole))  # run_done once all is drawn
 
     async def _run_alone(self, prompts: list[Prompt], params: GenerationParams) -> None:
         """One server at a time (run.phased): each side started alone; the second side of each run streams
         live beside the first's recording, and the verdict is judged as side by side."""
         from spectui.run.phased import PhasedRun
 
-        app = self.app
+        emit, on_stream = self._sink(self.generation)
         run = PhasedRun(
-            app.servers.open_alone,
+            self.open_alone,
             params,
             self.repeat,
-            writer=app.recording.writer_for_run(),
-            emit=self.on_run_event,
-            on_stream=self.on_stream_event,
+            writer=self.keeper.writer_for_run(),
+            emit=emit,
+            on_stream=on_stream,
             recorders=lambda: self.recorders,
             say=self._say_alone,
         )
@@ -259,28 +299,81 @@ class RunController:
         """Where a one-at-a-time run is, in the header: the banner keeps the verdict."""
         self.app.sub_title = f"one server at a time, measured one after the other · {line}"
 
-    # -- the run session's events ------------------------------------------------------------------
-    def on_stream_event(self, side: str, ev: StreamEvent) -> None:
-        self.pending[side].append(ev)
+    # -- the run session's events: the sink keeps what the session reads back and posts the rest ------
+    def _sink(self, generation: int) -> tuple[Callable[[events.RunEvent], None], Callable[[str, StreamEvent], None]]:
+        """The session's two callbacks for run `generation`: a cancelled run's late events are dropped."""
 
-    def on_run_event(self, ev: RunEvent) -> None:
-        banner = self.app.banner()
-        if isinstance(ev, PromptStarted):
-            self.prompt_started(ev.prompt)
-        elif isinstance(ev, PromptFinished):
-            self.prompt_finished(ev.result)
-        elif isinstance(ev, TriageStarted):
-            banner.show_cause("triage: rerunning both sides and asking for log-probabilities…")
-        elif isinstance(ev, TriageFound):
-            if ev.result is self.results[-1]:
-                banner.show_cause(ev.triage.line())
-        elif isinstance(ev, ProbeStarted):
-            banner.show_cause(f"draft probe: {ev.what}")
-        elif isinstance(ev, ProbeFound):
-            if ev.result is self.results[-1]:
-                self.show_drafts(ev.drafts)
-        elif isinstance(ev, StepStopped):
-            banner.show_cause(f"{ev.step} stopped: {ev.message}")
+        def emit(ev: events.RunEvent) -> None:
+            if generation != self.generation:
+                return
+            self.flush()  # the stream events before it go first: the app sees them in this order
+            if isinstance(ev, events.PromptStarted):
+                self.last_prompt = ev.prompt
+                self.recorders = {s: SideRecorder(s) for s in SIDES}  # the session feeds these from now on
+                self.app.post_message(messages.PromptStarted(generation, ev, self.recorders))
+                return
+            if isinstance(ev, events.PromptFinished):
+                self._keep(ev.result)
+            self.app.post_message(messages.wrap(generation, ev))
+
+        def on_stream(side: str, ev: StreamEvent) -> None:
+            if generation == self.generation:
+                self.pending[side].append(ev)
+
+        return emit, on_stream
+
+    def _keep(self, result: PromptResult) -> None:
+        session = replayed_session(self.app.backends) if self.app.replaying else None
+        if session is not None:  # numbered as recorded (run k of n), as replay --no-tui reads the file
+            place_replayed(session, result, self.results, self.records)
+        else:
+            self.results.append(result)
+
+    def flush(self) -> None:
+        """The stream events that arrived since the last frame, as one TokensArrived (the app's ~30 ms
+        timer, and before each run event); never drops one."""
+        if any(self.pending.values()):
+            batch, self.pending = self.pending, {s: [] for s in SIDES}
+            self.app.post_message(messages.TokensArrived(self.generation, batch, self.recorders))
+
+    def present(self, message: messages.RunMessage) -> None:
+        """Draw one of the run's messages, in the order the session posted them (the app hands them over)."""
+        if message.generation != self.generation:
+            return  # a cancelled run's late messages never reach the next run's panes
+        try:
+            self._present(message)
+        except NoMatches:  # the app is closing and its widgets are gone
+            return
+
+    def _present(self, message: messages.RunMessage) -> None:
+        m = message
+        if isinstance(m, messages.TokensArrived):
+            self._draw_tokens(m)
+        elif isinstance(m, messages.PromptStarted):
+            self.prompt_started(m.prompt, m.recorders)
+        elif isinstance(m, messages.PromptFinished):
+            self.prompt_finished(m.result)
+        elif isinstance(m, messages.TriageStarted):
+            self._banner().show_cause("triage: rerunning both sides and asking for log-probabilities…")
+        elif isinstance(m, messages.TriageFound):
+            if m.result is self.results[-1]:
+                self._banner().show_cause(m.triage.line())
+        elif isinstance(m, messages.ProbeStarted):
+            self._banner().show_cause(f"draft probe: {m.what}")
+        elif isinstance(m, messages.ProbeFinished):
+            if m.result is self.results[-1]:
+                self.show_drafts(m.drafts)
+        elif isinstance(m, messages.StepStopped):
+            self._banner().show_cause(f"{m.step} stopped: {m.text}")
+        elif isinstance(m, messages.RunCancelled):
+            for s in SIDES:
+                if not self.recorders[s].done and self.app.pane(s).state != "failed":
+                    self.app.pane(s).set_state("cancelled")
+            self._banner().show_running("cancelled")
+        elif isinstance(m, messages.RunEnded):
+            if m.results is not None:
+                self.show_whole_set(m.results)
+            self.run_done.set()
 
     def _session_for_more(self) -> RunSession:
         """The session of the run on screen, for triage or the probe after it (one for the app's params)."""
@@ -295,7 +388,7 @@ class RunController:
         if last is None or last.verdict is None or last.verdict.status != "differs" or app.replaying:
             app.notify("nothing to triage: the outputs on screen do not differ", severity="warning")
             return
-        app.start_run(self._session_for_more().triage(last))
+        self._start_worker(self._session_for_more().triage(last))
 
     # -- the draft probe (alt+d) ------------------------------------------------------------------
     def drafts_toggle(self) -> None:
@@ -312,7 +405,7 @@ class RunController:
         if app.replaying:
             app.notify("this recording holds no draft probe for the prompt", severity="warning")
             return
-        app.start_run(self._session_for_more().probe(last))
+        self._start_worker(self._session_for_more().probe(last))
 
     def show_drafts(self, found: ProbeResult | None, show: bool = True) -> None:
         app = self.app
@@ -321,40 +414,31 @@ class RunController:
         view.show_rejected = show and found is not None
         view.rebuild()
         if found is not None and show:
-            app.banner().show_cause(found.summary())
+            self._banner().show_cause(found.summary())
 
-    def prompt_started(self, prompt: Prompt) -> None:
+    def prompt_started(self, prompt: Prompt, recorders: dict[str, SideRecorder]) -> None:
         app = self.app
-        self.last_prompt = prompt
-        self.flush()
-        self.recorders = {s: SideRecorder(s) for s in SIDES}
+        self.on_screen = prompt
         self.comparer = LiveComparer()
         for s in SIDES:
-            self.pending[s].clear()
             pane = app.pane(s)
             pane.view.reset()
             pane.set_class(False, "-diverged")
-            pane.show_figures(self.recorders[s])
+            pane.show_figures(recorders[s])
             pane.set_state("waiting" if app.order == "sequential" and s == "candidate" else "streaming")
-        app.banner().show_running()
+        self._banner().show_running()
         if not app.replaying:
             app.sub_title = f"{prompt.id}: {prompt.preview}"
 
     def prompt_finished(self, result: PromptResult) -> None:
         app = self.app
-        self.flush()
-        session = replayed_session(app.backends) if app.replaying else None
-        if session is not None:  # numbered as recorded (run k of n), as replay --no-tui reads the file
-            place_replayed(session, result, self.results, self.records)
-        else:
-            self.results.append(result)
         for s in SIDES:
             backend = app.backends[s]
             if backend.info is not None and not app.replaying:
                 app.pane(s).set_info(backend.info)
-        self.show_figures()
+        self.show_figures({"baseline": result.baseline, "candidate": result.candidate})
         app.refresh_bindings()
-        banner = app.banner()
+        banner = self._banner()
         b, c = result.baseline, result.candidate
         if result.prompts_differ_at is not None:
             banner.show_running(
@@ -375,7 +459,7 @@ class RunController:
         elif v is not None and v.status == "identical":
             banner.show_identical(len(b.output()), cached, v.compared)
         elif v is not None and v.status == "failed":
-            failed = [s for s in SIDES if self.recorders[s].failed is not None]
+            failed = [s for s, rec in zip(SIDES, (b, c), strict=True) if rec.failed is not None]
             agreed = min(len(self.comparer.data["baseline"]), len(self.comparer.data["candidate"]))
             banner.show_running(
                 f"not compared: {' and '.join(failed)} failed (see its pane); "
@@ -389,24 +473,14 @@ class RunController:
             self.show_drafts(result.drafts)
 
     # -- drawing ------------------------------------------------------------------------------------
-    def flush(self) -> None:
-        """Drain the events that arrived since the last frame into the panes; never drops one."""
-        try:
-            self._drain()
-        except NoMatches:  # the app is closing and its widgets are gone
-            return
-
-    def _drain(self) -> None:
+    def _draw_tokens(self, message: messages.TokensArrived) -> None:
+        """One frame's stream events into the panes: a redraw per frame, not per token."""
         app = self.app
-        drew = changed = False
-        for side in SIDES:
-            pending = self.pending[side]
-            if not pending:
+        drew = False
+        for side, batch in message.events.items():
+            if not batch:
                 continue
-            changed = True
-            batch = pending[:]
-            pending.clear()
-            rec = self.recorders[side]
+            rec = message.recorders[side]
             pane = app.pane(side)
             tokens: list[TokenEvent] = []
             for ev in batch:
@@ -438,21 +512,20 @@ class RunController:
             if tokens:
                 pane.view.add(tokens)
                 drew = True
-        if changed:
-            self.show_figures()  # once a frame, for both panes
+        self.show_figures(message.recorders)  # once a frame, for both panes
         if drew:
             self.frames += 1
-        self._check_divergence()
+        self._check_divergence(message.recorders)
 
-    def show_figures(self) -> None:
+    def show_figures(self, recorders: dict[str, SideRecorder]) -> None:
         app = self.app
-        b, c = self.recorders["baseline"], self.recorders["candidate"]
+        b, c = recorders["baseline"], recorders["candidate"]
         app.pane("baseline").show_figures(b)
         line = None
         finished = b.finished is not None and c.finished is not None  # never a speed-up for a failed side
-        if b.figures.decode_tps and c.figures.decode_tps and finished and self.last_prompt is not None:
-            r = PromptResult(self.last_prompt, b, c)
-            builds = f"{app.build_of('baseline')} → {app.build_of('candidate')}"
+        if b.figures.decode_tps and c.figures.decode_tps and finished and self.on_screen is not None:
+            r = PromptResult(self.on_screen, b, c)
+            builds = f"{self.build_of('baseline')} → {self.build_of('candidate')}"
             line = f"speed-up {speedup_text(r)} · builds {builds}"
             last = self.results[-1] if self.results else None
             repeated = runs_line(self.results) if last is not None and last.candidate is c else None
@@ -464,21 +537,21 @@ class RunController:
     def show_whole_set(self, results: list[PromptResult]) -> None:
         """After a run over two or more prompts: the whole set's figure with its acceptance, under the verdict."""
         if (line := whole_set_line(results)) is not None:
-            self.app.banner().show_headline(headline.headline_for(results))
-            self.app.banner().add_line(line)
+            self._banner().show_headline(headline.headline_for(results))
+            self._banner().add_line(line)
 
     def _kv_note(self) -> str:
         launched = (self.app.config.launched or {}).get("candidate")
         spec = LaunchSpec.from_argv(launched.argv if launched is not None else None)
         return QUANTISED_KV_NOTE if spec.quantised_kv else ""
 
-    def _check_divergence(self) -> None:
+    def _check_divergence(self, recorders: dict[str, SideRecorder]) -> None:
         """While the streams run, show where their bytes part the moment it is seen. The final word,
         IDENTICAL or DIFFERS, is the verdict the prompt carries (prompt_finished), never decided here."""
         app = self.app
         d = self.comparer.divergence
-        banner = app.banner()
-        cached = (self.recorders["baseline"].figures.prompt_cached, self.recorders["candidate"].figures.prompt_cached)
+        banner = self._banner()
+        cached = (recorders["baseline"].figures.prompt_cached, recorders["candidate"].figures.prompt_cached)
         if d is not None and not banner.has_class("-diverged"):
             banner.show_diverged(d, cached, self._kv_note())
             for side, tok in (("baseline", d.baseline_token), ("candidate", d.candidate_token)):

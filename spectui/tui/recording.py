@@ -13,13 +13,27 @@ from spectui.store.locations import atomic_write
 from spectui.store.replay import SessionBackend
 from spectui.store.session import autosave_path, default_session_dir
 from spectui.store.session_writer import SessionWriter
+from spectui.tui.messages import ProbeSampled
 
 if TYPE_CHECKING:
     from spectui.backends.base import Backend
+    from spectui.core.runner import PromptResult
     from spectui.core.types import GenerationParams, Prompt, ServerInfo
     from spectui.tui.config import AppConfig
-    from spectui.tui.controller import RunController
     from spectui.tui.widgets.panes import SidePane
+
+
+class RunsOnScreen(Protocol):
+    """What the keeper reads of the runs on screen (tui.controller.RunController provides it)."""
+
+    running: bool
+    results: list[PromptResult]
+    records: list[int]
+    last_prompt: Prompt | None
+
+    def start(self, prompts: list[Prompt]) -> None: ...
+
+    def infos(self) -> dict[str, ServerInfo]: ...
 
 
 class KeeperHost(Protocol):
@@ -27,7 +41,7 @@ class KeeperHost(Protocol):
 
     config: AppConfig
     backends: dict[str, Backend]
-    runs: RunController
+    runs: RunsOnScreen
     replay_control: Any
     params: GenerationParams
     order: str
@@ -43,8 +57,6 @@ class KeeperHost(Protocol):
     def pane(self, side: str) -> SidePane: ...
 
     def notify(self, message: str, *, severity: Any = "information", timeout: float | None = None) -> None: ...
-
-    def infos(self) -> dict[str, ServerInfo]: ...
 
     def refresh_bindings(self) -> None: ...
 
@@ -107,7 +119,7 @@ class SessionKeeper:
         path = notebook.notebook_path(app.config.notebook)
         try:
             where, warning = notebook.append(
-                path, [notebook.measurement(r, app.infos(), app.config.profile) for r in results]
+                path, [notebook.measurement(r, app.runs.infos(), app.config.profile) for r in results]
             )
         except Exception as exc:
             app.notify(f"notebook not written: {describe(exc)}", severity="error")
@@ -125,8 +137,10 @@ class SessionKeeper:
         folder = self.session_dir()
         md, js = folder / f"{stem}.md", folder / f"{stem}.json"
         source = str(self.writer.path) if self.writer and self.writer.path else None
-        atomic_write(md, markdown_report(app.infos(), app.runs.results, app.params, app.order, source))
-        atomic_write(js, json.dumps(json_report(app.infos(), app.runs.results, app.params, app.order), indent=2) + "\n")
+        atomic_write(md, markdown_report(app.runs.infos(), app.runs.results, app.params, app.order, source))
+        atomic_write(
+            js, json.dumps(json_report(app.runs.infos(), app.runs.results, app.params, app.order), indent=2) + "\n"
+        )
         app.notify(f"report written: {md} and {js.name}")
 
     def screenshot(self) -> None:
@@ -177,8 +191,6 @@ class SessionKeeper:
 
     async def replay_probes(self) -> None:
         """A replay draws the live panel from the samples recorded with the session."""
-        from spectui.tui.supervisor import ProbeSampled
-
         app = self.app
         await asyncio.sleep(0.05)  # the first side's stream has started the replay clock
         backend = app.backends["baseline"]

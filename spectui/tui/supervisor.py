@@ -7,30 +7,18 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.css.query import NoMatches
-from textual.message import Message
 
 from spectui.core.errors import describe
 from spectui.core.runner import SIDES
 from spectui.machine.probes import ProcessProbe
+from spectui.tui.messages import ProbeSampled
 from spectui.tui.widgets.panes import ServerLogs
 
 if TYPE_CHECKING:
     from spectui.backends.base import Backend
     from spectui.machine.launcher import Launcher
     from spectui.tui.config import AppConfig
-    from spectui.tui.controller import RunController
     from spectui.tui.widgets.panes import SidePane
-
-
-class ProbeSampled(Message):
-    """A live-panel sample; a newer one replaces an older one still in the queue."""
-
-    def __init__(self, gpus, host, procs, gpu_note) -> None:
-        super().__init__()
-        self.gpus, self.host, self.procs, self.gpu_note = gpus, host, procs, gpu_note
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, ProbeSampled)
 
 
 class SupervisorHost(Protocol):
@@ -40,7 +28,9 @@ class SupervisorHost(Protocol):
     backends: dict[str, Backend]
     gpu_probe: Any
     client: Any
-    runs: RunController
+
+    @property
+    def running(self) -> bool: ...
 
     @property
     def workers(self) -> Any: ...
@@ -58,9 +48,7 @@ class SupervisorHost(Protocol):
 
     def call_from_thread(self, callback: Any, *args: Any, **kwargs: Any) -> Any: ...
 
-    def post_message(self, message: Message) -> bool: ...
-
-    def make_backend(self, url: str) -> Backend: ...
+    def post_message(self, message: Any) -> bool: ...
 
     def apply_launch_notes(self) -> None: ...
 
@@ -81,6 +69,40 @@ class ServerSupervisor:
         self.alone_open: str | None = None  # the side open_alone holds up now
 
     # -- connecting ---------------------------------------------------------------------------------
+    def make_backend(self, url: str) -> Backend:
+        from spectui.backends.llamacpp import LlamaCppBackend  # with httpx, after the first frame (issue 32)
+
+        app = self.app
+        factory = app.config.backend_factory or (lambda u, client: LlamaCppBackend(u, client))
+        assert app.client is not None, "backends are made once the app's HTTP client is open"
+        return factory(url, app.client)
+
+    def open_backends(self) -> None:
+        """The HTTP client (httpx, an SSL context), the backends and the probe thread, after the first frame,
+        which needs none of them (they were 0.1 s of a 0.87 s first frame; issue 32)."""
+        app = self.app
+        try:  # compare's client (kernel arrival stamps), so the panes' TTFT and rates are measured as compare's
+            from spectui.backends.transport import stamped_client
+
+            app.client = stamped_client()
+        except Exception as exc:  # aiohttp missing or broken: plain httpx, timed by the app's own clock
+            import httpx
+
+            app.client = httpx.AsyncClient()
+            app.notify(f"no stamped client, timing by the app's clock: {describe(exc)}", severity="warning")
+        if app.config.backends:
+            app.backends = dict(app.config.backends)
+        else:
+            app.backends = {
+                "baseline": self.make_backend(app.config.baseline_url),
+                "candidate": self.make_backend(app.config.candidate_url),
+            }
+        if app.config.one_at_a_time:
+            self.wait_alone()
+        else:
+            self.connect_all()
+        self.start_probes()
+
     def connect_all(self) -> None:
         for side in SIDES:
             self.app.run_worker(self.connect_side(side), group="connect", exit_on_error=False)
@@ -112,7 +134,7 @@ class ServerSupervisor:
             return
         pane.set_info(info)
         pane.set_state("ready")
-        if all(app.pane(s).state == "ready" for s in SIDES) and not app.runs.running:
+        if all(app.pane(s).state == "ready" for s in SIDES) and not app.running:
             if app.config.autorun_all:
                 app.action_run_all()
             elif app.config.autorun:
@@ -166,7 +188,7 @@ class ServerSupervisor:
             pane.set_state("starting", "one at a time: this side alone")
             try:
                 await asyncio.to_thread(launcher.start_all)
-                backend = app.make_backend(server.url)
+                backend = self.make_backend(server.url)
                 await backend.wait_ready(app.config.ready_timeout)
                 pane.set_info(await backend.identify())
                 app.backends[side] = backend
@@ -248,7 +270,7 @@ class ServerSupervisor:
 
     def _servers_ready(self) -> None:
         app = self.app
-        app.backends = {s: app.make_backend(app.config.launched[s].url) for s in SIDES}
+        app.backends = {s: self.make_backend(app.config.launched[s].url) for s in SIDES}
         app.config.pids = {s: app.config.launched[s].pid for s in SIDES}
         self.connect_all()
 

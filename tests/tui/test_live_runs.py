@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from spectui.core.report import text_report
 from spectui.core.types import GenerationParams, Prompt
+from spectui.tui.widgets.panes import Banner
 from tests.pilot import ready, until
 from tests.recorded_server import RecordedServer
 from tests.recordings import BASELINE, DRAFT, payloads
@@ -59,8 +60,8 @@ async def test_live_repeated_runs_over_two_prompts_show_the_reports_figures(tmp_
                 ("two", 1, 2),
                 ("two", 2, 2),
             ]
-            report = text_report(app.infos(), app.results, app.params, app.order)
+            report = text_report(app.runs.infos(), app.results, app.params, app.order)
             whole = "whole set " + report_line(report, "whole set")
-            await until(pilot, lambda: whole in str(app.banner().render()), 30, "the whole set's figure")
+            await until(pilot, lambda: whole in str(app.q(Banner).render()), 30, "the whole set's figure")
             figures = app.pane("candidate").figures_text()
             assert report_line(report, "two") in figures, figures

@@ -15,6 +15,7 @@ from spectui.core.report import repeat_text, whole_set
 from spectui.core.runner import grouped
 from spectui.store.replay import ReplayControl, SessionBackend
 from spectui.store.session import load_session, results_for
+from spectui.tui.widgets.panes import Banner
 from tests.pilot import until
 
 SESSION = Path(__file__).resolve().parent.parent / "data" / "session-draft-quick2-repeat2.jsonl"
@@ -80,7 +81,7 @@ def ended(app) -> bool:
 
 
 def banner_text(app) -> str:
-    return str(app.banner().render())
+    return str(app.q(Banner).render())
 
 
 async def test_replay_of_a_repeated_session_shows_the_runs_and_the_whole_set_as_no_tui(no_tui):

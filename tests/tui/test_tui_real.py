@@ -136,7 +136,7 @@ async def test_quantised_kv_candidate_shows_divergence_banner_at_the_right_place
             ends = itertools.accumulate(len(t.data) for t in recorder.tokens)
             return next(i for i, end in enumerate(ends) if end > byte)
 
-        d = app.comparer.divergence
+        d = app.runs.comparer.divergence
         assert d is not None and d.byte == byte
         assert (d.baseline_token, d.candidate_token) == (token_at(b), token_at(c))
         banner = str(app.query_one(Banner).render())

@@ -14,23 +14,31 @@ from spectui.tui.keys import FOOTER_FIRST, greyed_reason, sentence
 
 
 def key_rows(screen: Screen) -> list[tuple[str, str, str, str]]:
-    """(key, name, sentence, why greyed: "" where enabled) for each action bound on `screen` now, the footer's first ones first;
-    one row per action (its keys joined), hidden keys included."""
+    """(key, name, sentence, why greyed: "" where enabled) for each action the screen and the app bind, the
+    footer's first ones first; one row per action (its keys joined), hidden keys included. The text box's
+    own editing keys are not listed, and an app key a text box shadows (Enter) is."""
+    from textual.actions import parse
+    from textual.binding import Binding
+
     app = screen.app
     by_action: dict[str, list] = {}
-    for active in screen.active_bindings.values():
-        b = active.binding
-        if b.system or (b.action == "command_palette" and not app.ENABLE_COMMAND_PALETTE):
-            continue
-        row = by_action.setdefault(b.action, [[], b.description, active.enabled])
-        row[0].append(app.get_key_display(b))
+    for node in (screen, app):
+        for b in type(node).BINDINGS:
+            if not isinstance(b, Binding) or b.system:
+                continue
+            _, name, params = parse(b.action)
+            state = node.check_action(name, params)
+            if state is False:  # hidden now (the replay keys outside a replay)
+                continue
+            keys = [app.get_key_display(Binding(k.strip(), b.action)) for k in b.key.split(",")]
+            row = by_action.setdefault(b.action, [[], b.description, "" if state else greyed_reason(app, name)])
+            row[0].extend(k for k in keys if k not in row[0])
     order = {a: i for i, a in enumerate(FOOTER_FIRST)}
-    rows = [
-        (" / ".join(keys), desc or action, sentence(action, desc), "" if enabled else greyed_reason(app, action))
-        for action, (keys, desc, enabled) in by_action.items()
+    actions = sorted(by_action, key=lambda a: order.get(a, len(order)))
+    return [
+        (" / ".join(by_action[a][0]), by_action[a][1] or a, sentence(a, by_action[a][1]), by_action[a][2])
+        for a in actions
     ]
-    actions = list(by_action)
-    return [r for _, r in sorted(zip(actions, rows), key=lambda ar: order.get(ar[0], len(order)))]
 
 
 class KeysScreen(ModalScreen[None]):
@@ -41,6 +49,7 @@ class KeysScreen(ModalScreen[None]):
     KeysScreen { align: center middle; }
     KeysScreen > VerticalScroll { width: 90%; max-width: 110; height: 90%; border: round $primary;
                                   background: $surface; padding: 0 1; }
+    KeysScreen #keys-table { width: 100%; }
     """
 
     def __init__(self, rows: list[tuple[str, str, str, str]], title: str) -> None:

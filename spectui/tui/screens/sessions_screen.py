@@ -92,8 +92,7 @@ class SessionBrowser(Screen):
         if row is None or row.problem:
             self.notify("nothing to replay here", severity="warning")
             return
-        self.app.pop_screen()
-        self.app.open_session(row.path)  # type: ignore[attr-defined]  # SpectuiApp's
+        self.dismiss(row.path)  # the app replays it (the callback it pushed this screen with)
 
     def action_rename(self) -> None:
         row = self._current()

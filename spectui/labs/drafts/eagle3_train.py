@@ -94,9 +94,9 @@ def fingerprint(*parts) -> str:
     return hashlib.sha256(json.dumps([str(p) for p in parts]).encode()).hexdigest()[:16]
 
 
-def features(model, rows, layers, out: Path, key: str) -> list[torch.Tensor]:
-    """The aux layers' inputs for every record, cached in features.pt (a rerun on the same data reuses it)."""
-    path = out / "features.pt"
+def features(model, rows, layers, out: Path, key: str, name: str = "features.pt") -> list[torch.Tensor]:
+    """The aux layers' inputs for every record, cached in DIR/name (a rerun on the same data reuses it)."""
+    path = out / name
     if path.is_file():
         cached = torch.load(path)
         if cached.get("key") == key:
@@ -152,7 +152,8 @@ def head_config(config, layers: list[int], draft_vocab: int) -> dict:
 
 def step_loss(logits: list[torch.Tensor], ids: torch.Tensor, mask: torch.Tensor, t2d_index: torch.Tensor):
     """Weighted cross-entropy over TTT steps on answer positions whose label is in the draft vocabulary;
-    returns (loss, [(correct, counted)] per step)."""
+    returns (loss, [(correct, counted)] per step). Only label positions whose earlier TTT inputs are real
+    tokens count (T - 2 - k rows for step k)."""
     T = ids.numel()
     total, stats = torch.zeros(()), []
     for k, lg in enumerate(logits):
@@ -160,12 +161,14 @@ def step_loss(logits: list[torch.Tensor], ids: torch.Tensor, mask: torch.Tensor,
         ok = lab_idx < T
         lab = ids[lab_idx.clamp(max=T - 1)]
         dlab = t2d_index[lab]
-        keep = ok & (mask[lab_idx.clamp(max=T - 1)] > 0) & (dlab >= 0)
+        answer = ok & (mask[lab_idx.clamp(max=T - 1)] > 0)
+        keep = answer & (dlab >= 0)
         if keep.sum() == 0:
-            stats.append((0, 0))
+            stats.append((0, 0, int(answer.sum())))
             continue
         total = total + STEP_DECAY**k * torch.nn.functional.cross_entropy(lg[keep], dlab[keep])
-        stats.append((int((lg[keep].argmax(-1) == dlab[keep]).sum()), int(keep.sum())))
+        # (correct, in the draft vocabulary, all answer positions: a label outside the vocabulary is a miss)
+        stats.append((int((lg[keep].argmax(-1) == dlab[keep]).sum()), int(keep.sum()), int(answer.sum())))
     return total, stats
 
 
@@ -183,6 +186,20 @@ def vocab(rows, V: int, size: int):
     index[draft_ids] = torch.arange(draft_ids.numel())
     coverage = int(counts[draft_ids].sum()) / seen if seen else 0.0
     return d2t, t2d, draft_ids, index, coverage
+
+
+def evaluate(head, evalset, ttt: int, t2d_index) -> list[float | None]:
+    """Top-1 per TTT step on records never trained on (the answers' positions): step 0's is what the
+    first drafted token's acceptance would be under greedy verification."""
+    agg = [[0, 0] for _ in range(ttt)]
+    with torch.no_grad():
+        for (ids, mask), f in zip(*evalset):
+            ids_t, mask_t = torch.tensor(ids), torch.tensor(mask)
+            _, stats = step_loss(head(f, ids_t, ttt), ids_t, mask_t, t2d_index)
+            for k, (c, _m, n) in enumerate(stats):
+                agg[k][0] += c
+                agg[k][1] += n
+    return [c / m if m else None for c, m in agg]
 
 
 def train(head, rows, feats, args, out: Path, t2d_index, key: str) -> dict:
@@ -224,7 +241,7 @@ def train(head, rows, feats, args, out: Path, t2d_index, key: str) -> dict:
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, 0.5)
                 opt.step()
-            for k, (c, m) in enumerate(stats):
+            for k, (c, m, _n) in enumerate(stats):
                 agg[k][0] += c
                 agg[k][1] += m
             pos += 1
@@ -249,7 +266,9 @@ def train(head, rows, feats, args, out: Path, t2d_index, key: str) -> dict:
                 save()
                 return {"stopped_early": True, "hist": hist}
         hist.append([c / m if m else None for c, m in agg])
-        emit("phase", name="epoch", epoch=epoch + 1, train_accuracy=hist[-1])
+        held = evaluate(head, args.evalset, args.ttt, t2d_index) if args.evalset else None
+        args.eval_hist.append(held)
+        emit("phase", name="epoch", epoch=epoch + 1, train_accuracy=hist[-1], eval_accuracy=held)
         epoch, pos = epoch + 1, 0
         save()
     return {"stopped_early": False, "hist": hist}
@@ -270,6 +289,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--checkpoint-every", type=float, default=60.0)
     ap.add_argument("--max-steps", type=int, default=0)
+    ap.add_argument("--eval", default="", help="records never trained on: top-1 per TTT step after each epoch")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -291,6 +311,11 @@ def main(argv=None) -> int:
     fkey = fingerprint(args.target, st.st_size if st else "", data_sha, layers)
     t1 = time.monotonic()
     feats = features(model, rows, layers, out, fkey)
+    args.evalset, args.eval_hist = None, []
+    if args.eval:
+        erows = read_rows(Path(args.eval), tok)
+        ekey = fingerprint(fkey, hashlib.sha256(Path(args.eval).read_bytes()).hexdigest()[:16])
+        args.evalset = (erows, features(model, erows, layers, out, ekey, "features-eval.pt"))
     t_feat = time.monotonic() - t1
     return finish(args, out, model, config, rows, feats, layers, V, target_dir, fkey, (t_load, t_feat))
 
@@ -346,6 +371,7 @@ def finish(args, out, model, config, rows, feats, layers, V, target_dir, fkey, t
         answer_tokens=sum(sum(m) for _, m in rows),
         tokens=sum(len(i) for i, _ in rows),
         train_accuracy=result["hist"],
+        eval_accuracy=args.eval_hist,
         stopped_early=result["stopped_early"],
         seconds={"load": round(times[0], 1), "features": round(times[1], 1), "train": round(t_train, 1)},
         max_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),

@@ -46,6 +46,7 @@ class Options:
     max_steps: int = 0  # stop training after N steps (tests)
     aux: str = ""
     lr: float = 5e-4
+    eval_data: Path | None = None  # answers to prompts never trained on: top-1 per TTT step each epoch
 
 
 @dataclass
@@ -96,6 +97,12 @@ class Outcome:
                 f"last epoch's training top-1 per TTT step "
                 + ", ".join(f"{a:.0%}" if a is not None else "—" for a in acc[-1])
             )
+            held = [e for e in t.get("eval_accuracy") or [] if e]
+            if held:
+                lines.append(
+                    "top-1 per TTT step on answers never trained on, after the last epoch: "
+                    + ", ".join(f"{a:.0%}" if a is not None else "—" for a in held[-1])
+                )
             lines.append(f"trainer: {t['threads']} thread(s), peak memory {t['max_rss_mib']:,} MiB")
         if self.seconds:
             lines.append("time: " + ", ".join(f"{k} {v:.0f} s" for k, v in self.seconds.items()))
@@ -159,6 +166,7 @@ def run_trainer(python: Path, opts: Options, train: Path, log: Path, advance=Non
     argv += ["--threads", str(opts.threads), "--lr", str(opts.lr)]
     argv += ["--aux", opts.aux] if opts.aux else []
     argv += ["--max-steps", str(opts.max_steps)] if opts.max_steps else []
+    argv += ["--eval", str(opts.eval_data)] if opts.eval_data else []
     env = {**os.environ, "OMP_NUM_THREADS": str(opts.threads), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "0"}
     done: dict = {}
     error = ""

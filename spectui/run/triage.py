@@ -110,95 +110,116 @@ async def _triage(
     launched: dict[str, str] | None,
     specs: dict[str, LaunchSpec],
 ) -> Triage | None:
-    div = result.divergence
-    if div is None or result.failed:
+    if result.divergence is None or result.failed:
         return None
-    sides = {"baseline": (baseline, result.baseline), "candidate": (candidate, result.candidate)}
-    reruns: list[dict] = []
-    notes: list[str] = []
-    text = result.rendered
+    steps = _Steps(baseline, candidate, result, params, threshold, specs)
+    return (
+        await steps.run_to_run()  # 1
+        or await steps.cache()  # 2
+        or await steps.lossy()  # 3
+        or await steps.numerics(launched)  # 4 and 5
+    )
 
-    # 1. run-to-run, under the run's own conditions (its cache setting included)
-    unsettled: dict[str, SideRecorder] = {}  # reruns that moved under another cache state: step 2 decides
-    for name, (backend, orig) in sides.items():
-        if name not in text:
-            notes.append(f"{name}: its rendered prompt is unknown; no rerun")
-            continue
-        rec = await _rerun(name, backend, text[name], params)
-        if rec is None:
-            notes.append(f"{name}: the rerun failed")
-            continue
-        moved = _first_byte(orig, rec)
-        reruns.append(
-            {"what": f"{name} again under the same conditions", "identical": moved is None, "first_divergence": moved}
-        )
-        if moved is not None and _cached(rec) != _cached(orig) and _can_run_cold(backend):
-            # with the prompt cache on, the rerun found its prompt cached (or lost it): not the same conditions
-            unsettled[name] = rec
-            continue
-        if moved is not None and name == "candidate":
-            lossy = await _lossy(sides, result, text, notes, threshold, specs, baseline, candidate)
-            if lossy is not None:
-                lossy.reruns[:0] = reruns
+
+class _Steps:
+    """Triage's experiments in order, sharing what each found: the reruns, the notes, the cache states."""
+
+    def __init__(self, baseline, candidate, result: PromptResult, params, threshold: float, specs) -> None:
+        self.baseline, self.candidate, self.result = baseline, candidate, result
+        self.params, self.threshold, self.specs = params, threshold, specs
+        self.sides = {"baseline": (baseline, result.baseline), "candidate": (candidate, result.candidate)}
+        self.reruns: list[dict] = []
+        self.notes: list[str] = []
+        self.text = result.rendered
+        self.unsettled: dict[str, SideRecorder] = {}  # reruns that moved under another cache state: step 2 decides
+
+    def found(self, cause: str, summary: str, evidence: dict | None = None) -> Triage:
+        return Triage(cause, summary, self.reruns, evidence, self.notes)
+
+    async def run_to_run(self) -> Triage | None:
+        """Each side again under the run's own conditions (its cache setting included)."""
+        for name, (backend, orig) in self.sides.items():
+            if name not in self.text:
+                self.notes.append(f"{name}: its rendered prompt is unknown; no rerun")
+                continue
+            rec = await _rerun(name, backend, self.text[name], self.params)
+            if rec is None:
+                self.notes.append(f"{name}: the rerun failed")
+                continue
+            moved = _first_byte(orig, rec)
+            self.reruns.append(
+                {
+                    "what": f"{name} again under the same conditions",
+                    "identical": moved is None,
+                    "first_divergence": moved,
+                }
+            )
+            if moved is None:
+                continue
+            if _cached(rec) != _cached(orig) and _can_run_cold(backend):
+                # with the prompt cache on, the rerun found its prompt cached (or lost it): not the same conditions
+                self.unsettled[name] = rec
+                continue
+            if name == "candidate" and (lossy := await self.lossy()) is not None:
                 lossy.notes.append(
                     f"the candidate's rerun also differed from its first run at byte {moved}: a verifier that "
                     "accepts drafts at random moves from run to run unless the request is seeded"
                 )
                 return lossy
-        if moved is not None:
             why = (
                 f" (its rerun reused {_cached(rec)} cached prompt tokens, its first run {_cached(orig)}; the "
                 "server offers no cold run to tell the cache from nondeterminism)"
                 if _cached(rec) != _cached(orig)
                 else ""
             )
-            return Triage(
+            return self.found(
                 "nondeterminism",
                 f"the {name} does not reproduce itself: its rerun differs from its first run at byte {moved}{why}",
-                reruns,
-                None,
-                notes,
             )
+        return None
 
-    # 2. the prompt cache
-    for name, (backend, orig) in sides.items():
-        if not (_cached(orig) or name in unsettled) or name not in text:
-            continue
-        other = result.candidate if name == "baseline" else result.baseline
-        done = []
-        if backend.capabilities.cache_reset:
-            done.append(await backend.reset_cache())
+    async def cache(self) -> Triage | None:
+        """A side that reused prompt-cache tokens, recomputed without them."""
+        for name, (backend, orig) in self.sides.items():
+            if not (_cached(orig) or name in self.unsettled) or name not in self.text:
+                continue
+            if not backend.capabilities.cache_reset and not backend.capabilities.cache_prompt_control:
+                self.notes.append(
+                    f"{name}: reused {orig.figures.prompt_cached} cached prompt tokens but offers no way to run cold"
+                )
+                continue
+            found = await self._cold(name, backend, orig)
+            if found is not None:
+                return found
+        return None
+
+    async def _cold(self, name: str, backend, orig) -> Triage | None:
+        other = self.result.candidate if name == "baseline" else self.result.baseline
+        done = [await backend.reset_cache()] if backend.capabilities.cache_reset else []
+        params = self.params
         cold = dataclasses.replace(params, cache_prompt=False) if backend.capabilities.cache_prompt_control else params
-        if not backend.capabilities.cache_reset and not backend.capabilities.cache_prompt_control:
-            notes.append(
-                f"{name}: reused {orig.figures.prompt_cached} cached prompt tokens but offers no way to run cold"
-            )
-            continue
-        rec = await _rerun(name, backend, text[name], cold)
+        rec = await _rerun(name, backend, self.text[name], cold)
         if rec is None:
-            notes.append(f"{name}: the cold rerun failed")
-            continue
+            self.notes.append(f"{name}: the cold rerun failed")
+            return None
         at = _first_byte(other, rec)
-        reused = max(_cached(orig), _cached(unsettled.get(name, orig)))
-        if name in unsettled:
+        reused = max(_cached(orig), _cached(self.unsettled.get(name, orig)))
+        if name in self.unsettled:
             # two runs without cached tokens must agree, or the side is nondeterministic after all
-            cold_before = next((r for r in (orig, unsettled[name]) if not _cached(r)), None)
+            cold_before = next((r for r in (orig, self.unsettled[name]) if not _cached(r)), None)
             again = _first_byte(cold_before, rec) if cold_before is not None else None
             if again is not None:
-                return Triage(
+                return self.found(
                     "nondeterminism",
                     f"the {name} does not reproduce itself: two runs without cached prompt tokens differ at "
                     f"byte {again}",
-                    reruns,
-                    None,
-                    notes,
                 )
             if at is not None:
-                notes.append(
-                    f"{name}: its rerun reused {_cached(unsettled[name])} cached prompt tokens and differed from "
+                self.notes.append(
+                    f"{name}: its rerun reused {_cached(self.unsettled[name])} cached prompt tokens and differed from "
                     f"its first run ({_cached(orig)}): the prompt cache changes its output, though not this divergence"
                 )
-        reruns.append(
+        self.reruns.append(
             {
                 "what": f"{name} recomputed without its prompt cache ({'; '.join(done) or 'cache_prompt: false'})",
                 "identical": at is None,
@@ -207,60 +228,56 @@ async def _triage(
                 "prompt_cached_now": rec.figures.prompt_cached,
             }
         )
-        if at is None:
-            return Triage(
-                "cache",
-                f"a prompt-cache hit changed the greedy output ({reused} tokens reused); recomputed, the "
-                f"{name} is identical to the {other.name}",
-                reruns,
-                None,
-                notes,
+        if at is not None:
+            return None
+        return self.found(
+            "cache",
+            f"a prompt-cache hit changed the greedy output ({reused} tokens reused); recomputed, the "
+            f"{name} is identical to the {other.name}",
+        )
+
+    async def lossy(self) -> Triage | None:
+        """An accepted draft the target would not choose."""
+        found = await _lossy(
+            self.sides, self.result, self.text, self.notes, self.threshold, self.specs, self.baseline, self.candidate
+        )
+        if found is not None:
+            found.reruns[:0] = self.reruns
+        return found
+
+    async def numerics(self, launched: dict[str, str] | None) -> Triage:
+        """A near-tie at the divergent position, else the servers compute different distributions; either way
+        with the batch-shape evidence (M = 1 vs M = k + 1) where the servers can give it."""
+        evidence = await _near_tie(self.sides, self.result, self.text, self.notes)
+        if evidence is not None:
+            await _batch_shapes(self.sides, self.result, self.text, evidence, self.specs, self.notes)
+        # only an exact margin can be a near-tie: a bound ("margin ≥ X") says nothing about how close it was
+        if evidence is not None and evidence.get("margin") is not None and abs(evidence["margin"]) < self.threshold:
+            return self.found(
+                "near-tie",
+                f"the two chosen tokens were {abs(evidence['margin']):.3f} nats apart at token "
+                f"{evidence['position']} (under {self.threshold:g}): a numerical difference between two almost "
+                "equally likely tokens" + _shape_words(evidence),
+                evidence,
             )
-
-    # 3. lossy verification: an accepted draft the target would not choose
-    lossy = await _lossy(sides, result, text, notes, threshold, specs, baseline, candidate)
-    if lossy is not None:
-        lossy.reruns[:0] = reruns
-        return lossy
-
-    # 4. a near-tie at the divergent position
-    evidence = await _near_tie(sides, result, text, notes)
-    # only an exact margin can be a near-tie: a bound ("margin ≥ X") says nothing about how close it was
-    if evidence is not None and evidence.get("margin") is not None and abs(evidence["margin"]) < threshold:
-        await _batch_shapes(sides, result, text, evidence, specs, notes)
-        return Triage(
-            "near-tie",
-            f"the two chosen tokens were {abs(evidence['margin']):.3f} nats apart at token "
-            f"{evidence['position']} (under {threshold:g}): a numerical difference between two almost equally "
-            "likely tokens" + _shape_words(evidence),
-            reruns,
-            evidence,
-            notes,
+        diffs = _config_differences(self.baseline, self.candidate)
+        if launched and launched.get("baseline") != launched.get("candidate"):
+            # what the servers do not report (llama.cpp's /props has no KV cache type) but their argv says
+            diffs.append(
+                f"{launched.get('baseline') or 'not launched by spectui'} vs "
+                f"{launched.get('candidate') or 'not launched by spectui'}"
+            )
+        summary = "the two servers compute different distributions: " + (
+            "; ".join(diffs) if diffs else "no configuration difference is reported"
         )
-
-    # M = 1 vs M = k + 1: the same position as a one-token decode and inside a verification-sized batch
-    if evidence is not None:
-        await _batch_shapes(sides, result, text, evidence, specs, notes)
-
-    # 5. the servers compute different distributions
-    diffs = _config_differences(baseline, candidate)
-    if launched and launched.get("baseline") != launched.get("candidate"):
-        # what the servers do not report (llama.cpp's /props has no KV cache type) but their argv says
-        diffs.append(
-            f"{launched.get('baseline') or 'not launched by spectui'} vs {launched.get('candidate') or 'not launched by spectui'}"
-        )
-    summary = "the two servers compute different distributions: " + (
-        "; ".join(diffs) if diffs else "no configuration difference is reported"
-    )
-    if evidence is not None and evidence.get("margin") is not None:
-        summary += f" (margin at the divergence {abs(evidence['margin']):.3f} nats)"
-    elif evidence is not None and evidence.get("margin_bound") is not None:
-        summary += (
-            f" (margin at the divergence ≥ {evidence['margin_bound']:.3f} nats: a chosen token was outside a "
-            "side's top log-probabilities, so only a bound is known)"
-        )
-    summary += _shape_words(evidence)
-    return Triage("configuration", summary, reruns, evidence, notes)
+        if evidence is not None and evidence.get("margin") is not None:
+            summary += f" (margin at the divergence {abs(evidence['margin']):.3f} nats)"
+        elif evidence is not None and evidence.get("margin_bound") is not None:
+            summary += (
+                f" (margin at the divergence ≥ {evidence['margin_bound']:.3f} nats: a chosen token was outside a "
+                "side's top log-probabilities, so only a bound is known)"
+            )
+        return self.found("configuration", summary + _shape_words(evidence), evidence)
 
 
 async def _near_tie(sides, result: PromptResult, text: dict, notes: list[str]) -> dict | None:

@@ -53,7 +53,7 @@ def cmd_demo(args) -> int:
         finally:
             for s in (base, cand):
                 s.stop()
-        return 0
+        return app.return_code or 0  # non-zero when the app died of an error
     if args.one_at_a_time:
         from spectui.cli.main import main as cli_main
 
@@ -97,8 +97,9 @@ def cmd_demo(args) -> int:
             )
         from spectui.tui.app import make_app
 
-        make_app(demo_config(base, cand)).run()
-        return 0
+        app = make_app(demo_config(base, cand))
+        app.run()
+        return app.return_code or 0  # non-zero when the app died of an error
     finally:
         launcher.stop_all()
         signal.signal(signal.SIGTERM, old)

@@ -32,8 +32,15 @@ def run_replay(session, speed: str) -> int:
         autorun_all=True,
         title=f"spectui replay · {session.path.name}",
     )
-    make_app(config).run()
-    return 0
+    app = make_app(config)
+    app.run()
+    return app_exit(app)
+
+
+def app_exit(app) -> int:
+    """The command's exit status after the app: non-zero when it died of an error (Textual's return code
+    1), so a script sees the failure (issue 40, item 2: `spectui tui` exited 0 after a traceback)."""
+    return getattr(app, "return_code", 0) or 0
 
 
 def cmd_tui(args) -> int:
@@ -72,7 +79,7 @@ def cmd_tui(args) -> int:
     finally:
         if getattr(app, "launcher", None) is not None:
             app.launcher.stop_all()
-    return 0
+    return app_exit(app)
 
 
 def register(sub) -> None:

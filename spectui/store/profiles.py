@@ -51,7 +51,7 @@ import psutil
 
 from spectui.backends.registry import BACKENDS
 from spectui.core.errors import InputError
-from spectui.store.locations import config_dir, resource_dir
+from spectui.store.locations import config_dir, read_config_file, resource_dir
 
 if TYPE_CHECKING:
     from spectui.machine.probes import GPUMemory
@@ -188,8 +188,8 @@ def parse_profile(text: str, path: str) -> Profile:
     nums = {}
     for k in ("min_gpu_memory_gib", "min_memory_gib"):
         v = hw.get(k, 0)
-        if not isinstance(v, (int, float)) or v < 0:
-            raise err(f"hardware.{k}", "must be a number >= 0")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf"):  # NaN too
+            raise err(f"hardware.{k}", "must be a finite number >= 0")
         nums[k] = float(v)
     variables = {}
     raw_vars = data.get("variables") or {}
@@ -242,8 +242,10 @@ def parse_profile(text: str, path: str) -> Profile:
             if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
                 raise err(f"{where}.{side}.argv", "must be a non-empty list of strings")
             port = s.get("port", 0)
-            if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 65536:
-                raise err(f"{where}.{side}.port", "must be an integer port (0: pick a free one)")
+            if isinstance(port, bool) or not isinstance(port, int) or not (port == 0 or 1024 <= port < 65536):
+                raise err(f"{where}.{side}.port", "must be 0 (pick a free one) or a port from 1024 to 65535")
+            if port and side == "candidate" and port == sides["baseline"].port:
+                raise err(f"{where}.{side}.port", f"{port} is the baseline's port too: give each side its own")
             env = s.get("env") or {}
             if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
                 raise err(f"{where}.{side}.env", 'must be a table of strings: env = { NAME = "value" }')
@@ -253,6 +255,11 @@ def parse_profile(text: str, path: str) -> Profile:
             host = s.get("host", "127.0.0.1")
             if not isinstance(host, str) or not host:
                 raise err(f"{where}.{side}.host", "must be a host name or address")
+            if not is_loopback(host):  # as `spectui serve` warns for the same choice (issue 40, item 6)
+                warnings.append(
+                    f"profile {path}: {where}.{side}.host {host!r} lets other machines reach the launched "
+                    "server (no API key): use 127.0.0.1 unless that is meant"
+                )
             sides[side] = ServerSpec(backend, list(argv), host, port, dict(env), float(ready))
         comps.append(Comparison(cid, str(c.get("title", cid)), kind, sides["baseline"], sides["candidate"]))
     return Profile(
@@ -298,6 +305,18 @@ def _parse_stated(raw, where: str, err, warnings: list[str], path: str) -> State
     return StatedModel(source, dtype=dtype, **nums)
 
 
+def is_loopback(host: str) -> bool:
+    """Whether a bind address keeps a server to this machine (localhost, 127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to any interface
+
+
 def user_profile_dir() -> Path:
     return config_dir() / "profiles"
 
@@ -311,9 +330,9 @@ def load_profiles(dirs: list[Path] | None = None) -> tuple[dict[str, Profile], l
             continue
         for path in sorted(d.glob("*.toml")):
             try:
-                p = parse_profile(path.read_text(encoding="utf-8"), str(path))
-            except InputError as exc:
-                problems.append(str(exc))
+                p = parse_profile(read_config_file(path, "profile"), str(path))
+            except InputError as exc:  # one bad file is one line; the others still load (issue 40, item 5)
+                problems.append(exc.one_line())
                 continue
             problems += p.warnings
             out[p.name] = p

@@ -15,6 +15,7 @@ A prompt set file:
 
 from __future__ import annotations
 
+import stat
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -48,8 +49,16 @@ def available_sets() -> list[tuple[str, str]]:
     out = [(f"{n} (bundled)", n) for n in bundled_names()]
     d = user_sets_dir()
     if d.is_dir():
-        out += [(f"{p.stem} (yours)", str(p)) for p in sorted(d.glob("*.toml"))]
+        out += [(f"{p.stem} (yours)", str(p)) for p in sorted(d.glob("*.toml")) if _regular(p)]
     return out
+
+
+def _regular(p: Path) -> bool:
+    """A regular file (through links): a FIFO, a device or a folder named *.toml is not a prompt set."""
+    try:
+        return stat.S_ISREG(p.stat().st_mode)
+    except OSError:
+        return False
 
 
 def load_set(name_or_path: str) -> tuple[str, list[Prompt]]:
@@ -65,6 +74,8 @@ def load_set(name_or_path: str) -> tuple[str, list[Prompt]]:
                 hint=f"bundled sets: {', '.join(bundled_names())}, or give a file path",
             )
     if not path.is_file():
+        if path.exists():
+            raise InputError(f"prompts file {path} is not a regular file (a folder, a pipe or a device)")
         raise InputError(f"prompts file {path} does not exist")
     from spectui.store import prompt_files
 

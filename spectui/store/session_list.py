@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import mmap
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,10 +172,15 @@ def _number(v) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+HEADER_MAX = 64 << 10  # a session's header line is a few hundred bytes
+
+
 def summarise(path: Path) -> SessionSummary:
     try:
+        if not stat.S_ISREG(path.lstat().st_mode):
+            return _problem(path, f"not a regular file ({_kind(path.lstat().st_mode)}): skipped")
         with open(path, "rb") as fh:
-            first_line = fh.readline()
+            first_line = fh.readline(HEADER_MAX)
             if not first_line:
                 return _problem(path, "empty, not a spectui session")
             try:
@@ -233,6 +239,29 @@ def summarise(path: Path) -> SessionSummary:
 
 
 def list_sessions(folder: Path) -> list[SessionSummary]:
+    """Every *.jsonl in `folder`, newest first; a file that is not a regular one (a link, a pipe, a device)
+    or cannot be read is a row with its problem, never opened (a FIFO froze the listing, a link to
+    /dev/zero filled memory, a dangling link was a traceback: issue 40, item 2)."""
     if not folder.is_dir():
         return []
-    return [summarise(p) for p in sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)]
+    found: list[tuple[float, Path, str | None]] = []
+    for p in folder.glob("*.jsonl"):
+        try:
+            st = p.lstat()
+        except OSError as exc:  # gone between the listing and the look
+            found.append((0.0, p, f"cannot be read ({exc.strerror})"))
+            continue
+        why = None if stat.S_ISREG(st.st_mode) else f"not a regular file ({_kind(st.st_mode)}): skipped"
+        found.append((st.st_mtime, p, why))
+    found.sort(key=lambda t: t[0], reverse=True)
+    return [summarise(p) if why is None else _problem(p, why) for _, p, why in found]
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a link"
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "a device or socket"

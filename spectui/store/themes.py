@@ -10,7 +10,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spectui.store.locations import config_dir, resource_dir
+from spectui.core.errors import InputError
+from spectui.store.locations import config_dir, read_config_file, resource_dir
 
 MARKS = ("accepted", "target", "first", "rejected", "diverge")
 HEX = re.compile(r"#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})")
@@ -48,7 +49,7 @@ class ThemeLoad:
 
 
 def load_theme_file(path: Path) -> ThemeSpec:
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data = tomllib.loads(read_config_file(path, "theme"))  # a regular file, bounded (issue 40, item 2)
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError("missing key 'name'")
@@ -80,6 +81,8 @@ def load_themes(dirs: list[Path] | None = None) -> ThemeLoad:
         for path in sorted(d.glob("*.toml")):
             try:
                 out.themes.append(load_theme_file(path))
+            except InputError as exc:  # not a regular file, too large, not UTF-8: it says so, naming it
+                out.problems.append(exc.one_line())
             except (tomllib.TOMLDecodeError, ValueError, UnicodeDecodeError, OSError) as exc:
                 out.problems.append(f"theme {path}: {exc}; skipped")
     return out

@@ -469,6 +469,8 @@ class RunController:
             banner.show_running("incomplete: the recording stops inside this prompt; no verdict")
         if v is not None and v.status != "incomplete":  # both halves of the answer, first (core.headline)
             banner.show_headline(headline.for_prompt(self.results, result))
+            if result.measured and not c.figures.drafted and not app.replaying:
+                self._why_no_drafts(result)
         if result.drafts is not None and app.replaying:  # replay shows the recorded probe without any server
             self.show_drafts(result.drafts)
 
@@ -539,6 +541,16 @@ class RunController:
         if (line := whole_set_line(results)) is not None:
             self._banner().show_headline(headline.headline_for(results))
             self._banner().add_line(line)
+
+    def _why_no_drafts(self, result: PromptResult) -> None:
+        """A speculating candidate that drafted nothing: the likely cause from its flags, under the verdict."""
+        from spectui.run.nodrafts import explain
+
+        launched = (self.app.config.launched or {}).get("candidate")
+        f = result.candidate.figures
+        context = (f.prompt_tokens or 0) + f.tokens or None
+        if why := explain(launched.argv if launched is not None else None, self.app.pane("candidate").url, context):
+            self._banner().add_line(why)
 
     def _kv_note(self) -> str:
         launched = (self.app.config.launched or {}).get("candidate")

@@ -135,7 +135,10 @@ class ServerSupervisor:
         pane.set_info(info)
         pane.set_state("ready")
         if all(app.pane(s).state == "ready" for s in SIDES) and not app.running:
-            if app.config.autorun_all:
+            if app.config.autorun_lab:  # a lesson a plain compare does not answer (prefix caching: cold vs warm)
+                await app.run_action(f"lab('{app.config.autorun_lab}')")
+                app.call_after_refresh(lambda: app.screen.run_action("run"))
+            elif app.config.autorun_all:
                 app.action_run_all()
             elif app.config.autorun:
                 app.action_run()

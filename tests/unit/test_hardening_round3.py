@@ -180,3 +180,193 @@ def test_drafts_data_resumes_a_file_whose_only_line_was_torn(tmp_path):
     with pytest.raises(Exception, match="held-out set"):
         drafts_data.check_own(tmp_path / "e.jsonl")
     assert held.read_text() == "[profile]\nname = 'mine'\n"
+
+
+# -- item 2: one bad file in a folder never takes the listing down --------------------------------------------
+def _bad_folder(root: Path, suffix: str, good: bytes) -> tuple[Path, set[str]]:
+    """A folder with one good file and every odd kind of entry a folder can hold under the same suffix."""
+    import os
+
+    root.mkdir()
+    (root / f"good{suffix}").write_bytes(good)
+    os.mkfifo(root / f"fifo{suffix}")  # opening it for reading blocks until a writer comes: never
+    (root / f"dangling{suffix}").symlink_to(root / "nowhere")
+    (root / f"zero{suffix}").symlink_to("/dev/zero")  # an endless first line
+    (root / f"folder{suffix}").mkdir()
+    return root, {f"fifo{suffix}", f"dangling{suffix}", f"zero{suffix}", f"folder{suffix}"}
+
+
+def _within(seconds: float, fn):
+    """fn() in a thread, failing (not hanging) the test if it blocks: a FIFO opened for reading does."""
+    import threading
+
+    box: dict = {}
+    t = threading.Thread(target=lambda: box.setdefault("v", fn()), daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), "blocked on a file that is not a regular one"
+    return box["v"]
+
+
+def test_the_sessions_listing_skips_what_is_not_a_regular_file(tmp_path):
+    from spectui.store.session_list import list_sessions
+
+    folder, odd = _bad_folder(tmp_path / "s", ".jsonl", SESSION.read_bytes())
+    rows = _within(30, lambda: list_sessions(folder))
+    by_name = {r.path.name: r for r in rows}
+    assert by_name["good.jsonl"].problem is None and by_name["good.jsonl"].runs > 0
+    for name in odd:
+        assert name in by_name and "not a regular file" in by_name[name].problem, name
+        assert "\n" not in by_name[name].line()
+
+
+def test_spectui_sessions_on_a_bad_folder_lists_the_good_one(tmp_path):
+    import subprocess
+    import sys
+
+    folder, odd = _bad_folder(tmp_path / "s", ".jsonl", SESSION.read_bytes())
+    r = subprocess.run([sys.executable, "-m", "spectui", "sessions", str(folder)], capture_output=True,
+                       text=True, timeout=30, cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert len(r.stdout.splitlines()) == 1 + len(odd) and "good.jsonl" in r.stdout
+
+
+def test_spectui_tui_exits_non_zero_when_the_app_died(monkeypatch):
+    """The app dies of an error (as Ctrl+L on a dangling link did): the command's status says so."""
+    from textual.app import App
+
+    from spectui.cli import tui as tui_cli
+    from spectui.store.session import load_session
+
+    class Headless(App):
+        def run(self, **kw):
+            return super().run(headless=True)
+
+    class Dies(Headless):
+        def on_mount(self) -> None:
+            raise FileNotFoundError("a session that vanished")
+
+    class Lives(Headless):
+        def on_mount(self) -> None:
+            self.exit()
+
+    monkeypatch.setattr(tui_cli, "make_app", lambda config: Dies())
+    assert tui_cli.run_replay(load_session(SESSION), "max") == 1
+    monkeypatch.setattr(tui_cli, "make_app", lambda config: Lives())
+    assert tui_cli.run_replay(load_session(SESSION), "max") == 0
+
+
+PROFILE = (
+    'name = "mine"\n[hardware]\nmin_memory_gib = {mem}\n[[comparison]]\nid = "c"\n'
+    'baseline = {{ backend = "llama.cpp", argv = ["x"], port = {bport}, host = "{host}" }}\n'
+    'candidate = {{ backend = "llama.cpp", argv = ["x"], port = {cport} }}\n'
+)
+
+
+def _good_profile(**kw) -> str:
+    return PROFILE.format(**{"mem": 1, "bport": 0, "cport": 0, "host": "127.0.0.1", **kw})
+
+
+def _odd_entries(root: Path, suffix: str) -> set[str]:
+    """Random bytes, a folder, a FIFO, a link to /dev/zero and a dangling link, all named *suffix."""
+    import os
+
+    (root / f"random{suffix}").write_bytes(bytes([0xFF, 0xFE, 0x80, 0x00, 0xC3]) * 20)
+    (root / f"folder{suffix}").mkdir()
+    os.mkfifo(root / f"fifo{suffix}")
+    (root / f"zero{suffix}").symlink_to("/dev/zero")
+    (root / f"dangling{suffix}").symlink_to(root / "nowhere")
+    return {f"random{suffix}", f"folder{suffix}", f"fifo{suffix}", f"zero{suffix}", f"dangling{suffix}"}
+
+
+def test_unreadable_profile_files_are_one_line_each_and_the_others_load(tmp_path):
+    from spectui.store.profiles import load_profiles
+
+    (tmp_path / "good.toml").write_text(_good_profile())
+    odd = _odd_entries(tmp_path, ".toml")
+    profiles, problems = _within(30, lambda: load_profiles([tmp_path]))
+    assert list(profiles) == ["mine"]
+    for name in odd:
+        [line] = [p for p in problems if name in p]
+        assert "\n" not in line and "skipped" in line, line
+
+
+def test_profiles_list_with_a_bad_user_file_is_no_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "good.toml").write_text(_good_profile())
+    (tmp_path / "profiles" / "x.toml").write_bytes(bytes(range(128, 256)))
+    (tmp_path / "profiles" / "dir.toml").mkdir()
+    r = subprocess.run([sys.executable, "-m", "spectui", "profiles", "list"], capture_output=True, text=True,
+                       timeout=60, env={**__import__("os").environ, "SPECTUI_CONFIG_DIR": str(tmp_path)})  # fmt: skip
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert "mine" in r.stdout and "x.toml is not UTF-8" in r.stderr and "dir.toml is not a regular file" in r.stderr
+
+
+def test_unreadable_theme_files_are_one_line_each_and_the_others_load(tmp_path):
+    from spectui.store.themes import load_themes
+
+    (tmp_path / "good.toml").write_text('name = "mine"\n[colors]\nprimary = "#123456"\n')
+    odd = _odd_entries(tmp_path, ".toml")
+    loaded = _within(30, lambda: load_themes([tmp_path]))
+    assert [t.name for t in loaded.themes] == ["mine"]
+    for name in odd:
+        [line] = [p for p in loaded.problems if name in p]
+        assert "\n" not in line and "skipped" in line, line
+
+
+def test_the_prompt_set_picker_offers_only_regular_files(tmp_path, monkeypatch):
+    from spectui.store import prompts
+
+    monkeypatch.setenv("SPECTUI_CONFIG_DIR", str(tmp_path))
+    d = tmp_path / "prompts"
+    d.mkdir()
+    (d / "mine.toml").write_text('[[prompt]]\nid = "a"\ntext = "hello"\n')
+    _odd_entries(d, ".toml")
+    yours = [label for label, _ in prompts.available_sets() if "(yours)" in label]
+    assert yours == ["mine (yours)", "random (yours)"]  # random bytes: a regular file, refused when loaded
+    with pytest.raises(Exception, match="not a regular file"):
+        prompts.load_set(str(d / "fifo.toml"))
+
+
+# -- items 6 and 9: profile values ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kw", "key"),
+    [
+        ({"mem": "nan"}, "min_memory_gib"),
+        ({"mem": "inf"}, "min_memory_gib"),
+        ({"bport": 22}, "port"),
+        ({"bport": 8090, "cport": 8090}, "candidate.port"),
+    ],
+)
+def test_nonsense_profile_numbers_are_one_line_naming_the_key(kw, key):
+    from spectui.core.errors import InputError
+    from spectui.store.profiles import parse_profile
+
+    with pytest.raises(InputError, match=key):
+        parse_profile(_good_profile(**kw), "p.toml")
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.5", "myhost.example"])
+def test_a_profile_binding_beyond_this_machine_warns(host):
+    from spectui.store.profiles import parse_profile
+
+    p = parse_profile(_good_profile(host=host), "p.toml")
+    assert any("baseline.host" in w and "other machines" in w for w in p.warnings), p.warnings
+    for local in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
+        assert not any("host" in w for w in parse_profile(_good_profile(host=local), "p.toml").warnings)
+
+
+def test_profiles_show_says_a_profile_binds_every_interface(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "open.toml").write_text(_good_profile(host="0.0.0.0"))
+    for action in ("show", "check"):
+        r = subprocess.run([sys.executable, "-m", "spectui", "profiles", action, "mine"], capture_output=True,
+                           text=True, timeout=60, env={**os.environ, "SPECTUI_CONFIG_DIR": str(tmp_path)})  # fmt: skip
+        assert "'0.0.0.0' lets other machines reach" in r.stderr, (action, r.stderr)

@@ -60,9 +60,17 @@ class SessionBrowser(Screen):
         self.reload()
 
     def reload(self) -> None:
+        # read in a thread: a slow disk or an odd file in the folder never freezes the app (issue 40, item 2)
+        self.run_worker(self._list, thread=True, exclusive=True, group="session-list", exit_on_error=False)
+
+    def _list(self) -> None:
+        rows = list_sessions(self.folder)
+        self.app.call_from_thread(self._show, rows)
+
+    def _show(self, rows: list) -> None:
         table = self.query_one(DataTable)
         table.clear()
-        self.rows = list_sessions(self.folder)
+        self.rows = rows
         for r in self.rows:
             if r.problem:
                 table.add_row("", r.path.name, r.problem, "", "", "", "")

@@ -39,6 +39,18 @@ def demo_config(base, cand, **overrides):
     return AppConfig(base.url, cand.url, **kw)
 
 
+def demo_overrides(kind: str) -> dict:
+    """Prefix caching is not answered by one cold request on each side with the cache forced off (both said
+    `cached 0`): each server keeps its own setting (the baseline launched --no-cache-prompt, the candidate
+    --cache-prompt, profiles/cpu-demo.toml) and the cache lab runs cold against warm turns of a conversation,
+    tokens reused and bytes compared (labs/prefix.py)."""
+    if kind != "prefix":
+        return {}
+    from spectui.core.types import GenerationParams
+
+    return dict(params=GenerationParams(max_tokens=96, cache_prompt=None), autorun=False, autorun_lab="prefix_lab")
+
+
 def cmd_demo(args) -> int:
 
     assets.ensure_all(progress=lambda m: print(f"spectui demo: {m}", file=sys.stderr))
@@ -77,6 +89,10 @@ def cmd_demo(args) -> int:
             file=sys.stderr,
         )
         launcher.start_all()
+        if args.headless and args.candidate == "prefix":  # cold vs warm turns (spectui prefix), not one request
+            from spectui.cli.main import main as cli_main
+
+            return cli_main(["prefix", "--baseline", base.url, "--candidate", cand.url, "--max-tokens", "96"])
         if args.headless:
             from spectui.cli.main import main as cli_main
 
@@ -97,7 +113,7 @@ def cmd_demo(args) -> int:
             )
         from spectui.tui.app import make_app
 
-        app = make_app(demo_config(base, cand))
+        app = make_app(demo_config(base, cand, **demo_overrides(args.candidate)))
         app.run()
         return app.return_code or 0  # non-zero when the app died of an error
     finally:

@@ -16,6 +16,10 @@ async def cmd_prefix(args) -> int:
 
     if args.turns < 1:
         raise InputError("--turns must be at least 1")
+    from spectui.labs.prefix import same_server
+
+    if why := same_server(args.baseline, args.candidate):
+        raise InputError(why)
     turns = [args.prompt] * args.turns if args.prompt else [FOLLOW_UPS[i % len(FOLLOW_UPS)] for i in range(args.turns)]
     params = params_from(args)
     async with stamped_client() as client:

@@ -70,6 +70,27 @@ class Turn:
         }
 
 
+def same_server(baseline_url: str, candidate_url: str) -> str | None:
+    """Why a prefix comparison of a server with itself measures nothing (None where the URLs differ): its cold
+    request fills the very cache the warm one then reads, so "warm" is the cold run's echo (a 19.76× was
+    reported so). localhost and 127.0.0.1 are the same host; a trailing slash or /v1 names the same server."""
+    from urllib.parse import urlsplit
+
+    def where(url: str) -> tuple[str, int | None]:
+        u = urlsplit(url if "://" in url else f"http://{url}")
+        host = (u.hostname or "").lower()
+        host = "127.0.0.1" if host in ("localhost", "::1", "0.0.0.0") else host
+        return host, u.port or (443 if u.scheme == "https" else 80)
+
+    if where(baseline_url) != where(candidate_url):
+        return None
+    return (
+        f"--baseline and --candidate are the same server ({baseline_url}): its cold request would fill the cache "
+        "its warm one reads, so the speed-up would measure nothing. Start a second llama-server on another port "
+        "(with --no-cache-prompt for the cold side) and give its URL as --baseline"
+    )
+
+
 async def clear_cache(backend: Backend) -> str:
     """Clear the prompt cache where the server allows it, and say what was done."""
     if not backend.capabilities.cache_reset:

@@ -89,6 +89,8 @@ def test_draft_simple_pair_measures_c_and_the_verification_curve(llama_servers, 
     assert m["output_extra"] is not None and sorted(int(k) for k in m["output_extra"]) == list(range(1, 10))
     assert m["output_extra"]["1"]["ms"] == [0.0] * len(m["output_extra"]["1"]["ms"])
     assert m["sources"]["verify"].startswith("measured as the server verifies"), m["sources"]["verify"]
+    # c from the draft's decode as the candidate runs it (the probe: no server loop), at its settings
+    assert m["draft_decode"] is not None and "as the candidate runs it" in chk["sources"]["c"], chk["sources"]["c"]
     assert 0 < chk["predicted_speedup"] and chk["measured_low"] is not None
     assert chk["terms"][0]["speedup"] > chk["predicted_speedup"]  # the ideal promises more than the terms allow
     said(chk)

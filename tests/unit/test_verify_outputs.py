@@ -82,3 +82,37 @@ def test_a_candidate_at_t_2_has_its_draft_timed_at_t_2():
     own = LaunchSpec.from_argv(["llama-server", "-t", "8", "-td", "3"]).draft_server_args()
     assert own[:2] == ["-t", "3"]
     assert LaunchSpec().draft_server_args() == []
+
+
+def test_c_is_the_draft_decode_as_the_candidate_runs_it_where_the_probe_timed_it():
+    c = curve(False)
+    c.draft_step = s(20.0)  # on the draft's own llama-server, its loop included
+    assert c.c() == 2.0
+    c.draft_decode = s(5.0)  # on the probe: decode and sampling only
+    assert c.c() == 0.5 and CostCurve.from_json(c.to_json()).c() == 0.5
+
+
+def test_a_candidate_at_t_2_has_its_draft_decode_probed_at_t_2(monkeypatch, tmp_path):
+    import asyncio
+
+    from spectui.labs.theory import outputs
+    from spectui.machine import verify_probe
+
+    model = tmp_path / "d.gguf"
+    model.write_bytes(b"GGUF")
+    seen = {}
+
+    async def fake_measure(binary, m, prefix, ks, repeats, threads, threads_batch, ngl):
+        seen.update(model=m, ks=ks, threads=threads, threads_batch=threads_batch, ngl=ngl)
+        got = verify_probe.OutputTimes()
+        got.all[1] = [4.0, 6.0, 5.0]
+        return got
+
+    monkeypatch.setattr(verify_probe, "find_or_build", lambda: (Path("/probe"), ""))
+    monkeypatch.setattr(verify_probe, "measure", fake_measure)
+    c = curve(False)
+    c.draft_step, c.sources["c"] = s(20.0), "measured: on its server"
+    spec = LaunchSpec.from_argv(["llama-server", "-md", str(model), "-t", "2", "-ngld", "3"])
+    asyncio.run(outputs.add_draft_decode(c, str(model), spec, [1, 2, 3], 3))
+    assert seen == {"model": model, "ks": [1], "threads": 2, "threads_batch": 2, "ngl": 3}
+    assert c.c() == 0.5 and "-t 2, -ngl 3: no server loop" in c.sources["c"]

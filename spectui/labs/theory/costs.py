@@ -78,6 +78,9 @@ class CostCurve:
     # k → ms that every position's logits, sampled, add to a k-token batch over its last position's (the
     # verification-batch probe, labs.theory.outputs; k = 1 adds 0): a prompt batch outputs only its last token
     output_extra: dict[int, Samples] | None = None
+    # the draft model's one-token decode and its sampling as the candidate runs it, on the probe (no server
+    # loop; labs.theory.outputs): where measured, c is this over t rather than draft_step over t
+    draft_decode: Samples | None = None
 
     @property
     def ks(self) -> list[int]:
@@ -107,9 +110,10 @@ class CostCurve:
     def c(self, i: int | None = None) -> float | None:
         if self.drafting == NGRAM:
             return 0.0
-        if self.draft_step is None or self.target_step is None:
+        own = self.draft_decode or self.draft_step
+        if own is None or self.target_step is None:
             return None
-        d = self.draft_step.median if i is None else self.draft_step.at(i)
+        d = own.median if i is None else own.at(i)
         return d / self.step_ms(i)
 
     def terms(self, i: int | None = None, k_max: int | None = None) -> StepCosts:
@@ -158,6 +162,7 @@ class CostCurve:
             "notes": list(self.notes),
             "left_out": self.left_out,
             "output_extra": batch(self.output_extra),
+            "draft_decode": self.draft_decode.to_json() if self.draft_decode else None,
         }
 
     @classmethod
@@ -184,6 +189,7 @@ class CostCurve:
             notes=list(d.get("notes") or []),
             left_out=int(d.get("left_out") or 0),
             output_extra=batch(d.get("output_extra")),  # absent in terms recorded before it was measured
+            draft_decode=samples(d.get("draft_decode")),
         )
 
 
@@ -365,6 +371,7 @@ async def measure_on_servers(
         )
     launcher = None
     draft_timer = None
+    draft_path = None  # the draft model's file, for the probe of its decode as the candidate runs it
     if drafting == NGRAM:
         sources["c"] = "n-gram drafting: no draft model, a lookup in the token history (c = 0, not measured)"
         sources["reeval"] = "n-gram drafting: no model re-evaluates the batch (R = 0)"
@@ -379,6 +386,7 @@ async def measure_on_servers(
         settings = (launched or {}).get("candidate", LaunchSpec()).draft_server_args()
         launcher, drafter = await start_drafter(client, draft_model, settings=settings)
         name = drafter.info.model if drafter.info else "the draft model"
+        draft_path = drafter.info.model_path if drafter.info else None
         which = (
             draft_named
             if draft_model
@@ -434,6 +442,11 @@ async def measure_on_servers(
     from spectui.labs.theory.outputs import add_outputs
 
     await add_outputs(curve, baseline, (launched or {}).get("baseline", LaunchSpec()), prefix, ks, repeats, say)
+    if draft_path is not None:
+        from spectui.labs.theory.outputs import add_draft_decode
+
+        await add_draft_decode(curve, draft_path, (launched or {}).get("candidate", LaunchSpec()), prefix, repeats, say)
+        curve.notes.append(f"the draft model timed: {which}")
     if before is not None:
         after = await candidate.counters()
         if after is not None:
@@ -544,7 +557,13 @@ def curve_text(curve: CostCurve) -> str:
     if curve.draft_step is not None:
         ds = curve.draft_step
         lines.append(
-            f"  one draft decode step = {ds.median:.2f} ms ({min(ds.values):.1f}–{max(ds.values):.1f}): c = {terms.c:.3f}"
+            f"  one draft decode step = {ds.median:.2f} ms ({min(ds.values):.1f}–{max(ds.values):.1f}) on its server"
+            + (
+                f"; {curve.draft_decode.median:.2f} ms as the candidate runs it (probe, no server loop)"
+                if curve.draft_decode
+                else ""
+            )
+            + f": c = {terms.c:.3f}"
         )
     elif curve.drafting == NGRAM:
         lines.append("  n-gram drafting: no draft model runs, c = 0 (not measured: a lookup in the token history)")

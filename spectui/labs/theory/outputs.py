@@ -87,3 +87,45 @@ async def add_outputs(
         f"every position's logits, sampled, add over the last one's (the verification-batch probe on {model.name}, "
         f"libllama b11434, {said}, {repeats} repeats){caveat}"
     )
+
+
+async def add_draft_decode(
+    curve: CostCurve,
+    draft_path: str,
+    candidate: LaunchSpec,
+    prefix: list[int],
+    repeats: int,
+    say: Callable[[str], None] | None = None,
+) -> None:
+    """Time the draft model's one-token decode and its sampling on the probe, at the candidate's draft
+    threads and offload: what a draft decode inside the candidate costs (common/speculative.cpp decodes and
+    samples top-k 10 per token; the probe takes the argmax, one pass over the vocabulary as well), without
+    llama-server's per-token loop that the draft server's decode step includes. c is then this over t."""
+    from spectui.machine import verify_probe
+
+    if curve.target_step is None or curve.draft_step is None:
+        return
+    model = Path(draft_path)
+    binary, why = verify_probe.find_or_build() if model.is_file() else (None, "the draft model's file is not here")
+    if binary is None:
+        curve.sources["c"] += f" (the server's loop not removed: {why})"
+        return
+    threads = _int(candidate, "threads_draft") or _int(candidate, "threads") or 1
+    batch = _int(candidate, "threads_batch") or threads
+    ngl = _int(candidate, "ngl_draft") or 0
+    if say is not None:
+        say(f"timing the draft's decode as the candidate runs it ({model.name}, -t {threads}) …")
+    try:
+        got = await verify_probe.measure(binary, model, prefix, [1], max(repeats, 3), threads, batch, ngl)
+    except Exception as exc:  # the probe failed: the draft server's step stands, labelled
+        from spectui.core.errors import describe
+
+        curve.sources["c"] += f" (the server's loop not removed: {describe(exc)})"
+        return
+    if not got.all.get(1):
+        return
+    curve.draft_decode = Samples(tuple(got.all[1]))
+    curve.sources["c"] = (
+        f"measured: {model.name}'s one-token decode and its sampling as the candidate runs it (the "
+        f"verification-batch probe, libllama b11434, -t {threads}, -ngl {ngl}: no server loop), over t"
+    )

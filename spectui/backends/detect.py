@@ -19,8 +19,6 @@ from spectui.core.errors import InputError, NotLlamaServer, ServerUnreachable, r
 if TYPE_CHECKING:
     from spectui.backends.base import Backend
 
-KINDS = KIND_CHOICES  # the kinds --backend accepts (backends.registry)
-
 
 def connect_reason(exc: BaseException) -> str:
     """Why a connection failed, in a few words: the OS's words for the error underneath ("connection

@@ -173,15 +173,36 @@ ALPHA_NOTE = (
 
 
 def repeat_text(g: Repeated) -> str:
-    """`speed-up 0.29× [0.27–0.31] at 38% accepted (5 runs): slower` — the spread beside every speed-up."""
+    """`speed-up 0.29× [0.27–0.31] at 38% accepted (5 runs): slower` — the spread beside every speed-up;
+    runs that failed are said and never counted (issue 40, item 3)."""
     sp = g.speedup
+    failed = g.failed_runs
     if sp is None:
-        return "speed-up not measured (a side failed in every run)"
+        if len(failed) == len(g.runs):
+            return "speed-up not measured (a side failed in every run)"
+        return f"speed-up not measured (no run gave both rates; {len(failed)} of {len(g.runs)} failed)"
     acc = [a for a in g.acceptance if a is not None]
     at = f" at {statistics.median(acc):.0%} accepted" if acc else " (the candidate drafted nothing)"
+    lost = (
+        f"; {len(failed)} of {len(g.runs)} runs failed (run {', '.join(map(str, failed))}), not counted"
+        if failed
+        else ""
+    )
     if not sp.measured:
-        return f"speed-up {sp.median:.2f}×{at} (1 run: no spread measured)"
-    return f"speed-up {sp.text(unit='×')}{at} ({sp.n} runs): {g.verdict}"
+        return f"speed-up {sp.median:.2f}×{at} (1 run: no spread measured){lost}"
+    return f"speed-up {sp.text(unit='×')}{at} ({sp.n} runs): {g.verdict}{lost}"
+
+
+def repeat_outputs_text(g: Repeated) -> str:
+    """The bytes over a prompt's runs, from the runs that were compared: a failed run is not 'identical'."""
+    div, compared, n = g.divergent_runs, len(g.compared_runs), len(g.runs)
+    if div:
+        said = f"run {', '.join(map(str, div))} of {n} DIFFER"
+    elif not compared:
+        return f"not compared: no run finished on both sides ({n} run{'s' if n != 1 else ''})"
+    else:
+        said = f"identical in every run ({n})" if compared == n else f"identical in {compared} of {n} runs"
+    return said + (f"; {n - compared} not compared (failed)" if compared < n else "")
 
 
 @dataclass(frozen=True)
@@ -257,15 +278,7 @@ def repeat_lines(results: list[PromptResult]) -> list[str]:
                 f"{'':<18}   acceptance moved between runs: {', '.join(fmt(a, '.0%') for a in g.acceptance)} "
                 "(at temperature 0 it should not: a finding in itself)"
             )
-        div = g.divergent_runs
-        out.append(
-            f"{'':<18}   outputs: "
-            + (
-                f"run {', '.join(map(str, div))} of {len(g.runs)} DIFFER"
-                if div
-                else f"identical in every run ({len(g.runs)})"
-            )
-        )
+        out.append(f"{'':<18}   outputs: {repeat_outputs_text(g)}")
     notes = {n for g in groups if (n := g.rate_note)}
     out.extend(f"{'':<18}   note: {n}" for n in sorted(notes))
     return out

@@ -119,7 +119,7 @@ class PromptResult:
     def prompts_differ_at(self) -> int | None:
         """Where the two servers' rendered prompts first differ (None: the same, or not known)."""
         a, b = self.rendered.get("baseline"), self.rendered.get("candidate")
-        if a is None or b is None or a == b:
+        if not a or not b or a == b:  # a side that rendered nothing (it failed first) differs in nothing
             return None
         from spectui.core.compare import first_difference
 
@@ -325,15 +325,31 @@ class Repeated:
 
         return next((n for r in self.runs if (n := rate_basis_note(r.baseline.figures, r.candidate.figures))), None)
 
+    @property
+    def measured_runs(self) -> list[PromptResult]:
+        """The runs where both sides finished: the only ones a rate, a TTFT or an acceptance comes from
+        (issue 40, item 3: a run cut off mid-stream gave the candidate's rate)."""
+        return [r for r in self.runs if r.measured]
+
+    @property
+    def failed_runs(self) -> list[int]:
+        """The runs (1-based) where a side failed or was cut off: counted, never measured or compared."""
+        return [r.run for r in self.runs if not r.measured]
+
+    @property
+    def compared_runs(self) -> list[PromptResult]:
+        """The runs with a verdict on the bytes (identical or not)."""
+        return [r for r in self.runs if r.identical is not None]
+
     def decode(self, side: str):
-        return self._spread([getattr(r, side).figures.decode_tps for r in self.runs])
+        return self._spread([getattr(r, side).figures.decode_tps for r in self.measured_runs])
 
     def ttft(self, side: str):
-        return self._spread([getattr(r, side).figures.ttft_ms for r in self.runs])
+        return self._spread([getattr(r, side).figures.ttft_ms for r in self.measured_runs])
 
     @property
     def acceptance(self) -> list[float | None]:
-        return [r.candidate.figures.acceptance_rate for r in self.runs]
+        return [r.candidate.figures.acceptance_rate for r in self.measured_runs]
 
     @property
     def acceptance_moved(self) -> bool:
@@ -361,6 +377,8 @@ class Repeated:
         return {
             "id": self.prompt.id,
             "runs": len(self.runs),
+            "failed_runs": self.failed_runs,
+            "compared_runs": len(self.compared_runs),
             "speedup": sp.to_json() if sp else None,
             "verdict": self.verdict,
             "tolerance": self.tolerance,

@@ -370,3 +370,45 @@ def test_profiles_show_says_a_profile_binds_every_interface(tmp_path):
         r = subprocess.run([sys.executable, "-m", "spectui", "profiles", action, "mine"], capture_output=True,
                            text=True, timeout=60, env={**os.environ, "SPECTUI_CONFIG_DIR": str(tmp_path)})  # fmt: skip
         assert "'0.0.0.0' lets other machines reach" in r.stderr, (action, r.stderr)
+
+
+# -- item 3: the --repeat summary counts only measured runs --------------------------------------------------
+class CutOn(RecordedServer):
+    """The recorded candidate, whose /completion number `n` (1-based) in `cut` is cut mid-stream."""
+
+    def __init__(self, stream, cut: set[int]) -> None:
+        super().__init__(stream)
+        self.cut = cut
+
+    async def _answer(self, path: str, writer) -> None:
+        if path == "/completion":
+            self.cut_after = len(self.payloads) // 2 if self.requests + 1 in self.cut else None
+        return await super()._answer(path, writer)
+
+
+def _repeat(capsys, cut: set[int], runs: int, *extra) -> tuple[int, str]:
+    with RecordedServer(payloads(BASELINE)) as b, CutOn(payloads(DRAFT), cut) as c:
+        argv = ["compare", "--baseline", b.url, "--candidate", c.url, "--backend", "llama.cpp", "--prompt", "fizzbuzz"]
+        code = main([*argv, "--repeat", str(runs), *extra])
+    return code, capsys.readouterr().out
+
+
+def test_a_failed_run_is_not_counted_in_the_repeat_summary(capsys):
+    code, out = _repeat(capsys, {2}, 3)
+    summary = out[out.index("repeated runs") :]
+    assert "identical in 2 of 3 runs; 1 not compared (failed)" in summary, summary
+    assert "(2 runs)" in summary and "1 of 3 runs failed (run 2), not counted" in summary, summary
+    assert "identical in every run" not in summary
+    code, out = _repeat(capsys, {2}, 3, "--json")
+    [rep] = json.loads(out)["repeats"]
+    assert rep["failed_runs"] == [2] and rep["compared_runs"] == 2
+    assert rep["speedup"]["n"] == 2 and rep["decode_tps"]["candidate"]["n"] == 2
+
+
+def test_a_prompt_whose_every_run_failed_is_not_called_identical(capsys):
+    code, out = _repeat(capsys, {1, 2}, 2)
+    summary = out[out.index("repeated runs") :]
+    assert "not compared: no run finished on both sides (2 runs)" in summary, summary
+    assert "identical in every run" not in summary
+    assert "candidate decode tok/s —" in summary, summary  # the cut runs' partial rate is not its rate
+    assert "rendered the chat template differently" not in out

@@ -59,6 +59,27 @@ def read_gguf_header(path: str | Path, tensors: bool = True) -> GGUFHeader:
             raise InputError(f"{p}: the GGUF header is damaged or truncated") from None
 
 
+def _str(fh: BinaryIO) -> str:
+    (n,) = struct.unpack("<Q", fh.read(8))
+    if n > _LONGEST_STRING:
+        raise struct.error("string too long")
+    return fh.read(n).decode("utf-8", errors="replace")
+
+
+def _skip(fh: BinaryIO, t: int) -> None:
+    if t == _STRING:
+        _str(fh)
+    elif t == _ARRAY:
+        at, n = struct.unpack("<IQ", fh.read(12))
+        if at in _SCALARS:
+            fh.seek(n * struct.calcsize("<" + _SCALARS[at]), 1)
+        else:
+            for _ in range(n):
+                _skip(fh, at)
+    else:
+        fh.seek(struct.calcsize("<" + _SCALARS[t]), 1)
+
+
 def _read(fh: BinaryIO, p: Path, with_tensors: bool) -> GGUFHeader:
     if fh.read(4) != b"GGUF":
         raise InputError(f"{p} is not a GGUF file", hint="give a .gguf file or a folder with config.json")
@@ -66,52 +87,30 @@ def _read(fh: BinaryIO, p: Path, with_tensors: bool) -> GGUFHeader:
     if version < 2:
         raise InputError(f"{p}: GGUF version {version} is too old")
     n_tensors, n_kv = struct.unpack("<QQ", fh.read(16))
-
-    def read_str() -> str:
-        (n,) = struct.unpack("<Q", fh.read(8))
-        if n > _LONGEST_STRING:
-            raise struct.error("string too long")
-        return fh.read(n).decode("utf-8", errors="replace")
-
-    def skip_value(t: int) -> None:
-        if t == _STRING:
-            read_str()
-        elif t == _ARRAY:
-            at, n = struct.unpack("<IQ", fh.read(12))
-            if at in _SCALARS:
-                fh.seek(n * struct.calcsize("<" + _SCALARS[at]), 1)
-            else:
-                for _ in range(n):
-                    skip_value(at)
-        else:
-            fh.seek(struct.calcsize("<" + _SCALARS[t]), 1)
-
     meta: dict = {}
     lengths: dict = {}
     for _ in range(n_kv):
-        key = read_str()
+        key = _str(fh)
         (t,) = struct.unpack("<I", fh.read(4))
         if t == _STRING:
-            meta[key] = read_str()
+            meta[key] = _str(fh)
         elif t == _ARRAY:
             pos = fh.tell()
-            _, n = struct.unpack("<IQ", fh.read(12))
-            lengths[key] = n
+            _, lengths[key] = struct.unpack("<IQ", fh.read(12))
             fh.seek(pos)
-            skip_value(t)
+            _skip(fh, t)
         else:
             fmt = "<" + _SCALARS[t]
             meta[key] = struct.unpack(fmt, fh.read(struct.calcsize(fmt)))[0]
     tensors: dict = {}
     types: dict = {}
     for _ in range(n_tensors if with_tensors else 0):
-        name = read_str()
+        name = _str(fh)
         (n_dims,) = struct.unpack("<I", fh.read(4))
         dims = struct.unpack(f"<{n_dims}Q", fh.read(8 * n_dims))
-        (ttype,) = struct.unpack("<I", fh.read(4))
+        (types[name],) = struct.unpack("<I", fh.read(4))
         fh.read(8)  # offset
         tensors[name] = tuple(int(d) for d in dims)
-        types[name] = ttype
     return GGUFHeader(p, version, meta, lengths, tensors, types)
 
 

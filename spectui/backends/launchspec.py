@@ -67,7 +67,7 @@ class LaunchSpec:
     prefix_cache: bool | None = None
 
     @classmethod
-    def from_argv(cls, argv: list[str] | tuple[str, ...] | None) -> LaunchSpec:
+    def from_argv(cls, argv: Sequence[str] | None) -> LaunchSpec:
         if not argv:
             return cls()
         values: dict[str, str] = {}

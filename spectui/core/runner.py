@@ -374,11 +374,12 @@ class Repeated:
 
     def to_json(self) -> dict:
         sp = self.speedup
+        # only where a run failed: the figures below then come from fewer runs than "runs" says
+        failed = {"failed_runs": self.failed_runs, "compared_runs": len(self.compared_runs)} if self.failed_runs else {}
         return {
             "id": self.prompt.id,
             "runs": len(self.runs),
-            "failed_runs": self.failed_runs,
-            "compared_runs": len(self.compared_runs),
+            **failed,
             "speedup": sp.to_json() if sp else None,
             "verdict": self.verdict,
             "tolerance": self.tolerance,

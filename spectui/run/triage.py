@@ -34,7 +34,7 @@ from spectui.backends.lossy import determinism_claims, lossy_settings
 from spectui.core.compare import compare_tokens
 from spectui.core.errors import describe
 from spectui.core.figures import SideRecorder
-from spectui.core.findings import Triage
+from spectui.core.findings import Rerun, Triage
 from spectui.core.runner import PromptResult, run_side
 from spectui.core.types import GenerationParams
 
@@ -128,7 +128,7 @@ class _Steps:
         self.baseline, self.candidate, self.result = baseline, candidate, result
         self.params, self.threshold, self.specs = params, threshold, specs
         self.sides = {"baseline": (baseline, result.baseline), "candidate": (candidate, result.candidate)}
-        self.reruns: list[dict] = []
+        self.reruns: list[Rerun] = []
         self.notes: list[str] = []
         self.text = result.rendered
         self.unsettled: dict[str, SideRecorder] = {}  # reruns that moved under another cache state: step 2 decides

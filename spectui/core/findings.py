@@ -6,13 +6,26 @@ carried on core.runner.PromptResult, recorded in sessions, shown by the reports,
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TypedDict, cast
+
+
+class Rerun(TypedDict, total=False):
+    """One of triage's reruns as recorded: what ran again and whether its bytes matched the run's."""
+
+    what: str  # "candidate recomputed without its prompt cache (…)"
+    identical: bool
+    first_divergence: int | None  # the byte where the rerun parted from the run; None where identical
+    prompt_cached_before: int  # the cold rerun only: prompt tokens the run reused from the cache
+    prompt_cached_now: int | None  # … and the rerun reused (None: the server does not say)
 
 
 @dataclass
 class Triage:
     cause: str  # "nondeterminism" | "cache" | "lossy verification" | "near-tie" | "configuration"
     summary: str
-    reruns: list[dict] = field(default_factory=list)
+    reruns: list[Rerun] = field(default_factory=list)
+    # the near-tie evidence at the divergence: position, each side's chosen token and top tokens, margins and
+    # the batch shapes asked (run.triage._near_tie); keys are made per side, so it stays a dict
     logprobs: dict | None = None
     notes: list[str] = field(default_factory=list)  # steps a side could not do
 
@@ -30,7 +43,8 @@ class Triage:
         """A recorded finding; None where the record is not one (a hand-edited or damaged session)."""
         if not isinstance(d, dict) or not isinstance(d.get("cause"), str):
             return None
-        reruns = [r for r in d.get("reruns") or [] if isinstance(r, dict)] if isinstance(d.get("reruns"), list) else []
+        raw = d.get("reruns")
+        reruns = cast(list[Rerun], [r for r in raw if isinstance(r, dict)] if isinstance(raw, list) else [])
         logprobs = d.get("logprobs") if isinstance(d.get("logprobs"), dict) else None
         notes = [str(n) for n in d.get("notes") or []] if isinstance(d.get("notes"), list) else []
         return cls(d["cause"], str(d.get("summary") or ""), reruns, logprobs, notes)

@@ -17,6 +17,7 @@ from textual_plotext import PlotextPlot
 
 from spectui.core.types import GenerationParams
 from spectui.tui.context import LabContext
+from spectui.tui.widgets.fit_table import FitTable
 
 
 def _fmt(v, spec=".0f"):
@@ -56,7 +57,7 @@ class PrefixScreen(Screen):
             "slot 0 (needs --slot-save-path).",
             id="status",
         )
-        yield DataTable(id="turns")
+        yield FitTable(id="turns")
         yield Static("", id="kv")
         yield Footer()
 
@@ -214,7 +215,7 @@ class SweepScreen(Screen):
             else "",
             id="sweep-alone",
         )
-        yield DataTable(id="levels")
+        yield FitTable(id="levels")
         yield PlotextPlot(id="sweep-plot")
         yield Footer()
 

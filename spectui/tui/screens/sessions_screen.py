@@ -11,6 +11,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Label
 
 from spectui.store.session_list import list_sessions
+from spectui.tui.widgets.fit_table import FitTable
 
 
 class RenameScreen(ModalScreen[str | None]):
@@ -51,7 +52,7 @@ class SessionBrowser(Screen):
 
     def compose(self) -> ComposeResult:
         yield Label(f"sessions in {self.folder}", id="where")
-        yield DataTable(cursor_type="row", id="sessions")
+        yield FitTable(cursor_type="row", id="sessions")
         yield Footer()
 
     def on_mount(self) -> None:

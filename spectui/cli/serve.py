@@ -34,7 +34,7 @@ STOP_GRACE_S = 5.0  # an app asked to quit has this long before it is killed
 
 def _die_with_parent(parent: int):
     """The launcher's PR_SET_PDEATHSIG, plus the race it leaves: a parent that died before prctl ran."""
-    from spectui.machine.launcher import _die_with_parent as pdeathsig
+    from spectui.machine.launcher import die_with_parent as pdeathsig
 
     def preexec() -> None:
         pdeathsig()

@@ -42,7 +42,7 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     return False
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent() -> None:  # runs in the child between fork and exec (also spectui serve's child)
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
@@ -161,7 +161,7 @@ class ServerProcess:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
         )
         self._reader = threading.Thread(target=self._read_log, name=f"log-{self.name}", daemon=True)
         self._reader.start()

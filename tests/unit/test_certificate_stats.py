@@ -46,7 +46,7 @@ def test_intervals_stay_in_their_quantitys_range(made):
 
 
 def test_a_figure_every_run_gave_alike_is_shown_as_exact():
-    assert interval_text({"value": 0.637, "low": 0.637, "high": 0.637}, ".1%") == "63.7% (exact: the same in every run)"
+    assert interval_text({"value": 0.637, "low": 0.637, "high": 0.637}, ".1%") == "63.7% (exact)"
     assert interval_text({"value": 0.637, "low": 0.6, "high": 0.7}, ".1%") == "63.7% [60.0%–70.0%]"
 
 

@@ -191,5 +191,5 @@ def interval_text(d: dict | None, spec: str = ".2f", unit: str = "") -> str:
         why = d.get("reason")
         return f"{v:{spec}}{unit}" + (f" ({why})" if why else "")
     if abs(d["high"] - d["low"]) <= 1e-12 * max(1.0, abs(v)):  # a count every run gave alike: no interval
-        return f"{v:{spec}}{unit} (exact: the same in every run)"
+        return f"{v:{spec}}{unit} (exact)"
     return f"{v:{spec}}{unit} [{d['low']:{spec}}–{d['high']:{spec}}]"

@@ -165,6 +165,38 @@ def cross_check(rec: SideRecorder, before: ServerCounters | None, after: ServerC
         f.metrics_check = f"ok (steps {f.steps} in stream, {int(d.steps)} by server)"
 
 
+# Tokens a server may send past max_tokens before spectui stops reading: above any draft step (llama.cpp's
+# --spec-draft-n-max, vLLM's num_speculative_tokens are tens at most), so only a server that ignores
+# max_tokens meets it (issue 40, item 4: 4,974 tokens in 30 s for max_tokens=128).
+OVERRUN_MARGIN = 64
+
+
+async def bounded(events: AsyncIterator[StreamEvent], params: GenerationParams) -> AsyncIterator[StreamEvent]:
+    """A backend's events, ended by a StreamFailed saying so once the server has sent more than
+    max_tokens + OVERRUN_MARGIN tokens; the stream below is closed (the connection dropped) there."""
+    import time
+
+    from spectui.core.events import TokenEvent
+
+    limit, n = params.max_tokens + OVERRUN_MARGIN, 0
+    try:
+        async for ev in events:
+            if isinstance(ev, TokenEvent):
+                n += 1
+                if n > limit:
+                    yield StreamFailed(
+                        time.perf_counter_ns(),
+                        f"the server overran max_tokens={params.max_tokens} (it ignores the limit): spectui stopped "
+                        f"reading after {limit} tokens",
+                    )
+                    return
+            yield ev
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
 async def run_side(
     name: str,
     backend: Source,
@@ -178,7 +210,7 @@ async def run_side(
     n_max = (backend.info.speculative or {}).get("n_max") if backend.info is not None else None
     rec.n_max_hint = float(n_max) if isinstance(n_max, (int, float)) and not isinstance(n_max, bool) else None
     before = await counters_or_none(backend)
-    async for ev in backend.stream(prompt_text, params):
+    async for ev in bounded(backend.stream(prompt_text, params), params):
         rec.feed(ev)
         if sink is not None:
             sink(name, ev)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.css.query import NoMatches
@@ -176,7 +177,9 @@ class RunController:
         if mt < 1 or not temp >= 0 or temp == float("inf"):
             app.notify("max tokens must be ≥ 1 and temperature a finite number ≥ 0", severity="error")
             return None
-        return GenerationParams(max_tokens=mt, temperature=temp, seed=seed, cache_prompt=app.params.cache_prompt)
+        # the settings row's fields over the launch's params: --idle-timeout, --deadline and the rest kept
+        # (issue 40, item 4: a stream of keep-alives ran past a 20 s --idle-timeout)
+        return replace(app.params, max_tokens=mt, temperature=temp, seed=seed)
 
     def run_typed(self) -> None:
         app = self.app

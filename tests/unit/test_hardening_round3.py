@@ -3,6 +3,7 @@ its fix. Expected values are written from the input, not read back from spectui'
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -412,3 +413,58 @@ def test_a_prompt_whose_every_run_failed_is_not_called_identical(capsys):
     assert "identical in every run" not in summary
     assert "candidate decode tok/s —" in summary, summary  # the cut runs' partial rate is not its rate
     assert "rendered the chat template differently" not in out
+
+
+# -- item 4: limits hold in every driver ---------------------------------------------------------------------
+class Misbehaving(RecordedServer):
+    """A llama-server look-alike whose /completion never ends by itself: `keepalive` sends only SSE comments,
+    else it streams the recorded first token every `every` seconds and ignores max_tokens. It stops after
+    `give_up` seconds, so a test that failed does not leave it streaming."""
+
+    def __init__(self, keepalive: bool = False, every: float = 0.0, give_up: float = 60.0) -> None:
+        super().__init__(payloads(BASELINE))
+        self.keepalive, self.every, self.give_up = keepalive, every, give_up
+        self.sent = 0  # tokens sent, over every request
+
+    async def _answer(self, path: str, writer) -> None:
+        if path != "/completion":
+            return await super()._answer(path, writer)
+        import time
+
+        self.requests += 1
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        token = dict(self.payloads[0])
+        end = time.monotonic() + self.give_up
+        while time.monotonic() < end:
+            if self.keepalive:
+                data = b": keep-alive\n\n"
+            else:
+                token["tokens_predicted"] = self.sent + 1
+                data = f"data: {json.dumps(token)}\n\n".encode()
+                self.sent += 1
+            writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            await writer.drain()
+            await asyncio.sleep(self.every if not self.keepalive else 0.2)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+
+
+def test_a_server_ignoring_max_tokens_is_stopped_and_named_in_compare(capsys):
+    with RecordedServer(payloads(BASELINE)) as b, Misbehaving(give_up=10) as c:
+        argv = ["compare", "--baseline", b.url, "--candidate", c.url, "--backend", "llama.cpp"]
+        code = main([*argv, "--prompt", "fizzbuzz", "--max-tokens", "8", "--json", "--deadline", "60"])
+    doc = json.loads(capsys.readouterr().out)
+    cand = doc["prompts"][0]["candidate"]
+    assert code != 0 and "overran max_tokens=8" in (cand["failed"] or ""), cand["failed"]
+    from spectui.core.runner import OVERRUN_MARGIN
+
+    assert cand["tokens"] == 8 + OVERRUN_MARGIN  # read up to the margin, then the connection dropped
+
+
+def test_a_server_ignoring_max_tokens_is_stopped_in_the_sweep(tmp_path, capsys):
+    with RecordedServer(payloads(BASELINE)) as b, Misbehaving(give_up=10) as c:
+        argv = ["sweep", "--baseline", b.url, "--candidate", c.url, "--backend", "llama.cpp", "--json"]
+        main([*argv, "--prompts", _prompts(tmp_path), "--concurrency", "1", "--max-tokens", "8", "--deadline", "60"])
+    level = json.loads(capsys.readouterr().out)["levels"][0]
+    assert level["verdicts"][0]["status"] == "failed", level["verdicts"]
+    assert "overran max_tokens=8" in json.dumps(level), level

@@ -22,7 +22,7 @@ from spectui.backends.base import Backend
 from spectui.backends.sse import READ_LAG
 from spectui.core.compare import Divergence
 from spectui.core.figures import SideRecorder
-from spectui.core.runner import counters_or_none, render_prompt, same_tokenizer
+from spectui.core.runner import bounded, counters_or_none, render_prompt, same_tokenizer
 from spectui.core.types import GenerationParams, Prompt
 from spectui.core.verdict import Verdict, judge
 
@@ -266,7 +266,7 @@ async def _run_side(backend: Backend, texts: list[str], params: GenerationParams
     recs = [SideRecorder(f"{name}#{i}") for i in range(len(texts))]
 
     async def one(i: int) -> None:
-        async for ev in backend.stream(texts[i], params):
+        async for ev in bounded(backend.stream(texts[i], params), params):  # max_tokens + a margin at most
             recs[i].feed(ev)
 
     # everything alive before the level moves out of the collector's way: a full collection over the

@@ -217,10 +217,18 @@ def verify(path: str | Path) -> Verification:
                             f"measured_on.servers.{side}.{key}: the certificate says {_short(claimed.get(key))}, "
                             f"the sessions recorded {_short(recorded.get(key))}"
                         )
+    bad, ok = check_renderings(doc, cert_path)
+    return Verification(not (problems + bad), problems + bad, checked + ok)
+
+
+def check_renderings(doc: dict, cert_path: Path) -> tuple[list[str], list[str]]:
+    """(problems, checked): the .md and .html beside the certificate, each equal to its rendering now."""
     from spectui.run.prove.render import render_html, render_markdown
 
+    problems: list[str] = []
+    checked: list[str] = []
     for name, render in ((MD_NAME, render_markdown), (HTML_NAME, render_html)):
-        r = base / rendering_name(cert_path, name)
+        r = cert_path.parent / rendering_name(cert_path, name)
         if not r.is_file():
             problems.append(f"{r.name}: missing (the rendering written beside the certificate)")
             continue
@@ -229,12 +237,11 @@ def verify(path: str | Path) -> Verification:
         except (KeyError, TypeError, ValueError, AttributeError, IndexError, UnicodeDecodeError) as exc:
             problems.append(f"{r.name}: cannot be compared ({type(exc).__name__}: {exc})")
             continue
-        if r.is_file():
-            if not same:
-                problems.append(f"{r.name}: does not match the certificate JSON (edited after it was rendered)")
-            else:
-                checked.append(f"{r.name}: matches the certificate JSON")
-    return Verification(not problems, problems, checked)
+        if not same:
+            problems.append(f"{r.name}: does not match the certificate JSON (edited after it was rendered)")
+        else:
+            checked.append(f"{r.name}: matches the certificate JSON")
+    return problems, checked
 
 
 def outside(path: str, base: Path) -> str | None:

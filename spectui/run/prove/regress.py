@@ -147,6 +147,52 @@ def identity_rows(old: dict, new: dict) -> list[RegressRow]:
     return rows
 
 
+def acceptance_rows(old: dict, new: dict) -> list[RegressRow]:
+    """Mean accepted length (judged only at the same n-max), acceptance per drafted token (shown), and
+    per-position acceptance on the positions both drafted, each lower beyond the intervals or not."""
+    rows: list[RegressRow] = []
+    oa, na = old["derived"].get("acceptance") or {}, new["derived"].get("acceptance") or {}
+    if oa.get("drafted") and not na.get("drafted"):
+        rows.append(RegressRow("acceptance", "measured", "not measured", "measured before and not now", True))
+    elif oa.get("drafted") or na.get("drafted"):
+        low, how = _lower(oa.get("mean_accepted_length"), na.get("mean_accepted_length"))
+        same, drafts = _same_draft(old, new)
+        if not same:  # 1 + Σᵢ P(positions 1…i accepted): it falls by itself when fewer positions are drafted
+            low, how = False, f"{drafts}: not judged"
+        rows.append(
+            RegressRow(
+                "mean accepted length",
+                interval_text(oa.get("mean_accepted_length")),
+                interval_text(na.get("mean_accepted_length")),
+                how,
+                low,
+            )
+        )
+        rows.append(
+            RegressRow(
+                "acceptance per drafted token",
+                f"{oa['acceptance_rate']:.1%}" if oa.get("acceptance_rate") is not None else "—",
+                f"{na['acceptance_rate']:.1%}" if na.get("acceptance_rate") is not None else "—",
+                "shown, not judged (it falls with a longer draft by design)",
+            )
+        )
+        opos, npos = oa.get("per_position") or [], na.get("per_position") or []
+        for i in range(min(len(opos), len(npos))):
+            low, how = _lower(opos[i], npos[i])
+            rows.append(
+                RegressRow(
+                    f"acceptance at position {i + 1}",
+                    interval_text(opos[i], ".1%"),
+                    interval_text(npos[i], ".1%"),
+                    how,
+                    low,
+                )
+            )
+        if len(opos) != len(npos):
+            rows.append(RegressRow("positions drafted", str(len(opos)), str(len(npos)), "the draft length changed"))
+    return rows
+
+
 def draft_length(doc: dict) -> int | None:
     """The candidate's n-max as its server reported it (derived from the sessions), else the positions its
     per-position counters cover."""
@@ -211,45 +257,7 @@ def regress(old_path: str | Path, new_path: str | Path, check: bool = True) -> R
     if why:
         return Regression(EXIT_INCOMPARABLE, why)
     rows = identity_rows(old, new)
-    oa, na = old["derived"].get("acceptance") or {}, new["derived"].get("acceptance") or {}
-    if oa.get("drafted") and not na.get("drafted"):
-        rows.append(RegressRow("acceptance", "measured", "not measured", "measured before and not now", True))
-    elif oa.get("drafted") or na.get("drafted"):
-        low, how = _lower(oa.get("mean_accepted_length"), na.get("mean_accepted_length"))
-        same, drafts = _same_draft(old, new)
-        if not same:  # 1 + Σᵢ P(positions 1…i accepted): it falls by itself when fewer positions are drafted
-            low, how = False, f"{drafts}: not judged"
-        rows.append(
-            RegressRow(
-                "mean accepted length",
-                interval_text(oa.get("mean_accepted_length")),
-                interval_text(na.get("mean_accepted_length")),
-                how,
-                low,
-            )
-        )
-        rows.append(
-            RegressRow(
-                "acceptance per drafted token",
-                f"{oa['acceptance_rate']:.1%}" if oa.get("acceptance_rate") is not None else "—",
-                f"{na['acceptance_rate']:.1%}" if na.get("acceptance_rate") is not None else "—",
-                "shown, not judged (it falls with a longer draft by design)",
-            )
-        )
-        opos, npos = oa.get("per_position") or [], na.get("per_position") or []
-        for i in range(min(len(opos), len(npos))):
-            low, how = _lower(opos[i], npos[i])
-            rows.append(
-                RegressRow(
-                    f"acceptance at position {i + 1}",
-                    interval_text(opos[i], ".1%"),
-                    interval_text(npos[i], ".1%"),
-                    how,
-                    low,
-                )
-            )
-        if len(opos) != len(npos):
-            rows.append(RegressRow("positions drafted", str(len(opos)), str(len(npos)), "the draft length changed"))
+    rows += acceptance_rows(old, new)
     osp, nsp = old["derived"]["speedup"]["overall"], new["derived"]["speedup"]["overall"]
     same_hw = machine_names(old["measured_on"].get("hardware")) == machine_names(new["measured_on"].get("hardware"))
     if osp and not nsp:

@@ -112,14 +112,20 @@ def headline_for(results: list[PromptResult]) -> Headline:
     acceptance = sum(r.candidate.figures.accepted for r in paired) / drafted if drafted else None
     groups = grouped(results)
     ws = whole_set(results)
-    if ws is not None:
-        sp = ws.speedup
-        speed = dict(speedup=sp.median, low=sp.low, high=sp.high, runs=runs_words(ws.runs, ws.prompts))
-    elif len(groups) == 1 and (spread := groups[0].speedup) is not None:
-        speed = dict(speedup=spread.median, low=spread.low, high=spread.high, runs=runs_words(len(paired)))
-    else:
-        speed = dict(speedup=None)
-    return headline(identical, len(verdicts), len(differ), what, first_byte=first, acceptance=acceptance, **speed)
+    spread = ws.speedup if ws is not None else (groups[0].speedup if len(groups) == 1 else None)
+    runs = runs_words(ws.runs, ws.prompts) if ws is not None else runs_words(len(paired))
+    return headline(
+        identical,
+        len(verdicts),
+        len(differ),
+        what,
+        first_byte=first,
+        acceptance=acceptance,
+        speedup=spread.median if spread is not None else None,
+        low=spread.low if spread is not None else None,
+        high=spread.high if spread is not None else None,
+        runs=runs,
+    )
 
 
 def for_prompt(results: list[PromptResult], result: PromptResult) -> Headline:

@@ -67,7 +67,7 @@ def greyed_reason(app: App, action: str) -> str:
 class KeysMixin:
     """The app's side of the keys: a notice for a greyed key, the `?` screen, the live panel's fold."""
 
-    async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:  # type: ignore[no-untyped-def]
+    async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:
         """Textual's, and where the action is greyed out (check_action None) a notice saying why."""
         done: bool = await super().run_action(action, default_namespace, namespaces)  # type: ignore[misc]
         if not done and isinstance(action, str):

@@ -19,7 +19,15 @@ def test_llama_cpps_default_ngram_sizes_are_named_with_the_fix():
 
 
 def test_small_ngram_sizes_say_what_n_gram_drafting_needs():
-    argv = [*SERVER, "--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3", "--spec-ngram-simple-size-m", "8"]
+    argv = [
+        *SERVER,
+        "--spec-type",
+        "ngram-simple",
+        "--spec-ngram-simple-size-n",
+        "3",
+        "--spec-ngram-simple-size-m",
+        "8",
+    ]
     line = why_nothing_drafted(argv, None)
     assert "(N 3)" in line and "copy the prompt" in line and "size-n 3" not in line
 

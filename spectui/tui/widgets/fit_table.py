@@ -92,19 +92,19 @@ class FitTable(DataTable):
         shown, short = self._shown
         return [self.plan.short.get(self._labels[i], self._labels[i]) if short else self._labels[i] for i in shown]
 
-    def add_columns(self, *labels):  # type: ignore[override]
+    def add_columns(self, *labels):
         self._labels += [str(x) for x in labels]
         self._refit(force=True)
         return []
 
-    def add_row(self, *cells, **kw):  # type: ignore[override]
+    def add_row(self, *cells, **kw):
         self._rows.append((cells, kw))
         if self._refit():
             return None
         shown, _ = self._shown
         return super().add_row(*(cells[i] for i in shown), **kw)
 
-    def clear(self, columns: bool = False):  # type: ignore[override]
+    def clear(self, columns: bool = False):
         self._rows.clear()
         if columns:
             self._labels.clear()

@@ -6,6 +6,7 @@ binds hidden (it submits, and submitting runs), was never shown."""
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
@@ -23,12 +24,12 @@ class KeysFooter(Footer):
         if self.screen is self.app.screen_stack[0]:
             # an app key the focused widget shadows with a hidden binding of its own (Enter: the prompt submits,
             # which runs): shown with the app's description
-            for binding in self.app.BINDINGS:
-                if not hasattr(binding, "action") or not binding.show or binding.action in seen:
+            for b in self.app.BINDINGS:
+                if not isinstance(b, Binding) or not b.show or b.action in seen:
                     continue
-                shadow = active.get(binding.key)
-                if shadow is not None and not shadow.binding.show and self.app.check_action(binding.action, ()):
-                    seen[binding.action] = (binding, True)
+                shadow = active.get(b.key)
+                if shadow is not None and not shadow.binding.show and self.app.check_action(b.action, ()):
+                    seen[b.action] = (b, True)
         order = {a: i for i, a in enumerate(FOOTER_FIRST)}
         actions = sorted(seen, key=lambda a: order.get(a, len(order)))
         return [seen[a] for a in actions]

@@ -75,12 +75,8 @@ class CostCurve:
     sources: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     left_out: int = 0  # replies whose cache_n/prompt_n were not what was asked
-    # k → ms that every position's logits, sampled, add to a k-token batch over its last position's (the
-    # verification-batch probe, labs.theory.outputs; k = 1 adds 0): a prompt batch outputs only its last token
-    output_extra: dict[int, Samples] | None = None
-    # the draft model's one-token decode and its sampling as the candidate runs it, on the probe (no server
-    # loop; labs.theory.outputs): where measured, c is this over t rather than draft_step over t
-    draft_decode: Samples | None = None
+    output_extra: dict[int, Samples] | None = None  # k → ms all k positions' outputs add (labs.theory.outputs)
+    draft_decode: Samples | None = None  # the draft's decode as the candidate runs it (probe): c's numerator
 
     @property
     def ks(self) -> list[int]:
@@ -370,7 +366,7 @@ async def measure_on_servers(
             f"{candidate.info.model}: not the candidate's target"
         )
     launcher = None
-    draft_timer = None
+    draft_timer: Timer | None = None
     draft_path = None  # the draft model's file, for the probe of its decode as the candidate runs it
     if drafting == NGRAM:
         sources["c"] = "n-gram drafting: no draft model, a lookup in the token history (c = 0, not measured)"
@@ -379,33 +375,13 @@ async def measure_on_servers(
         sources["c"] = "not measured: the candidate is not on this machine, its draft would be timed on other hardware"
         sources["reeval"] = "not measured (the candidate is not on this machine): R = 0 assumed"
     elif drafting == DRAFT_MODEL:
-        from spectui.machine.drafter import start_drafter
-
-        if say is not None:
-            say("starting the draft model on a llama-server of its own, to time it …")
         settings = (launched or {}).get("candidate", LaunchSpec()).draft_server_args()
-        launcher, drafter = await start_drafter(client, draft_model, settings=settings)
-        name = drafter.info.model if drafter.info else "the draft model"
-        draft_path = drafter.info.model_path if drafter.info else None
         which = (
             draft_named
             if draft_model
             else "spectui's bundled draft: llama-server does not say which the candidate loaded"
         )
-        how = (
-            f"with the candidate's {' '.join(settings)}"
-            if settings
-            else "at -t 1, no offload: the candidate's own settings not known"
-        )
-        sources["c"] = (
-            f"measured: {name}'s decode step on its own llama-server, {how}, over t ({which}); it includes that "
-            "server's per-token loop (its full sampler chain, detokenising), which a draft decode inside the "
-            "candidate does not run (a top-k 10 sampler, common/speculative.cpp): c is biased up by it"
-        )
-        sources["reeval"] = f"measured: {name}'s prompt_ms for k tokens on its own llama-server, over t"
-
-        async def draft_timer(p: list[int], n: int) -> CompletionTimings:
-            return await drafter.timed_completion(p, n)
+        launcher, draft_timer, draft_path = await _draft_server(client, draft_model, settings, which, sources, say)
     else:
         sources["c"] = f"not measured: {drafting} drafting has no separate model spectui can time (c = 0 assumed)"
         sources["reeval"] = "not measured: R = 0 assumed"
@@ -447,21 +423,51 @@ async def measure_on_servers(
 
         await add_draft_decode(curve, draft_path, (launched or {}).get("candidate", LaunchSpec()), prefix, repeats, say)
         curve.notes.append(f"the draft model timed: {which}")
-    if before is not None:
-        after = await candidate.counters()
-        if after is not None:
-            moved = [
-                name
-                for name in ("drafted", "accepted", "steps")
-                if getattr(before, name) is not None and getattr(after, name) != getattr(before, name)
-            ]
-            curve.notes.append(
-                "the candidate's speculation counters moved during the measurement: " + ", ".join(moved)
-                if moved
-                else "the candidate's speculation counters (drafted, accepted, steps) did not move: measured after "
-                "the run, on separate one-token requests that draft nothing"
-            )
+    after = await candidate.counters() if before is not None else None
+    if after is not None:
+        curve.notes.append(_counters_note(before, after))
     return curve
+
+
+async def _draft_server(client, draft_model, settings: list[str], which: str, sources: dict, say):
+    """The draft model on a llama-server of its own with the candidate's settings: (its launcher, a timer
+    of its requests, its model file); its sources written into `sources`."""
+    from spectui.machine.drafter import start_drafter
+
+    if say is not None:
+        say("starting the draft model on a llama-server of its own, to time it …")
+    launcher, drafter = await start_drafter(client, draft_model, settings=settings)
+    name = drafter.info.model if drafter.info else "the draft model"
+    how = (
+        f"with the candidate's {' '.join(settings)}"
+        if settings
+        else "at -t 1, no offload: the candidate's own settings not known"
+    )
+    sources["c"] = (
+        f"measured: {name}'s decode step on its own llama-server, {how}, over t ({which}); it includes that "
+        "server's per-token loop (its full sampler chain, detokenising), which a draft decode inside the "
+        "candidate does not run (a top-k 10 sampler, common/speculative.cpp): c is biased up by it"
+    )
+    sources["reeval"] = f"measured: {name}'s prompt_ms for k tokens on its own llama-server, over t"
+
+    async def timer(p: list[int], n: int) -> CompletionTimings:
+        return await drafter.timed_completion(p, n)
+
+    return launcher, timer, (drafter.info.model_path if drafter.info else None)
+
+
+def _counters_note(before, after) -> str:
+    moved = [
+        name
+        for name in ("drafted", "accepted", "steps")
+        if getattr(before, name) is not None and getattr(after, name) != getattr(before, name)
+    ]
+    if moved:
+        return "the candidate's speculation counters moved during the measurement: " + ", ".join(moved)
+    return (
+        "the candidate's speculation counters (drafted, accepted, steps) did not move: measured after the run, "
+        "on separate one-token requests that draft nothing"
+    )
 
 
 async def check_prompt(

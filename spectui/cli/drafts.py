@@ -267,9 +267,11 @@ def data_summary(r) -> str:
 async def cmd_train_lookup(args) -> int:
     from pathlib import Path
 
+    from spectui.cli.outputs import check_gguf
     from spectui.cli.progress import Advance
     from spectui.labs.drafts.train_lookup import run_pipeline
 
+    check_gguf(args.model, "--model")  # before any server is started to find out (issue 40, item 7)
     bar = Advance("spectui drafts train-lookup")
 
     def say(msg: str) -> None:

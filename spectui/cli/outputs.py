@@ -142,5 +142,5 @@ def check_gguf(path: str | Path | None, flag: str) -> Path | None:
     except OSError as exc:
         raise InputError(f"{flag} {p} cannot be read ({exc.strerror})") from None
     if magic != b"GGUF":
-        raise InputError(f"{flag} {p} is not a GGUF model file", hint="give the draft model's .gguf file")
+        raise InputError(f"{flag} {p} is not a GGUF model file", hint="give a model's .gguf file")
     return p

@@ -55,7 +55,8 @@ def read_gguf_header(path: str | Path, tensors: bool = True) -> GGUFHeader:
     with fh:
         try:
             return _read(fh, p, tensors)
-        except (struct.error, UnicodeDecodeError, KeyError, MemoryError, OverflowError, ValueError):
+        except (struct.error, UnicodeDecodeError, KeyError, MemoryError, OverflowError, ValueError, RecursionError):
+            # RecursionError: arrays of arrays nested past any real header's depth (issue 40, item 7)
             raise InputError(f"{p}: the GGUF header is damaged or truncated") from None
 
 
@@ -86,6 +87,8 @@ def _read(fh: BinaryIO, p: Path, with_tensors: bool) -> GGUFHeader:
     (version,) = struct.unpack("<I", fh.read(4))
     if version < 2:
         raise InputError(f"{p}: GGUF version {version} is too old")
+    if version > 3:  # a layout this reader does not know: its numbers would be read as garbage
+        raise InputError(f"{p}: GGUF version {version} is newer than this reader knows (2, 3)", hint="is it damaged?")
     n_tensors, n_kv = struct.unpack("<QQ", fh.read(16))
     meta: dict = {}
     lengths: dict = {}
@@ -125,6 +128,8 @@ def read_config_json(path: str | Path) -> tuple[Path, dict]:
         raise InputError(f"cannot read {cfg_path}: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{cfg_path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{cfg_path} nests too deeply to be a model's config", hint="is the file damaged?") from None
     if not isinstance(cfg, dict):
         raise InputError(f"{cfg_path} is not a JSON object")
     if isinstance(cfg.get("text_config"), dict):  # multimodal wrappers keep the language model here
@@ -139,6 +144,24 @@ def positive_int(value, where: Path | str, key: str) -> int:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(f"{where}: {key} is {value!r}, not a positive whole number", hint="is the file damaged?")
+    return value
+
+
+def head_size(hidden: int, heads: int, where: Path | str, key: str) -> int:
+    """A head's width where the header does not state it (hidden / heads): at least 1, else one line (100,000
+    heads over a hidden size of 576 made heads 0 wide and every count 0)."""
+    if hidden // heads < 1:
+        raise InputError(f"{where}: {key} is {heads}, more heads than the hidden size {hidden}", hint="is it damaged?")
+    return hidden // heads
+
+
+def flag(value, where: Path | str, key: str, default: bool = False) -> bool:
+    """A true/false key (tie_word_embeddings, attention_bias): a JSON boolean or absent; the string "false"
+    was read as true."""
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise InputError(f"{where}: {key} is {value!r}, not true or false", hint="is the file damaged?")
     return value
 
 

@@ -468,3 +468,79 @@ def test_a_server_ignoring_max_tokens_is_stopped_in_the_sweep(tmp_path, capsys):
     level = json.loads(capsys.readouterr().out)["levels"][0]
     assert level["verdicts"][0]["status"] == "failed", level["verdicts"]
     assert "overran max_tokens=8" in json.dumps(level), level
+
+
+# -- item 7: every number of a model header checked at the reader, one line naming file and key ---------------
+def _gguf_with(tmp_path: Path, name: str, tail: bytes = b"", version: int = 3, **kv) -> Path:
+    from tests.unit.test_gguf import GOOD, _gguf
+
+    keys = {**GOOD, "llama.feed_forward_length": 256, "llama.vocab_size": 1000, **kv}
+    head = _gguf(tmp_path / f"{name}.gguf", keys).read_bytes()
+    import struct
+
+    n_kv = len(keys) + (1 if tail else 0)
+    path = tmp_path / f"{name}.gguf"
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", version, 0, n_kv) + head[24:] + tail)
+    return path
+
+
+def _config(tmp_path: Path, name: str, text: str) -> Path:
+    base = {"architectures": ["LlamaForCausalLM"], "hidden_size": 576, "num_hidden_layers": 30,
+            "num_attention_heads": 9, "num_key_value_heads": 3, "intermediate_size": 1536, "vocab_size": 49152}  # fmt: skip
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(text.replace("BASE", json.dumps(base)[1:-1]))
+    return folder
+
+
+def _headers(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    import struct
+
+    from tests.unit.test_gguf import _s
+
+    nested = _s("x.nested") + struct.pack("<I", 9) + struct.pack("<IQ", 9, 1) * 200_000 + struct.pack("<IQ", 4, 0)
+    return {
+        "gguf nested arrays": (_gguf_with(tmp_path, "nested", nested), "damaged or truncated"),
+        "gguf version 99": (_gguf_with(tmp_path, "v99", version=99), "GGUF version 99"),
+        "gguf 100000 heads": (_gguf_with(tmp_path, "heads", **{"llama.attention.head_count": 100_000}), "head_count"),
+        "config 100k deep": (_config(tmp_path, "deep", "[" * 100_000 + "]" * 100_000), "nests too deeply"),
+        "config tie 'false'": (_config(tmp_path, "tie", '{BASE, "tie_word_embeddings": "false"}'), "tie_word_emb"),
+        "config heads of 0": (
+            _config(
+                tmp_path,
+                "h0",
+                '{BASE, "num_attention_heads": 100000, "head_dim": 0}'.replace('"num_attention_heads": 9, ', ""),
+            ),
+            "num_attention_heads",
+        ),  # fmt: skip
+        "config bias 1": (_config(tmp_path, "bias", '{BASE, "attention_bias": "yes"}'), "attention_bias"),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "gguf nested arrays",
+        "gguf version 99",
+        "gguf 100000 heads",
+        "config 100k deep",
+        "config tie 'false'",
+        "config heads of 0",
+        "config bias 1",
+    ],  # fmt: skip
+)
+def test_drafts_cost_on_a_malformed_header_is_one_line(case, tmp_path, capsys):
+    path, said = _headers(tmp_path)[case]
+    code = main(["drafts", "cost", "--target", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    [line] = [ln for ln in err.splitlines() if ln.strip()]
+    assert line.startswith("spectui: error: ") and str(path.name) in line and said in line, line
+
+
+def test_train_lookup_refuses_a_model_that_is_not_a_gguf_before_any_server(tmp_path, capsys):
+    notes = tmp_path / "notes.gguf"
+    notes.write_text("not a model\n")
+    code = main(["drafts", "train-lookup", "--model", str(notes), "--prompts", "default", "-o", str(tmp_path / "o")])
+    assert code == 2 and "is not a GGUF model file" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spectui.core.errors import InputError
-from spectui.machine.gguf import optional_positive_int, positive_int, read_config_json, read_gguf_header
+from spectui.machine.gguf import (
+    flag,
+    head_size,
+    optional_positive_int,
+    positive_int,
+    read_config_json,
+    read_gguf_header,
+)
 
 # bytes per parameter of the dtypes a config.json names
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "int8": 1}
@@ -77,7 +84,7 @@ def shape_from_gguf(path: str | Path) -> ModelShape:
         )
         raise InputError(f"{path}: the GGUF header lacks {arch}.{missing}", hint="is it a language model?")
     kv_heads = get("attention.head_count_kv") or heads
-    head_dim = get("attention.key_length") or hidden // heads
+    head_dim = get("attention.key_length") or head_size(hidden, heads, path, f"{arch}.attention.head_count")
     intermediate = get("feed_forward_length") or 0
     embd = h.tensors.get("token_embd.weight")
     vocab = get("vocab_size") or h.array_lengths.get("tokenizer.ggml.tokens") or (embd[1] if embd else 0)
@@ -144,10 +151,10 @@ def shape_from_hf(folder: str | Path) -> ModelShape:
         need("vocab_size"),
     )
     kv_heads = optional("num_key_value_heads") or heads
-    head_dim = optional("head_dim") or hidden // heads
+    head_dim = optional("head_dim") or head_size(hidden, heads, cfg_path, "num_attention_heads")
     intermediate = need("intermediate_size")
-    tied = bool(cfg.get("tie_word_embeddings", False))
-    bias = bool(cfg.get("attention_bias", False)) or cfg.get("model_type") == "qwen2"
+    tied = flag(cfg.get("tie_word_embeddings"), cfg_path, "tie_word_embeddings")
+    bias = flag(cfg.get("attention_bias"), cfg_path, "attention_bias") or cfg.get("model_type") == "qwen2"
     dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
     params = llama_params(hidden, layers, heads, kv_heads, head_dim, intermediate, vocab, tied, bias)
     notes = []

@@ -17,6 +17,7 @@ from spectui.core.runner import PromptResult
 from spectui.core.types import Prompt
 from spectui.labs.sweep import predict as sweep_costs
 from spectui.labs.theory import costs, terms
+from spectui.labs.theory import curve as cost_curve
 from spectui.labs.theory import formula as theory
 
 T_MS = 10.0  # one target decode step
@@ -65,11 +66,11 @@ def servers(seed: int = 0):
     return target, draft, cand
 
 
-def measured_curve(ks=range(1, GAMMA + 2), seed: int = 0) -> costs.CostCurve:
+def measured_curve(ks=range(1, GAMMA + 2), seed: int = 0) -> cost_curve.CostCurve:
     target, draft, cand = servers(seed)
     prefix, continuation = list(range(100, 160)), list(range(500, 540))
     return asyncio.run(
-        costs.measure(target, prefix, continuation, ks, draft=draft, candidate=cand, drafting=costs.DRAFT_MODEL)
+        costs.measure(target, prefix, continuation, ks, draft=draft, candidate=cand, drafting=cost_curve.DRAFT_MODEL)
     )
 
 
@@ -233,7 +234,9 @@ def test_best_gamma_and_break_even_come_from_the_measured_curve():
 def test_an_ngram_candidate_has_c_zero_and_says_so():
     target, _, cand = servers()
     curve = asyncio.run(
-        costs.measure(target, list(range(60)), list(range(500, 520)), range(1, 5), candidate=cand, drafting=costs.NGRAM)
+        costs.measure(
+            target, list(range(60)), list(range(500, 520)), range(1, 5), candidate=cand, drafting=cost_curve.NGRAM
+        )
     )
     tc = curve.terms()
     assert tc.c == 0.0 and tc.R(5) == 0.0 and not tc.draft_model
@@ -257,8 +260,8 @@ def test_a_server_that_does_not_reuse_the_prefix_gives_no_verification_term():
 
 
 def test_servers_without_prompt_timings_fall_back_to_the_ideal_labelled():
-    src = costs.ideal_sources(costs.DRAFT_MODEL, "the baseline (vllm) reports no per-request prompt timings")
-    curve = costs.CostCurve(0, 0, None, {}, sources=src)
+    src = costs.ideal_sources(cost_curve.DRAFT_MODEL, "the baseline (vllm) reports no per-request prompt timings")
+    curve = cost_curve.CostCurve(0, 0, None, {}, sources=src)
     tc = curve.terms()
     assert tc.V(9) == 1.0 and tc.R(9) == 0.0
     assert "vllm" in tc.sources["verify"] and "ideal" in tc.sources["verify"]

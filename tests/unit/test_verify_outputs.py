@@ -8,7 +8,7 @@ from pathlib import Path
 
 from spectui.backends.launchspec import LaunchSpec
 from spectui.labs.sweep.predict import predict_level
-from spectui.labs.theory.costs import CostCurve, Samples
+from spectui.labs.theory.curve import CostCurve, Samples
 from spectui.labs.theory.outputs import probe_settings
 from spectui.machine.drafter import drafter_argv
 from spectui.machine.verify_probe import parse, probe_argv

@@ -27,7 +27,7 @@ from spectui.core.types import GenerationParams, Prompt
 from spectui.core.verdict import Verdict, judge
 
 if TYPE_CHECKING:
-    from spectui.labs.theory.costs import CostCurve
+    from spectui.labs.theory.curve import CostCurve
 
 
 @dataclass

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from spectui.labs.theory.costs import DRAFT_MODEL, NONE, OTHER, CostCurve, drafting_kind, measure_on_servers
+from spectui.labs.theory.costs import measure_on_servers
+from spectui.labs.theory.curve import DRAFT_MODEL, NONE, OTHER, CostCurve, drafting_kind
 
 
 def predict_level(curve: CostCurve, n: int, tokens_per_round: float, drafted_per_round: float, n_max=None) -> float:

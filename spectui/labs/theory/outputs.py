@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from spectui.backends.launchspec import LaunchSpec
-from spectui.labs.theory.costs import CostCurve, Samples, is_local
+from spectui.labs.theory.curve import CostCurve, Samples, is_local
 
 PROMPT_ONLY = (
     "measured: the baseline's prompt_ms for k tokens on a cached prefix, which outputs the last token's logits "

@@ -2,7 +2,7 @@
 puts in a certificate ("terms") and `spectui theory --from S --save` appends to the session S (a "terms"
 record, store.session), or keeps beside it (S.terms.json) where the session must stay as recorded.
 
-Each prompt's entry holds the raw times its terms came from (labs.theory.costs.CostCurve.to_json: ms as the
+Each prompt's entry holds the raw times its terms came from (labs.theory.curve.CostCurve.to_json: ms as the
 servers timed them) and the check made of them (labs.theory.terms.TheoryCheck.to_json). The times are recorded
 figures: nothing can measure them again without the servers. The check is derivable: wherever the record
 is read (`spectui verify`, `spectui report`) it is derived again from those times and the session's own
@@ -104,7 +104,7 @@ def runs_of(results: list) -> dict[str, list]:
 def rederive(e: dict, runs: list):
     """The check of one entry derived again from its recorded times and the session's runs (TheoryCheck, or
     None where no run drafted)."""
-    from spectui.labs.theory.costs import CostCurve
+    from spectui.labs.theory.curve import CostCurve
     from spectui.labs.theory.terms import check_runs
 
     m = e.get("measurement")
@@ -118,7 +118,7 @@ def from_stored(rec: dict, groups) -> tuple[dict, dict]:
     """Each group's check and curve from a kept record (core.runner.Repeated groups, as read back from the
     session): the times as measured then, the check derived again from them and the runs now. A prompt the
     record does not hold gets (None, None)."""
-    from spectui.labs.theory.costs import CostCurve
+    from spectui.labs.theory.curve import CostCurve
 
     by_id = {e.get("id"): e for e in rec.get("prompts") or [] if isinstance(e, dict)}
     checks: dict = {}

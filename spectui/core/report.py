@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from spectui.core import terms_table
 from spectui.core.compare import escape_bytes
+from spectui.core.headline import headline_for
 from spectui.core.markdown import md_cell
 from spectui.core.runner import PromptResult, Repeated, grouped
 from spectui.core.stats import Spread, over_units
@@ -160,6 +161,7 @@ def text_report(
         + (f", {len(results) - len(done)} not compared" if len(done) < len(results) else "")
         + f"; builds: baseline {infos['baseline'].build or '?'}, candidate {infos['candidate'].build or '?'}"
     )
+    lines.append(headline_for(results).line)  # both halves of the answer (core.headline), as the TUI's banner
     if terms is not None:
         lines += terms_table.text(terms)
     return "\n".join(lines)
@@ -407,6 +409,8 @@ def markdown_report(
         + (f", {len(results) - len(done)} not compared" if len(done) < len(results) else "")
         + ". "
         f"Builds: baseline {md_cell(b.build or '?')}, candidate {md_cell(c.build or '?')}.",
+        "",
+        f"**{md_cell(headline_for(results).line)}**",
         "",
     ]
     if any(r.candidate.figures.drafted for r in results):

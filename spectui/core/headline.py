@@ -98,8 +98,8 @@ def runs_words(runs: int, prompts: int = 1) -> str:
 def headline_for(results: list[PromptResult]) -> Headline:
     """The headline of a run: one prompt's runs, or a set's (its speed-up over prompts, as core.report's
     whole_set; one prompt's over its runs, as its Repeated)."""
-    from spectui.core.report import whole_set
     from spectui.core.runner import grouped
+    from spectui.core.stats import over_units
 
     verdicts = [r.verdict for r in results if r.verdict is not None]
     judged = [v for v in verdicts if v.identical is not None]
@@ -111,9 +111,11 @@ def headline_for(results: list[PromptResult]) -> Headline:
     drafted = sum(r.candidate.figures.drafted for r in paired)
     acceptance = sum(r.candidate.figures.accepted for r in paired) / drafted if drafted else None
     groups = grouped(results)
-    ws = whole_set(results)
-    spread = ws.speedup if ws is not None else (groups[0].speedup if len(groups) == 1 else None)
-    runs = runs_words(ws.runs, ws.prompts) if ws is not None else runs_words(len(paired))
+    # over two or more prompts the prompt is the unit, as core.report.whole_set (which imports this module)
+    units = [u for g in groups if (u := [r.speedup for r in g.runs if r.speedup is not None])]
+    whole = len(units) >= 2
+    spread = over_units(units) if whole else (groups[0].speedup if len(groups) == 1 else None)
+    runs = runs_words(len(paired), len(units) if whole else 1)
     return headline(
         identical,
         len(verdicts),

@@ -21,7 +21,7 @@ from spectui.store import prompts as prompt_sets
 from spectui.tui.config import AppConfig
 from spectui.tui.context import LabContext
 from spectui.tui.controller import FLUSH_S, RunController
-from spectui.tui.keys import KeysMixin
+from spectui.tui.key_actions import KeysMixin
 from spectui.tui.messages import ProbeSampled, RunMessage
 from spectui.tui.recording import SessionKeeper
 from spectui.tui.screens.diff import DiffScreen

@@ -62,38 +62,3 @@ def greyed_reason(app: App, action: str) -> str:
     if action == "triage":
         return "triage explains outputs that differ: the last run's outputs are identical"
     return "not available now"
-
-
-class KeysMixin:
-    """The app's side of the keys: a notice for a greyed key, the `?` screen, the live panel's fold."""
-
-    async def run_action(self, action, default_namespace=None, namespaces=None) -> bool:
-        """Textual's, and where the action is greyed out (check_action None) a notice saying why."""
-        done: bool = await super().run_action(action, default_namespace, namespaces)  # type: ignore[misc]
-        if not done and isinstance(action, str):
-            from textual.actions import parse
-
-            app: App = self  # type: ignore[assignment]
-            _, name, params = parse(action)
-            target = default_namespace if default_namespace is not None else app
-            if target.check_action(name, params) is None:
-                app.notify(greyed_reason(app, name), severity="warning", timeout=6)
-        return done
-
-    def action_show_keys(self) -> None:
-        from spectui.tui.screens.keys_screen import KeysScreen
-
-        app: App = self  # type: ignore[assignment]
-        if isinstance(app.screen, KeysScreen):
-            app.screen.dismiss()
-            return
-        app.push_screen(KeysScreen.of(app.screen))
-
-    def action_toggle_live(self) -> None:
-        from spectui.tui.widgets.fit import fit_main_screen
-        from spectui.tui.widgets.panes import LivePanel
-
-        app: App = self  # type: ignore[assignment]
-        screen = app.screen_stack[0]
-        screen.query_one(LivePanel).toggle()
-        fit_main_screen(screen, app.size.width, app.size.height)

@@ -25,7 +25,7 @@ import shlex
 import signal
 import sys
 
-from spectui.cli.serve_guard import Guard, cap_message
+from spectui.cli.serve_guard import ConnectionLimits, Guard, cap_message, clamp_size, remote_assets_removed
 from spectui.core.errors import InputError
 
 log = logging.getLogger("spectui.serve")
@@ -51,6 +51,7 @@ def _exec_service():
 
     class ExecAppService(app_service.AppService):
         async def _open_app_process(self, width: int = 80, height: int = 24):
+            width, height = clamp_size(width, height)  # a page may ask for any size (issue 40, item 8)
             environment = self._build_environment(width=width, height=height)
             self._process = process = await asyncio.create_subprocess_exec(
                 *shlex.split(self.command),
@@ -62,6 +63,9 @@ def _exec_service():
             )
             self._stdin = process.stdin
             return process
+
+        async def set_terminal_size(self, width: int, height: int) -> None:
+            await super().set_terminal_size(*clamp_size(width, height))
 
         async def stop(self) -> None:
             try:
@@ -131,6 +135,7 @@ def _server_class():
                 "application": {"name": self.title},
             }
             response = aiohttp_jinja2.render_template("app_index.html", request, context)
+            response.text = remote_assets_removed(response.text or "", f"{origin}/static/")
             self.guard.set_cookie(response)
             return response
 
@@ -200,17 +205,17 @@ async def _run(server, host: str, port: int) -> None:
     app = await server._make_app()
     runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=STOP_GRACE_S * 2)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    assert runner.server is not None
+    limits = ConnectionLimits(runner.server)  # a connection cap and a header timeout in front of aiohttp's
     try:
-        await site.start()
+        listener = await asyncio.get_running_loop().create_server(limits, host, port)
     except OSError as exc:
         await runner.cleanup()
         raise InputError(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}",
             hint="another program holds that port: give --port N (0 picks a free one)",
         ) from None
-    listening = getattr(site._server, "sockets", None)  # asyncio's Server (AbstractServer does not name it)
-    bound = listening[0].getsockname()[1] if listening else port
+    bound = listener.sockets[0].getsockname()[1] if listener.sockets else port
     server.guard.bound(host, bound)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -227,6 +232,7 @@ async def _run(server, host: str, port: int) -> None:
         await stop.wait()
     finally:
         print("spectui: stopping: asking each app to quit", file=sys.stderr, flush=True)
+        listener.close()
         try:
             await runner.cleanup()
         finally:

@@ -127,3 +127,99 @@ class Guard:
             return await handler(request)
 
         return guard
+
+
+# -- bounds once connected (issue 40, item 8) ---------------------------------------------------------------
+MAX_WIDTH, MAX_HEIGHT = 500, 200  # a terminal larger than any screen shows: an app's memory grows with its size
+HEADER_TIMEOUT_S = 10.0  # a connection that has not sent one whole request head by then is closed
+MAX_CONNECTIONS = 64  # open connections at once (pages, scripts, websockets of at most --max-apps apps)
+
+
+def clamp_size(width, height) -> tuple[int, int]:
+    """A terminal size from the page (query or resize message) within 1..MAX_WIDTH × 1..MAX_HEIGHT; what is
+    not a number is the default 80 × 24 (`["resize", {"width": 100000, …}]` grew one app by 45 MB/s)."""
+
+    def one(v, top: int, default: int) -> int:
+        try:
+            n = int(v)
+        except (TypeError, ValueError, OverflowError):
+            return default
+        return max(1, min(n, top))
+
+    return one(width, MAX_WIDTH, 80), one(height, MAX_HEIGHT, 24)
+
+
+def remote_assets_removed(html: str, static_url: str) -> str:
+    """The page with no request to another site: textual-serve's template loads Roboto Mono from Google
+    Fonts (a machine offline waits for it); the same font ships in its static folder and is used instead."""
+    import re
+
+    html = re.sub(r"<link\b[^>]*\bhref=\"https?://[^\"]*\"[^>]*>", "", html)
+    face = (
+        '<style>@font-face { font-family: "Roboto Mono"; '
+        f'src: url("{static_url}fonts/RobotoMono-VariableFont_wght.ttf") format("truetype"); }}</style>'
+    )
+    return html.replace("</head>", face + "\n</head>", 1)
+
+
+class ConnectionLimits:
+    """The listening socket's protocol factory around aiohttp's: at most MAX_CONNECTIONS open at once (past
+    that a connection is closed on arrival) and each closed when it has not sent a whole request head within
+    HEADER_TIMEOUT_S (800 half-sent requests were held 44 s and more)."""
+
+    def __init__(self, factory, max_connections: int = MAX_CONNECTIONS, header_timeout: float = HEADER_TIMEOUT_S):
+        self.factory, self.max_connections, self.header_timeout = factory, max_connections, header_timeout
+        self.open = 0
+        self.refused = 0  # connections closed on arrival, over the cap
+        self.timed_out = 0  # connections closed without a whole request head in time
+
+    def __call__(self):
+        import asyncio
+
+        limits = self
+
+        class Guarded(asyncio.Protocol):
+            def __init__(self) -> None:
+                self.inner = None
+                self.timer = None
+
+            def connection_made(self, transport) -> None:
+                if limits.open >= limits.max_connections:
+                    limits.refused += 1
+                    transport.abort()
+                    return
+                limits.open += 1
+                self.inner = limits.factory()
+                self.timer = asyncio.get_running_loop().call_later(limits.header_timeout, self.check, transport)
+                self.inner.connection_made(transport)
+
+            def check(self, transport) -> None:
+                # aiohttp's handler counts each request whose head it has parsed (web_protocol.py)
+                if getattr(self.inner, "_request_count", 1) == 0:
+                    limits.timed_out += 1
+                    transport.abort()
+
+            def data_received(self, data: bytes) -> None:
+                if self.inner is not None:
+                    self.inner.data_received(data)
+
+            def eof_received(self):
+                return self.inner.eof_received() if self.inner is not None else None
+
+            def pause_writing(self) -> None:
+                if self.inner is not None:
+                    self.inner.pause_writing()
+
+            def resume_writing(self) -> None:
+                if self.inner is not None:
+                    self.inner.resume_writing()
+
+            def connection_lost(self, exc) -> None:
+                if self.inner is None:
+                    return
+                limits.open -= 1
+                if self.timer is not None:
+                    self.timer.cancel()
+                self.inner.connection_lost(exc)
+
+        return Guarded()

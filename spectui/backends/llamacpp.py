@@ -416,10 +416,16 @@ def slot_result(action: str, slot: int, filename: str | None, body: dict) -> Slo
     timings = body["timings"] if isinstance(body.get("timings"), dict) else {}
     ms = timings.get(f"{action}_ms")
     name = body.get("filename")
+    count_key = {"save": "n_saved", "restore": "n_restored", "erase": "n_erased"}.get(action, "")
+    if body.get(count_key) is not None and num(count_key) is None:  # the count the command reports: not a guess
+        raise NotLlamaServer(
+            f"the server's slot {action} reply gives {count_key} = {body[count_key]!r}, not a count of tokens",
+            hint="is it a llama.cpp llama-server? its slot file may or may not have been written",
+        )
     return SlotResult(
         action,
         slot,
-        num({"save": "n_saved", "restore": "n_restored", "erase": "n_erased"}.get(action, "")),
+        num(count_key),
         num({"save": "n_written", "restore": "n_read"}.get(action, "")),
         name if isinstance(name, str) else filename,
         float(ms) if isinstance(ms, (int, float)) and not isinstance(ms, bool) else None,

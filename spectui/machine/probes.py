@@ -59,6 +59,30 @@ class HostSample:
         return asdict(self)
 
 
+def _printable_name(name) -> str:
+    """A GPU name as a driver reports it, safe to print: control characters (escape codes) shown as '?',
+    at most 96 characters (issue 40, item 9: a name with escape codes reached the terminal raw)."""
+    if isinstance(name, bytes):
+        name = name.decode(errors="replace")
+    if not isinstance(name, str):
+        return ""
+    return "".join(c if c.isprintable() else "?" for c in name)[:96].strip()
+
+
+def _memory_counts(mem) -> tuple[int, int, int | None] | None:
+    """(used, total, free) bytes from NVML's memory info when they make sense together (whole numbers >= 0,
+    used and free within total), else None, shown as N/A: a reading of used > total gave '-6.0 GiB free'."""
+    if mem is None:
+        return None
+    vals = [getattr(mem, k, None) for k in ("used", "total", "free")]
+    if any(v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0) for v in vals):
+        return None
+    used, total, free = vals
+    if used is None or total is None or used > total or (free is not None and free > total):
+        return None
+    return used, total, free
+
+
 class GPUProbe:
     """NVIDIA GPUs via NVML; `nvml` can be injected (tests use a fake module)."""
 
@@ -104,18 +128,17 @@ class GPUProbe:
             except Exception:
                 continue
             name = _try(lambda h=handle: nv.nvmlDeviceGetName(h))
-            if isinstance(name, bytes):
-                name = name.decode(errors="replace")
-            mem = _try(lambda h=handle: nv.nvmlDeviceGetMemoryInfo(h))
+            mem = _memory_counts(_try(lambda h=handle: nv.nvmlDeviceGetMemoryInfo(h)))
             util = _try(lambda h=handle: nv.nvmlDeviceGetUtilizationRates(h))
+            used, total, free = mem if mem is not None else (None, None, None)
             out.append(
                 GPUSample(
                     index=i,
-                    name=name or f"GPU {i}",
-                    memory_used=int(mem.used) if mem is not None else None,
-                    memory_total=int(mem.total) if mem is not None else None,
+                    name=_printable_name(name) or f"GPU {i}",
+                    memory_used=used,
+                    memory_total=total,
                     utilisation=int(util.gpu) if util is not None else None,
-                    memory_free=int(mem.free) if mem is not None and getattr(mem, "free", None) is not None else None,
+                    memory_free=free,
                 )
             )
         return out

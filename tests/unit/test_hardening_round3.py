@@ -544,3 +544,33 @@ def test_train_lookup_refuses_a_model_that_is_not_a_gguf_before_any_server(tmp_p
     code = main(["drafts", "train-lookup", "--model", str(notes), "--prompts", "default", "-o", str(tmp_path / "o")])
     assert code == 2 and "is not a GGUF model file" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+# -- item 9: the rest ----------------------------------------------------------------------------------------
+def test_an_nvml_reading_that_does_not_add_up_is_not_a_figure():
+    from spectui.machine.probes import GPUProbe
+    from tests.fakes import FakeNVML
+
+    gib = 1024**3
+    probe = GPUProbe(FakeNVML(gpus=[("GPU A", 8 * gib, 14 * gib, 5), ("GPU B", 8 * gib, 2 * gib, 5)]))
+    a, b = probe.sample()
+    assert (a.memory_used, a.memory_total, a.memory_free) == (None, None, None)  # used > total: N/A, never -6 GiB
+    assert (b.memory_used, b.memory_total, b.memory_free) == (2 * gib, 8 * gib, 6 * gib)
+    assert probe.memory(0) is None and probe.memory(1).free == 6 * gib
+
+
+def test_escape_codes_in_a_gpu_name_never_reach_the_terminal():
+    from spectui.machine.probes import GPUProbe
+    from tests.fakes import FakeNVML
+
+    [g] = GPUProbe(FakeNVML(gpus=[("NVIDIA \x1b[2J\x1b]0;pwned\x07H200\n", 1024**3, 0, 0)])).sample()
+    assert g.name.isprintable() and "\x1b" not in g.name and "H200" in g.name
+
+
+def test_a_slot_reply_without_a_count_is_an_error_not_a_question_mark():
+    from spectui.backends.llamacpp import slot_result
+    from spectui.core.errors import ServerError
+
+    with pytest.raises(ServerError, match="n_saved = 'many'"):
+        slot_result("save", 0, "f.bin", {"n_saved": "many", "n_written": 10})
+    assert slot_result("save", 0, "f.bin", {"n_saved": 12, "n_written": 10}).tokens == 12

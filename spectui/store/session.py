@@ -485,6 +485,12 @@ def verdict_check(session: Session, sp: SessionPrompt, b: SideRecorder, c: SideR
     if sp.damaged:  # unreadable records: nothing in this prompt can be trusted, its verdict included
         return again, None
     if recorded is None:
+        if saved.get("verdict") is not None:  # there, but not a verdict (a hand edit): say so, not "none"
+            return (
+                again,
+                f"{sp.prompt.id}: the recorded verdict is unreadable ({type(saved['verdict']).__name__}: "
+                f"{str(saved['verdict'])[:40]!r}); judged from the recorded events: {again.line()}",
+            )
         if again.status in ("identical", "differs"):
             return (
                 again,

@@ -574,3 +574,17 @@ def test_a_slot_reply_without_a_count_is_an_error_not_a_question_mark():
     with pytest.raises(ServerError, match="n_saved = 'many'"):
         slot_result("save", 0, "f.bin", {"n_saved": "many", "n_written": 10})
     assert slot_result("save", 0, "f.bin", {"n_saved": 12, "n_written": 10}).tokens == 12
+
+
+def test_a_verdict_that_is_a_string_is_called_unreadable_not_missing(tmp_path, capsys):
+    lines, edited = [], False
+    for line in SESSION.read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("type") == "result" and not edited:
+            rec["verdict"], edited = "identical", True
+        lines.append(json.dumps(rec))
+    path = tmp_path / "edited.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["replay", str(path), "--no-tui"]) == 0
+    err = capsys.readouterr().err
+    assert "the recorded verdict is unreadable (str: 'identical')" in err and "no verdict was recorded" not in err

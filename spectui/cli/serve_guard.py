@@ -13,6 +13,7 @@ import ipaddress
 import secrets
 import socket
 from dataclasses import dataclass, field
+from typing import Any
 
 PUBLIC_PREFIX = "/static/"  # textual-serve's own scripts and styles: the same for everyone
 
@@ -180,8 +181,8 @@ class ConnectionLimits:
 
         class Guarded(asyncio.Protocol):
             def __init__(self) -> None:
-                self.inner = None
-                self.timer = None
+                self.inner: Any = None  # aiohttp's RequestHandler, once admitted
+                self.timer: asyncio.TimerHandle | None = None
 
             def connection_made(self, transport) -> None:
                 if limits.open >= limits.max_connections:

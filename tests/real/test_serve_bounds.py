@@ -21,7 +21,9 @@ def test_the_page_loads_nothing_from_another_site(tmp_path):
     with serving(tmp_path) as s:
         status, page = s.get(f"/?token={s.token}")
         assert status == 200
-        remote = [u for u in re.findall(r"""(?:href|src)=["']([^"']+)""", page) if not u.startswith(f"http://{s.host}/")]
+        remote = [
+            u for u in re.findall(r"""(?:href|src)=["']([^"']+)""", page) if not u.startswith(f"http://{s.host}/")
+        ]
         assert remote == [], remote
         font = re.search(r'url\("([^"]+\.ttf)"\)', page)
         assert font is not None, "no @font-face for the bundled font"

@@ -76,13 +76,13 @@ def cmd_profiles(args) -> int:
         from spectui.labs.memory.plan import OVERHEAD_SOURCES, floor_gpu, plan_profile
         from spectui.store.profiles import servers_for
 
-        missing = []
+        not_set_up = []  # the machine may fit while llama-server, a model or a variable is not there yet
         for c in p.comparisons:
             try:
                 servers_for(p, c)
             except InputError as exc:
-                missing.append(f"{c.id}: {exc.one_line()}")
-        for m in missing:
+                not_set_up.append(f"{c.id}: {exc.one_line()}")
+        for m in not_set_up:
             print(f"  cannot launch {m}")
         # the memory plan: on this machine's GPU (NVML), else on the track's hardware from the profile's figures
         plans = plan_profile(p, hw.gpu_memory or floor_gpu(p, hw.note))
@@ -96,8 +96,12 @@ def cmd_profiles(args) -> int:
             too_big = [f"{pl.comparison}: {pl.reason}" for pl in plans if pl.decision == "too-big"]
             for m in too_big:
                 print(f"  cannot launch {m}")
-            missing += too_big
-        return EXIT_OK if ok and not missing else EXIT_SERVER
+        else:
+            too_big = []
+        # the exit status answers "does this machine fit the profile"; set-up still to do is said, not failed
+        if ok and not too_big and not_set_up:
+            print(f"this machine fits; {len(not_set_up)} comparison(s) need set-up first (above)")
+        return EXIT_OK if ok and not too_big else EXIT_SERVER
     return EXIT_OK
 
 
@@ -110,6 +114,11 @@ def register(sub) -> None:
     p = sub.add_parser("doctor", help="what spectui found: llama-server, models, GPUs, host")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the text")
 
-    p = sub.add_parser("profiles", help="hardware profiles: list, show one, check one against this machine")
+    p = sub.add_parser(
+        "profiles",
+        help="hardware profiles: list, show one, check one against this machine",
+        epilog="check exits 0 where this machine fits the profile (set-up still to do, such as `spectui setup` "
+        "or a variable to set, is listed), 1 where it does not fit or a pair is too big for its GPU",
+    )
     p.add_argument("action", choices=("list", "show", "check"))
     p.add_argument("name", nargs="?")

@@ -65,6 +65,17 @@ def test_profiles_check_fails_where_the_machine_does_not_fit(capsys, twelve_gb_n
     assert code == 0 and out.startswith("cpu-demo")
 
 
+def test_profiles_check_fits_before_set_up_and_says_what_is_missing(capsys, monkeypatch, tmp_path):
+    """A machine that fits the demo but has built nothing yet (an empty cache, no llama-server): check says
+    the set-up to do and still exits 0, so the fast tests need nothing built."""
+    monkeypatch.setenv("SPECTUI_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("SPECTUI_LLAMA_SERVER", str(tmp_path / "nonexistent"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    code, out, _ = run(capsys, "profiles", "check", "cpu-demo")
+    assert code == 0 and out.startswith("cpu-demo")
+    assert "cannot launch draft" in out and "need set-up first" in out
+
+
 def test_profiles_usage_errors_are_one_line(capsys):
     code, _, err = run(capsys, "profiles", "show", "no-such-profile")
     assert code == 2 and err.count("\n") == 1 and "no profile named 'no-such-profile'" in err

@@ -14,6 +14,7 @@ from spectui.run.phased import PhasedRun
 from spectui.run.session import RunOptions, RunSession
 
 
+@pytest.mark.usefixtures("stand_in_assets")
 def test_a_profiles_pair_is_two_local_servers_on_two_ports_and_says_why_it_runs_alone():
     together = LaunchedPair.plan_for("cpu-demo", None)
     alone = LaunchedPair.plan_for("cpu-demo", None, one_at_a_time=True)
@@ -30,6 +31,7 @@ def test_an_unknown_profile_is_one_input_error():
         LaunchedPair.plan_for("nope", None)
 
 
+@pytest.mark.usefixtures("stand_in_assets")
 def test_one_at_a_time_gives_a_phased_run_and_starts_nothing_until_it_runs():
     pair = LaunchedPair.plan_for("cpu-demo", None, one_at_a_time=True)
     options = RunOptions(repeat=2)

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from spectui.backends.recorded import ReplayBackend
 from spectui.cli.main import main
@@ -168,6 +169,7 @@ def test_sweep_one_at_a_time_fails_the_levels_of_a_side_that_will_not_start():
     assert lv.candidate.failed[0].startswith("candidate server:") and "port in use" in lv.candidate.failed[0]
 
 
+@pytest.mark.usefixtures("stand_in_assets")
 def test_prove_runs_one_at_a_time_where_the_memory_plan_says_so_and_refuses_a_pair_too_big(monkeypatch):
     """On a track's 24 GiB GPU (the profile's floor, all free: no NVML is asked) the plan says one at a
     time for an 8B target and a draft; prove takes it by itself and says why. Nothing is launched here."""

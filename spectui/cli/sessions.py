@@ -113,7 +113,7 @@ def cmd_report(args) -> int:
         raise InputError(f"{session.path} holds no prompts")
     from spectui.cli.outputs import check_output
 
-    check_output(args.output, "-o")
+    check_output(args.output, "-o", kinds=("report",))
     params, order = session.prompts[0].params, session.prompts[0].order
     terms, checks = _saved_terms(session.path, results)
     text = REPORTS[args.format](session.infos, results, params, order, str(session.path), terms, checks)

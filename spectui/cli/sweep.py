@@ -27,7 +27,7 @@ async def cmd_sweep(args) -> int:
     prompt_list = prompts_from(args)
     from spectui.cli.outputs import check_notebook, check_output, write_failed
 
-    check_output(args.save, "--save")  # every output checked before the run (issue 26, item 3)
+    check_output(args.save, "--save", kinds=("sweep result",))  # every output checked before the run
     check_output(args.svg, "--svg")
     check_notebook(args)
     from spectui.backends.transport import stamped_client

@@ -108,18 +108,11 @@ def _argv(writer: str, victim: Path, servers, shards, tmp: Path) -> list[str]:
     }[writer]
 
 
-# A flag two commands share takes either's kind until the caller names its own (check_output's `kinds`):
-# cli/sessions.py (report) and cli/sweep.py are being moved by the CLI's reorganisation now.
-SHARED_FLAG = {
-    ("report -o", "certificate"): "report must pass check_output(args.output, '-o', kinds=('report',))",
-    ("sweep --save", "session"): "sweep must pass check_output(args.save, '--save', kinds=('sweep result',))",
-}
 CASES = [
     pytest.param(
         w,
         v,
         id=f"{w} at a {v}",
-        marks=pytest.mark.xfail(strict=True, reason=SHARED_FLAG[w, v]) if (w, v) in SHARED_FLAG else (),
     )
     for w, kinds in WRITERS.items()
     for v in kinds

@@ -38,7 +38,7 @@ def _server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ready-timeout", type=float, default=120.0, metavar="SEC", help="wait for a loading server")
 
 
-def add_parser(sub) -> None:
+def register(sub) -> None:
     """The `drafts` subcommand and its three actions (called by cli.main.build_parser)."""
     from spectui.labs.drafts.cost import GPUS
 

@@ -51,18 +51,10 @@ examples:
 
 
 def _register(sub, module: str) -> None:
-    """A command module's parsers (each module's register(subparsers); drafts and prove keep their own names)."""
+    """A command module's parsers: each module's register(subparsers) (pip's commands/ pattern)."""
     import importlib
 
-    mod = importlib.import_module(f"spectui.cli.{module}")
-    if module == "drafts":
-        mod.add_parser(sub)
-    elif module == "prove":
-        from spectui.cli.options import add_run_options
-
-        mod.add_parsers(sub, add_run_options)  # prove, verify, regress, merge
-    else:
-        mod.register(sub)
+    importlib.import_module(f"spectui.cli.{module}").register(sub)
 
 
 def _commands_text() -> str:

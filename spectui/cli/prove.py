@@ -15,7 +15,9 @@ EXIT_NOT_VERIFIED = 1
 EXIT_NOT_WRITTEN = 5  # prove: a session or the certificate stopped being written (a full disk): no certificate
 
 
-def add_parsers(sub, add_run_options) -> None:
+def register(sub) -> None:
+    from spectui.cli.options import add_run_options
+
     p = sub.add_parser(
         "prove",
         help="one certificate that the candidate is identical to the baseline, and how much faster",

@@ -6,7 +6,7 @@ import statistics
 from dataclasses import dataclass
 
 from spectui.core import terms_table
-from spectui.core.compare import escape_bytes
+from spectui.core.compare import Divergence, escape_bytes
 from spectui.core.headline import headline_for
 from spectui.core.markdown import md_cell
 from spectui.core.runner import PromptResult, Repeated, grouped
@@ -101,50 +101,7 @@ def text_report(
     lines.append(head)
     lines.append("-" * len(head))
     for r in results:
-        for name, rec in (("baseline", r.baseline), ("candidate", r.candidate)):
-            f = rec.figures
-            pid = (r.prompt.id + (f" #{r.run}" if r.runs > 1 else "")) if name == "baseline" else ""
-            if rec.failed is not None:
-                lines.append(f"{pid:<18} {name:<9} FAILED after {f.tokens} tokens: {rec.failed.message}")
-                continue
-            lines.append(
-                f"{pid:<18} {name:<9} {fmt(f.ttft_ms):>8} {fmt(f.decode_tps):>7} {fmt(f.server_decode_tps):>9} "
-                f"{f.tokens:>6} {fmt(f.prompt_cached, 'd'):>6}  {acceptance_text(rec):<16} {fmt(f.mean_accepted_length, '.2f'):>8}"
-                f" {fmt(measured(rec, f.alpha_per_position), '.2f'):>6}"
-            )
-            if f.metrics_check and f.metrics_check != "ok" and f.drafted:
-                lines.append(f"{'':<18} {'':<9} /metrics cross-check: {f.metrics_check}")
-        labels = r.candidate.figures.labels
-        if labels:
-            lines.append(f"{'':<18} {'':<9} labels: {labels}")
-        if r.prompts_differ_at is not None:
-            lines.append(
-                f"{'':<18}   prompts differ: the two servers rendered the chat template differently at "
-                f"byte {r.prompts_differ_at}"
-            )
-        spread = "; 1 run: no spread measured" if r.runs == 1 and r.speedup is not None else ""
-        lines.append(
-            f"{'':<18} speed-up  {speedup_text(r)}{spread}   output: {verdict_text(r)}"
-            + (f" (compared {r.compared})" if r.identical is not None else "")
-        )
-        if r.divergence is not None:
-            d = r.divergence
-            lines.append(f"{'':<18}   baseline  …{escape_bytes(d.baseline_excerpt)}…")
-            lines.append(f"{'':<18}   candidate …{escape_bytes(d.candidate_excerpt)}…")
-            cb, cc = r.baseline.figures.prompt_cached, r.candidate.figures.prompt_cached
-            if cb is not None and cc is not None and cb != cc:
-                lines.append(f"{'':<18}   note: prompt tokens reused from cache differ ({cb} vs {cc})")
-            if r.triage:
-                t = r.triage
-                lines.append(f"{'':<18}   {t.line()}")
-                lp = t.logprobs or {}
-                for side in ("baseline", "candidate"):
-                    if lp.get(side):
-                        top = ", ".join(f"'{escape_bytes(str(tok).encode())}' {v:.3f}" for tok, v in lp[side])
-                        lines.append(f"{'':<18}     {side} top tokens at {lp.get('position')}: {top}")
-                for n in t.notes:
-                    lines.append(f"{'':<18}     ({n})")
-        lines += drafts_lines(r)
+        lines += prompt_lines(r)
     if any(r.candidate.figures.drafted for r in results):
         lines.append(ALPHA_NOTE)
     repeats = repeat_lines(results)
@@ -165,6 +122,62 @@ def text_report(
     if terms is not None:
         lines += terms_table.text(terms)
     return "\n".join(lines)
+
+
+def prompt_lines(r: PromptResult) -> list[str]:
+    """One prompt's rows: each side's figures, its labels, its speed-up and verdict, where the outputs part."""
+    lines: list[str] = []
+    for name, rec in (("baseline", r.baseline), ("candidate", r.candidate)):
+        f = rec.figures
+        pid = (r.prompt.id + (f" #{r.run}" if r.runs > 1 else "")) if name == "baseline" else ""
+        if rec.failed is not None:
+            lines.append(f"{pid:<18} {name:<9} FAILED after {f.tokens} tokens: {rec.failed.message}")
+            continue
+        lines.append(
+            f"{pid:<18} {name:<9} {fmt(f.ttft_ms):>8} {fmt(f.decode_tps):>7} {fmt(f.server_decode_tps):>9} "
+            f"{f.tokens:>6} {fmt(f.prompt_cached, 'd'):>6}  {acceptance_text(rec):<16} {fmt(f.mean_accepted_length, '.2f'):>8}"
+            f" {fmt(measured(rec, f.alpha_per_position), '.2f'):>6}"
+        )
+        if f.metrics_check and f.metrics_check != "ok" and f.drafted:
+            lines.append(f"{'':<18} {'':<9} /metrics cross-check: {f.metrics_check}")
+    labels = r.candidate.figures.labels
+    if labels:
+        lines.append(f"{'':<18} {'':<9} labels: {labels}")
+    if r.prompts_differ_at is not None:
+        lines.append(
+            f"{'':<18}   prompts differ: the two servers rendered the chat template differently at "
+            f"byte {r.prompts_differ_at}"
+        )
+    spread = "; 1 run: no spread measured" if r.runs == 1 and r.speedup is not None else ""
+    lines.append(
+        f"{'':<18} speed-up  {speedup_text(r)}{spread}   output: {verdict_text(r)}"
+        + (f" (compared {r.compared})" if r.identical is not None else "")
+    )
+    if r.divergence is not None:
+        lines += divergence_lines(r, r.divergence)
+    lines += drafts_lines(r)
+    return lines
+
+
+def divergence_lines(r: PromptResult, d: Divergence) -> list[str]:
+    """Where the two outputs part: both excerpts, a cache note, and the triage with its top tokens."""
+    lines: list[str] = []
+    lines.append(f"{'':<18}   baseline  …{escape_bytes(d.baseline_excerpt)}…")
+    lines.append(f"{'':<18}   candidate …{escape_bytes(d.candidate_excerpt)}…")
+    cb, cc = r.baseline.figures.prompt_cached, r.candidate.figures.prompt_cached
+    if cb is not None and cc is not None and cb != cc:
+        lines.append(f"{'':<18}   note: prompt tokens reused from cache differ ({cb} vs {cc})")
+    if r.triage:
+        t = r.triage
+        lines.append(f"{'':<18}   {t.line()}")
+        lp = t.logprobs or {}
+        for side in ("baseline", "candidate"):
+            if lp.get(side):
+                top = ", ".join(f"'{escape_bytes(str(tok).encode())}' {v:.3f}" for tok, v in lp[side])
+                lines.append(f"{'':<18}     {side} top tokens at {lp.get('position')}: {top}")
+        for n in t.notes:
+            lines.append(f"{'':<18}     ({n})")
+    return lines
 
 
 # acceptance per drafted token (accepted/drafted) is not Leviathan's α: the table gives both

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextvars import ContextVar
 
@@ -230,30 +231,10 @@ async def post_sse(
                 raise StreamBroken(f"{url_shown} answered HTTP {r.status_code}: {error_text(r)}")
             body_chunks = r.extensions.get(BODY_CHUNKS)
             chunks = body_chunks() if body_chunks is not None else r.aiter_bytes()
-            arrivals = r.extensions.get(ARRIVALS)
-            lags = READ_LAG.get()
-            t_kernel = None  # a chunk already buffered when the last one was read arrived with it
+            stamps = _ArrivalStamps(r.extensions.get(ARRIVALS), READ_LAG.get(), started, clock)
             while True:
-                if wall_deadline is not None and (left := wall_deadline - time.monotonic()) < idle_timeout:
-                    # the deadline is nearer than the idle timeout: no read may outlast it (asyncio.timeout,
-                    # not 3.11's wait_for, which can drop a cancel that lands as the read completes)
-                    try:
-                        async with asyncio.timeout(max(left, 0.0)):
-                            chunk = await anext(chunks, None)
-                    except TimeoutError:
-                        raise _past_deadline(deadline) from None
-                else:
-                    chunk = await anext(chunks, None)
-                newest = 0
-                if arrivals:  # the kernel's time for the newest packet of this chunk (backends/transport.py)
-                    newest = arrivals[-1]
-                    arrivals.clear()
-                if newest >= started:  # older: an earlier response's last read on this kept-alive connection
-                    t = t_kernel = newest
-                    if lags is not None:
-                        lags.append(clock() - t)
-                else:  # stamped as the bytes reach us, before any of our own work on them
-                    t = t_kernel if t_kernel is not None else clock()
+                chunk = await _read_chunk(chunks, wall_deadline, idle_timeout, deadline)
+                t = stamps.stamp()
                 if chunk is None:  # the end of the body: a last event without its blank line still counts
                     payloads = [p for p in (decoder.flush(),) if p is not None]
                 else:
@@ -275,21 +256,74 @@ async def post_sse(
                     if obj is DONE:
                         return
                     assert isinstance(obj, dict)  # parse_payload gives an object, DONE or None
-                    if "error" in obj and not obj.keys() & {"content", "choices", "text"}:
-                        err = obj["error"]
-                        msg = err.get("message", err) if isinstance(err, dict) else err
-                        raise StreamBroken(f"server error: {redact(str(msg))[:200]}")
+                    _raise_server_error(obj)
                     yield t, obj
                 if chunk is None:
                     return
-    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-        raise StreamBroken(f"cannot connect to {url_shown} ({why(exc)})") from None
-    except httpx.ReadTimeout:
-        if wall_deadline is not None and time.monotonic() >= wall_deadline - 0.001:
+    except httpx.HTTPError as exc:
+        raise _transport_broken(exc, url_shown, idle_timeout, deadline, wall_deadline) from None
+
+
+async def _read_chunk(
+    chunks: AsyncIterator[bytes], wall_deadline: float | None, idle_timeout: float, deadline: float | None
+) -> bytes | None:
+    """The body's next chunk, None at its end; where the deadline is nearer than the idle timeout, no read
+    may outlast it (asyncio.timeout, not 3.11's wait_for, which can drop a cancel that lands as the read
+    completes)."""
+    if wall_deadline is not None and (left := wall_deadline - time.monotonic()) < idle_timeout:
+        try:
+            async with asyncio.timeout(max(left, 0.0)):
+                return await anext(chunks, None)
+        except TimeoutError:
             raise _past_deadline(deadline) from None
-        raise StreamBroken(
+    return await anext(chunks, None)
+
+
+class _ArrivalStamps:
+    """The arrival time of each chunk read: the kernel's stamp of its newest packet where the socket carries
+    one (backends/transport.py), else the clock as the bytes reach us, before any of our own work on them."""
+
+    def __init__(self, arrivals: deque[int] | None, lags: list[int] | None, started: int, clock: Callable[[], int]):
+        self.arrivals = arrivals
+        self.lags = lags
+        self.started = started
+        self.clock = clock
+        self.t_kernel: int | None = None  # a chunk already buffered when the last one was read arrived with it
+
+    def stamp(self) -> int:
+        """The arrival time of the chunk just read."""
+        newest = 0
+        if self.arrivals:  # the kernel's time for the newest packet of this chunk (backends/transport.py)
+            newest = self.arrivals[-1]
+            self.arrivals.clear()
+        if newest >= self.started:  # older: an earlier response's last read on this kept-alive connection
+            t = self.t_kernel = newest
+            if self.lags is not None:
+                self.lags.append(self.clock() - t)
+            return t
+        # stamped as the bytes reach us, before any of our own work on them
+        return self.t_kernel if self.t_kernel is not None else self.clock()
+
+
+def _raise_server_error(obj: dict) -> None:
+    """An event that is only an error object (no content beside it) ends the stream with the server's message."""
+    if "error" in obj and not obj.keys() & {"content", "choices", "text"}:
+        err = obj["error"]
+        msg = err.get("message", err) if isinstance(err, dict) else err
+        raise StreamBroken(f"server error: {redact(str(msg))[:200]}")
+
+
+def _transport_broken(
+    exc: httpx.HTTPError, url_shown: str, idle_timeout: float, deadline: float | None, wall_deadline: float | None
+) -> StreamBroken:
+    """The one-line StreamBroken for a transport failure: no connection, no answer in time, a lost connection."""
+    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+        return StreamBroken(f"cannot connect to {url_shown} ({why(exc)})")
+    if isinstance(exc, httpx.ReadTimeout):
+        if wall_deadline is not None and time.monotonic() >= wall_deadline - 0.001:
+            return _past_deadline(deadline)
+        return StreamBroken(
             f"no answer for {idle_timeout:g} s: idle timeout",
             hint="the server may be stuck; raise --idle-timeout if it is just slow",
-        ) from None
-    except httpx.HTTPError as exc:
-        raise StreamBroken(f"connection to {url_shown} lost ({why(exc)})") from None
+        )
+    return StreamBroken(f"connection to {url_shown} lost ({why(exc)})")

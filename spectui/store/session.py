@@ -240,14 +240,8 @@ def _prompt(rec: dict) -> SessionPrompt:
     )
 
 
-def load_session(path: str | Path) -> Session:
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise InputError(f"session file {p} does not exist")
-    lines = _lines(p)  # read as they are needed: a 1,000,000-event session is 135 MB, never held whole
-    first = next(lines, b"")
-    warnings: list[str] = []
-    truncated = _unterminated(p)  # no newline after the last line: it was cut mid-write
+def _header(p: Path, first: bytes) -> dict:
+    """The session's header (its first line), or one line saying why the file is not a session this reads."""
     if not first.strip():
         raise InputError(f"{p} is empty, not a spectui session")
     try:
@@ -267,6 +261,47 @@ def load_session(path: str | Path) -> Session:
             f"{p} is session format version {head.get('version')}; this spectui reads up to {VERSION}",
             hint="upgrade spectui to replay it",
         )
+    return head
+
+
+def _add_event(rec: dict, prompts: list[SessionPrompt], next_token: dict[tuple[int, str], int]) -> None:
+    """Append one event record to the last prompt's side; raises _Interleaved where its stream does not follow on."""
+    if not prompts:
+        raise ValueError("an event before any prompt")
+    side = rec["side"]
+    if side not in ("baseline", "candidate"):
+        raise ValueError(f"side {side!r}")
+    # two writers at once (or an old spectui without the lock): a side that starts twice in
+    # one prompt, or whose tokens do not follow on, holds two runs' lines: no verdict from it
+    key = (len(prompts), side)
+    token = _token_fields(rec)
+    if token is not None:  # nearly every record: packed from its fields, no event object made
+        if token[0] != next_token.get(key, 0):
+            raise _Interleaved()
+        next_token[key] = token[0] + 1
+        prompts[-1].events[side].append_token(*token)
+        return
+    ev = event_from_json(rec)
+    if isinstance(ev, StreamStarted) and key in next_token:
+        raise _Interleaved()
+    if isinstance(ev, TokenEvent):
+        if ev.index != next_token.get(key, 0):
+            raise _Interleaved()
+        next_token[key] = ev.index + 1
+    elif isinstance(ev, StreamStarted):
+        next_token[key] = 0
+    prompts[-1].events[side].append(ev)
+
+
+def load_session(path: str | Path) -> Session:
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise InputError(f"session file {p} does not exist")
+    lines = _lines(p)  # read as they are needed: a 1,000,000-event session is 135 MB, never held whole
+    first = next(lines, b"")
+    warnings: list[str] = []
+    truncated = _unterminated(p)  # no newline after the last line: it was cut mid-write
+    head = _header(p, first)
     infos = {"baseline": ServerInfo(url="?"), "candidate": ServerInfo(url="?")}
     prompts: list[SessionPrompt] = []
     terms: dict | None = None
@@ -295,31 +330,7 @@ def load_session(path: str | Path) -> Session:
             elif kind == "prompt":
                 prompts.append(_prompt(rec))
             elif kind == "event":
-                if not prompts:
-                    raise ValueError("an event before any prompt")
-                side = rec["side"]
-                if side not in ("baseline", "candidate"):
-                    raise ValueError(f"side {side!r}")
-                # two writers at once (or an old spectui without the lock): a side that starts twice in
-                # one prompt, or whose tokens do not follow on, holds two runs' lines: no verdict from it
-                key = (len(prompts), side)
-                token = _token_fields(rec)
-                if token is not None:  # nearly every record: packed from its fields, no event object made
-                    if token[0] != next_token.get(key, 0):
-                        raise _Interleaved()
-                    next_token[key] = token[0] + 1
-                    prompts[-1].events[side].append_token(*token)
-                    continue
-                ev = event_from_json(rec)
-                if isinstance(ev, StreamStarted) and key in next_token:
-                    raise _Interleaved()
-                if isinstance(ev, TokenEvent):
-                    if ev.index != next_token.get(key, 0):
-                        raise _Interleaved()
-                    next_token[key] = ev.index + 1
-                elif isinstance(ev, StreamStarted):
-                    next_token[key] = 0
-                prompts[-1].events[side].append(ev)
+                _add_event(rec, prompts, next_token)
             elif kind == "result" and prompts:
                 prompts[-1].result = rec
                 by_n[rec.get("n")] = prompts[-1]

@@ -191,16 +191,7 @@ def parse_profile(text: str, path: str) -> Profile:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf"):  # NaN too
             raise err(f"hardware.{k}", "must be a finite number >= 0")
         nums[k] = float(v)
-    variables = {}
-    raw_vars = data.get("variables") or {}
-    if not isinstance(raw_vars, dict):
-        raise err("variables", "must be a table of [variables.NAME] tables")
-    for vname, v in raw_vars.items():
-        if not isinstance(v, dict) or not isinstance(v.get("env"), str):
-            raise err(f"variables.{vname}", 'needs env = "NAME_OF_ENVIRONMENT_VARIABLE"')
-        warnings += [f"profile {path}: unknown key 'variables.{vname}.{k}' ignored" for k in v if k not in VAR_KEYS]
-        stated = _parse_stated(v.get("stated"), f"variables.{vname}.stated", err, warnings, path)
-        variables[vname] = Variable(vname, v["env"], str(v.get("description", "")), v.get("default"), stated)
+    variables = _parse_variables(data.get("variables") or {}, err, warnings, path)
     mem = data.get("memory") or {}
     if not isinstance(mem, dict):
         raise err("memory", "must be a table")
@@ -229,38 +220,7 @@ def parse_profile(text: str, path: str) -> Profile:
             raise err(f"{where}.kind", f"{kind!r} is not one of {', '.join(sorted(KINDS))}")
         sides: dict[str, ServerSpec] = {}
         for side in ("baseline", "candidate"):
-            s = c.get(side)
-            if not isinstance(s, dict):
-                raise err(f"{where}.{side}", "missing: give { backend = …, argv = [ … ] }")
-            warnings += [f"profile {path}: unknown key '{where}.{side}.{k}' ignored" for k in s if k not in SRV_KEYS]
-            backend = s.get("backend")
-            if not isinstance(backend, str) or backend not in BACKENDS:
-                raise err(f"{where}.{side}.backend", f"{backend!r} is not one of {', '.join(sorted(BACKENDS))}")
-            argv = s.get("argv")
-            if isinstance(argv, str):
-                raise err(f"{where}.{side}.argv", "must be a list of arguments, not a shell string")
-            if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-                raise err(f"{where}.{side}.argv", "must be a non-empty list of strings")
-            port = s.get("port", 0)
-            if isinstance(port, bool) or not isinstance(port, int) or not (port == 0 or 1024 <= port < 65536):
-                raise err(f"{where}.{side}.port", "must be 0 (pick a free one) or a port from 1024 to 65535")
-            if port and side == "candidate" and port == sides["baseline"].port:
-                raise err(f"{where}.{side}.port", f"{port} is the baseline's port too: give each side its own")
-            env = s.get("env") or {}
-            if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-                raise err(f"{where}.{side}.env", 'must be a table of strings: env = { NAME = "value" }')
-            ready = s.get("ready_timeout", 180)
-            if isinstance(ready, bool) or not isinstance(ready, (int, float)) or not 0 < ready < float("inf"):
-                raise err(f"{where}.{side}.ready_timeout", "must be a positive number of seconds")
-            host = s.get("host", "127.0.0.1")
-            if not isinstance(host, str) or not host:
-                raise err(f"{where}.{side}.host", "must be a host name or address")
-            if not is_loopback(host):  # as `spectui serve` warns for the same choice (issue 40, item 6)
-                warnings.append(
-                    f"profile {path}: {where}.{side}.host {host!r} lets other machines reach the launched "
-                    "server (no API key): use 127.0.0.1 unless that is meant"
-                )
-            sides[side] = ServerSpec(backend, list(argv), host, port, dict(env), float(ready))
+            sides[side] = _parse_side(c.get(side), f"{where}.{side}", side, sides.get("baseline"), err, warnings, path)
         comps.append(Comparison(cid, str(c.get("title", cid)), kind, sides["baseline"], sides["candidate"]))
     return Profile(
         name,
@@ -275,6 +235,55 @@ def parse_profile(text: str, path: str) -> Profile:
         warnings,
         slots,
     )
+
+
+def _parse_variables(raw_vars, err, warnings: list[str], path: str) -> dict[str, Variable]:
+    """The [variables.NAME] tables: each names the environment variable that gives its value."""
+    variables = {}
+    if not isinstance(raw_vars, dict):
+        raise err("variables", "must be a table of [variables.NAME] tables")
+    for vname, v in raw_vars.items():
+        if not isinstance(v, dict) or not isinstance(v.get("env"), str):
+            raise err(f"variables.{vname}", 'needs env = "NAME_OF_ENVIRONMENT_VARIABLE"')
+        warnings += [f"profile {path}: unknown key 'variables.{vname}.{k}' ignored" for k in v if k not in VAR_KEYS]
+        stated = _parse_stated(v.get("stated"), f"variables.{vname}.stated", err, warnings, path)
+        variables[vname] = Variable(vname, v["env"], str(v.get("description", "")), v.get("default"), stated)
+    return variables
+
+
+def _parse_side(s, at: str, side: str, baseline: ServerSpec | None, err, warnings: list[str], path: str) -> ServerSpec:
+    """One side of a [[comparison]] (`at` names it, comparison[i].baseline): the server it launches and how."""
+    if not isinstance(s, dict):
+        raise err(at, "missing: give { backend = …, argv = [ … ] }")
+    warnings += [f"profile {path}: unknown key '{at}.{k}' ignored" for k in s if k not in SRV_KEYS]
+    backend = s.get("backend")
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise err(f"{at}.backend", f"{backend!r} is not one of {', '.join(sorted(BACKENDS))}")
+    argv = s.get("argv")
+    if isinstance(argv, str):
+        raise err(f"{at}.argv", "must be a list of arguments, not a shell string")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        raise err(f"{at}.argv", "must be a non-empty list of strings")
+    port = s.get("port", 0)
+    if isinstance(port, bool) or not isinstance(port, int) or not (port == 0 or 1024 <= port < 65536):
+        raise err(f"{at}.port", "must be 0 (pick a free one) or a port from 1024 to 65535")
+    if port and side == "candidate" and baseline is not None and port == baseline.port:
+        raise err(f"{at}.port", f"{port} is the baseline's port too: give each side its own")
+    env = s.get("env") or {}
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise err(f"{at}.env", 'must be a table of strings: env = { NAME = "value" }')
+    ready = s.get("ready_timeout", 180)
+    if isinstance(ready, bool) or not isinstance(ready, (int, float)) or not 0 < ready < float("inf"):
+        raise err(f"{at}.ready_timeout", "must be a positive number of seconds")
+    host = s.get("host", "127.0.0.1")
+    if not isinstance(host, str) or not host:
+        raise err(f"{at}.host", "must be a host name or address")
+    if not is_loopback(host):  # as `spectui serve` warns for the same choice (issue 40, item 6)
+        warnings.append(
+            f"profile {path}: {at}.host {host!r} lets other machines reach the launched "
+            "server (no API key): use 127.0.0.1 unless that is meant"
+        )
+    return ServerSpec(backend, list(argv), host, port, dict(env), float(ready))
 
 
 def _parse_stated(raw, where: str, err, warnings: list[str], path: str) -> StatedModel | None:

@@ -173,19 +173,7 @@ def html_report(
     b, c = infos["baseline"], infos["candidate"]
     done = [r for r in results if r.identical is not None]
     same = sum(1 for r in done if r.identical)
-    rows = []
-    for r in results:
-        fb, fc = r.baseline.figures, r.candidate.figures
-        cls = "ok" if r.identical else ("bad" if r.identical is False else "note")
-        rows.append(
-            f"<tr><td>{_e(r.prompt.id)}{' (run ' + str(r.run) + ')' if r.runs > 1 else ''}</td>"
-            f"<td>{fmt(fb.decode_tps)}</td><td>{fmt(fc.decode_tps)}</td>"
-            f"<td>{_e(speedup_text(r))}</td><td>{_e(acceptance_text(r.candidate))}</td>"
-            f"<td>{fmt(fc.mean_accepted_length, '.2f')}</td>"
-            f"<td>{fmt(fc.alpha_per_position if r.candidate.finished is not None else None, '.2f')}</td>"
-            f"<td>{fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')}</td>"
-            f'<td class="{cls}">{_e(verdict_text(r))}</td></tr>'
-        )
+    rows = [_summary_row(r) for r in results]
     body = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -221,39 +209,60 @@ def html_report(
         '<span class="guess">what the draft guessed</span><span class="div">first difference</span></p>',
     ]
     for r in results:
-        d = r.divergence
-        found = r.drafts
-        rejected_at = found.rejected_at() if found is not None else {}
-        body.append(f"<h2>{_e(r.prompt.id)}{' — run ' + str(r.run) if r.runs > 1 else ''}: {_e(verdict_text(r))}</h2>")
-        fc = r.candidate.figures
-        body.append(
-            f"<p>speed-up {_e(speedup_text(r))} · labels {_e(fc.labels or '—')} · "
-            f"/metrics {_e(fc.metrics_check or '—')}</p>"
-        )
-        if r.triage:
-            t = r.triage
-            body.append(f"<p><b>cause: {_e(t.cause)}</b> — {_e(t.summary)}</p>")
-        if found is not None:
-            body.append(f'<p class="note">drafts: {_e(found.summary())}</p>')
-        body.append('<div class="pair">')
-        for side, rec in (("baseline", r.baseline), ("candidate", r.candidate)):
-            tok = None if d is None else (d.baseline_token if side == "baseline" else d.candidate_token)
-            marks = rejected_at if side == "candidate" else {}
-            body.append(
-                f'<div><b>{side}</b><div class="out" id="out-{_e(r.prompt.id)}-{r.run}-{side}">'
-                f"{output_html(rec, side == 'candidate', tok, marks)}</div></div>"
-            )
-        body.append("</div>")
-        chk = (checks or {}).get(r.prompt.id)
-        svg = theory_svg(r, chk)
-        if svg:
-            body.append(
-                f"<p>The arithmetic for this prompt (Leviathan et al.): S(α) = (1−α^(γ+1)) / ((1−α)(γc+1)).</p>{svg}"
-            )
-        if chk is not None and r.run == r.runs:  # once per prompt, after its last run
-            body.append(terms_table_html(chk))
+        body += _prompt_section(r, (checks or {}).get(r.prompt.id))
     body.append("</body></html>")
     return "\n".join(x for x in body if x) + "\n"
+
+
+def _summary_row(r: PromptResult) -> str:
+    """The prompt's row in the summary table: both sides' speeds, speed-up, acceptance, TTFT and verdict."""
+    fb, fc = r.baseline.figures, r.candidate.figures
+    cls = "ok" if r.identical else ("bad" if r.identical is False else "note")
+    return (
+        f"<tr><td>{_e(r.prompt.id)}{' (run ' + str(r.run) + ')' if r.runs > 1 else ''}</td>"
+        f"<td>{fmt(fb.decode_tps)}</td><td>{fmt(fc.decode_tps)}</td>"
+        f"<td>{_e(speedup_text(r))}</td><td>{_e(acceptance_text(r.candidate))}</td>"
+        f"<td>{fmt(fc.mean_accepted_length, '.2f')}</td>"
+        f"<td>{fmt(fc.alpha_per_position if r.candidate.finished is not None else None, '.2f')}</td>"
+        f"<td>{fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')}</td>"
+        f'<td class="{cls}">{_e(verdict_text(r))}</td></tr>'
+    )
+
+
+def _prompt_section(r: PromptResult, chk: terms.TheoryCheck | None) -> list[str]:
+    """The prompt's own section: its verdict, cause and drafts, both outputs marked, and its formula check."""
+    out: list[str] = []
+    d = r.divergence
+    found = r.drafts
+    rejected_at = found.rejected_at() if found is not None else {}
+    out.append(f"<h2>{_e(r.prompt.id)}{' — run ' + str(r.run) if r.runs > 1 else ''}: {_e(verdict_text(r))}</h2>")
+    fc = r.candidate.figures
+    out.append(
+        f"<p>speed-up {_e(speedup_text(r))} · labels {_e(fc.labels or '—')} · "
+        f"/metrics {_e(fc.metrics_check or '—')}</p>"
+    )
+    if r.triage:
+        t = r.triage
+        out.append(f"<p><b>cause: {_e(t.cause)}</b> — {_e(t.summary)}</p>")
+    if found is not None:
+        out.append(f'<p class="note">drafts: {_e(found.summary())}</p>')
+    out.append('<div class="pair">')
+    for side, rec in (("baseline", r.baseline), ("candidate", r.candidate)):
+        tok = None if d is None else (d.baseline_token if side == "baseline" else d.candidate_token)
+        marks = rejected_at if side == "candidate" else {}
+        out.append(
+            f'<div><b>{side}</b><div class="out" id="out-{_e(r.prompt.id)}-{r.run}-{side}">'
+            f"{output_html(rec, side == 'candidate', tok, marks)}</div></div>"
+        )
+    out.append("</div>")
+    svg = theory_svg(r, chk)
+    if svg:
+        out.append(
+            f"<p>The arithmetic for this prompt (Leviathan et al.): S(α) = (1−α^(γ+1)) / ((1−α)(γc+1)).</p>{svg}"
+        )
+    if chk is not None and r.run == r.runs:  # once per prompt, after its last run
+        out.append(terms_table_html(chk))
+    return out
 
 
 def _terms_html(record: dict | None) -> str:

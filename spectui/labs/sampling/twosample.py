@@ -220,39 +220,55 @@ def distribution_test(
         for pos in range(codes.shape[1])
     ]
     out = DistributionTest(p, stat, len(null) if tested.any() else 0, exact, p_floor, positions, (n_a, n_b))
+    out.reason = _untestable(codes, n_a, n_b, p_floor, tested)
+    if out.reason is None and detect:
+        _find_detectable(out, codes, n_a, null, exact, tested, seed)
+    return out
+
+
+def _untestable(codes, n_a: int, n_b: int, p_floor: float, tested) -> str | None:
+    """Why these samples cannot decide at all, whatever they hold: no outcome can reach p < ALPHA, or no
+    position where the tokens differ can be tested; None where the test can decide."""
+    import numpy as np
+
     if p_floor >= ALPHA:
-        out.reason = (
+        return (
             f"with {n_a} and {n_b} samples no outcome of the test can reach p < {ALPHA} (its smallest p is "
             f"{p_floor:.2g}): more samples are needed"
         )
-        return out
     constant = np.array([len(np.unique(codes[:, pos])) == 1 for pos in range(codes.shape[1])])
     if not tested.any() and not constant.all():
-        out.reason = (
+        return (
             "no position could be tested: where the tokens differ, every relabelling of the samples gives the "
             "same TVD (each token seen once): more samples are needed"
         )
-        return out
-    if detect:
-        crit = _critical(null, exact) if tested.any() else -np.inf  # else each position's own null decides
-        for t in positions:
-            t.detectable = _detectable_at(codes, n_a, t.position, crit, seed)
-        found = [t.detectable for t in positions]
-        known = [f for f in found if f is not None]
-        out.detectable = None if len(known) < len(found) else max(known)
-        out.detect_computed = True
-        if out.detectable is None and p >= ALPHA:
-            worst = next(t.position for t in positions if t.detectable is None)
-            out.reason = (
-                f"with {n_a} and {n_b} samples not even a TVD of 1 at token {worst} would be found with "
-                f"{POWER * 100:.0f} % probability: more samples are needed"
-            )
-        elif out.detectable is not None and out.detectable > DECIDE_TVD and p >= ALPHA:
-            out.reason = (
-                f"could detect only TVD ≥ {out.detectable:.2f} at one position ({POWER * 100:.0f} % power), more "
-                f"than the {DECIDE_TVD} a decision needs: more samples are needed"
-            )
-    return out
+    return None
+
+
+def _find_detectable(out: DistributionTest, codes, n_a: int, null, exact: bool, tested, seed: int) -> None:
+    """The smallest TVD at each position the test finds with POWER probability, the largest of them, and why
+    more samples are needed where that is beyond what a decision needs."""
+    import numpy as np
+
+    n_b, p, positions = out.n[1], out.p, out.positions
+    crit = _critical(null, exact) if tested.any() else -np.inf  # else each position's own null decides
+    for t in positions:
+        t.detectable = _detectable_at(codes, n_a, t.position, crit, seed)
+    found = [t.detectable for t in positions]
+    known = [f for f in found if f is not None]
+    out.detectable = None if len(known) < len(found) else max(known)
+    out.detect_computed = True
+    if out.detectable is None and p >= ALPHA:
+        worst = next(t.position for t in positions if t.detectable is None)
+        out.reason = (
+            f"with {n_a} and {n_b} samples not even a TVD of 1 at token {worst} would be found with "
+            f"{POWER * 100:.0f} % probability: more samples are needed"
+        )
+    elif out.detectable is not None and out.detectable > DECIDE_TVD and p >= ALPHA:
+        out.reason = (
+            f"could detect only TVD ≥ {out.detectable:.2f} at one position ({POWER * 100:.0f} % power), more "
+            f"than the {DECIDE_TVD} a decision needs: more samples are needed"
+        )
 
 
 def _null_moments(codes, n_a: int, seed: int):

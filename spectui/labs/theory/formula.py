@@ -151,6 +151,22 @@ def from_measurement(
         "break_even_alpha": break_even_alpha(g, c) if c < 1e9 else None,
         "accepted_by_position": None,
     }
+    why = _why(out, accepted, steps, plain, tokens)
+    if accepted_by_position:
+        shares = [v / steps for v in accepted_by_position]
+        out["accepted_by_position"] = shares
+        why += _by_position(shares, alpha)
+    out["why"] = why
+    return out
+
+
+def _why(filled: dict, accepted: int, steps: int, plain: int, tokens: int | None) -> str:
+    """Why prediction and measurement differ (`filled`: from_measurement's figures): α per position against
+    per drafted token, what a verification step cost against the formula's 1 + γc, the plain steps, and
+    where the formula's cost model breaks."""
+    alpha, gamma, per_token = filled["alpha"], filled["gamma"], filled["acceptance_per_drafted_token"]
+    step_cost, measured, c = filled["step_time_over_target_step"], filled["measured_speedup"], filled["implied_cost"]
+    predicted_free, predicted = filled["predicted_speedup_free_draft"], filled["predicted_speedup"]
     why = (
         f"α = {alpha:.2f} per position (Σ α^i over γ = {gamma:.2f} positions = {accepted / steps:.2f} accepted "
         f"per step; accepted/drafted = {per_token:.2f} is the acceptance per drafted token). A verification "
@@ -164,23 +180,22 @@ def from_measurement(
         )
     elif tokens is None:
         why += " (every token taken to come from a verification step: the token count is unknown)"
-    why += (
+    return why + (
         " — on compute-bound hardware (a CPU) or under batching, verifying γ+1 tokens is not one step's cost, "
         "so the payoff shrinks or reverses."
     )
-    if accepted_by_position:
-        shares = [v / steps for v in accepted_by_position]
-        out["accepted_by_position"] = shares
-        model = [alpha ** (i + 1) for i in range(len(shares))]
-        why += (
-            " The server's share of steps accepting position i: "
-            + ", ".join(f"{v:.2f}" for v in shares)
-            + "; the model's α^i: "
-            + ", ".join(f"{v:.2f}" for v in model)
-            + " (where they part, acceptance is not one α at every position)."
-        )
-    out["why"] = why
-    return out
+
+
+def _by_position(shares: list[float], alpha: float) -> str:
+    """The server's share of steps accepting each position beside the model's α^i."""
+    model = [alpha ** (i + 1) for i in range(len(shares))]
+    return (
+        " The server's share of steps accepting position i: "
+        + ", ".join(f"{v:.2f}" for v in shares)
+        + "; the model's α^i: "
+        + ", ".join(f"{v:.2f}" for v in model)
+        + " (where they part, acceptance is not one α at every position)."
+    )
 
 
 def real_gamma_tokens(alpha: float, gamma: float) -> float:

@@ -406,38 +406,7 @@ def check(
     gamma, alpha, E = run.gamma, run.alpha, run.tokens_per_step
     a = min(alpha, 0.999999)
     g_int = max(1, round(gamma))
-    ideal_E = real_gamma_tokens(a, gamma)
-    src = costs.sources
-    terms = [Term("ideal (c = 0, V = 1, R = 0)", "—", f"α {alpha:.2f}, γ {gamma:.2f}", ideal_E, "Leviathan et al.")]
-    s_c = ideal_E / (gamma * costs.c + 1) if costs.draft_model else ideal_E
-    terms.append(Term("draft cost c", "c as given", f"c = {costs.c:.3f}", s_c, src.get("c", "")))
-    v = costs.V(gamma + 1)
-    step_v = (gamma * costs.c if costs.draft_model else 0.0) + v
-    terms.append(
-        Term(
-            f"verification V({gamma + 1:.1f})",
-            "1 target step",
-            f"{v:.2f} target steps",
-            ideal_E / step_v,
-            src.get("verify", ""),
-        )
-    )
-    r = costs.R(gamma + 1)
-    terms.append(
-        Term("draft re-evaluation R", "0", f"{r:.2f} target steps", ideal_E / (step_v + r), src.get("reeval", ""))
-    )
-    cost = run.cost(costs)
-    predicted = run.tokens / cost if cost > 0 else float("inf")
-    terms.append(
-        Term(
-            "the run's own steps",
-            "all γ drafted",
-            f"{run.steps} steps, {run.plain} plain",
-            predicted,
-            f"draft lengths as drafted, acceptance per position from {run.by_position_source}"
-            + (f", {costs.draft_decodes(g_int, run.n_max):.0f} draft decodes a full step" if costs.draft_model else ""),
-        )
-    )
+    terms, ideal_E, cost, predicted = _term_ladder(run, costs)
     rng = None
     if costs_each:
         each = [run.tokens / run.cost(ce) for ce in costs_each if run.cost(ce) > 0]
@@ -474,14 +443,7 @@ def check(
     if costs.draft_model:
         be_c = (real_gamma_tokens(a, gamma) - costs.V(gamma + 1) - costs.R(gamma + 1)) / gamma
     notes = [untested] if untested else []
-    capped = sum(1 for d, cap in zip(run.drafted, run.caps, strict=False) if cap is not None and d >= cap)
-    if capped or run.undrafted:  # the server's edges, charged as it runs them
-        notes.append(
-            f"edges charged as llama-server runs them: {capped} draft(s) capped at n_remaining − 1 without the "
-            f"last decode, {run.undrafted} final step(s) with no draft call (server-context.cpp:517-536)"
-        )
-    if not costs.draft_model:
-        notes.append("n-gram drafting: no draft model runs; the lookup in the token history is taken as free (c = 0)")
+    notes += _edge_notes(run, costs)
     return TheoryCheck(
         alpha,
         gamma,
@@ -507,6 +469,63 @@ def check(
         be_c,
         tuple(notes),
     )
+
+
+def _term_ladder(run: RunSteps, costs: StepCosts) -> tuple[list[Term], float, float, float]:
+    """The formula's terms added one at a time (ideal, draft cost, verification, re-evaluation, the run's own
+    steps), each with the speed-up it predicts; with the ideal tokens per step, the run's cost in target
+    steps and the speed-up predicted from it."""
+    gamma, alpha = run.gamma, run.alpha
+    a = min(alpha, 0.999999)
+    g_int = max(1, round(gamma))
+    ideal_E = real_gamma_tokens(a, gamma)
+    src = costs.sources
+    terms = [Term("ideal (c = 0, V = 1, R = 0)", "—", f"α {alpha:.2f}, γ {gamma:.2f}", ideal_E, "Leviathan et al.")]
+    s_c = ideal_E / (gamma * costs.c + 1) if costs.draft_model else ideal_E
+    terms.append(Term("draft cost c", "c as given", f"c = {costs.c:.3f}", s_c, src.get("c", "")))
+    v = costs.V(gamma + 1)
+    step_v = (gamma * costs.c if costs.draft_model else 0.0) + v
+    terms.append(
+        Term(
+            f"verification V({gamma + 1:.1f})",
+            "1 target step",
+            f"{v:.2f} target steps",
+            ideal_E / step_v,
+            src.get("verify", ""),
+        )
+    )
+    r = costs.R(gamma + 1)
+    terms.append(
+        Term("draft re-evaluation R", "0", f"{r:.2f} target steps", ideal_E / (step_v + r), src.get("reeval", ""))
+    )
+    cost = run.cost(costs)
+    predicted = run.tokens / cost if cost > 0 else float("inf")
+    terms.append(
+        Term(
+            "the run's own steps",
+            "all γ drafted",
+            f"{run.steps} steps, {run.plain} plain",
+            predicted,
+            f"draft lengths as drafted, acceptance per position from {run.by_position_source}"
+            + (f", {costs.draft_decodes(g_int, run.n_max):.0f} draft decodes a full step" if costs.draft_model else ""),
+        )
+    )
+    return terms, ideal_E, cost, predicted
+
+
+def _edge_notes(run: RunSteps, costs: StepCosts) -> list[str]:
+    """Notes on what the prediction charges as the server runs it: capped drafts, steps with no draft call,
+    and n-gram drafting taken as free."""
+    notes: list[str] = []
+    capped = sum(1 for d, cap in zip(run.drafted, run.caps, strict=False) if cap is not None and d >= cap)
+    if capped or run.undrafted:  # the server's edges, charged as it runs them
+        notes.append(
+            f"edges charged as llama-server runs them: {capped} draft(s) capped at n_remaining − 1 without the "
+            f"last decode, {run.undrafted} final step(s) with no draft call (server-context.cpp:517-536)"
+        )
+    if not costs.draft_model:
+        notes.append("n-gram drafting: no draft model runs; the lookup in the token history is taken as free (c = 0)")
+    return notes
 
 
 def _break_even_alpha(costs: StepCosts, gamma: int, tol: float = 1e-9) -> float | None:

@@ -64,6 +64,38 @@ async def measure(
         servers["draft"] = draft
     if candidate is not None:
         servers["candidate"] = candidate
+    times, steps, left_out, reasons = await _time_batches(servers, prefix, pool, ks, repeats, decode_tokens)
+
+    def table(name: str) -> dict[int, Samples]:
+        return {k: Samples(tuple(v)) for k, v in times.get(name, {}).items() if v}
+
+    src = dict(sources or {})
+    src.setdefault("verify", "measured: the baseline's prompt_ms for k tokens on a cached prefix")
+    curve = CostCurve(
+        context=len(prefix),
+        repeats=repeats,
+        target_step=Samples(tuple(steps["target"])) if steps["target"] else None,
+        target_batch=table("target"),
+        draft_step=Samples(tuple(steps["draft"])) if steps["draft"] else None,
+        draft_batch=table("draft") if draft is not None else None,
+        candidate_batch=table("candidate") if candidate is not None else None,
+        drafting=drafting,
+        sources=src,
+        left_out=left_out,
+    )
+    if left_out:
+        curve.notes.append(f"{left_out} measuring replies left out ({'; '.join(reasons)})")
+    _say_terms(curve, drafting, draft is not None)
+    return curve
+
+
+async def _time_batches(
+    servers: dict[str, Timer], prefix: list[int], pool: list[int], ks: list[int], repeats: int, decode_tokens: int
+) -> tuple[dict[str, dict[int, list[float]]], dict[str, list[float]], int, list[str]]:
+    """Each server's prompt_ms per k (and the target's and draft's decode steps on the k = 1 requests), k
+    rising then falling, repeats interleaved; with how many replies were left out (cache_n or prompt_n not
+    as asked) and why, for the first two. `ks`: sorted; the candidate gets only the first and the last."""
+    top = ks[-1]
     times: dict[str, dict[int, list[float]]] = {name: {} for name in servers}
     steps: dict[str, list[float]] = {"target": [], "draft": []}
     last_first: dict[str, int | None] = {}
@@ -94,33 +126,19 @@ async def measure(
                 times[name].setdefault(k, []).append(got.prompt_ms)
                 if plain and got.decode_ms_per_token:
                     steps[name].append(got.decode_ms_per_token)
+    return times, steps, left_out, reasons
 
-    def table(name: str) -> dict[int, Samples]:
-        return {k: Samples(tuple(v)) for k, v in times.get(name, {}).items() if v}
 
-    src = dict(sources or {})
-    src.setdefault("verify", "measured: the baseline's prompt_ms for k tokens on a cached prefix")
-    curve = CostCurve(
-        context=len(prefix),
-        repeats=repeats,
-        target_step=Samples(tuple(steps["target"])) if steps["target"] else None,
-        target_batch=table("target"),
-        draft_step=Samples(tuple(steps["draft"])) if steps["draft"] else None,
-        draft_batch=table("draft") if draft is not None else None,
-        candidate_batch=table("candidate") if candidate is not None else None,
-        drafting=drafting,
-        sources=src,
-        left_out=left_out,
-    )
-    if left_out:
-        curve.notes.append(f"{left_out} measuring replies left out ({'; '.join(reasons)})")
+def _say_terms(curve: CostCurve, drafting: str, has_draft: bool) -> None:
+    """Label the terms not measured (and why), the draft model's measured ones, and note the candidate's own
+    batch times beside the baseline's plus the draft's."""
     if len(curve.target_batch) < 2 or 1 not in curve.target_batch:
         curve.sources["verify"] = (
             "not measured: the baseline did not reuse the cached prefix (is its prompt cache off?): ideal V(k) = 1"
         )
     elif curve.target_step is None:
         curve.sources["verify"] = "not measured: the baseline gave no decode time: ideal V(k) = 1"
-    if drafting == DRAFT_MODEL and draft is not None:
+    if drafting == DRAFT_MODEL and has_draft:
         curve.sources.setdefault("c", "measured: the draft model's decode step on its own llama-server, over t")
         curve.sources.setdefault("reeval", "measured: the draft model's prompt_ms for k tokens, over t")
     if curve.candidate_batch and curve.measured:
@@ -132,7 +150,6 @@ async def measure(
                 + (" plus the draft model's: " if drafting == DRAFT_MODEL and curve.draft_batch else ": ")
                 + f"{parts:.1f} ms"
             )
-    return curve
 
 
 def ideal_sources(drafting: str, why: str) -> dict[str, str]:
@@ -178,26 +195,9 @@ async def measure_on_servers(
             f"measured on the baseline, which serves {baseline.info.model}, not the candidate's "
             f"{candidate.info.model}: not the candidate's target"
         )
-    launcher = None
-    draft_timer: Timer | None = None
-    draft_path = None  # the draft model's file, for the probe of its decode as the candidate runs it
-    if drafting == NGRAM:
-        sources["c"] = "n-gram drafting: no draft model, a lookup in the token history (c = 0, not measured)"
-        sources["reeval"] = "n-gram drafting: no model re-evaluates the batch (R = 0)"
-    elif drafting == DRAFT_MODEL and not is_local(candidate.url):
-        sources["c"] = "not measured: the candidate is not on this machine, its draft would be timed on other hardware"
-        sources["reeval"] = "not measured (the candidate is not on this machine): R = 0 assumed"
-    elif drafting == DRAFT_MODEL:
-        settings = (launched or {}).get("candidate", LaunchSpec()).draft_server_args()
-        which = (
-            draft_named
-            if draft_model
-            else "spectui's bundled draft: llama-server does not say which the candidate loaded"
-        )
-        launcher, draft_timer, draft_path = await _draft_server(client, draft_model, settings, which, sources, say)
-    else:
-        sources["c"] = f"not measured: {drafting} drafting has no separate model spectui can time (c = 0 assumed)"
-        sources["reeval"] = "not measured: R = 0 assumed"
+    launcher, draft_timer, draft_path, which = await _draft_terms(
+        client, candidate, drafting, draft_model, draft_named, launched, sources, say
+    )
 
     async def target_timer(p: list[int], n: int) -> CompletionTimings:
         return await baseline.timed_completion(p, n)
@@ -240,6 +240,35 @@ async def measure_on_servers(
     if after is not None:
         curve.notes.append(_counters_note(before, after))
     return curve
+
+
+async def _draft_terms(client, candidate, drafting: str, draft_model, draft_named: str, launched, sources: dict, say):
+    """How the draft's terms (c, R) are had: n-gram drafting and other kinds without a model are labelled
+    not measured, as is a candidate on another machine; a draft model is started on a llama-server of its own.
+    Returns that server's launcher, its timer, the draft model's file (for the probe of its decode as the
+    candidate runs it) and which draft it is (None for each where no draft server runs)."""
+    launcher = None
+    draft_timer: Timer | None = None
+    draft_path = None
+    which = None
+    if drafting == NGRAM:
+        sources["c"] = "n-gram drafting: no draft model, a lookup in the token history (c = 0, not measured)"
+        sources["reeval"] = "n-gram drafting: no model re-evaluates the batch (R = 0)"
+    elif drafting == DRAFT_MODEL and not is_local(candidate.url):
+        sources["c"] = "not measured: the candidate is not on this machine, its draft would be timed on other hardware"
+        sources["reeval"] = "not measured (the candidate is not on this machine): R = 0 assumed"
+    elif drafting == DRAFT_MODEL:
+        settings = (launched or {}).get("candidate", LaunchSpec()).draft_server_args()
+        which = (
+            draft_named
+            if draft_model
+            else "spectui's bundled draft: llama-server does not say which the candidate loaded"
+        )
+        launcher, draft_timer, draft_path = await _draft_server(client, draft_model, settings, which, sources, say)
+    else:
+        sources["c"] = f"not measured: {drafting} drafting has no separate model spectui can time (c = 0 assumed)"
+        sources["reeval"] = "not measured: R = 0 assumed"
+    return launcher, draft_timer, draft_path, which
 
 
 async def _draft_server(client, draft_model, settings: list[str], which: str, sources: dict, say):

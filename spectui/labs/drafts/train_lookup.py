@@ -90,6 +90,61 @@ class Outcome:
 Say = Callable[[str], None]
 
 
+async def _tools(model: Path | None, say: Say, advance) -> tuple[Path, Path, Path]:
+    """llama-server, the target model (`model` or spectui's) and llama-lookup-create (built where missing),
+    or one line saying what is missing."""
+    from spectui.machine import assets
+
+    found = assets.find_all()
+    model = model or found.model
+    server = found.llama_server
+    if server is None or model is None:
+        raise SetupError("llama-server or the model is missing", hint="run `spectui setup`")
+    if not Path(model).is_file():
+        raise InputError(f"model {model} does not exist")
+    tool = found.lookup_create
+    if tool is None:
+        tool = await asyncio.to_thread(assets.ensure_lookup_create, say, advance)
+    return server, model, tool
+
+
+def _split_prompts(prompts_source: str, limit: int | None, holdout: float, out_dir: Path):
+    """The prompt set split into training and held-out prompts, and the output folder made; one line where
+    no prompt is held out or the folder is a file."""
+    from spectui.store import prompts as prompt_sets
+
+    source, items = prompt_sets.load_set(prompts_source)
+    items = prompt_sets.pick(items, limit)
+    plan = drafts_data.plan(items, holdout)
+    if not plan.heldout:
+        raise InputError(
+            f"no prompt is held out of {len(plan.train)}", hint="give --holdout above 0 and at least 2 prompts"
+        )
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"{out_dir} is a file", hint="give -o a folder")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return source, items, plan
+
+
+async def _build_cache(outcome: Outcome, data_path: Path, tool: Path, model: Path, say: Say, advance) -> Path:
+    """Steps 2–3: the target's answers as one corpus, and llama-lookup-create's static n-gram cache from it."""
+    from spectui.store.locations import atomic_write
+
+    out_dir = outcome.out_dir
+    corpus = out_dir / "corpus.txt"
+    text = drafts_data.corpus_text(drafts_data.read_records(data_path))
+    atomic_write(corpus, text)
+    outcome.corpus_bytes = len(text.encode())
+    cache = out_dir / "lookup.bin"
+    say(f"step 2–3: corpus {corpus} ({outcome.corpus_bytes:,} bytes) → llama-lookup-create → {cache}")
+    argv, outcome.cache = await asyncio.to_thread(
+        lookup_draft.build_cache, tool, Path(model), corpus, cache, out_dir / "lookup-create.log", advance
+    )
+    outcome.steps.append(("llama-lookup-create", argv))
+    outcome.cache_path = cache
+    return cache
+
+
 async def run_pipeline(
     out_dir: Path,
     prompts_source: str,
@@ -106,31 +161,10 @@ async def run_pipeline(
     from spectui.backends.llamacpp import LlamaCppBackend
     from spectui.core.runner import connect
     from spectui.core.types import GenerationParams
-    from spectui.machine import assets
     from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
-    from spectui.store import prompts as prompt_sets
-    from spectui.store.locations import atomic_write
 
-    found = assets.find_all()
-    model = model or found.model
-    server = found.llama_server
-    if server is None or model is None:
-        raise SetupError("llama-server or the model is missing", hint="run `spectui setup`")
-    if not Path(model).is_file():
-        raise InputError(f"model {model} does not exist")
-    tool = found.lookup_create
-    if tool is None:
-        tool = await asyncio.to_thread(assets.ensure_lookup_create, say, advance)
-    source, items = prompt_sets.load_set(prompts_source)
-    items = prompt_sets.pick(items, limit)
-    plan = drafts_data.plan(items, holdout)
-    if not plan.heldout:
-        raise InputError(
-            f"no prompt is held out of {len(plan.train)}", hint="give --holdout above 0 and at least 2 prompts"
-        )
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputError(f"{out_dir} is a file", hint="give -o a folder")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    server, model, tool = await _tools(model, say, advance)
+    source, items, plan = _split_prompts(prompts_source, limit, holdout, out_dir)
     outcome = Outcome(out_dir, heldout=len(plan.heldout))
     params = GenerationParams(max_tokens=max_tokens, temperature=0.0, seed=42, cache_prompt=False)
 
@@ -163,17 +197,7 @@ async def run_pipeline(
                 pid, why = outcome.data.failed[0]
                 raise SetupError(f"{len(outcome.data.failed)} prompt(s) failed ({pid}: {why})", hint="run it again")
 
-            corpus = out_dir / "corpus.txt"
-            text = drafts_data.corpus_text(drafts_data.read_records(data_path))
-            atomic_write(corpus, text)
-            outcome.corpus_bytes = len(text.encode())
-            cache = out_dir / "lookup.bin"
-            say(f"step 2–3: corpus {corpus} ({outcome.corpus_bytes:,} bytes) → llama-lookup-create → {cache}")
-            argv, outcome.cache = await asyncio.to_thread(
-                lookup_draft.build_cache, tool, Path(model), corpus, cache, out_dir / "lookup-create.log", advance
-            )
-            outcome.steps.append(("llama-lookup-create", argv))
-            outcome.cache_path = cache
+            cache = await _build_cache(outcome, data_path, tool, model, say, advance)
 
             servers = {
                 "no-static": launcher.add(spec("no-static", lookup_draft.server_extra(None))),

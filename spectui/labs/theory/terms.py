@@ -406,7 +406,7 @@ def check(
     gamma, alpha, E = run.gamma, run.alpha, run.tokens_per_step
     a = min(alpha, 0.999999)
     g_int = max(1, round(gamma))
-    terms, ideal_E, cost, predicted = _term_ladder(run, costs)
+    terms, ideal_E, cost, predicted = _term_ladder(run, costs, gamma, a, g_int)
     rng = None
     if costs_each:
         each = [run.tokens / run.cost(ce) for ce in costs_each if run.cost(ce) > 0]
@@ -471,16 +471,11 @@ def check(
     )
 
 
-def _term_ladder(run: RunSteps, costs: StepCosts) -> tuple[list[Term], float, float, float]:
-    """The formula's terms added one at a time (ideal, draft cost, verification, re-evaluation, the run's own
-    steps), each with the speed-up it predicts; with the ideal tokens per step, the run's cost in target
-    steps and the speed-up predicted from it."""
-    gamma, alpha = run.gamma, run.alpha
-    a = min(alpha, 0.999999)
-    g_int = max(1, round(gamma))
+def _term_ladder(run: RunSteps, costs: StepCosts, gamma: float, a: float, g_int: int):
+    """The formula's terms added one at a time, each with its speed-up; the ideal E, the run's cost, S."""
     ideal_E = real_gamma_tokens(a, gamma)
     src = costs.sources
-    terms = [Term("ideal (c = 0, V = 1, R = 0)", "—", f"α {alpha:.2f}, γ {gamma:.2f}", ideal_E, "Leviathan et al.")]
+    terms = [Term("ideal (c = 0, V = 1, R = 0)", "—", f"α {run.alpha:.2f}, γ {gamma:.2f}", ideal_E, "Leviathan et al.")]
     s_c = ideal_E / (gamma * costs.c + 1) if costs.draft_model else ideal_E
     terms.append(Term("draft cost c", "c as given", f"c = {costs.c:.3f}", s_c, src.get("c", "")))
     v = costs.V(gamma + 1)
@@ -500,22 +495,17 @@ def _term_ladder(run: RunSteps, costs: StepCosts) -> tuple[list[Term], float, fl
     )
     cost = run.cost(costs)
     predicted = run.tokens / cost if cost > 0 else float("inf")
+    steps_source = f"draft lengths as drafted, acceptance per position from {run.by_position_source}" + (
+        f", {costs.draft_decodes(g_int, run.n_max):.0f} draft decodes a full step" if costs.draft_model else ""
+    )
     terms.append(
-        Term(
-            "the run's own steps",
-            "all γ drafted",
-            f"{run.steps} steps, {run.plain} plain",
-            predicted,
-            f"draft lengths as drafted, acceptance per position from {run.by_position_source}"
-            + (f", {costs.draft_decodes(g_int, run.n_max):.0f} draft decodes a full step" if costs.draft_model else ""),
-        )
+        Term("the run's own steps", "all γ drafted", f"{run.steps} steps, {run.plain} plain", predicted, steps_source)
     )
     return terms, ideal_E, cost, predicted
 
 
 def _edge_notes(run: RunSteps, costs: StepCosts) -> list[str]:
-    """Notes on what the prediction charges as the server runs it: capped drafts, steps with no draft call,
-    and n-gram drafting taken as free."""
+    """What the prediction charges as the server runs it: capped drafts, final steps undrafted, n-gram as free."""
     notes: list[str] = []
     capped = sum(1 for d, cap in zip(run.drafted, run.caps, strict=False) if cap is not None and d >= cap)
     if capped or run.undrafted:  # the server's edges, charged as it runs them

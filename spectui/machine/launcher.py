@@ -110,6 +110,21 @@ def apply_memory_share(argv: Sequence[str], backend: str, share: MemoryShare | N
     return without_flags(argv, spellings) + flags
 
 
+# vLLM counts its CUDA graphs inside --gpu-memory-utilization only when its memory profiler estimates them
+# (vllm/envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS: "Profile CUDA graph memory during memory profiling
+# for more accurate KV cache sizing"; off by default in the versions that have it, so graphs of 1–3 GiB would
+# land outside the share): a server the memory plan sized gets it set, unless its profile says otherwise
+VLLM_GRAPHS_IN_SHARE = ("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "1")
+
+
+def share_env(backend: str, share: MemoryShare | None, env: dict | None) -> dict:
+    """The launched server's extra environment: the profile's, plus what keeps a sized server in its share."""
+    out = dict(env or {})
+    if share is not None and backend == "vllm":
+        out.setdefault(*VLLM_GRAPHS_IN_SHARE)
+    return out
+
+
 @dataclass
 class ServerProcess:
     """One launched server: its argv, where it listens, its log, and its process."""

@@ -497,7 +497,7 @@ def servers_for(profile: Profile, comparison: Comparison, values: dict | None = 
     memory share into its argv (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static, llama.cpp
     -ngl/-c), replacing what the profile had, so neither engine claims the other's memory.
     """
-    from spectui.machine.launcher import ServerProcess, apply_memory_share, free_port
+    from spectui.machine.launcher import ServerProcess, apply_memory_share, free_port, share_env
 
     out = []
     for side, spec in (("baseline", comparison.baseline), ("candidate", comparison.candidate)):
@@ -510,7 +510,7 @@ def servers_for(profile: Profile, comparison: Comparison, values: dict | None = 
                 argv,
                 host=spec.host,
                 port=port,
-                env=spec.env,
+                env=share_env(spec.backend, share, spec.env),
                 ready_timeout=spec.ready_timeout,
                 backend=spec.backend,
                 memory_share=share,

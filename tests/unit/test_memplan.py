@@ -374,3 +374,23 @@ async def test_the_profile_picker_shows_each_comparisons_plan():
         assert "baseline alone: 23.0 GiB" in text and "SGLang's own reserve rule" in text
         await pilot.press("down")
         await until(pilot, lambda: "does not fit even alone" in str(detail.render()), what="the next comparison's plan")
+
+
+def test_a_vllm_server_the_plan_sizes_counts_its_cuda_graphs_inside_its_share():
+    """vLLM keeps CUDA graphs outside --gpu-memory-utilization unless its profiler estimates them: a sized vLLM
+    server is launched with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (the profile's own value wins), an
+    unsized one and other engines get nothing added, and the printed plan says so."""
+    from spectui.labs.memory.plan import OVERHEAD_SOURCES
+    from spectui.machine.launcher import MemoryShare, share_env
+
+    share = MemoryShare(gib=20.0, fraction=0.4, engine_fraction=0.4)
+    assert share_env("vllm", share, {"HF_HUB_OFFLINE": "1"}) == {
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "1",
+    }
+    assert share_env("vllm", share, {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}) == {
+        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"
+    }
+    assert share_env("vllm", None, None) == {}
+    assert share_env("sglang", share, None) == {}
+    assert any("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1" in s for s in OVERHEAD_SOURCES)

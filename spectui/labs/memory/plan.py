@@ -44,8 +44,10 @@ LLAMACPP_WORKSPACE = int(0.5 * GIB)
 # vLLM: what its memory profiler found besides weights and KV cache for Meta-Llama-3-8B (non-torch memory
 # 1.79 GiB + PyTorch activation peak 1.26 GiB; the log in vllm-project/vllm PR 10511), plus 1 GiB of CUDA
 # graphs, the low end of vLLM's own warning "CUDA graphs can take additional 1~3 GiB memory per GPU"
-# (quoted in mlcommons/inference issue 2267). Since vLLM 0.21 the graphs count inside
-# --gpu-memory-utilization, so all of this sits inside the share vLLM is given. Smaller models need less.
+# (quoted in mlcommons/inference issue 2267). The graphs count inside --gpu-memory-utilization only where
+# vLLM's memory profiler estimates them (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, off by default), so a vLLM
+# server the plan sizes is launched with it set (machine.launcher.share_env): then all of this sits inside
+# the share vLLM is given. Smaller models need less.
 VLLM_WORKSPACE = int((1.79 + 1.26 + 1.0) * GIB)
 # the plan leaves this much of the free memory unassigned: NVML's free figure moves as the driver and other
 # processes allocate, and the overheads above are estimates
@@ -71,7 +73,8 @@ def sglang_workspace(total: int, algorithm: str | None, draft_weights: int) -> i
 OVERHEAD_SOURCES = [
     "CUDA context 0.75 GiB per server: '~700+MB' (PyTorch forum, discuss.pytorch.org/t/81330), less with lazy loading",
     "vLLM 4.05 GiB: non-torch 1.79 + activation peak 1.26 GiB profiled for Meta-Llama-3-8B (vLLM PR 10511)"
-    " + 1 GiB CUDA graphs (vLLM: 'can take additional 1~3 GiB')",
+    " + 1 GiB CUDA graphs (vLLM: 'can take additional 1~3 GiB'), counted inside its share: spectui launches it"
+    " with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (off by default in vLLM)",
     "SGLang: its own reserve rule (server_args.py _handle_gpu_memory_settings), 3.67 GiB on a 24 GB card,"
     " + the part of its speculative reserve (2 GiB EAGLE, 6 GiB STANDALONE) the draft's weights leave",
     "llama.cpp 0.5 GiB compute buffer: estimated (512-token logits over a 128k vocabulary = 0.24 GiB, doubled)",

@@ -92,7 +92,10 @@ def test_theory_save_then_report_shows_the_measured_terms(llama_servers, capsys,
     assert main(["theory", "--from", str(session), "--repeats", "2", "--save", "--json"]) == 0
     captured = capsys.readouterr()
     (p,) = json.loads(captured.out)["prompts"]
-    assert "saved the measured terms" in captured.err and session.read_bytes() == before  # beside, not appended
+    # kept with the run: one "terms" record appended to the session, every byte before it untouched
+    after = session.read_bytes()
+    assert "saved the measured terms" in captured.err and after.startswith(before) and after != before
+    assert json.loads(after[len(before) :].decode())["type"] == "terms"
     assert main(["report", str(session), "--format", "md"]) == 0
     got = capsys.readouterr()
     assert got.err == ""

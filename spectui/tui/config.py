@@ -35,7 +35,8 @@ class AppConfig:
     autorun: bool = False
     prompts: list | None = None  # a fixed prompt list (replay) instead of a prompt set
     autorun_all: bool = False
-    autorun_lab: str | None = None  # once both servers are up, open this lab and run it (the prefix demo: the cache lab)
+    # once both servers are up, open this lab and run it (the prefix demo: the cache lab)
+    autorun_lab: str | None = None
     title: str | None = None
     backends: dict | None = None  # ready-made backends by side (replay), instead of backend_factory
     replay_control: object | None = None  # a ReplayControl when replaying

@@ -63,9 +63,8 @@ class Guarantee:
         return dataclasses.asdict(self)
 
 
-def launch_argv(url: str) -> list[str] | None:
-    """The argv of the server behind `url` where it runs on this machine (read from the process that
-    listens on its port), else None."""
+def _local_process(url: str):
+    """The process listening behind `url` where it runs on this machine, else None."""
     from urllib.parse import urlsplit
 
     try:
@@ -81,8 +80,27 @@ def launch_argv(url: str) -> list[str] | None:
         from spectui.machine.probes import pid_listening_on
 
         pid = pid_listening_on(port)
-        return psutil.Process(pid).cmdline() if pid else None
+        return psutil.Process(pid) if pid else None
     except Exception:  # psutil.Error, or a platform without connection listing
+        return None
+
+
+def launch_argv(url: str) -> list[str] | None:
+    """The argv of the server behind `url` where it runs on this machine (read from the process that
+    listens on its port), else None."""
+    proc = _local_process(url)
+    try:
+        return proc.cmdline() if proc is not None else None
+    except Exception:  # psutil.Error: the process went away
+        return None
+
+
+def launch_env(url: str) -> dict[str, str] | None:
+    """The environment of the server behind `url` where it runs on this machine and is readable, else None."""
+    proc = _local_process(url)
+    try:
+        return dict(proc.environ()) if proc is not None else None
+    except Exception:  # psutil.Error (another user's process), or the process went away
         return None
 
 
@@ -90,28 +108,6 @@ def launch_argv(url: str) -> list[str] | None:
 # common/speculative.cpp sets result_q only for them); n-gram drafts are looked up, never sampled
 _SAMPLED_DRAFTERS = ("draft-simple", "draft-mtp")
 _SPECULATION_FLAGS = ("--spec-type", "-md", "--spec-draft-model", "--model-draft")
-
-
-def launch_env(url: str) -> dict[str, str] | None:
-    """The environment of the server behind `url` where it runs on this machine and is readable, else None."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        return None
-    if host not in ("127.0.0.1", "localhost", "::1") or port is None:
-        return None
-    try:
-        import psutil
-
-        from spectui.machine.probes import pid_listening_on
-
-        pid = pid_listening_on(port)
-        return dict(psutil.Process(pid).environ()) if pid else None
-    except Exception:  # psutil.Error (another user's process), or a platform without it
-        return None
 
 
 # common/arg.cpp:4236: --spec-draft-sampling is also set by this variable; the argument wins where both are

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import html
 
+from spectui.core import terms_table
 from spectui.core.headline import from_certificate
 from spectui.core.markdown import md_cell
 from spectui.run.prove.conditions import STATED_WORDS
+from spectui.run.prove.setstats import interval_text
 
 
 def _iv(d: dict | None, spec: str = ".2f", unit: str = "") -> str:
-    from spectui.run.prove.setstats import interval_text
-
     return interval_text(d, spec, unit)
 
 
@@ -51,12 +51,31 @@ def _file(f: dict | None) -> str:
 def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
     """The certificate's content as (title, rows) — tables (lists of cells, first row the header) or lines —
     shared by the three renderings, so they say the same things."""
-    d, mo, inp = doc["derived"], doc["measured_on"], doc["inputs"]
-    out: list = []
-    ps = inp["prompt_set"]
-    shard = inp.get("shard")
-    g = d["greedy"]
-    p = inp["params"]
+    d = doc["derived"]
+    out: list = [("What was run", _what_was_run(doc)), _greedy_identity(d["greedy"])]
+    if d["differences"]:
+        out.append(("Differences", [_difference_line(x) for x in d["differences"]]))
+    if d.get("sampled"):
+        out.append(_sampled_identity(d["sampled"]))
+    out.append(("Speed-up, beside its acceptance", _speedup_lines(d["speedup"], d.get("acceptance"))))
+    out.append(("By category", _by_category(d["by_category"])))
+    out += terms_table.sections(doc.get("terms"))  # measured on the servers after the run (issue 30)
+    out.append(("Measured on", _measured_on(doc)))
+    out.append(
+        (
+            "Derived from (raw sessions, replayable: spectui verify re-derives every figure from them)",
+            [f"{r['path']} ({r['phase']}, {r['bytes']} bytes) sha256 {r['sha256']}" for r in doc["sessions"]],
+        )
+    )
+    if d.get("problems"):
+        out.append(("Problems found while deriving", list(d["problems"])))
+    return out
+
+
+def _what_was_run(doc: dict) -> list[str]:
+    """The prompt set (and shard), the greedy parameters, one-at-a-time and the sampled seeds."""
+    d, inp = doc["derived"], doc["inputs"]
+    ps, shard, p = inp["prompt_set"], inp.get("shard"), inp["params"]
     scope = [
         f"prompt set {ps.get('name')} ({ps['count']} prompts, sha256 {ps['sha256']})"
         + (f"; shard {shard['index']}/{shard['of']}: {len(inp.get('share') or [])} of them" if shard else ""),
@@ -75,7 +94,11 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
             f"sampled: {len(s['ids'])} prompt(s), {s['samples']} seeds each from {s['seed_base']}, temperature "
             f"{s['temperature']}, max_tokens {s['max_tokens']}"
         )
-    out.append(("What was run", scope))
+    return scope
+
+
+def _greedy_identity(g: dict) -> tuple[str, list[list[str]]]:
+    """One row a prompt: identical or not, where and why it parted, its speed-up and acceptance."""
     rows = [["prompt", "category", "greedy", "first difference", "cause", "speed-up", "acceptance", "mean len"]]
     for pp in g["per_prompt"]:
         diff = pp.get("difference")
@@ -92,41 +115,43 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
                 f"{1 + a['accepted'] / a['steps']:.2f}" if a and a.get("steps") else "—",
             ]
         )
-    out.append((f"Greedy identity: {g['identical']}/{g['prompts']} identical", rows))
-    if d["differences"]:
-        lines = []
-        for x in d["differences"]:
-            lines.append(
-                f"{x['id']}: {x['reason']} — baseline …{x['baseline_excerpt']}… | candidate …{x['candidate_excerpt']}…"
-                f" — cause: {x.get('cause') or 'not triaged'}"
-                + (f" ({x['cause_summary']})" if x.get("cause_summary") else "")
-                + (
-                    f"; prompt tokens from cache {x['prompt_cached'][0]} | {x['prompt_cached'][1]}"
-                    if x.get("prompt_cached")
-                    else ""
-                )
-            )
-        out.append(("Differences", lines))
-    sm = d.get("sampled")
-    if sm:
-        rows = [["prompt", "seeds identical", "drafting", "promise", "verdict", "test", "detectable TVD"]]
-        for x in sm["prompts"]:
-            t = x.get("test") or {}
-            rows.append(
-                [
-                    x["id"],
-                    f"{x['seeded_identical']}/{x['samples']}",
-                    x["guarantee"]["drafting"],
-                    x["guarantee"]["promise"],
-                    f"{x['status']}: {x['why']}",
-                    f"p {t['p']:.3g} over {t['positions_tested']} varying positions" if t else "not needed",
-                    f"{t['smallest_detectable_tvd']:.2f}"
-                    if t and t.get("smallest_detectable_tvd") is not None
-                    else "—",
-                ]
-            )
-        out.append((f"Identity under sampling: {sm['passed']}/{sm['total']}", rows))
-    sp, acc = d["speedup"], d.get("acceptance")
+    return (f"Greedy identity: {g['identical']}/{g['prompts']} identical", rows)
+
+
+def _difference_line(x: dict) -> str:
+    return (
+        f"{x['id']}: {x['reason']} — baseline …{x['baseline_excerpt']}… | candidate …{x['candidate_excerpt']}…"
+        f" — cause: {x.get('cause') or 'not triaged'}"
+        + (f" ({x['cause_summary']})" if x.get("cause_summary") else "")
+        + (
+            f"; prompt tokens from cache {x['prompt_cached'][0]} | {x['prompt_cached'][1]}"
+            if x.get("prompt_cached")
+            else ""
+        )
+    )
+
+
+def _sampled_identity(sm: dict) -> tuple[str, list[list[str]]]:
+    """One row a sampled prompt: seeds identical, the drafting's promise, the two-sample test."""
+    rows = [["prompt", "seeds identical", "drafting", "promise", "verdict", "test", "detectable TVD"]]
+    for x in sm["prompts"]:
+        t = x.get("test") or {}
+        rows.append(
+            [
+                x["id"],
+                f"{x['seeded_identical']}/{x['samples']}",
+                x["guarantee"]["drafting"],
+                x["guarantee"]["promise"],
+                f"{x['status']}: {x['why']}",
+                f"p {t['p']:.3g} over {t['positions_tested']} varying positions" if t else "not needed",
+                f"{t['smallest_detectable_tvd']:.2f}" if t and t.get("smallest_detectable_tvd") is not None else "—",
+            ]
+        )
+    return (f"Identity under sampling: {sm['passed']}/{sm['total']}", rows)
+
+
+def _speedup_lines(sp: dict, acc: dict | None) -> list[str]:
+    """The overall speed-up (and over prompts), then the acceptance that explains it."""
     o = sp["overall"]
     lines = [
         f"speed-up {_iv(o, unit='×')}: {sp['speed']} (candidate decode tok/s over the baseline's, paired within "
@@ -155,9 +180,12 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
             lines.append(f"per-position acceptance: — ({acc['per_position_note']})")
     elif acc:
         lines.append("acceptance: the candidate drafted nothing")
-    out.append(("Speed-up, beside its acceptance", lines))
+    return lines
+
+
+def _by_category(by_category: dict) -> list[list[str]]:
     rows = [["category", "prompts", "identical", "speed-up", "", "mean accepted length", "α"]]
-    for cat, c in d["by_category"].items():
+    for cat, c in by_category.items():
         ca = c.get("acceptance") or {}
         rows.append(
             [
@@ -170,32 +198,23 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
                 _iv(ca.get("alpha")) if ca.get("drafted") else "—",
             ]
         )
-    out.append(("By category", rows))
-    from spectui.core import terms_table
+    return rows
 
-    out += terms_table.sections(doc.get("terms"))  # measured on the servers after the run (issue 30)
-    hw = mo.get("hardware") or {}
-    gpus = ", ".join(f"{x['name']} ({_size(x.get('memory_total'))})" for x in hw.get("gpus") or []) or (
-        f"none ({hw.get('gpu_note')})"
-    )
+
+def _measured_on(doc: dict) -> list[str]:
+    """Each server as the sessions state it, the cache reuse, the hardware, the shards, and what is stated."""
+    mo, c = doc["measured_on"], doc["derived"]["cache"]
     lines = []
     for side in ("baseline", "candidate"):
-        sv = mo["servers"][side]
-        lines.append(
-            f"{side}: {sv.get('backend')} build {sv.get('build') or '?'}, model {sv.get('model') or '?'}, "
-            f"speculative {_spec(sv.get('speculative'))}, KV cache {_pairs(sv.get('kv_cache')) or 'default'}, "
-            f"at {sv.get('url')}"
-        )
-        if sv.get("launch_argv"):
-            lines.append(f"  launched as: {' '.join(sv['launch_argv'])} ({STATED_WORDS})")
-        lines.append(f"  model file: {_file(sv.get('model_file'))} ({STATED_WORDS})")
-        if sv.get("draft_file"):
-            lines.append(f"  draft file: {_file(sv.get('draft_file'))} ({STATED_WORDS})")
-    c = d["cache"]
+        lines += _server_lines(side, mo["servers"][side])
     lines.append(
         f"cache: prompt cache {_cache(c['requested'])} per request; prompt tokens reused from the cache: baseline "
         f"{c['baseline']['prompt_cached']} of {c['baseline']['prompt_tokens'] + c['baseline']['prompt_cached']}, "
         f"candidate {c['candidate']['prompt_cached']} of {c['candidate']['prompt_tokens'] + c['candidate']['prompt_cached']}"
+    )
+    hw = mo.get("hardware") or {}
+    gpus = ", ".join(f"{x['name']} ({_size(x.get('memory_total'))})" for x in hw.get("gpus") or []) or (
+        f"none ({hw.get('gpu_note')})"
     )
     lines.append(
         f"hardware: {hw.get('cpu')}, {hw.get('cores_logical')} logical cores ({hw.get('cores_physical')} physical), "
@@ -212,20 +231,29 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
     lines.append(
         f"{STATED_WORDS} from the sessions (verify cannot check them): the URLs, launch command lines and flags, "
         "model and draft files, the CPU's name, physical cores and system, the prompt set's name"
-        + ("; the prompt set's sha256 (a shard's sessions hold only its share's texts)" if shard else "")
+        + (
+            "; the prompt set's sha256 (a shard's sessions hold only its share's texts)"
+            if doc["inputs"].get("shard")
+            else ""
+        )
         + "; every other condition (parameters, runs, seeds, prompt texts, GPUs, logical cores and memory where "
         "probed, spectui version, date) is checked against the sessions by spectui verify"
     )
-    out.append(("Measured on", lines))
-    out.append(
-        (
-            "Derived from (raw sessions, replayable: spectui verify re-derives every figure from them)",
-            [f"{r['path']} ({r['phase']}, {r['bytes']} bytes) sha256 {r['sha256']}" for r in doc["sessions"]],
-        )
-    )
-    if d.get("problems"):
-        out.append(("Problems found while deriving", list(d["problems"])))
-    return out
+    return lines
+
+
+def _server_lines(side: str, sv: dict) -> list[str]:
+    lines = [
+        f"{side}: {sv.get('backend')} build {sv.get('build') or '?'}, model {sv.get('model') or '?'}, "
+        f"speculative {_spec(sv.get('speculative'))}, KV cache {_pairs(sv.get('kv_cache')) or 'default'}, "
+        f"at {sv.get('url')}"
+    ]
+    if sv.get("launch_argv"):
+        lines.append(f"  launched as: {' '.join(sv['launch_argv'])} ({STATED_WORDS})")
+    lines.append(f"  model file: {_file(sv.get('model_file'))} ({STATED_WORDS})")
+    if sv.get("draft_file"):
+        lines.append(f"  draft file: {_file(sv.get('draft_file'))} ({STATED_WORDS})")
+    return lines
 
 
 def _cache(v) -> str:

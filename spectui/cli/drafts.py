@@ -137,14 +137,26 @@ def register(sub) -> None:
     p.add_argument("--aux-layers", metavar="L1,L2,L3", help="target layers whose inputs feed the head ([2, n/2, n-3])")
     p.add_argument("--lr", type=float, default=5e-4, metavar="LR", help="learning rate (5e-4)")
     p.add_argument("--json", action="store_true")
+    _register_lesson(dsub)
+
+
+def _register_lesson(dsub) -> None:
+    from spectui.cli.drafts_lesson import register_lesson
+
+    register_lesson(dsub, _positive_int, _fraction)
 
 
 def cmd_drafts(args):
     action = getattr(args, "drafts_command", None)
     if action is None:
         raise InputError(
-            "spectui drafts needs an action: cost, data, train-lookup or train-eagle3", hint="see spectui drafts --help"
+            "spectui drafts needs an action: cost, data, train-lookup, train-eagle3 or lesson",
+            hint="see spectui drafts --help",
         )
+    if action == "lesson":
+        from spectui.cli.drafts_lesson import cmd_lesson
+
+        return cmd_lesson(args)
     return {"cost": cmd_cost, "data": cmd_data, "train-lookup": cmd_train_lookup, "train-eagle3": cmd_train_eagle3}[
         action
     ](args)

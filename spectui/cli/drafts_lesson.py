@@ -1,0 +1,72 @@
+"""`spectui drafts lesson`: data from the target → a trained draft → (converted) → served at the n_max its measured
+acceptance pays for → `spectui prove` on the held-out prompts (run.drafts_lesson does the work)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from spectui.cli.common import EXIT_DIFFERS, EXIT_OK
+
+
+def register_lesson(dsub, positive_int, fraction) -> None:
+    """The `drafts lesson` parser (called by cli.drafts.register with its number checks)."""
+    p = dsub.add_parser(
+        "lesson", help="the trained-draft lesson end to end: data, train, convert, serve, prove, each phase measured"
+    )
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="the lesson's folder (a rerun resumes it)")
+    p.add_argument("--prompts", metavar="SOURCE", help="prompts the target answers (needed until the data exists)")
+    p.add_argument("--draft", choices=("eagle3", "lookup"), default="eagle3", help="train-eagle3 or train-lookup")
+    p.add_argument("--target", metavar="GGUF", help="the target (default: spectui's SmolLM2)")
+    p.add_argument("--f32", action="store_true", help="serve the target's F32 copy; adds the three-way table")
+    p.add_argument("--max-tokens", type=positive_int, default=128, metavar="N", help="tokens an answer (128)")
+    p.add_argument("--holdout", type=fraction, default=0.1, metavar="F", help="share held out for the proof (0.1)")
+    p.add_argument("--limit", type=positive_int, metavar="N", help="only the first N prompts")
+    p.add_argument("--epochs", type=positive_int, default=3, metavar="E", help="EAGLE-3 passes over the data (3)")
+    p.add_argument("--draft-vocab", type=positive_int, default=8192, metavar="N", help="EAGLE-3 draft vocabulary")
+    p.add_argument("--ttt", type=positive_int, default=3, metavar="K", help="EAGLE-3 test-time-training steps (3)")
+    p.add_argument("--max-steps", type=positive_int, metavar="N", help="stop training after N steps (a quick try)")
+    p.add_argument(
+        "--probe-n-max", type=positive_int, default=5, metavar="N", help="n_max while measuring acceptance (5)"
+    )
+    p.add_argument("--runs", type=positive_int, default=2, metavar="N", help="interleaved runs a prompt in the proof")
+    p.add_argument("--threads", type=positive_int, default=1, metavar="N", help="threads a server and the trainer")
+    p.add_argument("--json", action="store_true", help="print the lesson record (DIR/lesson.json)")
+
+
+async def cmd_lesson(args) -> int:
+    from pathlib import Path
+
+    from spectui.cli.progress import Advance
+    from spectui.run.drafts_lesson import LessonOptions, run_lesson
+
+    opts = LessonOptions(
+        out=Path(args.output),
+        prompts=args.prompts or "",
+        draft=args.draft,
+        target=Path(args.target) if args.target else None,
+        f32=args.f32,
+        max_tokens=args.max_tokens,
+        holdout=args.holdout,
+        limit=args.limit,
+        epochs=args.epochs,
+        draft_vocab=args.draft_vocab,
+        ttt=args.ttt,
+        max_steps=args.max_steps or 0,
+        probe_n_max=args.probe_n_max,
+        runs=args.runs,
+        threads=args.threads,
+    )
+    bar = Advance("spectui drafts lesson")
+
+    def say(msg: str) -> None:
+        bar.close()
+        if not args.json:
+            print(f"spectui drafts lesson: {msg}", file=sys.stderr)
+
+    try:
+        les = await run_lesson(opts, say=say, advance=None if args.json else bar)
+    finally:
+        bar.close()
+    print(json.dumps(les.to_json(), indent=2) if args.json else les.text())
+    return EXIT_OK if les.verdict and les.verdict.startswith("IDENTICAL") else EXIT_DIFFERS

@@ -112,6 +112,7 @@ class SideRecorder:
         self.counts_from_metrics = False  # drafted/accepted to be taken from /metrics (no per-step counts)
         self.relabelled = False  # labels were corrected at the end (the pane redraws them)
         self.n_max_hint: float | None = None  # the server's speculative n_max, where its identity says
+        self._first_arrival = (0, 0, False)  # rate_so_far's: (first arrival, its tokens, whether all counted)
 
     @property
     def done(self) -> bool:
@@ -130,6 +131,27 @@ class SideRecorder:
         if isinstance(self.tokens, TokenLog):
             return self.tokens.joined() + self.tail
         return b"".join(t.data for t in self.tokens) + self.tail
+
+    def rate_so_far(self) -> float | None:
+        """The observed rate while the stream runs, as observed_tps defines it (the tokens that arrived after
+        the first event, over the time from its arrival to the last one's). Read at a redraw, never per
+        token: the first event's tokens are counted once, from the log's start, and the rest is two reads.
+        None before a second arrival; the final figures (decode_tps) replace it at the end."""
+        tokens, n = self.tokens, len(self.tokens)
+        if n < 2:
+            return None
+        at = tokens.t_ns_at if isinstance(tokens, TokenLog) else (lambda i: tokens[i].t_ns)
+        t0 = at(0)
+        start, first, final = self._first_arrival
+        if start != t0:  # a new log (relabelled): counted again
+            first, final = 0, False
+        while not final and first < n:
+            if at(first) != t0:
+                final = True  # a later arrival: the first event's count is final
+            else:
+                first += 1
+        self._first_arrival = (t0, first, final)
+        return _per_second(n - first, t0, at(n - 1))
 
     def feed(self, ev: StreamEvent) -> None:
         f = self.figures
@@ -254,9 +276,8 @@ class SideRecorder:
         if len(self.tokens) >= 2:
             times = _column(self.tokens, "t_ns")
             t0 = times[0]
-            span = (times[-1] - t0) / 1e9
             later = sum(1 for t in times if t > t0)
-            f.observed_tps = later / span if span > 0 and later else None
+            f.observed_tps = _per_second(later, t0, times[-1])
         t = self.finished.timings if self.finished is not None else {}
         n, ms = _num(t.get("predicted_n")), _num(t.get("predicted_ms"))
         if n and n > 1 and ms and ms > 0:
@@ -276,6 +297,12 @@ class SideRecorder:
             and int(completion) != len(self.tokens)
         ):
             f.rate_unit = "chunks/s"  # one event counted as one token: the server did not say how many
+
+
+def _per_second(later: int, t0_ns: int, t1_ns: int) -> float | None:
+    """Tokens a second over an arrival window (observed_tps and rate_so_far): None for an empty one."""
+    span = (t1_ns - t0_ns) / 1e9
+    return later / span if span > 0 and later else None
 
 
 def _column(tokens, name: str) -> list:

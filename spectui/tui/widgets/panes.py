@@ -139,12 +139,15 @@ class SidePane(Vertical):
     def show_figures(self, rec: SideRecorder, speedup_line: str | None = None) -> None:
         f = rec.figures
         cut = rec.failed is not None  # a failed side measured no rate and no acceptance: none is shown
+        live = rec.rate_so_far() if not rec.done and not f.decode_tps else None  # the final one replaces it
         t = Text()
         t.append("TTFT ", style="dim")
         t.append(f"{f.ttft_ms:.0f} ms" if f.ttft_ms is not None else "—")
         t.append(f"  {f.rate_unit} ", style="dim")
-        t.append(f"{f.decode_tps:.1f}" if f.decode_tps and not cut else "—")
-        if cut:
+        t.append(f"{f.decode_tps:.1f}" if f.decode_tps and not cut else (f"{live:.1f}" if live else "—"))
+        if live:
+            t.append(" so far", style="dim")
+        elif cut:
             t.append(" not measured (the side failed)", style="dim")
         elif f.decode_source == "server timings":
             t.append(" server-timed" + (f" · {f.observed_tps:.1f} seen" if f.observed_tps else ""), style="dim")
@@ -180,8 +183,11 @@ class SidePane(Vertical):
                 t.append(speedup_line, style="bold")
         self._last_figures = (rec, speedup_line)
         if t.plain != self._full_figures:
+            width = max(1, self.size.width - 4)
+            refit = _rows(t.plain, width) != _rows(self._full_figures, width)
             self._full_figures = t.plain
-            self._fit()
+            if refit:  # the live figures change each frame, their rows seldom: no fit of both panes a frame
+                self._fit()
         if self.compact:
             t = one_line_figures(rec, self.side == "candidate")
         fig = self.query_one(".figures", Static)
@@ -202,9 +208,10 @@ def one_line_figures(rec: SideRecorder, candidate: bool) -> Text:
     """A pane's figures on one line, the rate and the acceptance first (a pane folded on a small screen)."""
     f = rec.figures
     cut = rec.failed is not None
+    live = rec.rate_so_far() if not rec.done and not f.decode_tps else None
     t = Text()
-    t.append(f"{f.decode_tps:.1f}" if f.decode_tps and not cut else "—")
-    t.append(f" {f.rate_unit}", style="dim")
+    t.append(f"{f.decode_tps:.1f}" if f.decode_tps and not cut else (f"{live:.1f}" if live else "—"))
+    t.append(f" {f.rate_unit}" + (" so far" if live else ""), style="dim")
     if candidate:
         t.append(" · acc ", style="dim")
         t.append("—" if cut else (f"{f.acceptance_rate:.0%} ({f.accepted}/{f.drafted})" if f.drafted else "no drafts"))

@@ -196,7 +196,13 @@ async def _pair_or_kept(client, args, session, say) -> tuple[dict | None, dict |
 
 def register(sub) -> None:
     p = sub.add_parser("theory", help="speed-up as a function of acceptance rate, draft length and draft cost")
-    p.add_argument("--alpha", type=options.finite, metavar="A", help="acceptance rate, 0 <= A < 1")
+    p.add_argument(
+        "--alpha",
+        type=options.finite,
+        metavar="A",
+        help="α per position, 0 <= A < 1: the chance each drafted position is accepted given the ones before it"
+        " were (Leviathan et al.'s α; not accepted/drafted, the acceptance per drafted token, which is Σα^i/γ)",
+    )
     p.add_argument("--gamma", type=int, metavar="G", help="drafted tokens per step, >= 1")
     p.add_argument("--cost", type=options.finite, metavar="C", help="draft step cost / target step cost, >= 0")
     p.add_argument(

@@ -75,6 +75,27 @@ def cache_text(params: GenerationParams) -> str:
     return "server default" if params.cache_prompt is None else ("on" if params.cache_prompt else "off")
 
 
+def params_words(params: GenerationParams, order: str) -> str:
+    """`max tokens 96, temperature 0.0, seed 42, order sequential, prompt cache off`"""
+    return (
+        f"max tokens {params.max_tokens}, temperature {params.temperature}, seed {params.seed}, "
+        f"order {order}, prompt cache {cache_text(params)}"
+    )
+
+
+def mixed_params(results: list[PromptResult]) -> bool:
+    """The results' prompts ran with different parameters or orders (a session that mixes them): then no
+    one header line holds for the set, and each prompt names its own (prompt_params)."""
+    return len({params_words(r.params, r.order or "?") for r in results if r.params is not None}) > 1
+
+
+MIXED = "differ by prompt (each prompt's own are given with it)"
+
+
+def prompt_params(r: PromptResult) -> str:
+    return params_words(r.params, r.order or "?") if r.params is not None else "not recorded"
+
+
 def server_line(role: str, info: ServerInfo) -> str:
     return f"{role:<9} {info.url}  build {info.build or '?'}  model {info.model or '?'}  [{info.describe_speedup()}]"
 
@@ -91,7 +112,9 @@ def text_report(
         server_line("baseline", infos["baseline"]),
         server_line("candidate", infos["candidate"]),
         f"params    max_tokens={params.max_tokens} temperature={params.temperature} seed={params.seed} "
-        f"order={order} prompt cache={cache_text(params)}",
+        f"order={order} prompt cache={cache_text(params)}"
+        if not (mixed := mixed_params(results))
+        else f"params    {MIXED}",
         "",
     ]
     head = (
@@ -102,6 +125,8 @@ def text_report(
     lines.append("-" * len(head))
     for r in results:
         lines += prompt_lines(r)
+        if mixed:
+            lines.append(f"{'':<18} params    {prompt_params(r)}")
     if any(r.candidate.figures.drafted for r in results):
         lines.append(ALPHA_NOTE)
     repeats = repeat_lines(results)
@@ -374,9 +399,11 @@ def markdown_report(
             for role, i in (("baseline", b), ("candidate", c))
         ),
         "",
-        f"Parameters: max tokens {params.max_tokens}, temperature {params.temperature}, seed {params.seed}, "
-        f"order {order}, prompt cache "
-        f"{cache_text(params)}.",
+        f"Parameters: {params_words(params, order)}."
+        if not mixed_params(results)
+        else f"Parameters {MIXED}: "
+        + "; ".join(f"{md_cell(r.prompt.id)}: {prompt_params(r)}" for r in results if r.run == 1)
+        + ".",
         "",
         "| prompt | baseline tok/s | candidate tok/s | speed-up (acceptance per drafted token) | mean accepted length "
         "| α per position | TTFT ms (b / c) | output |",

@@ -74,6 +74,10 @@ class PromptResult:
     # replay: where judging the recorded events again disagrees with the recorded verdict, or none was
     # recorded (store.session.verdict_check); every report says it beside the prompt
     rejudged: str | None = None
+    # the parameters and order this prompt ran with, where a recording gives them per prompt (a session can
+    # hold prompts run with different ones: every report names each prompt's own, core.report.mixed_params)
+    params: GenerationParams | None = None
+    order: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -134,11 +138,22 @@ async def counters_or_none(source: Source) -> ServerCounters | None:
         return None
 
 
-def cross_check(rec: SideRecorder, before: ServerCounters | None, after: ServerCounters | None) -> None:
-    """Compare spectui's drafted/accepted/steps with the server's own counter deltas."""
+# why no counter reading came, by what the server said of its /metrics (ServerInfo.metrics_enabled)
+NO_COUNTERS = {
+    False: "unavailable: the server exports no counters (llama.cpp: start it with --metrics)",
+    True: "unavailable: /metrics gave no reading around this request",
+    None: "unavailable: no counter reading around this request",
+}
+
+
+def cross_check(
+    rec: SideRecorder, before: ServerCounters | None, after: ServerCounters | None, enabled: bool | None = False
+) -> None:
+    """Compare spectui's drafted/accepted/steps with the server's own counter deltas. `enabled` is what the
+    server said of its /metrics: the --metrics hint is given only where it said it has none."""
     f = rec.figures
     if before is None or after is None:
-        f.metrics_check = "unavailable: the server exports no counters (llama.cpp: start it with --metrics)"
+        f.metrics_check = NO_COUNTERS[enabled]
         return
     d = after.minus(before)
     f.metrics_drafted, f.metrics_accepted, f.metrics_steps = d.drafted, d.accepted, d.steps
@@ -216,7 +231,7 @@ async def run_side(
             sink(name, ev)
     if rec.failed is None:
         after = await counters_or_none(backend)
-        cross_check(rec, before, after)
+        cross_check(rec, before, after, backend.info.metrics_enabled if backend.info is not None else None)
     return rec
 
 

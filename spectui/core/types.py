@@ -54,8 +54,11 @@ class ServerInfo:
             parts.append(f"spec draft={spec['draft_model']} n_max={spec['n_max']}")
         else:
             parts.append("no speculation")
-        if self.kv_cache:
-            parts.append("kv " + "/".join(str(v) for v in self.kv_cache.values()))
+        kv = {k: v for k, v in self.kv_cache.items() if k != "from"}  # "from": where the types were read
+        if kv:
+            parts.append("kv " + "/".join(str(v) for v in kv.values()))
+        elif self.kv_cache.get("from"):  # run.kvtypes: a server whose command line spectui could not read
+            parts.append(f"KV types {self.kv_cache['from']}")
         if self.cache_prompt is not None:
             parts.append("prompt cache " + ("on" if self.cache_prompt else "off"))
         return ", ".join(parts)

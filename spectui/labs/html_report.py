@@ -11,7 +11,17 @@ from __future__ import annotations
 import html
 from string import Template
 
-from spectui.core.report import acceptance_text, cache_text, fmt, speedup_text, verdict_text, whole_set
+from spectui.core.report import (
+    MIXED,
+    acceptance_text,
+    fmt,
+    mixed_params,
+    params_words,
+    prompt_params,
+    speedup_text,
+    verdict_text,
+    whole_set,
+)
 from spectui.core.runner import PromptResult
 from spectui.core.types import GenerationParams, ServerInfo
 from spectui.labs.theory import formula as theory
@@ -65,6 +75,19 @@ def output_html(rec, marked: bool, diverge_token: int | None, rejected_at: dict[
     return "".join(out)
 
 
+LABEL_GAP = 13.0  # px between two curve labels' baselines at font-size 11: none is drawn over another
+
+
+def spread_labels(labels: list[tuple[float, str, str]], gap: float, top: float) -> list[tuple[float, str, str]]:
+    """Labels (y, colour, text) moved down where needed so each baseline is ≥ `gap` below the one above it
+    (two curves that end close together once printed their labels over each other), none above `top`."""
+    out: list[tuple[float, str, str]] = []
+    for yl, colour, text in sorted(labels):
+        yl = max(yl, top, out[-1][0] + gap if out else top)
+        out.append((yl, colour, text))
+    return out
+
+
 def theory_svg(r: PromptResult, chk: terms.TheoryCheck | None = None) -> str:
     """S(α) for the measured chain length with a free draft and with the implied draft cost, and the
     measured point: why the payoff is what it is on this hardware. With a TheoryCheck (the terms
@@ -99,18 +122,18 @@ def theory_svg(r: PromptResult, chk: terms.TheoryCheck | None = None) -> str:
         f'<text x="{(W + L) / 2:.0f}" y="{H - 5}" text-anchor="middle">acceptance rate α (γ = {g})</text>',
         f'<text x="5" y="12">{top:.1f}×</text>',
     ]
+    labels: list[tuple[float, str, str]] = []  # (wanted y, colour, text): placed apart below
     for (label, c), colour in zip(curves.items(), ("#0550ae", "#bc4c00")):
         pts = " ".join(f"{x(a):.1f},{y(theory.speedup(a, g, c)):.1f}" for a in alphas)
         parts.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
-        yl = y(theory.speedup(alphas[-1], g, c))
-        parts.append(f'<text x="{x(0.97):.1f}" y="{yl - 4:.1f}" text-anchor="end" fill="{colour}">{_e(label)}</text>')
+        labels.append((y(theory.speedup(alphas[-1], g, c)) - 4, colour, label))
     if chk is not None:
         pts = " ".join(f"{x(a):.1f},{y(v):.1f}" for a, v in zip(alphas, measured_curve))
         parts.append(f'<polyline points="{pts}" fill="none" stroke="#8250df" stroke-width="1.5"/>')
-        parts.append(
-            f'<text x="{x(0.97):.1f}" y="{y(measured_curve[-1]) + 12:.1f}" text-anchor="end" fill="#8250df">'
-            "measured costs (c, V, R)</text>"
-        )
+        labels.append((y(measured_curve[-1]) + 12, "#8250df", "measured costs (c, V, R)"))
+    for yl, colour, label in spread_labels(labels, gap=LABEL_GAP, top=12.0):
+        parts.append(f'<text x="{x(0.97):.1f}" y="{yl:.1f}" text-anchor="end" fill="{colour}">{_e(label)}</text>')
+    if chk is not None:
         px, py = x(min(chk.alpha, 0.98)), y(chk.predicted)
         parts.append(f'<rect x="{px - 4:.1f}" y="{py - 4:.1f}" width="8" height="8" fill="none" stroke="#8250df"/>')
         if chk.measured_low is not None and chk.measured_high is not None:
@@ -188,11 +211,11 @@ def html_report(
             f"<tr><td>{role}</td><td>{_e(info.url)}</td><td>{_e(info.build or '?')}</td>"
             f"<td>{_e(info.model or '?')}</td><td>{_e(info.describe_speedup())}</td></tr>"
         )
-    cache = cache_text(params)
     body += [
         "</table>",
-        f"<p>Parameters: max tokens {params.max_tokens}, temperature {params.temperature}, seed {params.seed}, "
-        f"order {_e(order)}, prompt cache {cache}.</p>",
+        f"<p>Parameters: {_e(params_words(params, order))}.</p>"
+        if not mixed_params(results)
+        else f"<p>Parameters {_e(MIXED)}.</p>",
         f'<p class="{"ok" if same == len(done) == len(results) else "bad"}">{same}/{len(done)} outputs identical'
         f"{f', {len(results) - len(done)} not compared' if len(done) < len(results) else ''}. "
         f"Builds: baseline {_e(b.build or '?')}, candidate {_e(c.build or '?')}.</p>",
@@ -241,6 +264,8 @@ def _prompt_section(r: PromptResult, chk: terms.TheoryCheck | None) -> list[str]
         f"<p>speed-up {_e(speedup_text(r))} · labels {_e(fc.labels or '—')} · "
         f"/metrics {_e(fc.metrics_check or '—')}</p>"
     )
+    if r.params is not None:  # this prompt's own parameters (a session may mix them)
+        out.append(f'<p class="note">Parameters: {_e(prompt_params(r))}.</p>')
     if r.triage:
         t = r.triage
         out.append(f"<p><b>cause: {_e(t.cause)}</b> — {_e(t.summary)}</p>")

@@ -24,6 +24,7 @@ from spectui.core.figures import SideRecorder
 from spectui.core.findings import ProbeResult, Triage
 from spectui.core.runner import PromptResult, RunObserver, Source
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
+from spectui.run import kvtypes
 from spectui.run.events import (
     ProbeFound,
     ProbeStarted,
@@ -134,11 +135,19 @@ class RunSession:
 
     def infos(self) -> dict[str, ServerInfo]:
         if self._infos is not None:
-            return self._infos()
-        return {
-            "baseline": self.baseline.info or ServerInfo(self.baseline.url),
-            "candidate": self.candidate.info or ServerInfo(self.candidate.url),
-        }
+            infos = self._infos()
+        else:
+            infos = {
+                "baseline": self.baseline.info or ServerInfo(self.baseline.url),
+                "candidate": self.candidate.info or ServerInfo(self.candidate.url),
+            }
+        from spectui.backends.base import Backend
+
+        for side, info in infos.items():  # KV types no server reports: from the command line (run.kvtypes)
+            source = self.baseline if side == "baseline" else self.candidate
+            if not (isinstance(source, Backend) and source.capabilities.recorded):  # replay keeps what it recorded
+                kvtypes.fill_kv_types(info, self.options.launched.get(side), kvtypes.local_argv)
+        return infos
 
     # -- the run ------------------------------------------------------------------------------------
     async def run(self, prompts: list[Prompt], triage: bool | None = None) -> list[PromptResult]:

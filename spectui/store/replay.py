@@ -64,6 +64,39 @@ class ReplayControl:
         return int(self._virtual)
 
 
+def _saved_counts(session: Session, index: int, side: str) -> tuple[float, float, float] | None:
+    """The /metrics deltas a side's live run recorded for prompt `index` (None: none recorded)."""
+    if not 0 <= index < len(session.prompts):
+        return None
+    saved = (session.prompts[index].result or {}).get(side) or {}
+    if not isinstance(saved, dict) or saved.get("metrics_drafted") is None:
+        return None
+    try:
+        return (
+            float(saved["metrics_drafted"]),
+            float(saved.get("metrics_accepted") or 0),
+            float(saved.get("metrics_steps") or 0),
+        )
+    except (TypeError, ValueError):
+        return None
+
+
+def _metrics_state(session: Session, side: str) -> bool | None:
+    """Whether the side's server had /metrics, as its live run recorded it: True where a prompt recorded
+    counters or a check that read them, False where the run said the server exports none, else None."""
+    state = None
+    for sp in session.prompts:
+        saved = (sp.result or {}).get(side)
+        if not isinstance(saved, dict):
+            continue
+        check = saved.get("metrics_check")
+        if saved.get("metrics_drafted") is not None or str(check).startswith(("ok", "mismatch")):
+            return True
+        if isinstance(check, str) and "exports no counters" in check:
+            state = False
+    return state
+
+
 class SessionBackend(Backend):
     """Plays one side of a saved session as a backend: the recorded events at the recorded pace × speed.
 
@@ -81,6 +114,9 @@ class SessionBackend(Backend):
         self.info = session.infos[side]
         self.url = self.info.url
         self._cursor = 0
+        self._played = False  # a prompt was streamed since the last counter reading (the next one is "after")
+        if self.info.metrics_enabled is None:  # what the live run learnt of /metrics, from what it recorded
+            self.info.metrics_enabled = _metrics_state(session, side)
 
     async def wait_ready(self, timeout: float = 0, on_wait=None) -> None:
         return None
@@ -92,21 +128,18 @@ class SessionBackend(Backend):
         return messages[-1]["content"] if messages else ""
 
     async def counters(self) -> ServerCounters | None:
-        drafted = accepted = steps = 0.0
-        seen = False
-        for sp in self.session.prompts[: self._cursor]:
-            saved = (sp.result or {}).get(self.side) or {}
-            if not isinstance(saved, dict) or saved.get("metrics_drafted") is None:
-                continue
-            try:
-                drafted += float(saved["metrics_drafted"])
-                accepted += float(saved.get("metrics_accepted") or 0)
-                steps += float(saved.get("metrics_steps") or 0)
-            except (TypeError, ValueError):
-                continue
-            seen = True
-        if not seen:
+        """The recorded deltas summed over the prompts played so far; None only where the prompt this reading
+        is for (the one about to play, or the one just played) recorded no counters, so the first prompt's
+        "before" is a zero reading, not a missing one."""
+        index = self._cursor - 1 if self._played else self._cursor
+        self._played = False
+        if _saved_counts(self.session, index, self.side) is None:
             return None
+        drafted = accepted = steps = 0.0
+        for k in range(self._cursor):
+            counts = _saved_counts(self.session, k, self.side)
+            if counts is not None:
+                drafted, accepted, steps = drafted + counts[0], accepted + counts[1], steps + counts[2]
         return ServerCounters(drafted, accepted, steps)
 
     async def stream(self, prompt: str, params: GenerationParams):
@@ -121,6 +154,7 @@ class SessionBackend(Backend):
             ctl.prompt = self._cursor
             ctl.restart()
         self._cursor += 1
+        self._played = True
         events = sp.events[self.side]
         for i, ev in enumerate(events):
             # wait for the replay clock; a single step releases one token while paused

@@ -546,3 +546,4 @@ def results_for(session: Session) -> list[PromptResult]:
                 r.prompt = out[-1].prompt  # one prompt object per group of repeats
         out.append(r)
     return out
+        r.params, r.order = sp.params, sp.order  # each prompt's own (a session may mix them)

@@ -155,7 +155,7 @@ def test_theory_prints_the_worked_example_break_even_and_best_gamma(capsys):
     best = max(range(1, 33), key=lambda g: speedup(0.8, g, 0.05))
     assert best == 8  # so the break-even for γ = 4 cannot be confused with the best γ's
     assert "E = (1−α^(γ+1))/(1−α) = 3.36" in out and "S = E/(γc+1) = 2.80×" in out
-    assert f"break-even acceptance rate (S = 1): {break_even(4, 0.05):.3f}" in out
+    assert f"break-even α per position (S = 1): {break_even(4, 0.05):.3f}" in out
     assert f"best γ for α = 0.8, c = 0.05: {best} (S = {speedup(0.8, best, 0.05):.2f}×)" in out
     code, out, _ = run(capsys, "theory", "--alpha", "0.8", "--gamma", "4", "--cost", "0.05", "--json")
     doc = json.loads(out)

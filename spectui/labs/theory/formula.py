@@ -71,10 +71,10 @@ def analyse(alpha: float, gamma: int, cost: float) -> dict:
 def text(t: dict) -> str:
     be = t["break_even_alpha"]
     lines = [
-        f"α = {t['alpha']}, γ = {t['gamma']}, c = {t['cost']}",
+        f"α = {t['alpha']} per position, γ = {t['gamma']}, c = {t['cost']}",
         f"tokens per verification step E = (1−α^(γ+1))/(1−α) = {t['tokens_per_step']:.2f}",
         f"speed-up S = E/(γc+1) = {t['speedup']:.2f}×",
-        "break-even acceptance rate (S = 1): "
+        "break-even α per position (S = 1): "
         + (f"{be:.3f}" if be is not None else "none — this draft never pays at this γ and c"),
         f"best γ for α = {t['alpha']}, c = {t['cost']}: {t['best_gamma']} (S = {t['best_speedup']:.2f}×)",
         "",

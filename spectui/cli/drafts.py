@@ -77,6 +77,7 @@ def register(sub) -> None:
     p.add_argument(
         "--target-dtype", choices=("bf16", "fp16", "fp32", "fp8"), default="bf16", help="the frozen target's dtype"
     )
+    p.add_argument("--lesson", metavar="DIR", help="beside the estimate, what `spectui drafts lesson -o DIR` measured")
     p.add_argument("--json", action="store_true")
     _server_options(p)
 
@@ -175,6 +176,7 @@ async def _connect(url: str, args, client):
 
 async def cmd_cost(args) -> int:
     from dataclasses import replace
+    from pathlib import Path
 
     from spectui.labs.drafts import cost as drafts
     from spectui.labs.memory.shape import read_shape
@@ -219,8 +221,25 @@ async def cmd_cost(args) -> int:
     report = drafts.estimate(shape, inputs, draft, args.profile, memory)
     from spectui.labs.drafts.cost_text import text
 
-    print(json.dumps(report.to_json(), indent=2) if args.json else text(report))
+    if args.lesson:
+        if not Path(args.lesson).is_dir():
+            raise InputError(f"--lesson {args.lesson} is not a folder", hint="give the -o of `spectui drafts lesson`")
+        _print_with_lesson(report, Path(args.lesson), args.json)
+    else:
+        print(json.dumps(report.to_json(), indent=2) if args.json else text(report))
     return EXIT_OK
+
+
+def _print_with_lesson(report, folder, as_json: bool) -> None:
+    """`drafts cost --lesson DIR`: the estimate, then what the trained draft measured (labs.drafts.lesson)."""
+    from spectui.labs.drafts.cost_text import text
+    from spectui.labs.drafts.lesson import measured_text, read_lesson
+
+    if as_json:
+        les = read_lesson(folder)
+        print(json.dumps({**report.to_json(), "lesson": les.to_json() if les else None}, indent=2))
+    else:
+        print(text(report) + "\n\n" + measured_text(folder))
 
 
 async def cmd_data(args) -> int:

@@ -14,7 +14,12 @@ def register_lesson(dsub, positive_int, fraction) -> None:
     p = dsub.add_parser(
         "lesson", help="the trained-draft lesson end to end: data, train, convert, serve, prove, each phase measured"
     )
-    p.add_argument("-o", "--output", required=True, metavar="DIR", help="the lesson's folder (a rerun resumes it)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="the lesson's folder; a rerun resumes it (default: the data folder's lessons/)",
+    )
     p.add_argument("--prompts", metavar="SOURCE", help="prompts the target answers (needed until the data exists)")
     p.add_argument("--draft", choices=("eagle3", "lookup"), default="eagle3", help="train-eagle3 or train-lookup")
     p.add_argument("--target", metavar="GGUF", help="the target (default: spectui's SmolLM2)")
@@ -40,8 +45,9 @@ async def cmd_lesson(args) -> int:
     from spectui.cli.progress import Advance
     from spectui.run.drafts_lesson import LessonOptions, run_lesson
 
+    out = Path(args.output) if args.output else _default_dir(args)
     opts = LessonOptions(
-        out=Path(args.output),
+        out=out,
         prompts=args.prompts or "",
         draft=args.draft,
         target=Path(args.target) if args.target else None,
@@ -64,9 +70,22 @@ async def cmd_lesson(args) -> int:
         if not args.json:
             print(f"spectui drafts lesson: {msg}", file=sys.stderr)
 
+    if not args.output and not args.json:
+        print(f"spectui drafts lesson: the lesson's folder: {out}", file=sys.stderr)
     try:
         les = await run_lesson(opts, say=say, advance=None if args.json else bar)
     finally:
         bar.close()
     print(json.dumps(les.to_json(), indent=2) if args.json else les.text())
     return EXIT_OK if les.verdict and les.verdict.startswith("IDENTICAL") else EXIT_DIFFERS
+
+
+def _default_dir(args):
+    """The data folder's lessons/<draft>-<target>[-f32]: the same command resumes the same lesson."""
+    from pathlib import Path
+
+    from spectui.labs.drafts.lesson import default_dir
+    from spectui.machine.assets import find_model
+
+    target = Path(args.target) if args.target else (find_model() or Path("model.gguf"))
+    return default_dir(args.draft, target, args.f32)

@@ -40,7 +40,7 @@ DRAFTS = ("eagle3", "lookup")
 
 @dataclass
 class LessonOptions:
-    out: Path
+    out: Path  # the CLI's default: labs.drafts.lesson.default_dir (the data folder's lessons/)
     prompts: str = ""  # the prompt set the target answers (a share held out)
     draft: str = "eagle3"
     target: Path | None = None  # GGUF (default: spectui's SmolLM2)

@@ -111,7 +111,7 @@ async def phase_plain_quantised(opts: LessonOptions, tools: Tools, les: Lesson, 
     _, held = heldout_prompts(opts)
     say(f"plain-quantised: plain {tools.target.name} against plain {tools.served.name}, paired")
     t0 = time.monotonic()
-    sides = [("quantised", tools.target, []), ("served", tools.served, [])]
+    sides: list[tuple[str, Path, list[str]]] = [("quantised", tools.target, []), ("served", tools.served, [])]
     async with Serving(tools, opts.threads, sides) as srv, http_client() as client:
         q, s = await backends_for(client, srv.urls)
         results = await run_prompts(q, s, held, greedy_params(opts), repeat=max(1, opts.runs))

@@ -162,6 +162,44 @@ def lesson_path(folder: Path) -> Path:
     return folder / LESSON_NAME
 
 
+def lessons_root() -> Path:
+    """Where `spectui drafts lesson` keeps a lesson given no -o: the data folder's lessons/."""
+    from spectui.store.locations import data_dir
+
+    return data_dir() / "lessons"
+
+
+def default_dir(draft: str, target: Path, f32: bool) -> Path:
+    """A lesson's folder under lessons_root(): one per draft kind, target and served copy (so a rerun resumes)."""
+    stem = target.name.removesuffix(".gguf")
+    return lessons_root() / f"{draft}-{stem}{'-f32' if f32 else ''}"
+
+
+def latest_lesson(root: Path | None = None) -> Path | None:
+    """The folder under lessons_root() whose lesson.json changed last; None where there is none."""
+    base = root or lessons_root()
+    try:
+        found = [p for p in base.glob(f"*/{LESSON_NAME}") if p.is_file()]
+    except OSError:
+        return None
+    return max(found, key=lambda p: p.stat().st_mtime).parent if found else None
+
+
+def measured_text(folder: Path) -> str:
+    """What a trained draft measured, for `drafts cost --lesson` and the drafts screen; one line where the
+    folder holds no lesson (or a damaged one), never an exception."""
+    try:
+        les = read_lesson(folder)
+    except InputError as e:
+        return f"lesson {folder}: {e.one_line()}"
+    if les is None:
+        return f"lesson {folder}: no lesson.json there yet (run `spectui drafts lesson -o {folder}`)"
+    head = f"measured by `spectui drafts lesson -o {folder}`:"
+    if les.verdict is None:
+        head += " (not finished: rerun the same command to resume it)"
+    return "\n".join([head, *text_lines(les)])
+
+
 def read_lesson(folder: Path) -> Lesson | None:
     """The lesson kept in a folder; None where there is none yet; InputError for a file that is not one."""
     path = lesson_path(folder) if folder.is_dir() else folder

@@ -1,5 +1,7 @@
 """What a trained draft would cost for the model on screen and the chosen profile (`spectui drafts cost`
-as a screen): Medusa, EAGLE-1, EAGLE-3 and draft models, each figure with its formula and inputs."""
+as a screen): Medusa, EAGLE-1, EAGLE-3 and draft models, each figure with its formula and inputs; above it,
+what a trained draft measured here (`spectui drafts lesson`'s folder: time, memory and tokens per phase,
+acceptance per position, the n_max chosen, the certificate's verdict line)."""
 
 from __future__ import annotations
 
@@ -40,26 +42,41 @@ def cost_text(target: str, profile: str | None, seq_len: int, samples: int) -> s
     return text(drafts.estimate(shape, inputs, None, profile, memory))
 
 
+def lesson_text(folder: str) -> str:
+    """What `spectui drafts lesson` measured in this folder (labs.drafts.lesson.measured_text)."""
+    from pathlib import Path
+
+    from spectui.labs.drafts.lesson import measured_text
+
+    if not folder:
+        return "no trained draft measured yet: `spectui drafts lesson` trains, serves and proves one"
+    return measured_text(Path(folder).expanduser())
+
+
 class DraftsScreen(Screen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="drafts_cost_back")]
     DEFAULT_CSS = """
-    DraftsScreen #inputs { height: 3; }
-    DraftsScreen #inputs Input { width: 1fr; }
+    DraftsScreen #inputs, DraftsScreen #inputs-lesson { height: 3; }
+    DraftsScreen #inputs Input, DraftsScreen #inputs-lesson Input { width: 1fr; }
     DraftsScreen #inputs Input.-short { width: 10; }
-    DraftsScreen #inputs Label { padding: 1 1 0 2; }
+    DraftsScreen #inputs Label, DraftsScreen #inputs-lesson Label { padding: 1 1 0 2; }
     DraftsScreen #report { padding: 0 1; }
+    DraftsScreen #lesson { padding: 0 1 1 1; }
     """
 
-    def __init__(self, target: str | None, profile: str | None) -> None:
+    def __init__(self, target: str | None, profile: str | None, lesson: str | None = None) -> None:
         super().__init__()
-        self.target, self.profile = target or "", profile or ""
+        self.target, self.profile, self.lesson = target or "", profile or "", lesson or ""
 
     @classmethod
     def open(cls, context: LabContext) -> DraftsScreen:
         """F3: the model on screen where its file is readable here, else the bundled SmolLM2."""
         path = context.model_path
         target = path if path and os.path.isfile(path) else find_model()
-        return cls(str(target) if target else None, context.profile)
+        from spectui.labs.drafts.lesson import latest_lesson
+
+        lesson = latest_lesson()  # the newest lesson under the data folder's lessons/
+        return cls(str(target) if target else None, context.profile, str(lesson) if lesson else None)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="inputs"):
@@ -71,7 +88,11 @@ class DraftsScreen(Screen):
             yield Input("2048", id="seq_len", classes="-short", type="integer")
             yield Label("samples")
             yield Input("5000", id="samples", classes="-short", type="integer")
+        with Horizontal(id="inputs-lesson"):
+            yield Label("lesson")
+            yield Input(self.lesson, id="lesson", placeholder="a `spectui drafts lesson` folder")
         with VerticalScroll():
+            yield Static(id="lesson-report", markup=False)
             yield Static(id="report", markup=False)
         yield Footer()
 
@@ -84,6 +105,7 @@ class DraftsScreen(Screen):
 
     def refresh_report(self) -> None:
         values = {i.id: i.value.strip() for i in self.query(Input)}
+        self.query_one("#lesson-report", Static).update(lesson_text(values.get("lesson") or ""))
         report = self.query_one("#report", Static)
         if not values["target"]:
             report.update("give a target model (a GGUF file or a Hugging Face folder) and press Enter")

@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from spectui.backends.launchspec import LaunchSpec
 from spectui.backends.llamacpp_timing import CompletionTimings
-from spectui.labs.theory.curve import DRAFT_MODEL, NGRAM, CostCurve, Samples, drafting_kind, is_local
+from spectui.labs.theory.curve import DRAFT_MODEL, NGRAM, OTHER, CostCurve, Samples, drafting_kind, is_local
 from spectui.labs.theory.terms import StepCosts
 
 Timer = Callable[[list[int], int], Awaitable[CompletionTimings]]  # (prompt ids, n_predict) → the reply's timings
@@ -236,6 +236,11 @@ async def measure_on_servers(
 
         await add_draft_decode(curve, draft_path, (launched or {}).get("candidate", LaunchSpec()), prefix, repeats, say)
         curve.notes.append(f"the draft model timed: {which}")
+    elif drafting == OTHER and is_local(candidate.url):
+        from spectui.labs.theory.head_cost import add_head_decode
+
+        spec = (launched or {}).get("candidate", LaunchSpec())
+        await add_head_decode(curve, client, spec, prefix, repeats, say)
     after = await candidate.counters() if before is not None else None
     if after is not None:
         curve.notes.append(_counters_note(before, after))

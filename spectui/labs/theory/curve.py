@@ -97,7 +97,7 @@ class CostCurve:
         b1 = self.target_ms(1, i)
         verify = tuple(1 + (self.target_ms(k, i) - b1) / t for k in range(1, top + 1))
         reeval: tuple[float, ...] = ()
-        if self.draft_batch and self.drafting == DRAFT_MODEL:
+        if self.draft_batch and self.drafting in (DRAFT_MODEL, OTHER):  # OTHER: a head's, labs.theory.head_cost
             reeval = tuple(self.draft_ms(k, i) / t for k in range(1, top + 1))
         c = self.c(i)
         sources = dict(self.sources)

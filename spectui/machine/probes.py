@@ -44,6 +44,8 @@ class ProcessSample:
     rss: int | None
     cpu_percent: float | None
     alive: bool = True
+    by_port: bool = False  # found as the process listening on the server's port (spectui did not launch it)
+    gpu_memory: int | None = None  # bytes on the GPUs where NVML lists the process (GPUProbe.process_memory)
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,25 @@ class GPUProbe:
         free = g.memory_free if g.memory_free is not None else total - (g.memory_used or 0)
         return GPUMemory(total, free, g.name, "NVML")
 
+    def process_memory(self, pid: int) -> int | None:
+        """GPU memory a process holds over all GPUs (bytes), where NVML lists it among the compute or
+        graphics processes; None without NVML or where it is not listed (nvitop reads the same lists)."""
+        if not self._init():
+            return None
+        nv = self._nvml
+        assert nv is not None
+        total, seen = 0, False
+        for i in range(_try(nv.nvmlDeviceGetCount) or 0):
+            handle = _try(lambda i=i: nv.nvmlDeviceGetHandleByIndex(i))
+            if handle is None:
+                continue
+            for lister in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+                for proc in _try(lambda h=handle, f=lister: getattr(nv, f)(h)) or ():
+                    used = getattr(proc, "usedGpuMemory", None)
+                    if getattr(proc, "pid", None) == pid and isinstance(used, int):
+                        total, seen = total + used, True
+        return total if seen else None
+
     def close(self) -> None:
         with self._lock:
             if self._ready:
@@ -209,6 +230,58 @@ class ProcessProbe:
             return ProcessSample(pid, None, None, alive=False)
         except psutil.AccessDenied:
             return ProcessSample(pid, None, None)
+
+
+def local_port(url: str) -> int | None:
+    """The port of a URL on this machine (127.0.0.1, localhost, ::1), else None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    return port if host in ("127.0.0.1", "localhost", "::1") else None
+
+
+class SideProcesses:
+    """Each side's server process for the live panel: by the PID spectui launched it with, else the local
+    process listening on its URL's port (a server the user started), with its GPU memory where NVML has it.
+    A port is looked up again at most every `retry` seconds while nothing listens on it."""
+
+    def __init__(self, procs: ProcessProbe | None = None, gpus: GPUProbe | None = None, retry: float = 5.0) -> None:
+        import time
+
+        self.procs = procs or ProcessProbe()
+        self.gpus = gpus
+        self.retry = retry
+        self._clock = time.monotonic
+        self._found: dict[str, tuple[float, int | None]] = {}  # url → (when looked up, the PID found)
+
+    def _by_port(self, url: str) -> int | None:
+        port = local_port(url)
+        if port is None:
+            return None
+        when, pid = self._found.get(url, (None, None))
+        if when is None or (pid is None and self._clock() - when > self.retry):
+            pid = pid_listening_on(port)
+            self._found[url] = (self._clock(), pid)
+        return pid
+
+    def sample(self, pids: dict[str, int], urls: dict[str, str]) -> dict[str, ProcessSample]:
+        out: dict[str, ProcessSample] = {}
+        for side in dict.fromkeys([*pids, *urls]):
+            pid, by_port = pids.get(side) or None, False
+            if pid is None and side in urls:
+                pid, by_port = self._by_port(urls[side]), True
+            if pid is None:
+                continue
+            s = self.procs.sample(pid)
+            if not s.alive and by_port:
+                self._found.pop(urls[side], None)  # the server went away: look for the port's next owner
+            gpu = self.gpus.process_memory(pid) if self.gpus is not None and s.alive else None
+            out[side] = ProcessSample(s.pid, s.rss, s.cpu_percent, s.alive, by_port, gpu)
+        return out
 
 
 def pid_listening_on(port: int) -> int | None:

@@ -10,7 +10,7 @@ from textual.css.query import NoMatches
 
 from spectui.core.errors import describe
 from spectui.core.runner import SIDES
-from spectui.machine.probes import ProcessProbe
+from spectui.machine.probes import SideProcesses
 from spectui.tui.messages import ProbeSampled
 from spectui.tui.widgets.panes import ServerLogs
 
@@ -69,7 +69,7 @@ class ServerSupervisor:
         self.app = app
         self.launcher: Launcher | None = None
         self.kv: dict[str, tuple[int, int] | None] = {}
-        self.proc_probe = ProcessProbe()
+        self.proc_probe = SideProcesses(gpus=app.gpu_probe)  # launched by PID, the user's by port
         self.alone_why = "asked for (--one-at-a-time)"  # the memory plan's reason when it chose it
         self.alone_open: str | None = None  # the side open_alone holds up now
 
@@ -328,7 +328,7 @@ class ServerSupervisor:
                 continue
             gpus = app.gpu_probe.sample()
             host = app.config.host_probe()
-            procs = {side: self.proc_probe.sample(pid) for side, pid in app.config.pids.items()}
+            procs = self.proc_probe.sample(app.config.pids, {s: b.url for s, b in app.backends.items()})
             app.post_message(ProbeSampled(gpus, host, procs, app.gpu_probe.error))
             for _ in range(int(app.config.probe_interval * 10)):
                 if me.is_cancelled:

@@ -381,7 +381,8 @@ class LivePanel(Vertical):
             if p is not None:
                 if p.alive:
                     cpu = f"{p.cpu_percent:.0f}%" if p.cpu_percent is not None else "N/A"
-                    t.append(f" · RSS {fmt_bytes(p.rss)} CPU {cpu}")
+                    gpu = f" GPU {fmt_bytes(p.gpu_memory)}" if p.gpu_memory is not None else ""
+                    t.append(f" · PID {p.pid}{' (by port)' if p.by_port else ''} RSS {fmt_bytes(p.rss)} CPU {cpu}{gpu}")
                 else:
                     t.append(" · process gone", style="red")
             else:

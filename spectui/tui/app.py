@@ -324,13 +324,16 @@ class SpectuiApp(KeysMixin, App):
         from textual.app import SystemCommand
 
         yield from super().get_system_commands(screen)
+        from spectui.tui.keys import sentence
+
         for b in self.BINDINGS:
             if b.action.startswith("replay(") and not self.replaying:
                 continue
             if b.action in ("quit",):
                 continue
             yield SystemCommand(
-                f"{b.description} ({b.key})", f"spectui: {b.description.lower()}", lambda a=b.action: self.run_action(a)
+            # the palette's help line is the action's one sentence (tui.keys.SENTENCES), as on the `?` screen
+                f"{b.description} ({b.key})", sentence(b.action, b.description), lambda a=b.action: self.run_action(a)
             )
 
     # -- recording, notebook, export -------------------------------------------------------------------

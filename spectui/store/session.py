@@ -536,6 +536,7 @@ def results_for(session: Session) -> list[PromptResult]:
         if warning is not None and warning not in session.warnings:
             session.warnings.append(warning)
         r = PromptResult(sp.prompt, b, c, verdict, damaged=sp.damaged, triage=sp.triage, drafts=sp.drafts)
+        r.params, r.order = sp.params, sp.order  # each prompt's own (a session may mix them)
         if warning is not None:  # the report a person keeps says it beside the prompt, not only stderr
             r.rejudged = warning.removeprefix(f"{sp.prompt.id}: ")
         saved = sp.result if isinstance(sp.result, dict) else {}
@@ -546,4 +547,3 @@ def results_for(session: Session) -> list[PromptResult]:
                 r.prompt = out[-1].prompt  # one prompt object per group of repeats
         out.append(r)
     return out
-        r.params, r.order = sp.params, sp.order  # each prompt's own (a session may mix them)

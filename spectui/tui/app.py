@@ -323,16 +323,16 @@ class SpectuiApp(KeysMixin, App):
     def get_system_commands(self, screen):
         from textual.app import SystemCommand
 
-        yield from super().get_system_commands(screen)
         from spectui.tui.keys import sentence
 
+        yield from super().get_system_commands(screen)
         for b in self.BINDINGS:
             if b.action.startswith("replay(") and not self.replaying:
                 continue
             if b.action in ("quit",):
                 continue
-            yield SystemCommand(
             # the palette's help line is the action's one sentence (tui.keys.SENTENCES), as on the `?` screen
+            yield SystemCommand(
                 f"{b.description} ({b.key})", sentence(b.action, b.description), lambda a=b.action: self.run_action(a)
             )
 

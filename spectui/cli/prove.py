@@ -6,88 +6,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER
+from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, PairOptions, connect_pair, params_from, prompts_from
+from spectui.cli.options import add_run_options
 from spectui.core.errors import InputError
+from spectui.run.prove.shard import parse_shard
+
+if TYPE_CHECKING:
+    from spectui.run.prove.prove import ProveOptions, Prover
 
 EXIT_NOT_VERIFIED = 1
 EXIT_NOT_WRITTEN = 5  # prove: a session or the certificate stopped being written (a full disk): no certificate
 
 
 def register(sub) -> None:
-    from spectui.cli.options import add_run_options
-
-    p = sub.add_parser(
-        "prove",
-        help="one certificate that the candidate is identical to the baseline, and how much faster",
-        description="Greedy identity on every prompt, identity under sampling on a subset, the speed-up with its "
-        "interval beside its acceptance, and what it was measured on: a certificate (JSON, Markdown, HTML) next "
-        "to the raw sessions it was derived from. --temperature is the sampled pass's; the greedy pass is at 0.",
-    )
-    p.add_argument("--baseline", metavar="URL", help="the baseline server (or --profile to launch a pair)")
-    p.add_argument("--candidate", metavar="URL", help="the candidate server (or --profile to launch a pair)")
-    p.add_argument("--prompts", default="default", metavar="SET|FILE", help="a bundled set by name, or a prompts file")
-    p.add_argument(
-        "--runs", type=int, default=2, metavar="N", help="interleaved runs per prompt (B C / C B; default 2)"
-    )
-    p.add_argument(
-        "--sampled", type=int, default=2, metavar="K", help="prompts checked under sampling (default 2; 0: none)"
-    )
-    p.add_argument(
-        "--samples", type=int, default=16, metavar="N", help="seeds per sampled prompt and side (default 16)"
-    )
-    p.add_argument("--sample-max-tokens", type=int, default=16, metavar="N", help="tokens per sample (default 16)")
-    p.add_argument("--seed-base", type=int, default=1000, metavar="S", help="the sampled pass's seeds S, S+1, … (1000)")
-    p.add_argument(
-        "-o",
-        "--output",
-        metavar="DIR",
-        help="folder for the certificate and its sessions (default: the data folder's certificates/)",
-    )
-    p.add_argument(
-        "--shard",
-        metavar="I/N",
-        help="run share I of N of the prompt set (1/N … N/N); merge the N with `spectui merge`",
-    )
-    p.add_argument(
-        "--profile", metavar="NAME", help="launch the pair of a hardware profile (see spectui profiles list)"
-    )
-    p.add_argument("--comparison", metavar="ID", help="with --profile: which of its comparisons (default: its first)")
-    p.add_argument(
-        "--launch",
-        metavar="COMPARISON",
-        help="start the comparison's two servers from the profile (--profile, default cpu-demo) and stop them after",
-    )
-    p.add_argument(
-        "--one-at-a-time",
-        action="store_true",
-        help="with --launch/--profile: each server started alone, measured one after the other (chosen by itself "
-        "where the memory plan says the two do not fit on the GPU together); triage is skipped",
-    )
-    p.add_argument(
-        "--triage",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="find each difference's cause (default: on)",
-    )
-    p.add_argument("--triage-limit", type=int, default=10, metavar="N", help="differing prompts to triage (default 10)")
-    p.add_argument(
-        "--no-hash", dest="hash_files", action="store_false", help="identify model files by size and mtime, not sha256"
-    )
-    p.add_argument(
-        "--no-terms",
-        dest="terms",
-        action="store_false",
-        help="do not measure the formula's terms (c, V(k), R(k)) on the servers after the run",
-    )
-    p.add_argument("--json", action="store_true", help="print the certificate JSON instead of the text")
-    p.add_argument(
-        "--notebook", metavar="PATH", help="the lab notebook for this certificate's entry (else the default)"
-    )
-    p.add_argument("--no-notebook", action="store_true", help="do not add an entry to the lab notebook")
-    add_run_options(p)
-    p.set_defaults(temperature=0.8)
+    _add_prove(sub)
 
     p = sub.add_parser("verify", help="re-derive a certificate from its raw sessions (no servers) and check every hash")
     p.add_argument("certificate", metavar="CERT", help="certificate.json (or its folder)")
@@ -109,6 +46,96 @@ def register(sub) -> None:
         "-o", "--output", required=True, metavar="FILE", help="the merged certificate (JSON; .md/.html beside it)"
     )
     p.add_argument("--json", action="store_true")
+
+
+def _add_prove(sub) -> None:
+    """prove's options, in the order its --help lists them: the servers, the passes, where the certificate
+    goes, a launched pair, what else is measured, what is printed; then the run options compare has too."""
+    p = sub.add_parser(
+        "prove",
+        help="one certificate that the candidate is identical to the baseline, and how much faster",
+        description="Greedy identity on every prompt, identity under sampling on a subset, the speed-up with its "
+        "interval beside its acceptance, and what it was measured on: a certificate (JSON, Markdown, HTML) next "
+        "to the raw sessions it was derived from. --temperature is the sampled pass's; the greedy pass is at 0.",
+    )
+    p.add_argument("--baseline", metavar="URL", help="the baseline server (or --profile to launch a pair)")
+    p.add_argument("--candidate", metavar="URL", help="the candidate server (or --profile to launch a pair)")
+    _add_passes(p)
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="folder for the certificate and its sessions (default: the data folder's certificates/)",
+    )
+    p.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="run share I of N of the prompt set (1/N … N/N); merge the N with `spectui merge`",
+    )
+    _add_launch(p)
+    _add_measured_beside(p)
+    p.add_argument("--json", action="store_true", help="print the certificate JSON instead of the text")
+    p.add_argument(
+        "--notebook", metavar="PATH", help="the lab notebook for this certificate's entry (else the default)"
+    )
+    p.add_argument("--no-notebook", action="store_true", help="do not add an entry to the lab notebook")
+    add_run_options(p)
+    p.set_defaults(temperature=0.8)
+
+
+def _add_passes(p) -> None:
+    """The prompt set, and how many runs and seeds each pass (greedy, sampled) gives it."""
+    p.add_argument("--prompts", default="default", metavar="SET|FILE", help="a bundled set by name, or a prompts file")
+    p.add_argument(
+        "--runs", type=int, default=2, metavar="N", help="interleaved runs per prompt (B C / C B; default 2)"
+    )
+    p.add_argument(
+        "--sampled", type=int, default=2, metavar="K", help="prompts checked under sampling (default 2; 0: none)"
+    )
+    p.add_argument(
+        "--samples", type=int, default=16, metavar="N", help="seeds per sampled prompt and side (default 16)"
+    )
+    p.add_argument("--sample-max-tokens", type=int, default=16, metavar="N", help="tokens per sample (default 16)")
+    p.add_argument("--seed-base", type=int, default=1000, metavar="S", help="the sampled pass's seeds S, S+1, … (1000)")
+
+
+def _add_launch(p) -> None:
+    """A profile's pair started for the run (run.pair plans it): --profile, --comparison, --launch, --one-at-a-time."""
+    p.add_argument(
+        "--profile", metavar="NAME", help="launch the pair of a hardware profile (see spectui profiles list)"
+    )
+    p.add_argument("--comparison", metavar="ID", help="with --profile: which of its comparisons (default: its first)")
+    p.add_argument(
+        "--launch",
+        metavar="COMPARISON",
+        help="start the comparison's two servers from the profile (--profile, default cpu-demo) and stop them after",
+    )
+    p.add_argument(
+        "--one-at-a-time",
+        action="store_true",
+        help="with --launch/--profile: each server started alone, measured one after the other (chosen by itself "
+        "where the memory plan says the two do not fit on the GPU together); triage is skipped",
+    )
+
+
+def _add_measured_beside(p) -> None:
+    """What the certificate holds beside the passes: each difference's cause, the files' hashes, the terms."""
+    p.add_argument(
+        "--triage",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="find each difference's cause (default: on)",
+    )
+    p.add_argument("--triage-limit", type=int, default=10, metavar="N", help="differing prompts to triage (default 10)")
+    p.add_argument(
+        "--no-hash", dest="hash_files", action="store_false", help="identify model files by size and mtime, not sha256"
+    )
+    p.add_argument(
+        "--no-terms",
+        dest="terms",
+        action="store_false",
+        help="do not measure the formula's terms (c, V(k), R(k)) on the servers after the run",
+    )
 
 
 def exit_for(doc: dict) -> int:
@@ -145,38 +172,55 @@ def progress(quiet: bool):
     return emit
 
 
-def _launch(args):
-    """--launch COMPARISON / --profile NAME [--comparison ID]: the profile's pair (127.0.0.1, free ports),
-    through the memory plan, and why it runs one server at a time (None: both up together)."""
-    from spectui.run.pair import LaunchedPair
+def pair_from(args):
+    """The two servers: the user's (--baseline/--candidate), or a profile's pair (--launch COMPARISON /
+    --profile NAME [--comparison ID]: 127.0.0.1, free ports, through run.pair's memory plan)."""
+    from spectui.run.pair import GivenPair, LaunchedPair
 
-    pair = LaunchedPair.plan_for(args.profile, args.launch or args.comparison, args.one_at_a_time, _say)
-    return pair.name, pair.servers["baseline"], pair.servers["candidate"], pair.alone
-
-
-def _start_both(what: str, base, cand):
-    from spectui.machine.launcher import Launcher
-
-    launcher = Launcher()
-    launcher.add(base)
-    launcher.add(cand)
-    _say(f"starting {what} on {base.url} and {cand.url}")
-    launcher.start_all()
-    return launcher
+    if args.profile is None and args.launch is None:
+        return GivenPair(args.baseline, args.candidate)
+    return LaunchedPair.plan_for(args.profile, args.launch or args.comparison, args.one_at_a_time, _say)
 
 
 async def cmd_prove(args) -> int:
-    import asyncio
-
-    from spectui.backends.launchspec import LaunchSpec
     from spectui.backends.transport import stamped_client
-    from spectui.cli.common import PairOptions, connect_pair, params_from, prompts_from
-    from spectui.cli.compare import machine_sampler
-    from spectui.run.prove.prove import OneAtATime, ProveOptions, Prover, SessionNotWritten, default_dir, prepare_dir
+    from spectui.run.prove.certificate import canonical
+    from spectui.run.prove.prove import SessionNotWritten, default_dir, prepare_dir
     from spectui.run.prove.render import render_text
-    from spectui.run.prove.shard import parse_shard
-    from spectui.store import prompts as prompt_sets
 
+    _check_pair_source(args)
+    params = params_from(args)
+    options = _prove_options(args)
+    prompt_list, set_name = _prompt_set(args)
+    out = prepare_dir(Path(args.output) if args.output else default_dir(options.shard))
+    pair = pair_from(args)
+    if pair.alone is not None and not args.json:
+        _say(f"{pair.name}: one server at a time ({pair.alone})")
+        if args.triage:
+            _say("triage needs both servers up at once: skipped (the certificate says so)")
+    async with _both_up(pair, args) as reach, stamped_client() as client:
+        prover = await _prover(pair, reach, client, args, params, options, prompt_list, set_name, out)
+        try:
+            doc = await prover.run()
+        except SessionNotWritten as exc:
+            _not_written(prover, exc, params, args.json)
+            return EXIT_NOT_WRITTEN
+        doc = await _with_terms(doc, prover, client, args, measurable=pair.alone is None)
+        three = await _three_way(doc, prover, prompt_list, params, args, out, pair.alone is None)
+    print(canonical(doc) if args.json else render_text(doc), end="")  # the text's first line is the verdict
+    if three is not None and not args.json:
+        from spectui.run.three_way import table_text
+
+        print(table_text(three), end="")
+    cert = Path(doc["_path"])
+    _say(f"wrote {cert} (+ {cert.with_suffix('.md').name}, {cert.with_suffix('.html').name}) beside its sessions")
+    if not args.no_notebook:
+        _note(args.notebook, doc)
+    return exit_for(doc)
+
+
+def _check_pair_source(args) -> None:
+    """Two URLs, or a profile's pair; one line for any other combination, before anything runs."""
     launching = args.profile is not None or args.launch is not None
     if not launching and (args.baseline is None or args.candidate is None):
         raise InputError(
@@ -193,8 +237,11 @@ async def cmd_prove(args) -> int:
             "--one-at-a-time starts and stops the servers itself: give it with --launch COMPARISON",
             hint="servers already running cannot be stopped and started by spectui",
         )
-    params = params_from(args)
-    shard = parse_shard(args.shard)
+
+
+def _prove_options(args) -> ProveOptions:
+    from spectui.run.prove.prove import ProveOptions
+
     options = ProveOptions(
         runs=args.runs,
         sampled=args.sampled,
@@ -205,93 +252,98 @@ async def cmd_prove(args) -> int:
         triage=args.triage,
         triage_limit=args.triage_limit,
         order=args.order,
-        shard=shard,
+        shard=parse_shard(args.shard),
         hash_files=args.hash_files,
     )
     options.check()
+    return options
+
+
+def _prompt_set(args) -> tuple[list, str]:
+    """The prompts that run, and the set's name as the certificate states it (a subset says so)."""
+    from spectui.store import prompts as prompt_sets
+
     prompt_list = prompts_from(args)
     set_name = prompt_sets.load_set(args.prompts)[0]
     if args.limit or args.sample:
         set_name += f" ({len(prompt_list)} picked)"
-    out = prepare_dir(Path(args.output) if args.output else default_dir(shard))
-    launcher = None
-    launched: dict[str, LaunchSpec] = {}
-    alone = None
-    try:
-        pair = PairOptions.from_args(args)
-        if launching:
-            what, base, cand, alone = _launch(args)
-            launched = {"baseline": LaunchSpec.from_argv(base.argv), "candidate": LaunchSpec.from_argv(cand.argv)}
-            if alone is None:
-                launcher = await asyncio.to_thread(_start_both, what, base, cand)
-                pair = PairOptions(
-                    base.url,
-                    cand.url,
-                    "auto",
-                    base.backend,
-                    cand.backend,
-                    args.api_key_env,
-                    args.ready_timeout,
-                    args.json,
-                )
-            elif not args.json:
-                _say(f"{what}: one server at a time ({alone})")
-                if args.triage:
-                    _say("triage needs both servers up at once: skipped (the certificate says so)")
-        async with stamped_client() as client:
-            backends: dict = {"baseline": None, "candidate": None}
-            one = None
-            if alone is not None:
-                one = OneAtATime(
-                    _opener({"baseline": base, "candidate": cand}, client, args), alone, None if args.json else _say
-                )
-            else:
-                backends, _ = await connect_pair(client, pair)
-            prover = Prover(
-                backends["baseline"],
-                backends["candidate"],
-                params,
-                prompt_list,
-                set_name,
-                out,
-                options,
-                emit=progress(args.json),
-                machine=machine_sampler(),
-                client=client,
-                launched=launched,
-                one_at_a_time=one,
-            )
-            try:
-                doc = await prover.run()
-            except SessionNotWritten as exc:
-                _not_written(prover, exc, params, args.json)
-                return EXIT_NOT_WRITTEN
-            from spectui.run.prove.terms import SKIPPED_FLAG, add_terms
+    return prompt_list, set_name
 
-            if args.terms and not args.json and alone is None:  # one at a time: never both up to time
-                _say("measuring the formula's terms on the servers (--no-terms skips it) …")
-            doc = await add_terms(
-                doc,
-                client,
-                backends["baseline"],
-                backends["candidate"],
-                skip=None if args.terms else SKIPPED_FLAG,
-                say=None if args.json else _say,
-            )
-    finally:
-        if launcher is not None:
-            await asyncio.to_thread(launcher.stop_all)
-    if args.json:
-        from spectui.run.prove.certificate import canonical
 
-        print(canonical(doc), end="")
+@asynccontextmanager
+async def _both_up(pair, args) -> AsyncIterator[PairOptions | None]:
+    """How to reach both servers for the run: the user's as given; a launched pair started together through
+    run.pair (stopped by their PIDs after the block); None one at a time (each side starts in its block)."""
+    from spectui.run.pair import GivenPair
+
+    if pair.alone is not None:
+        yield None
+        return
+    if isinstance(pair, GivenPair):
+        yield PairOptions.from_args(args)
+        return
+    base, cand = pair.servers["baseline"], pair.servers["candidate"]
+    _say(f"starting {pair.name} on {base.url} and {cand.url}")
+    async with pair.up() as (b, c):
+        yield PairOptions(b, c, "auto", base.backend, cand.backend, args.api_key_env, args.ready_timeout, args.json)
+
+
+async def _prover(pair, reach, client, args, params, options, prompt_list, set_name, out) -> Prover:
+    """The prover on the pair: both servers connected, or each side opened alone for its block."""
+    from spectui.backends.detect import api_key_from
+    from spectui.backends.launchspec import LaunchSpec
+    from spectui.cli.compare import machine_sampler
+    from spectui.run.prove.prove import OneAtATime, Prover
+
+    backends: dict = {"baseline": None, "candidate": None}
+    one = None
+    if reach is None:
+        key = api_key_from(args.api_key_env)
+        one = OneAtATime(
+            lambda side: pair.side(side, client, key, args.ready_timeout), pair.alone, None if args.json else _say
+        )
     else:
-        print(render_text(doc), end="")  # its first line is the verdict: IDENTICAL … or DIFFERENT …
-    cert = Path(doc["_path"])
-    _say(f"wrote {cert} (+ {cert.with_suffix('.md').name}, {cert.with_suffix('.html').name}) beside its sessions")
-    if not args.no_notebook:
-        _note(args.notebook, doc)
-    return exit_for(doc)
+        backends, _ = await connect_pair(client, reach)
+    return Prover(
+        backends["baseline"],
+        backends["candidate"],
+        params,
+        prompt_list,
+        set_name,
+        out,
+        options,
+        emit=progress(args.json),
+        machine=machine_sampler(),
+        client=client,
+        launched={s: LaunchSpec.from_argv(srv.argv) for s, srv in pair.servers.items()},
+        one_at_a_time=one,
+    )
+
+
+async def _with_terms(doc: dict, prover: Prover, client, args, measurable: bool) -> dict:
+    """The formula's terms measured on both servers after the run (never one at a time: both must be up)."""
+    from spectui.run.prove.terms import SKIPPED_FLAG, add_terms
+
+    if args.terms and not args.json and measurable:
+        _say("measuring the formula's terms on the servers (--no-terms skips it) …")
+    return await add_terms(
+        doc,
+        client,
+        prover.baseline,
+        prover.candidate,
+        skip=None if args.terms else SKIPPED_FLAG,
+        say=None if args.json else _say,
+    )
+
+
+async def _three_way(doc: dict, prover, prompt_list, params, args, out, both_up: bool):
+    """Beside a speculative result on spectui's F32 copy, the plain quantised rate (run.three_way); None where
+    it does not apply or only one server could be up at a time."""
+    if not both_up or prover.baseline is None:
+        return None
+    from spectui.run.three_way import beside
+
+    return await beside(doc, prover.baseline, prompt_list, params, args.runs, out, None if args.json else _say)
 
 
 def _not_written(prover, exc, params, as_json: bool) -> None:
@@ -303,15 +355,6 @@ def _not_written(prover, exc, params, as_json: bool) -> None:
         infos = {side: prover._info(side) for side in ("baseline", "candidate")}
         print(text_report(infos, exc.results, params, prover.options.order), end="")
     _say(f"error: {exc.one_line()}")
-
-
-def _opener(servers: dict, client, args):
-    """run.phased's open_side: one launched server up (started, connected) for a block, stopped after."""
-    from spectui.backends.detect import api_key_from
-    from spectui.run.pair import OneSide
-
-    key = api_key_from(args.api_key_env)
-    return lambda side: OneSide(servers[side], client, key, args.ready_timeout)
 
 
 def _note(path: str | None, doc: dict) -> None:

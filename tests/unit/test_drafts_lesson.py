@@ -151,3 +151,32 @@ def test_lesson_in_a_folder_of_another_draft_is_refused(monkeypatch, tmp_path, c
     assert main(["drafts", "lesson", "-o", str(out)]) != 0
     err = capsys.readouterr().err
     assert "holds a lesson of a lookup draft" in err and "Traceback" not in err
+
+
+def test_the_three_way_table_finds_the_quantised_model_behind_spectuis_f32_copy(tmp_path):
+    from spectui.run.three_way import applies, quantised_sibling, table_text
+
+    q4 = tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    f32 = tmp_path / "SmolLM2-135M-Instruct.F32.gguf"
+    draft = tmp_path / "SmolLM2-135M-Instruct.Q2_K-draft.gguf"  # named like a copy, but not the target's
+    for p in (q4, f32, draft):
+        p.write_bytes(b"GGUF")
+    assert quantised_sibling(str(f32)) == q4
+    assert quantised_sibling(str(q4)) is None and quantised_sibling(None) is None
+    assert quantised_sibling(str(tmp_path / "Other.F32.gguf")) is None
+
+    def doc(cand: str | None, base: str | None = "none") -> dict:
+        return {
+            "measured_on": {
+                "servers": {"baseline": {"speculative": {"type": base}}, "candidate": {"speculative": {"type": cand}}}
+            }
+        }
+
+    assert applies(doc("ngram-simple"), str(f32)) == q4
+    assert applies(doc("none"), str(f32)) is None  # nothing speculated: no "faster" to qualify
+    assert applies(doc("ngram-simple", "draft-simple"), str(f32)) is None  # both speculate: not this lesson
+    assert applies(doc("ngram-simple"), str(q4)) is None  # the quantised weights themselves
+    tw = ThreeWay(q4.name, f32.name, 10.5, 3.6, 6.2, 0.343, 1.71)
+    text = table_text(tw)
+    assert "plain SmolLM2-135M-Instruct.Q4_1.gguf" in text and "10.5 tok/s" in text
+    assert f"{0.343 * 1.71:.2f}× plain quantised — still slower than plain quantised" in text

@@ -15,6 +15,9 @@ from spectui.core.errors import InputError
 from spectui.core.types import ServerInfo
 
 SIDES = ("baseline", "candidate")
+# a server's way up, as machine.launcher's wait_healthy reports it: (server name, state, seconds left); called
+# from the thread that starts the servers
+Progress = Callable[[str, str, float], None]
 
 
 @dataclass(frozen=True)
@@ -73,25 +76,44 @@ class LaunchedPair:
     def urls(self) -> tuple[str, str]:
         return self.servers["baseline"].url, self.servers["candidate"].url
 
-    @asynccontextmanager
-    async def up(self, say: Callable[[str], None] | None = None) -> AsyncIterator[tuple[str, str]]:
-        """Both servers started for the block (their URLs), stopped by their PIDs after it."""
+    def launcher(self):
+        """Both servers in a machine.launcher.Launcher, not started: `start_all(on_progress=…)` brings them up
+        and waits for /health (blocking: a thread's work), `stop_all()` stops them by their PIDs. The TUI keeps
+        it to stop the pair when the app quits or launches another; `up` is the same for one block."""
         from spectui.machine.launcher import Launcher
 
         launcher = Launcher()
         for s in self.servers.values():
             launcher.add(s)
+        return launcher
+
+    @asynccontextmanager
+    async def up(
+        self, say: Callable[[str], None] | None = None, on_progress: Progress | None = None
+    ) -> AsyncIterator[tuple[str, str]]:
+        """Both servers started for the block (their URLs), stopped by their PIDs after it."""
+        launcher = self.launcher()
         if say is not None:
             say(f"starting [{self.title}] on {self.servers['baseline'].url} and {self.servers['candidate'].url}")
         try:
-            await asyncio.to_thread(launcher.start_all)
+            await asyncio.to_thread(launcher.start_all, None, on_progress)
             yield self.urls()
         finally:
             await asyncio.to_thread(launcher.stop_all)
 
-    def side(self, side: str, client, api_key: str | None = None, ready_timeout: float = 120.0):
-        """One side alone for the block: started, detected, waited for; the backend; stopped after."""
-        return OneSide(self.servers[side], client, api_key, ready_timeout)
+    def side(
+        self,
+        side: str,
+        client,
+        api_key: str | None = None,
+        ready_timeout: float = 120.0,
+        *,
+        connect: Callable[[str], Awaitable[Any]] | None = None,
+        on_progress: Progress | None = None,
+    ):
+        """One side alone for the block: started, detected, waited for; the backend; stopped after.
+        `connect(url)` → a ready backend, where the driver makes its own (the TUI: its backend factory)."""
+        return OneSide(self.servers[side], client, api_key, ready_timeout, connect=connect, on_progress=on_progress)
 
     @asynccontextmanager
     async def session(
@@ -178,24 +200,36 @@ async def _connect(url: str, kind: str, client, api_key: str | None, ready_timeo
 class OneSide:
     """An async context: one launched server up (started, connected) for the block, stopped after."""
 
-    def __init__(self, server, client, api_key: str | None, ready_timeout: float) -> None:
+    def __init__(
+        self,
+        server,
+        client,
+        api_key: str | None,
+        ready_timeout: float,
+        *,
+        connect: Callable[[str], Awaitable[Any]] | None = None,
+        on_progress: Progress | None = None,
+    ) -> None:
         self.server, self.client, self.api_key, self.ready_timeout = server, client, api_key, ready_timeout
-        self._launcher: Any = None  # machine.launcher.Launcher, made on entry
+        from spectui.machine.launcher import Launcher  # lazy: httpx with it, after the TUI's first frame
+
+        self.connect, self.on_progress = connect, on_progress
+        # made here, so a driver can keep it before the server starts (the TUI stops it when it quits)
+        self.launcher = Launcher()
 
     async def __aenter__(self):
-        from spectui.machine.launcher import Launcher
-
-        self._launcher = Launcher()
-        self._launcher.add(self.server)
+        self.launcher.add(self.server)
         try:
-            await asyncio.to_thread(self._launcher.start_all)
+            await asyncio.to_thread(self.launcher.start_all, None, self.on_progress)
+            if self.connect is not None:
+                return await self.connect(self.server.url)
             return await _connect(
                 self.server.url, self.server.backend or "auto", self.client, self.api_key, self.ready_timeout
             )
         except BaseException:
-            await asyncio.to_thread(self._launcher.stop_all)
+            await asyncio.to_thread(self.launcher.stop_all)
             raise
 
     async def __aexit__(self, *exc):
-        await asyncio.to_thread(self._launcher.stop_all)
+        await asyncio.to_thread(self.launcher.stop_all)
         return False

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.css.query import NoMatches
 
-from spectui.core.errors import describe
+from spectui.core.errors import InputError, describe
 from spectui.core.runner import SIDES
 from spectui.machine.probes import SideProcesses
+from spectui.run.pair import LaunchedPair
 from spectui.tui.messages import ProbeSampled
 from spectui.tui.widgets.panes import ServerLogs
 
@@ -174,13 +176,26 @@ class ServerSupervisor:
             return "both servers must be connected (live, not a replay)"
         return None
 
+    def pair(self) -> LaunchedPair:
+        """The launched servers as run.pair's LaunchedPair: the one way a pair, or one side of it, comes up."""
+        app = self.app
+        alone = self.alone_why if app.config.one_at_a_time else None
+        return LaunchedPair(app.config.profile or "spectui tui", "", dict(app.config.launched), alone, None)
+
+    def show_progress(self, name: str, state: str, left: float) -> None:
+        """A server's way up (run.pair's progress hook, from the thread that starts it), on its pane."""
+        app = self.app
+        app.call_from_thread(app.pane(name).set_state, state, f"waiting for /health, {left:.0f} s left")
+
+    async def connect_launched(self, url: str) -> Backend:
+        """A launched side's backend (the app's factory), ready: how open_alone connects the side it starts."""
+        backend = self.make_backend(url)
+        await backend.wait_ready(self.app.config.ready_timeout)
+        return backend
+
     def open_alone(self, side: str):
-        """An async context: the side's launched server started alone, connected and shown; stopped (by
-        its PID) when the block ends. The run layer's PhasedRun opens each side through it."""
-        from contextlib import asynccontextmanager
-
-        from spectui.machine.launcher import Launcher
-
+        """An async context: the side's launched server started alone (run.pair), connected and shown; stopped
+        (by its PID) when the block ends. The run layer's PhasedRun opens each side through it."""
         app = self.app
 
         @asynccontextmanager
@@ -188,26 +203,19 @@ class ServerSupervisor:
             if self.alone_open is not None:  # a run, a prove or a sweep holds a side up: never both up
                 raise RuntimeError(f"one server at a time: the {self.alone_open} is up for another run; wait for it")
             self.alone_open = side
-            server = app.config.launched[side]
             pane = app.pane(side)
-            launcher = Launcher()
-            launcher.add(server)
-            self.launcher = launcher
+            one = self.pair().side(side, app.client, connect=self.connect_launched, on_progress=self.show_progress)
             pane.set_state("starting", "one at a time: this side alone")
+            self.launcher = one.launcher  # kept first: stop() reaches the side while it starts
             try:
-                await asyncio.to_thread(launcher.start_all)
-                backend = self.make_backend(server.url)
-                await backend.wait_ready(app.config.ready_timeout)
-                pane.set_info(await backend.identify())
-                app.backends[side] = backend
-                app.config.pids[side] = server.pid or 0
-                pane.set_state("streaming")
-                yield backend
+                async with one as backend:
+                    pane.set_info(await backend.identify())
+                    app.backends[side] = backend
+                    app.config.pids[side] = app.config.launched[side].pid or 0
+                    pane.set_state("streaming")
+                    yield backend
             finally:
-                try:
-                    await asyncio.to_thread(launcher.stop_all)
-                finally:
-                    self.alone_open = None
+                self.alone_open = None
                 app.config.pids.pop(side, None)
                 pane.set_state("done", "one at a time: stopped")
 
@@ -216,9 +224,6 @@ class ServerSupervisor:
     # -- launching a profile's pair -----------------------------------------------------------------
     def launch(self, profile, comparison) -> None:
         """Start a comparison's two servers (bound to 127.0.0.1 unless the profile says otherwise)."""
-        from spectui.core.errors import InputError
-        from spectui.run.pair import LaunchedPair
-
         app = self.app
         try:
             # the memory plan first (run.pair): explicit shares where both fit, one at a time where they do not
@@ -253,20 +258,13 @@ class ServerSupervisor:
         app.run_worker(self._start_servers, thread=True, group="launch", exclusive=True, exit_on_error=False)
 
     def _start_servers(self) -> None:
-        from spectui.machine.launcher import Launcher
-
+        """Both launched servers up together (run.pair), each pane showing its way to /health; a failure
+        says which side on its pane and opens the logs."""
         app = self.app
-        launcher = Launcher()
-        self.launcher = launcher
         servers = app.config.launched
-        for server in servers.values():
-            launcher.add(server)
-
-        def progress(name, state, left):
-            app.call_from_thread(app.pane(name).set_state, state, f"waiting for /health, {left:.0f} s left")
-
+        self.launcher = launcher = self.pair().launcher()  # kept first: stop() reaches a pair still starting
         try:
-            launcher.start_all(on_progress=progress)
+            launcher.start_all(on_progress=self.show_progress)
         except Exception as exc:
             msg = describe(exc)
             for side, server in servers.items():

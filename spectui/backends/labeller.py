@@ -59,6 +59,23 @@ class LlamaCppLabeller:
         timings = obj.get("timings")
         if type(timings) is not dict:
             timings = checked(obj, "timings", dict, {})
+        step = self._draft_step(timings, t_ns)
+        if step is not None:
+            out.append(step)
+        ids, n_new, data, predicted = self._new_tokens(obj)
+        stop = obj.get("stop", False)
+        if stop is not False and type(stop) is not bool:
+            stop = checked(obj, "stop", bool, False)
+        if stop:
+            if n_new or data:
+                out.extend(self._emit(ids, max(n_new, 0), data, t_ns))
+            out.append(self._finish(obj, timings, predicted, data if not n_new else b"", t_ns))
+            return out
+        out.extend(self._emit(ids, n_new, data, t_ns))
+        return out
+
+    def _draft_step(self, timings: dict, t_ns: int) -> StepEvent | None:
+        """The verification step the draft counters' rise since the last event says (None: no step)."""
         draft_n = timings.get("draft_n")
         draft_acc = timings.get("draft_n_accepted")
         if draft_n is not None and type(draft_n) is not int:
@@ -68,24 +85,29 @@ class LlamaCppLabeller:
         for name, v in (("draft_n", draft_n), ("draft_n_accepted", draft_acc)):
             if type(v) is float and not math.isfinite(v):  # int() of inf/nan would escape as OverflowError
                 raise BadEvent(f"{name} {v!r}", v)
-        if draft_n is not None and draft_acc is not None and self.inconsistent is None:
-            d = int(draft_n) - self._draft_n
-            a = int(draft_acc) - self._draft_acc
-            if d < 0 or a < 0 or a > d:
-                # counters only rise, and a step cannot accept more than it drafted: stop trusting them,
-                # keep the labels already made, and label what follows as unknown
-                self.inconsistent = (
-                    f"draft counters went backwards or do not add up (drafted {self._draft_n} → "
-                    f"{int(draft_n)}, accepted {self._draft_acc} → {int(draft_acc)})"
-                )
-            elif d > 0 or a > 0:
-                self.step += 1
-                self.drafted += d
-                self.accepted += a
-                self._steps.append([self.step, a, d - a])
-                self._draft_n, self._draft_acc = int(draft_n), int(draft_acc)
-                out.append(StepEvent(self.step, d, a, t_ns))
+        if draft_n is None or draft_acc is None or self.inconsistent is not None:
+            return None
+        d = int(draft_n) - self._draft_n
+        a = int(draft_acc) - self._draft_acc
+        if d < 0 or a < 0 or a > d:
+            # counters only rise, and a step cannot accept more than it drafted: stop trusting them,
+            # keep the labels already made, and label what follows as unknown
+            self.inconsistent = (
+                f"draft counters went backwards or do not add up (drafted {self._draft_n} → "
+                f"{int(draft_n)}, accepted {self._draft_acc} → {int(draft_acc)})"
+            )
+            return None
+        if d == 0 and a == 0:
+            return None
+        self.step += 1
+        self.drafted += d
+        self.accepted += a
+        self._steps.append([self.step, a, d - a])
+        self._draft_n, self._draft_acc = int(draft_n), int(draft_acc)
+        return StepEvent(self.step, d, a, t_ns)
 
+    def _new_tokens(self, obj: dict) -> tuple[list, int, bytes, int | None]:
+        """The event's token ids, how many tokens it stands for, its bytes, and tokens_predicted."""
         content = obj.get("content")
         if type(content) is not str:
             content = checked(obj, "content", str, "")
@@ -105,30 +127,23 @@ class LlamaCppLabeller:
             # final event can carry such a jump too (content "", tokens []) for tokens never sent
             n_new = max(n_new, predicted - max(self._tokens_predicted, self.index))
             self._tokens_predicted = max(self._tokens_predicted, predicted)
+        return ids, n_new, data, predicted
 
-        stop = obj.get("stop", False)
-        if stop is not False and type(stop) is not bool:
-            stop = checked(obj, "stop", bool, False)
-        if stop:
-            if n_new or data:
-                out.extend(self._emit(ids, max(n_new, 0), data, t_ns))
-            settings = checked(obj, "generation_settings", dict, {})
-            self.finished = StreamFinished(
-                t_ns=t_ns,
-                stop_type=str(obj.get("stop_type", "none")),
-                timings=dict(timings),
-                tokens_evaluated=checked(obj, "tokens_evaluated", int),
-                tail=data if not n_new else b"",
-                # speculation's settings, and n_predict: it caps each draft at n_remaining − 1
-                # (tools/server/server-context.cpp:517-536), which the theory lab charges
-                settings={k: v for k, v in settings.items() if k.startswith("speculative") or k == "n_predict"},
-                tokens_predicted=predicted,
-            )
-            out.append(self.finished)
-            return out
-
-        out.extend(self._emit(ids, n_new, data, t_ns))
-        return out
+    def _finish(self, obj: dict, timings: dict, predicted: int | None, tail: bytes, t_ns: int) -> StreamFinished:
+        """The final event: how the stream stopped, with the settings the theory lab reads."""
+        settings = checked(obj, "generation_settings", dict, {})
+        self.finished = StreamFinished(
+            t_ns=t_ns,
+            stop_type=str(obj.get("stop_type", "none")),
+            timings=dict(timings),
+            tokens_evaluated=checked(obj, "tokens_evaluated", int),
+            tail=tail,
+            # speculation's settings, and n_predict: it caps each draft at n_remaining − 1
+            # (tools/server/server-context.cpp:517-536), which the theory lab charges
+            settings={k: v for k, v in settings.items() if k.startswith("speculative") or k == "n_predict"},
+            tokens_predicted=predicted,
+        )
+        return self.finished
 
     def _emit(self, ids: list, n_new: int, data: bytes, t_ns: int) -> list[StreamEvent]:
         out: list[StreamEvent] = []

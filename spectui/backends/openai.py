@@ -35,6 +35,23 @@ from spectui.core.types import GenerationParams, ServerInfo
 STOP_TYPES = {"length": "limit", "stop": "eos"}  # OpenAI finish reasons in llama.cpp's stop_type terms
 
 
+def usage_timings(usage: dict, extra: dict) -> dict:
+    """The final chunk's `usage` (and vLLM's `metrics`) as the timings spectui reads: prompt tokens computed
+    and cached, completion tokens, vLLM's per-request rate."""
+    timings = {}
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    if usage.get("prompt_tokens") is not None:
+        timings["prompt_n"] = usage["prompt_tokens"] - (cached or 0)
+    if cached is not None:
+        timings["cache_n"] = cached
+    if extra.get("tokens_per_second") is not None:
+        # vLLM's per-request rate counts from arrival, prefill included: not a decode rate
+        timings["tokens_per_second_incl_prefill"] = extra["tokens_per_second"]
+    if usage.get("completion_tokens") is not None:
+        timings["completion_tokens"] = usage["completion_tokens"]
+    return timings
+
+
 class OpenAIBackend(Backend):
     """Any OpenAI-compatible /v1/completions endpoint: text, timing and usage; tokens labelled unknown."""
 
@@ -175,21 +192,10 @@ class OpenAIBackend(Backend):
         if finish is None and not usage:
             yield StreamFailed(clock(), f"stream ended after {lab.index} tokens without a finish reason")
             return
-        timings = {}
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
-        if usage.get("prompt_tokens") is not None:
-            timings["prompt_n"] = usage["prompt_tokens"] - (cached or 0)
-        if cached is not None:
-            timings["cache_n"] = cached
-        if extra.get("tokens_per_second") is not None:
-            # vLLM's per-request rate counts from arrival, prefill included: not a decode rate
-            timings["tokens_per_second_incl_prefill"] = extra["tokens_per_second"]
-        if usage.get("completion_tokens") is not None:
-            timings["completion_tokens"] = usage["completion_tokens"]
         yield StreamFinished(
             clock(),
             STOP_TYPES.get(finish or "", finish or "none"),
-            timings,
+            usage_timings(usage, extra),
             usage.get("prompt_tokens"),
             spec=self._spec_report(extra.get("speculative_decoding"), usage.get("completion_tokens")),
         )

@@ -64,6 +64,49 @@ def spec_report(meta: dict) -> SpecReport | None:
     )
 
 
+def generate_body(prompt: str, params: GenerationParams) -> dict:
+    """POST /generate's body: SGLang's own sampling parameters, streamed."""
+    return {
+        "text": prompt,
+        "stream": True,
+        "sampling_params": {
+            "temperature": params.temperature,
+            "max_new_tokens": params.max_tokens,
+            "sampling_seed": params.seed,
+            **({"top_p": params.top_p} if params.top_p is not None else {}),
+        },
+    }
+
+
+class ChunkDeltas:
+    """What each /generate chunk adds: SGLang streams the text so far (cumulative, its default) or only the new
+    part (--incremental-streaming-output). Told apart by the second chunk with text, then held to; cumulative
+    text that stops extending is a broken stream."""
+
+    def __init__(self) -> None:
+        self.text_so_far, self.ids_so_far = "", 0
+        self.mode: str | None = None
+
+    def new_part(self, text: str, ids: list | None) -> tuple[str, list | None]:
+        extends = text.startswith(self.text_so_far) and (ids is None or len(ids) >= self.ids_so_far)
+        if self.mode is None and self.text_so_far and text:
+            self.mode = "cumulative" if extends and len(text) > len(self.text_so_far) else "incremental"
+        if self.mode == "cumulative" and not extends:
+            raise StreamBroken(
+                f"SGLang's cumulative text stopped extending the previous text after "
+                f"{len(self.text_so_far.encode('utf-8'))} bytes"
+            )
+        if self.mode != "incremental" and extends:
+            new_text = text[len(self.text_so_far) :]
+            new_ids = ids[self.ids_so_far :] if isinstance(ids, list) else None
+            self.text_so_far = text
+            self.ids_so_far = len(ids) if isinstance(ids, list) else self.ids_so_far
+            return new_text, new_ids
+        self.text_so_far += text
+        self.ids_so_far += len(ids) if isinstance(ids, list) else 0
+        return text, ids
+
+
 class SGLangBackend(OpenAIBackend):
     kind = "sglang"
     capabilities = Capabilities(cache_reset=True, per_request_spec=True, counters=True, token_ids=True)
@@ -119,24 +162,13 @@ class SGLangBackend(OpenAIBackend):
         clock = self.clock
         yield StreamStarted(clock(), prompt)
         lab = ChunkLabeller(self.speculative)
-        text_so_far, ids_so_far = "", 0
-        mode: str | None = None
+        chunks = ChunkDeltas()
         meta: dict = {}
-        body = {
-            "text": prompt,
-            "stream": True,
-            "sampling_params": {
-                "temperature": params.temperature,
-                "max_new_tokens": params.max_tokens,
-                "sampling_seed": params.seed,
-                **({"top_p": params.top_p} if params.top_p is not None else {}),
-            },
-        }
         try:
             async for t, obj in post_sse(
                 self.client,
                 self.url + "/generate",
-                body,
+                generate_body(prompt, params),
                 self._headers,
                 params.idle_timeout,
                 params.deadline,
@@ -145,25 +177,7 @@ class SGLangBackend(OpenAIBackend):
                 text = checked(obj, "text", str, "")
                 ids = checked(obj, "output_ids", list)
                 meta = checked(obj, "meta_info", dict) or meta
-                # cumulative (default) or incremental (--incremental-streaming-output): told apart by the
-                # second chunk with text, then held to; cumulative text that stops extending is a broken stream
-                extends = text.startswith(text_so_far) and (ids is None or len(ids) >= ids_so_far)
-                if mode is None and text_so_far and text:
-                    mode = "cumulative" if extends and len(text) > len(text_so_far) else "incremental"
-                if mode == "cumulative" and not extends:
-                    raise StreamBroken(
-                        f"SGLang's cumulative text stopped extending the previous text after "
-                        f"{len(text_so_far.encode('utf-8'))} bytes"
-                    )
-                if mode != "incremental" and extends:
-                    new_text = text[len(text_so_far) :]
-                    new_ids = ids[ids_so_far:] if isinstance(ids, list) else None
-                    text_so_far = text
-                    ids_so_far = len(ids) if isinstance(ids, list) else ids_so_far
-                else:
-                    new_text, new_ids = text, ids
-                    text_so_far += text
-                    ids_so_far += len(ids) if isinstance(ids, list) else 0
+                new_text, new_ids = chunks.new_part(text, ids)
                 n = len(new_ids) if isinstance(new_ids, list) else (1 if new_text else 0)
                 for ev in lab.feed(new_text.encode("utf-8"), new_ids, n, t):
                     yield ev

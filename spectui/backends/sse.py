@@ -7,6 +7,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 import httpx
 import orjson  # 3-5x faster than json on the per-token hot path (bench/parse_throughput.py)
@@ -113,6 +114,10 @@ class ByteSSEDecoder:
             self._data.append(b"")
         return None
 
+    def ending(self) -> list[bytes]:
+        """At the end of the body, the payloads still held: a last event without its blank line still counts."""
+        return [p for p in (self.flush(),) if p is not None]
+
     def flush(self) -> bytes | None:
         """At the end of the body: the last line (its held \r ends it) and any event left open."""
         if self._buf:
@@ -207,46 +212,19 @@ async def post_sse(
     events a chunk completes share it (they arrived together).
     """
     decoder = ByteSSEDecoder()
-    # the arrival clock is monotonic (perf_counter_ns): one reading per chunk serves the stamp and both limits
-    started = clock()
-    last_event = started
-    idle_ns = int(idle_timeout * 1e9)
-    deadline_at = started + int(deadline * 1e9) if deadline is not None else None
-    # the waits are bounded on the process's own monotonic clock (the arrival clock may be a test's)
-    wall_deadline = time.monotonic() + deadline if deadline is not None else None
+    limits = _Limits.starting(clock(), idle_timeout, deadline)
     url_shown = redact(url)
-    # a server silent for good meets the deadline, not only the idle timeout: no wait (headers, a read) may
-    # outlast what is left of the deadline (the reads near it are bounded by asyncio.timeout below)
-    read_limit = min(idle_timeout, deadline) if deadline is not None else idle_timeout
     try:
-        async with client.stream(
-            "POST",
-            url,
-            json=body,
-            headers=headers or {},
-            timeout=httpx.Timeout(min(30.0, deadline or 30.0), read=read_limit),
-        ) as r:
-            if r.status_code >= 400:
-                await r.aread()
-                raise StreamBroken(f"{url_shown} answered HTTP {r.status_code}: {error_text(r)}")
-            body_chunks = r.extensions.get(BODY_CHUNKS)
-            chunks = body_chunks() if body_chunks is not None else r.aiter_bytes()
-            stamps = _ArrivalStamps(r.extensions.get(ARRIVALS), READ_LAG.get(), started, clock)
+        async with client.stream("POST", url, json=body, headers=headers or {}, timeout=limits.http_timeout()) as r:
+            chunks, stamps = await _body_of(r, url_shown, limits.started, clock)
+            last_event = limits.started
             while True:
-                chunk = await _read_chunk(chunks, wall_deadline, idle_timeout, deadline)
+                chunk = await _read_chunk(chunks, limits.wall_deadline, idle_timeout, deadline)
                 t = stamps.stamp()
-                if chunk is None:  # the end of the body: a last event without its blank line still counts
-                    payloads = [p for p in (decoder.flush(),) if p is not None]
-                else:
-                    payloads = decoder.feed(chunk)
-                if deadline_at is not None and t > deadline_at:
-                    raise _past_deadline(deadline)
-                if not payloads and chunk is not None:
-                    if t - last_event > idle_ns:
-                        raise StreamBroken(
-                            f"no event for {idle_timeout:g} s (only keep-alives): idle timeout",
-                            hint="the server may be stuck; raise --idle-timeout if it is just slow",
-                        )
+                payloads = decoder.feed(chunk) if chunk is not None else decoder.ending()
+                keep_alive_only = not payloads and chunk is not None
+                limits.check(t, last_event, keep_alive_only)
+                if keep_alive_only:
                     continue
                 for payload in payloads:
                     last_event = t
@@ -261,7 +239,52 @@ async def post_sse(
                 if chunk is None:
                     return
     except httpx.HTTPError as exc:
-        raise _transport_broken(exc, url_shown, idle_timeout, deadline, wall_deadline) from None
+        raise _transport_broken(exc, url_shown, idle_timeout, deadline, limits.wall_deadline) from None
+
+
+async def _body_of(r: httpx.Response, url_shown: str, started: int, clock: Callable[[], int]):
+    """The answer's body chunks (aiohttp's own where the stamped client gives them) and their arrival stamps;
+    an HTTP error status is StreamBroken with the server's own error text."""
+    if r.status_code >= 400:
+        await r.aread()
+        raise StreamBroken(f"{url_shown} answered HTTP {r.status_code}: {error_text(r)}")
+    body_chunks = r.extensions.get(BODY_CHUNKS)
+    chunks = body_chunks() if body_chunks is not None else r.aiter_bytes()
+    return chunks, _ArrivalStamps(r.extensions.get(ARRIVALS), READ_LAG.get(), started, clock)
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """A streaming request's two limits: no event for `idle_timeout` seconds, the whole request past `deadline`.
+    They are read on the arrival clock (monotonic, perf_counter_ns: one reading per chunk serves the stamp and
+    both limits); the waits are bounded on the process's own monotonic clock (the arrival clock may be a test's)."""
+
+    idle_timeout: float
+    deadline: float | None
+    started: int  # the arrival clock's reading when the request went out
+    wall_deadline: float | None  # time.monotonic() at the deadline
+
+    @classmethod
+    def starting(cls, started: int, idle_timeout: float, deadline: float | None) -> _Limits:
+        return cls(idle_timeout, deadline, started, time.monotonic() + deadline if deadline is not None else None)
+
+    def http_timeout(self) -> httpx.Timeout:
+        """A server silent for good meets the deadline, not only the idle timeout: no wait (headers, a read) may
+        outlast what is left of the deadline (the reads near it are bounded by asyncio.timeout in _read_chunk)."""
+        deadline = self.deadline
+        read_limit = min(self.idle_timeout, deadline) if deadline is not None else self.idle_timeout
+        return httpx.Timeout(min(30.0, deadline or 30.0), read=read_limit)
+
+    def check(self, t: int, last_event: int, keep_alive_only: bool) -> None:
+        """StreamBroken when the chunk that arrived at `t` is past the deadline, or when it held only
+        keep-alives and no event came for the idle timeout."""
+        if self.deadline is not None and t > self.started + int(self.deadline * 1e9):
+            raise _past_deadline(self.deadline)
+        if keep_alive_only and t - last_event > int(self.idle_timeout * 1e9):
+            raise StreamBroken(
+                f"no event for {self.idle_timeout:g} s (only keep-alives): idle timeout",
+                hint="the server may be stuck; raise --idle-timeout if it is just slow",
+            )
 
 
 async def _read_chunk(

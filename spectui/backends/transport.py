@@ -120,6 +120,19 @@ async def _chunks(content) -> AsyncIterator[bytes]:
             yield chunk
 
 
+def _carry_arrivals(response: httpx.Response, aio) -> None:
+    """The response carries its socket's arrival times (ARRIVALS) and aiohttp's own chunks (BODY_CHUNKS, where
+    the body is not compressed), for backends.sse to stamp each chunk with its packets' arrival."""
+    try:  # its connection's socket; gone when the whole response was read before it came here
+        sock = _sockets.get(aio.connection.transport.get_extra_info("socket").fileno())
+    except AttributeError:
+        sock = None
+    if sock is not None:
+        response.extensions[ARRIVALS] = sock.arrivals
+    if response.headers.get("content-encoding", "identity") == "identity":
+        response.extensions[BODY_CHUNKS] = lambda: _chunks(aio.content)
+
+
 @functools.cache
 def _transport_class():
     from httpx_aiohttp import AiohttpTransport  # here, not at import: only the sweep pays for aiohttp
@@ -140,14 +153,7 @@ def _transport_class():
             if aio is None:
                 return response
             self.open_responses.add(aio)
-            try:  # its connection's socket; gone when the whole response was read before it came here
-                sock = _sockets.get(aio.connection.transport.get_extra_info("socket").fileno())
-            except AttributeError:
-                sock = None
-            if sock is not None:
-                response.extensions[ARRIVALS] = sock.arrivals
-            if response.headers.get("content-encoding", "identity") == "identity":
-                response.extensions[BODY_CHUNKS] = lambda: _chunks(aio.content)
+            _carry_arrivals(response, aio)
             return response
 
         async def aclose(self) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, MutableSequence
 from dataclasses import asdict, dataclass, field
 
 from spectui.core.events import StepEvent, StreamEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
+from spectui.core.relabel import aligned_labels, exact_labels, expand_chunks
 from spectui.core.tokens import EventLog, StepLog, TokenLog
 
 
@@ -215,48 +216,11 @@ class SideRecorder:
         spec = ev.spec
         chunk_speculated = "accepted" in _column(self.tokens, "label")
         if spec is None:
-            if self.steps:
-                # a step drafting more than n_max is two steps whose counter updates arrived between the
-                # same two events: its tokens' labels are a guess (llama.cpp drafts at most n_max a step)
-                n_max = _num(ev.settings.get("speculative.n_max")) or self.n_max_hint
-                merged = sum(1 for st in self.steps if n_max and st.drafted > n_max)
-                f.steps_inferred = merged
-                f.labels = (
-                    "exact (draft counters)"
-                    if not merged
-                    else f"exact (draft counters) for {len(self.steps) - merged} steps, inferred for {merged} "
-                    f"(two steps' counters arrived together)"
-                )
-            elif chunk_speculated:  # a speculating server that reported nothing at the end
-                f.labels, self.counts_from_metrics = "inferred from chunking", True
-            elif self.tokens and self.tokens[-1].label != "unknown":
-                f.labels = "no speculation"
+            self._labels_from_counters(ev, chunk_speculated)
             return
         acc, dr = spec.per_step_accepted, spec.per_step_drafted
         if acc is not None and dr is not None and len(acc) == len(dr):
-            from spectui.core.relabel import aligned_labels, exact_labels, expand_chunks
-
-            received = list(self.tokens)
-            tokens = expand_chunks(received, acc, spec.completion_tokens)
-            fitted = aligned_labels(tokens, acc, dr, ev.t_ns) if tokens is received else None
-            if fitted is not None:
-                new_tokens, new_steps, note = fitted
-                f.labels = f"exact ({spec.source} per-step counts){note}"
-            else:
-                expanded = tokens is not received  # one chunk per reported step, split by those counts
-                new_tokens, new_steps, agreed = exact_labels(tokens, acc, dr, ev.t_ns)
-                f.labels = (
-                    f"exact ({spec.source} per-step counts)"
-                    if agreed or expanded
-                    else f"inferred ({spec.source} per-step counts placed in order: the chunks do not match "
-                    "them, a chunk may hold two engine steps)"
-                )
-            self.tokens, self.steps = TokenLog(new_tokens), StepLog(new_steps)
-            f.tokens, f.drafted, f.accepted, f.steps = len(self.tokens), sum(dr), sum(acc), len(acc)
-            f.label_counts = {}
-            for label in _column(self.tokens, "label"):
-                f.label_counts[label] = f.label_counts.get(label, 0) + 1
-            self.relabelled = True
+            self._relabel_by_steps(ev, acc, dr)
         elif spec.steps:
             f.steps = spec.steps
             f.accepted = spec.accepted if spec.accepted is not None else f.label_counts.get("accepted", 0)
@@ -270,6 +234,54 @@ class SideRecorder:
             f.accepted = f.label_counts.get("accepted", 0)
         else:
             f.labels = "no speculation"
+
+    def _labels_from_counters(self, ev: StreamFinished, chunk_speculated: bool) -> None:
+        """No speculation report at the end: the labels are the draft counters' (llama.cpp), the chunking's, or
+        none."""
+        f = self.figures
+        if self.steps:
+            # a step drafting more than n_max is two steps whose counter updates arrived between the
+            # same two events: its tokens' labels are a guess (llama.cpp drafts at most n_max a step)
+            n_max = _num(ev.settings.get("speculative.n_max")) or self.n_max_hint
+            merged = sum(1 for st in self.steps if n_max and st.drafted > n_max)
+            f.steps_inferred = merged
+            f.labels = (
+                "exact (draft counters)"
+                if not merged
+                else f"exact (draft counters) for {len(self.steps) - merged} steps, inferred for {merged} "
+                f"(two steps' counters arrived together)"
+            )
+        elif chunk_speculated:  # a speculating server that reported nothing at the end
+            f.labels, self.counts_from_metrics = "inferred from chunking", True
+        elif self.tokens and self.tokens[-1].label != "unknown":
+            f.labels = "no speculation"
+
+    def _relabel_by_steps(self, ev: StreamFinished, acc: list[int], dr: list[int]) -> None:
+        """The server's per-step accepted/drafted counts (vLLM, SGLang) relabel the tokens received: fitted to
+        the chunks where they align, else placed in order (and said to be inferred where they disagree)."""
+        f, spec = self.figures, ev.spec
+        assert spec is not None
+        received = list(self.tokens)
+        tokens = expand_chunks(received, acc, spec.completion_tokens)
+        fitted = aligned_labels(tokens, acc, dr, ev.t_ns) if tokens is received else None
+        if fitted is not None:
+            new_tokens, new_steps, note = fitted
+            f.labels = f"exact ({spec.source} per-step counts){note}"
+        else:
+            expanded = tokens is not received  # one chunk per reported step, split by those counts
+            new_tokens, new_steps, agreed = exact_labels(tokens, acc, dr, ev.t_ns)
+            f.labels = (
+                f"exact ({spec.source} per-step counts)"
+                if agreed or expanded
+                else f"inferred ({spec.source} per-step counts placed in order: the chunks do not match "
+                "them, a chunk may hold two engine steps)"
+            )
+        self.tokens, self.steps = TokenLog(new_tokens), StepLog(new_steps)
+        f.tokens, f.drafted, f.accepted, f.steps = len(self.tokens), sum(dr), sum(acc), len(acc)
+        f.label_counts = {}
+        for label in _column(self.tokens, "label"):
+            f.label_counts[label] = f.label_counts.get(label, 0) + 1
+        self.relabelled = True
 
     def _rates(self) -> None:
         f = self.figures

@@ -409,36 +409,16 @@ def markdown_report(
         "| α per position | TTFT ms (b / c) | output |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    out += [_md_prompt_row(r) for r in results]
     for r in results:
-        fb, fc = r.baseline.figures, r.candidate.figures
-        b_tps, c_tps = measured(r.baseline, fb.decode_tps), measured(r.candidate, fc.decode_tps)
-        out.append(
-            f"| {md_cell(r.prompt.id)} | {fmt(b_tps)} | {fmt(c_tps)} | {speedup_text(r)} | "
-            f"{fmt(measured(r.candidate, fc.mean_accepted_length), '.2f')} | "
-            f"{fmt(measured(r.candidate, fc.alpha_per_position), '.2f')} | {fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')} | "
-            f"{verdict_text(r)} |"
-        )
-    for r in results:
-        if r.divergence is not None:
-            d = r.divergence
-            out += [
-                "",
-                f"## {md_cell(r.prompt.id)}: first difference at byte {d.byte}",
-                "",
-                "```",
-                f"baseline  …{escape_bytes(d.baseline_excerpt)}…",
-                f"candidate …{escape_bytes(d.candidate_excerpt)}…",
-                "```",
-            ]
-            cb, cc = r.baseline.figures.prompt_cached, r.candidate.figures.prompt_cached
-            out.append(f"\nPrompt tokens reused from cache: baseline {cb}, candidate {cc}.")
-        for rec in (r.baseline, r.candidate):
-            if rec.failed is not None:
-                out += [
-                    "",
-                    f"**{md_cell(r.prompt.id)}: {rec.name} failed after {rec.figures.tokens} tokens:** "
-                    f"{md_cell(rec.failed.message)}",
-                ]
+        out += _md_what_went_wrong(r)
+    return "\n".join(out + _md_closing(results, b, c, terms))
+
+
+def _md_closing(results: list[PromptResult], b: ServerInfo, c: ServerInfo, terms: dict | None) -> list[str]:
+    """The report's end: the whole set's speed-up, how many outputs are identical, the builds, the headline;
+    the α note where anything was drafted, and the formula's terms where saved."""
+    out: list[str] = []
     ws = whole_set(results)
     if ws is not None:
         out += ["", f"Whole set: {ws.text()}."]
@@ -457,7 +437,45 @@ def markdown_report(
         out[-1:-1] = ["", md_cell(ALPHA_NOTE.replace("α/pos", "α per position"))]
     if terms is not None:
         out[-1:-1] = terms_table.markdown(terms)
-    return "\n".join(out)
+    return out
+
+
+def _md_prompt_row(r: PromptResult) -> str:
+    """A prompt's row of the Markdown table: both rates, the speed-up, the draft's figures, TTFT, the verdict."""
+    fb, fc = r.baseline.figures, r.candidate.figures
+    b_tps, c_tps = measured(r.baseline, fb.decode_tps), measured(r.candidate, fc.decode_tps)
+    return (
+        f"| {md_cell(r.prompt.id)} | {fmt(b_tps)} | {fmt(c_tps)} | {speedup_text(r)} | "
+        f"{fmt(measured(r.candidate, fc.mean_accepted_length), '.2f')} | "
+        f"{fmt(measured(r.candidate, fc.alpha_per_position), '.2f')} | {fmt(fb.ttft_ms, '.0f')} / {fmt(fc.ttft_ms, '.0f')} | "
+        f"{verdict_text(r)} |"
+    )
+
+
+def _md_what_went_wrong(r: PromptResult) -> list[str]:
+    """Under the table: where a prompt's two outputs first differ, and a side that failed."""
+    out: list[str] = []
+    if r.divergence is not None:
+        d = r.divergence
+        out += [
+            "",
+            f"## {md_cell(r.prompt.id)}: first difference at byte {d.byte}",
+            "",
+            "```",
+            f"baseline  …{escape_bytes(d.baseline_excerpt)}…",
+            f"candidate …{escape_bytes(d.candidate_excerpt)}…",
+            "```",
+        ]
+        cb, cc = r.baseline.figures.prompt_cached, r.candidate.figures.prompt_cached
+        out.append(f"\nPrompt tokens reused from cache: baseline {cb}, candidate {cc}.")
+    for rec in (r.baseline, r.candidate):
+        if rec.failed is not None:
+            out += [
+                "",
+                f"**{md_cell(r.prompt.id)}: {rec.name} failed after {rec.figures.tokens} tokens:** "
+                f"{md_cell(rec.failed.message)}",
+            ]
+    return out
 
 
 def drafts_lines(r, examples: int = 5) -> list[str]:

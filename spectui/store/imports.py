@@ -224,51 +224,63 @@ def from_guidellm(doc: dict, t: Schema) -> list[dict]:
         )
         if t.text(strategy, "type_", at + "config.strategy."):
             m["strategy"] = strategy["type_"]
-        for tag, name in (
-            ("output_tokens_per_second", "output_tokens_per_s"),
-            ("requests_per_second", "requests_per_s"),
-            ("time_to_first_token_ms", "ttft_ms"),
-            ("inter_token_latency_ms", "itl_ms"),
-            ("time_per_output_token_ms", "tpot_ms"),
-            ("request_latency", "request_latency_s"),
-        ):
-            where = f"{at}metrics.{tag}."
-            dist = t.obj(t.obj(metrics, tag, at + "metrics."), "successful", where)
-            where += "successful."
-            if name.endswith("_per_s"):
-                if (v := t.figure(dist, "mean", where)) is not None:
-                    m[name] = v
-                continue
-            pct = t.obj(dist, "percentiles", where)
-            for key, v in (
-                ("mean", t.figure(dist, "mean", where)),
-                ("median", t.figure(dist, "median", where)),
-                ("p99", t.figure(pct, "p99", where + "percentiles.")),
-            ):
-                if v is not None:
-                    m[f"{name}_{key}"] = v
-        own: dict = {}
-        for tag, value in metrics.items():  # every other distribution guidellm reports, by its own name
-            succ = value.get("successful") if isinstance(value, dict) else None
-            if tag in GUIDELLM_MAPPED or not isinstance(succ, dict):
-                continue
-            where = f"{at}metrics.{tag}.successful."
-            for key, v in (
-                ("mean", t.figure(succ, "mean", where)),
-                ("median", t.figure(succ, "median", where)),
-                ("p99", t.figure(t.obj(succ, "percentiles", where), "p99", where + "percentiles.")),
-            ):
-                if v is not None:
-                    own[f"{tag}_{key}"] = v
-        totals = t.obj(metrics, "request_totals", at + "metrics.")
-        for k in ("successful", "errored", "incomplete", "total"):
-            if (v := t.figure(totals, k, at + "metrics.request_totals.")) is not None:
-                own[f"requests_{k}"] = v
-        if (v := t.figure(bench, "duration", at)) is not None:
-            own["duration"] = v
-        m["guidellm"] = own
+        m.update(_guidellm_mapped(metrics, at, t))
+        m["guidellm"] = _guidellm_own(bench, metrics, at, t)
         out.append(_kept(m))
     return out
+
+
+def _guidellm_mapped(metrics: dict, at: str, t: Schema) -> dict:
+    """The distributions spectui has its own names for (rates: their mean; latencies: mean, median, p99)."""
+    m: dict = {}
+    for tag, name in (
+        ("output_tokens_per_second", "output_tokens_per_s"),
+        ("requests_per_second", "requests_per_s"),
+        ("time_to_first_token_ms", "ttft_ms"),
+        ("inter_token_latency_ms", "itl_ms"),
+        ("time_per_output_token_ms", "tpot_ms"),
+        ("request_latency", "request_latency_s"),
+    ):
+        where = f"{at}metrics.{tag}."
+        dist = t.obj(t.obj(metrics, tag, at + "metrics."), "successful", where)
+        where += "successful."
+        if name.endswith("_per_s"):
+            if (v := t.figure(dist, "mean", where)) is not None:
+                m[name] = v
+            continue
+        pct = t.obj(dist, "percentiles", where)
+        for key, v in (
+            ("mean", t.figure(dist, "mean", where)),
+            ("median", t.figure(dist, "median", where)),
+            ("p99", t.figure(pct, "p99", where + "percentiles.")),
+        ):
+            if v is not None:
+                m[f"{name}_{key}"] = v
+    return m
+
+
+def _guidellm_own(bench: dict, metrics: dict, at: str, t: Schema) -> dict:
+    """Every other distribution guidellm reports, by its own name, with the request totals and the duration."""
+    own: dict = {}
+    for tag, value in metrics.items():
+        succ = value.get("successful") if isinstance(value, dict) else None
+        if tag in GUIDELLM_MAPPED or not isinstance(succ, dict):
+            continue
+        where = f"{at}metrics.{tag}.successful."
+        for key, v in (
+            ("mean", t.figure(succ, "mean", where)),
+            ("median", t.figure(succ, "median", where)),
+            ("p99", t.figure(t.obj(succ, "percentiles", where), "p99", where + "percentiles.")),
+        ):
+            if v is not None:
+                own[f"{tag}_{key}"] = v
+    totals = t.obj(metrics, "request_totals", at + "metrics.")
+    for k in ("successful", "errored", "incomplete", "total"):
+        if (v := t.figure(totals, k, at + "metrics.request_totals.")) is not None:
+            own[f"requests_{k}"] = v
+    if (v := t.figure(bench, "duration", at)) is not None:
+        own["duration"] = v
+    return own
 
 
 def _looks_like(doc) -> str | None:

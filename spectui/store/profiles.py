@@ -178,7 +178,27 @@ def parse_profile(text: str, path: str) -> Profile:
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise err("name", "missing or not a string")
-    hw = data.get("hardware") or {}
+    vendor, nums = _parse_hardware(data.get("hardware") or {}, err, warnings, path)
+    variables = _parse_variables(data.get("variables") or {}, err, warnings, path)
+    slots = _parse_slots(data.get("memory") or {}, err, warnings, path)
+    comps = _parse_comparisons(data.get("comparison"), err, warnings, path)
+    return Profile(
+        name,
+        str(data.get("description", "")),
+        str(data.get("track", "")),
+        vendor,
+        nums["min_gpu_memory_gib"],
+        nums["min_memory_gib"],
+        variables,
+        comps,
+        path,
+        warnings,
+        slots,
+    )
+
+
+def _parse_hardware(hw, err, warnings: list[str], path: str) -> tuple[str, dict[str, float]]:
+    """[hardware]: the GPU vendor and the least GPU memory and memory (GiB) the profile needs."""
     if not isinstance(hw, dict):
         raise err("hardware", "must be a table")
     warnings += [f"profile {path}: unknown key 'hardware.{k}' ignored" for k in hw if k not in HW_KEYS]
@@ -191,18 +211,25 @@ def parse_profile(text: str, path: str) -> Profile:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf"):  # NaN too
             raise err(f"hardware.{k}", "must be a finite number >= 0")
         nums[k] = float(v)
-    variables = _parse_variables(data.get("variables") or {}, err, warnings, path)
-    mem = data.get("memory") or {}
+    return vendor, nums
+
+
+def _parse_slots(mem, err, warnings: list[str], path: str) -> int:
+    """[memory]: the slots (parallel sequences) each server is sized for."""
     if not isinstance(mem, dict):
         raise err("memory", "must be a table")
     warnings += [f"profile {path}: unknown key 'memory.{k}' ignored" for k in mem if k not in MEMORY_KEYS]
     slots = mem.get("slots", 1)
     if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
         raise err("memory.slots", "must be a whole number >= 1")
-    comps = []
-    raw = data.get("comparison")
+    return slots
+
+
+def _parse_comparisons(raw, err, warnings: list[str], path: str) -> list[Comparison]:
+    """The [[comparison]] tables: each a unique id, a kind, and its two sides."""
     if not isinstance(raw, list) or not raw:
         raise err("comparison", "a profile needs at least one [[comparison]]")
+    comps = []
     seen = set()
     for i, c in enumerate(raw, 1):
         where = f"comparison[{i}]"
@@ -222,19 +249,7 @@ def parse_profile(text: str, path: str) -> Profile:
         for side in ("baseline", "candidate"):
             sides[side] = _parse_side(c.get(side), f"{where}.{side}", side, sides.get("baseline"), err, warnings, path)
         comps.append(Comparison(cid, str(c.get("title", cid)), kind, sides["baseline"], sides["candidate"]))
-    return Profile(
-        name,
-        str(data.get("description", "")),
-        str(data.get("track", "")),
-        vendor,
-        nums["min_gpu_memory_gib"],
-        nums["min_memory_gib"],
-        variables,
-        comps,
-        path,
-        warnings,
-        slots,
-    )
+    return comps
 
 
 def _parse_variables(raw_vars, err, warnings: list[str], path: str) -> dict[str, Variable]:

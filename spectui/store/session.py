@@ -302,16 +302,11 @@ def load_session(path: str | Path) -> Session:
     warnings: list[str] = []
     truncated = _unterminated(p)  # no newline after the last line: it was cut mid-write
     head = _header(p, first)
-    infos = {"baseline": ServerInfo(url="?"), "candidate": ServerInfo(url="?")}
-    prompts: list[SessionPrompt] = []
-    terms: dict | None = None
     if truncated:
         warnings.append(f"{p}: the last line is incomplete (the run was cut off); replaying up to the last whole event")
+    read = _Records()
     bad = 0
-    by_n: dict = {}  # the writer's prompt numbers → prompts (a later triage record names one)
-    runs = 0  # runs appended one after another (each opens with a "run" record)
     interleaved = False
-    next_token: dict[tuple[int, str], int] = {}  # (prompt, side) → the token index its stream is at
     for lineno, line in enumerate(lines, 2):
         if line[-1:] != b"\n":
             break  # the last line, cut mid-write (warned about above)
@@ -321,38 +316,61 @@ def load_session(path: str | Path) -> Session:
             rec = orjson.loads(line)
             if not isinstance(rec, dict):
                 raise TypeError("not an object")
-            kind = rec["type"]
-            if kind == "run":
-                runs += 1
-                by_n = {}  # each run numbers its prompts from 0
-            elif kind == "servers":
-                infos = {k: info_from_json(rec[k]) for k in ("baseline", "candidate")}
-            elif kind == "prompt":
-                prompts.append(_prompt(rec))
-            elif kind == "event":
-                _add_event(rec, prompts, next_token)
-            elif kind == "result" and prompts:
-                prompts[-1].result = rec
-                by_n[rec.get("n")] = prompts[-1]
-            elif kind == "triage" and rec.get("n") in by_n:
-                by_n[rec["n"]].triage = Triage.from_json(rec.get("triage"))
-            elif kind == "drafts" and rec.get("n") in by_n:
-                by_n[rec["n"]].drafts = ProbeResult.from_json(rec.get("drafts"))
-            elif kind == "probe" and prompts:
-                prompts[-1].probes.append(probe_from_json(rec))
-            elif kind == "terms":
-                if not isinstance(rec["terms"], dict):
-                    raise TypeError("terms is not an object")
-                terms = rec["terms"]
+            read.take(rec)
         except _Interleaved:
             interleaved = True
-            prompts[-1].damaged = True
+            read.prompts[-1].damaged = True
         except (orjson.JSONDecodeError, KeyError, ValueError, IndexError, TypeError, AttributeError) as exc:
             bad += 1
             if bad <= 3:
                 warnings.append(f"{p}:{lineno}: unreadable record ({type(exc).__name__}: {str(exc)[:60]}); skipped it")
-            if prompts:
-                prompts[-1].damaged = True
+            if read.prompts:
+                read.prompts[-1].damaged = True
+    warnings += _damage_said(p, bad, interleaved, read.runs)
+    return Session(p, head.get("created", "?"), read.infos, read.prompts, warnings, read.terms)
+
+
+class _Records:
+    """What a session's records after its header build up, taken one record at a time."""
+
+    def __init__(self) -> None:
+        self.infos = {"baseline": ServerInfo(url="?"), "candidate": ServerInfo(url="?")}
+        self.prompts: list[SessionPrompt] = []
+        self.terms: dict | None = None
+        self.by_n: dict = {}  # the writer's prompt numbers → prompts (a later triage record names one)
+        self.runs = 0  # runs appended one after another (each opens with a "run" record)
+        self.next_token: dict[tuple[int, str], int] = {}  # (prompt, side) → the token index its stream is at
+
+    def take(self, rec: dict) -> None:
+        kind = rec["type"]
+        prompts, by_n = self.prompts, self.by_n
+        if kind == "run":
+            self.runs += 1
+            self.by_n = {}  # each run numbers its prompts from 0
+        elif kind == "servers":
+            self.infos = {k: info_from_json(rec[k]) for k in ("baseline", "candidate")}
+        elif kind == "prompt":
+            prompts.append(_prompt(rec))
+        elif kind == "event":
+            _add_event(rec, prompts, self.next_token)
+        elif kind == "result" and prompts:
+            prompts[-1].result = rec
+            by_n[rec.get("n")] = prompts[-1]
+        elif kind == "triage" and rec.get("n") in by_n:
+            by_n[rec["n"]].triage = Triage.from_json(rec.get("triage"))
+        elif kind == "drafts" and rec.get("n") in by_n:
+            by_n[rec["n"]].drafts = ProbeResult.from_json(rec.get("drafts"))
+        elif kind == "probe" and prompts:
+            prompts[-1].probes.append(probe_from_json(rec))
+        elif kind == "terms":
+            if not isinstance(rec["terms"], dict):
+                raise TypeError("terms is not an object")
+            self.terms = rec["terms"]
+
+
+def _damage_said(p: Path, bad: int, interleaved: bool, runs: int) -> list[str]:
+    """The warnings a whole session's reading ends with: unreadable records, two runs interleaved, runs appended."""
+    warnings = []
     if bad > 3:
         warnings.append(f"{p}: {bad} unreadable records in all; the prompts they belong to are reported as incomplete")
     if interleaved:
@@ -362,7 +380,7 @@ def load_session(path: str | Path) -> Session:
         )
     if runs > 1:
         warnings.append(f"{p}: holds {runs} runs appended one after another; each prompt is reported as recorded")
-    return Session(p, head.get("created", "?"), infos, prompts, warnings, terms)
+    return warnings
 
 
 _TERMS_LINE = b'{"type":"terms"'

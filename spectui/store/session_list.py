@@ -176,36 +176,13 @@ HEADER_MAX = 64 << 10  # a session's header line is a few hundred bytes
 
 
 def summarise(path: Path) -> SessionSummary:
-    try:
-        if not stat.S_ISREG(path.lstat().st_mode):
-            return _problem(path, f"not a regular file ({_kind(path.lstat().st_mode)}): skipped")
-        with open(path, "rb") as fh:
-            first_line = fh.readline(HEADER_MAX)
-            if not first_line:
-                return _problem(path, "empty, not a spectui session")
-            try:
-                head = json.loads(first_line)
-            except ValueError:
-                head = None
-            if not isinstance(head, dict) or head.get("format") != FORMAT:
-                return _problem(path, "not a spectui session (its first line is not a spectui header)")
-            version = head.get("version")
-            if not isinstance(version, int) or isinstance(version, bool) or version > VERSION:
-                return _problem(
-                    path, f"session format version {version!r}, not one this spectui reads (upgrade spectui)"
-                )
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                records = _summary_records(data)
-    except (OSError, ValueError) as exc:
-        return _problem(path, f"cannot be read ({exc})")
+    read = _head_and_records(path)
+    if isinstance(read, SessionSummary):  # what is wrong with the file, as its row
+        return read
+    head, records = read
     servers = [r for _, k, r in records if k == "servers"]
     prompts = [r for _, k, r in records if k == "prompt"]
-    results_after: list[dict | None] = []  # each prompt's result (the record after it, before the next prompt)
-    for _, kind, rec in records:
-        if kind == "prompt":
-            results_after.append(None)
-        elif kind == "result" and results_after and results_after[-1] is None:
-            results_after[-1] = rec
+    results_after = _results_after(records)
     infos = {}
     for side in ("baseline", "candidate"):
         try:
@@ -236,6 +213,44 @@ def summarise(path: Path) -> SessionSummary:
         build=build,
         over_set=units > 1,
     )
+
+
+def _head_and_records(path: Path) -> tuple[dict, list] | SessionSummary:
+    """The session's header and the records a summary reads, or the row saying why the file is no session
+    this spectui reads (not a regular file, empty, another format or a newer version, unreadable)."""
+    try:
+        if not stat.S_ISREG(path.lstat().st_mode):
+            return _problem(path, f"not a regular file ({_kind(path.lstat().st_mode)}): skipped")
+        with open(path, "rb") as fh:
+            first_line = fh.readline(HEADER_MAX)
+            if not first_line:
+                return _problem(path, "empty, not a spectui session")
+            try:
+                head = json.loads(first_line)
+            except ValueError:
+                head = None
+            if not isinstance(head, dict) or head.get("format") != FORMAT:
+                return _problem(path, "not a spectui session (its first line is not a spectui header)")
+            version = head.get("version")
+            if not isinstance(version, int) or isinstance(version, bool) or version > VERSION:
+                return _problem(
+                    path, f"session format version {version!r}, not one this spectui reads (upgrade spectui)"
+                )
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return head, _summary_records(data)
+    except (OSError, ValueError) as exc:
+        return _problem(path, f"cannot be read ({exc})")
+
+
+def _results_after(records: list) -> list[dict | None]:
+    """Each prompt's result: the result record after it, before the next prompt (None: it has none)."""
+    results_after: list[dict | None] = []
+    for _, kind, rec in records:
+        if kind == "prompt":
+            results_after.append(None)
+        elif kind == "result" and results_after and results_after[-1] is None:
+            results_after[-1] = rec
+    return results_after
 
 
 def list_sessions(folder: Path) -> list[SessionSummary]:

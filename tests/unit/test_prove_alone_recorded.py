@@ -177,14 +177,15 @@ def test_prove_runs_one_at_a_time_where_the_memory_plan_says_so_and_refuses_a_pa
 
     import pytest
 
-    from spectui.cli.prove import _launch
+    from spectui.cli.prove import pair_from
     from spectui.core.errors import InputError
     from spectui.labs.memory import plan as memplan
 
     monkeypatch.setattr(memplan, "gpu_for", lambda profile, gpu=None, probe=None: memplan.floor_gpu(profile))
 
     def launch(profile, comparison, one=False):
-        return _launch(argparse.Namespace(profile=profile, launch=None, comparison=comparison, one_at_a_time=one))
+        pair = pair_from(argparse.Namespace(profile=profile, launch=None, comparison=comparison, one_at_a_time=one))
+        return pair.name, pair.servers["baseline"], pair.servers["candidate"], pair.alone
 
     what, base, cand, alone = launch("s-nvidia", "llama-draft")
     assert what.startswith("s-nvidia/llama-draft") and alone.startswith("the memory plan: ")

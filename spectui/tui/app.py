@@ -72,6 +72,7 @@ class SpectuiApp(KeysMixin, App):
         Binding("ctrl+g", "run_all", "Run set", id="run_all", priority=True),
         Binding("ctrl+o", "switch('order')", "Order", id="toggle_order", priority=True),
         Binding("ctrl+t", "switch('boundaries')", "Tokens", id="toggle_boundaries", priority=True),
+        Binding("alt+k", "switch('marks')", "Marks", id="toggle_marks", priority=True),
         Binding("ctrl+d", "diff", "Diff", id="diff", priority=True),
         Binding("ctrl+x", "triage", "Triage", id="triage", priority=True),
         Binding("alt+d", "drafts", "Drafts", id="drafts", priority=True),  # ctrl+b is tmux's prefix (tui.keys)
@@ -232,7 +233,7 @@ class SpectuiApp(KeysMixin, App):
             pane.view.marks = self.marks
             pane.view.rebuild()
         try:
-            self.q("#legend", Label).update(legend_text(self.marks))
+            self.q("#legend", Label).update(legend_text(self.marks, self.pane("candidate").view.mark_mode))
         except Exception:
             pass
 
@@ -428,17 +429,35 @@ class SpectuiApp(KeysMixin, App):
         self.runs.cancel()
 
     def action_switch(self, what: str) -> None:
-        """ctrl+o the order, ctrl+t the token boundaries, alt+l the server logs."""
+        """ctrl+o the order, ctrl+t the token boundaries, alt+k the marks, alt+l the server logs."""
         if what == "order":
             self.order = "concurrent" if self.order == "sequential" else "sequential"
             self.q("#order", Label).update(f"order: {self.order}")
+            if self.order == "concurrent":  # it changes the speed-up: said when chosen, and beside the figure
+                from spectui.core.report import CONCURRENT_CAVEAT
+
+                self.notify(CONCURRENT_CAVEAT, title="order: concurrent")
         elif what == "boundaries":
             for side in SIDES:
                 v = self.pane(side).view
                 v.boundaries = not v.boundaries
                 v.rebuild()
+        elif what == "marks":
+            self.cycle_marks()
         elif what == "logs":
             self.servers.toggle_logs()
+
+    def cycle_marks(self) -> None:
+        """The candidate's inline marks: all of them, their colours only (the text as sent), or none."""
+        from spectui.tui.widgets.token_view import MARK_MODES
+
+        view = self.pane("candidate").view
+        mode = MARK_MODES[(MARK_MODES.index(view.mark_mode) + 1) % len(MARK_MODES)]
+        for side in SIDES:
+            v = self.pane(side).view
+            v.mark_mode = mode
+            v.rebuild()
+        self.q("#legend", Label).update(legend_text(self.marks, mode))
 
     def action_diff(self) -> None:
         last = self.runs.results[-1] if self.runs.results else None

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from textual.app import App
 
-# the footer's first keys, in this order; the rest follow as bound
-FOOTER_FIRST = ("run", "lab('prove')", "lab('sampling')", "lab('theory')", "show_keys")
+# the footer's first keys, in this order; the rest follow as bound (the marks' key early: code in the candidate's
+# pane reads as code only with the marks off or colour-only, issue 39)
+FOOTER_FIRST = ("run", "lab('prove')", "lab('sampling')", "lab('theory')", "show_keys", "switch('marks')")
 
 # one sentence per action: the `?` screen, the command palette and the footer's tooltips
 SENTENCES = {
@@ -24,6 +25,7 @@ SENTENCES = {
     "run_all": "run every prompt of the chosen set, then show the whole set's speed-up",
     "switch('order')": "sequential (one side, then the other) or concurrent: concurrent runs share the machine",
     "switch('boundaries')": "show where each token starts in both outputs",
+    "switch('marks')": "the candidate's marks: all (✗n before a rejection), colours only (the text as sent), or off",
     "switch('logs')": "show or hide the last lines of the launched servers' logs",
     "toggle_live": "fold the live panel (GPU, RAM, KV, each server's memory) to one line, or unfold it",
     "diff": "the two outputs side by side from where they part, with the cause triage found",

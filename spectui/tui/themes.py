@@ -26,10 +26,18 @@ def user_themes() -> tuple[list[Theme], dict[str, dict[str, str]], list[str]]:
     return themes, marks, loaded.problems
 
 
-def legend_text(marks: dict[str, str]) -> str:
-    """The line under the prompt row that says what the candidate's marks mean, in the theme's colours."""
+MARKS_KEY = "alt+k"  # the app's binding that cycles the marks (tui.app)
+
+
+def legend_text(marks: dict[str, str], mode: str = "full") -> str:
+    """The line under the prompt row that says what the candidate's marks mean, in the theme's colours, and
+    what the marks key does next (token_view.MARK_MODES: full, colour only, off)."""
     m = marks
+    if mode == "off":
+        return f"candidate marks off: the text as the server sent it · {MARKS_KEY}: all marks"
+    rejected = f"[bold {m['rejected']}]✗n[/] drafts rejected · " if mode == "full" else ""
+    then = "colour only" if mode == "full" else "off"
     return (
         f"candidate marks: [{m['accepted']} underline]accepted draft[/] · [{m['target']}]target's own[/] · "
-        f"[bold {m['rejected']}]✗n[/] drafts rejected · [bold reverse {m['diverge']}]first difference[/]"
+        f"{rejected}[bold reverse {m['diverge']}]first difference[/] · {MARKS_KEY}: {then}"
     )

@@ -56,6 +56,7 @@ class SidePane(Vertical):
         self._full_figures = ""  # the figures as the full layout shows them: what figures_text() returns
         self._header = (redact(url), redact(url))  # (full, one line)
         self._state_text = Text("")
+        self._pad: int | None = None  # the figures' rows, the other pane's height kept (_align)
 
     def compose(self) -> ComposeResult:
         yield Static(redact(self.url), classes="header", id=f"header-{self.side}")
@@ -74,6 +75,7 @@ class SidePane(Vertical):
         model, build, spec = info.model or "?", info.build or "?", info.describe_speedup()
         self._header = (f"{model} · build {build}\n{spec}{note}", f"{spec} · {model} · build {build}{note}")
         self._fit()
+        self._align()
         self.query_one(".header", Static).update(self._header[self.compact])
 
     @property
@@ -82,6 +84,31 @@ class SidePane(Vertical):
 
     def on_resize(self) -> None:
         self._fit()
+        self._align()
+
+    def _top_rows(self, width: int) -> int:
+        """Rows of the header and the figures, as drawn in full (the state row is one in both panes)."""
+        return _rows(self._header[0], width) + max(1, _rows(self._full_figures, width))
+
+    def _align(self) -> None:
+        """Side by side, both panes' outputs start on the same row: the pane whose header and figures are
+        shorter (the baseline has no acceptance, labels or speed-up lines) keeps blank rows under its
+        figures. Set only when the rows change, never each frame; stacked or folded, nothing is added."""
+        parent = self.parent
+        if parent is None or not self.size.width:
+            return
+        panes = list(parent.query_children(SidePane))
+        side_by_side = parent.styles.layout is not None and parent.styles.layout.name == "horizontal"
+        width = max(1, self.size.width - 4)
+        top = max(p._top_rows(width) for p in panes)
+        for p in panes:
+            fig = p.query_one(".figures", Static)
+            pad = None
+            if side_by_side and not p.compact and len(panes) > 1:
+                pad = top - _rows(p._header[0], width)
+            if pad != p._pad:  # a style set lays the screen out: only when it changes
+                p._pad = pad
+                fig.styles.min_height = pad
 
     def too_tall(self) -> bool:
         """Whether the full header, state and figures would leave the output fewer than MIN_TEXT_ROWS."""
@@ -109,6 +136,7 @@ class SidePane(Vertical):
         self._figures_plain = ""  # drawn again in the other form by the next show_figures
         if hasattr(self, "_last_figures"):
             self.show_figures(*self._last_figures)
+        self._align()
 
     def set_state(self, state: str, cause: str = "") -> None:
         self.state = state
@@ -188,6 +216,7 @@ class SidePane(Vertical):
             self._full_figures = t.plain
             if refit:  # the live figures change each frame, their rows seldom: no fit of both panes a frame
                 self._fit()
+                self._align()
         if self.compact:
             t = one_line_figures(rec, self.side == "candidate")
         fig = self.query_one(".figures", Static)

@@ -22,6 +22,10 @@ from spectui.core.tokens import TokenLog
 
 _TRAILING_SPACE = re.compile(r"\s+$")
 
+# the candidate's inline marks, a key cycles them (issue 39): every mark; the labels' colours only, no glyph
+# written into the text (`✗7` before a line number read as part of it, and shifted indentation); none
+MARK_MODES = ("full", "colour", "off")
+
 DEFAULT_MARKS = {
     "accepted": "#5fd787",
     "target": "#87afff",
@@ -46,6 +50,7 @@ class TokenView(ScrollView, can_focus=True):
     def __init__(self, marked: bool, **kw) -> None:
         super().__init__(**kw)
         self.marked = marked
+        self.mark_mode = "full"  # MARK_MODES: what a marked view draws of its labels
         self.marks = dict(DEFAULT_MARKS)
         self.tokens: TokenLog = TokenLog()  # what is shown, packed (core.tokens)
         self.tail = b""
@@ -115,7 +120,7 @@ class TokenView(ScrollView, can_focus=True):
 
     def add(self, events: list[TokenEvent]) -> None:
         tokens = self.tokens
-        if not self.marked and not self.boundaries and self.diverge_token is None:
+        if not self.labelled and not self.boundaries and self.diverge_token is None:
             for ev in events:  # one style for all: the frame's bytes decoded and added at once
                 tokens.append(ev)
             self._emit_text(self._decode(b"".join([ev.data for ev in events])), None)
@@ -128,7 +133,7 @@ class TokenView(ScrollView, can_focus=True):
     def add_tail(self, data: bytes) -> None:
         if data:
             self.tail += data
-            self._emit_text(self._decode(data), self.marks["target"] if self.marked else None)
+            self._emit_text(self._decode(data), self.marks["target"] if self.labelled else None)
             self._relayout()
 
     def _decode(self, data: bytes) -> str:
@@ -145,9 +150,14 @@ class TokenView(ScrollView, can_focus=True):
             self._pending_bytes = b""
             return data.decode("utf-8", errors="replace")
 
+    @property
+    def labelled(self) -> bool:
+        """Whether the labels are drawn (a marked view, its marks not switched off)."""
+        return self.marked and self.mark_mode != "off"
+
     def _append(self, index: int, data: bytes, label: str, rejected: int) -> None:
-        marked = self.marked
-        if marked and rejected:
+        marked = self.labelled
+        if marked and rejected and self.mark_mode == "full":
             self._emit_text(f"✗{rejected}", f"bold {self.marks['rejected']}")
             guessed = self.rejected_text.get(index) if self.show_rejected else None
             if guessed:  # what the draft proposed there, struck through: the target wrote what follows

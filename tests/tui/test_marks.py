@@ -1,0 +1,62 @@
+"""The candidate's inline marks can be cycled (issue 39, item 6): all marks (`✗n` written before a rejection),
+colours only (the text exactly as the server sent it, so code reads as code) and off; the key is neither
+tmux's nor readline's, and is in the footer and on the `?` screen. Side by side, both panes' outputs start
+on the same row (the candidate's acceptance, labels and speed-up lines no longer push its text down).
+Replayed real llama-server streams, as tests/tui/test_snapshots.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from spectui.tui.screens.keys_screen import KeysScreen
+from spectui.tui.widgets.footer import KeysFooter
+from tests.pilot import settled, until
+from tests.tui.test_snapshots import make, run_and_wait
+
+
+async def test_the_marks_key_cycles_full_colour_only_and_off():
+    app = make()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await run_and_wait(pilot)
+        view = app.pane("candidate").view
+        sent = app.runs.recorders["candidate"].output().decode()
+        assert "✗" in view.plain() and view.plain() != sent  # full marks: the rejections written in the text
+        legend = str(app.q("#legend").render())
+        assert "alt+k: colour only" in legend
+        await pilot.press("alt+k")
+        await settled(pilot)
+        assert view.mark_mode == "colour"
+        assert view.plain() == sent  # the text as sent: no glyph in it
+        assert set(view._styles) - {None}, "the labels keep their colours"
+        assert "✗n" not in str(app.q("#legend").render())
+        await pilot.press("alt+k")
+        await settled(pilot)
+        assert view.mark_mode == "off" and view.plain() == sent
+        assert view._styles == [None]  # no mark at all
+        assert "marks off" in str(app.q("#legend").render())
+        await pilot.press("alt+k")
+        await settled(pilot)
+        assert view.mark_mode == "full" and "✗" in view.plain()
+
+
+async def test_the_marks_key_is_in_the_footer_and_on_the_keys_screen():
+    app = make()
+    async with app.run_test(size=(200, 40)) as pilot:
+        await run_and_wait(pilot)
+        shown = {b.action: b.key for b, _ in app.q(KeysFooter).shown()}
+        assert shown.get("switch('marks')") == "alt+k"
+        await pilot.press("f1")
+        await until(pilot, lambda: isinstance(app.screen, KeysScreen), 10, "the keys screen")
+        names = {r[1]: r for r in app.screen.rows}
+        assert names["Marks"][0] == "alt+k" and "colours only" in names["Marks"][2]
+
+
+@pytest.mark.parametrize("size", [(160, 48), (120, 40)])
+async def test_side_by_side_both_outputs_start_on_the_same_row(size):
+    app = make()
+    async with app.run_test(size=size) as pilot:
+        await run_and_wait(pilot)
+        b, c = app.pane("baseline"), app.pane("candidate")
+        assert c.figures_text().count("\n") > b.figures_text().count("\n")  # the candidate has more figure lines
+        assert b.view.region.y == c.view.region.y
+        assert b.view.region.height == c.view.region.height

@@ -44,7 +44,12 @@ async def cmd_sweep(args) -> int:
     doc = {
         "baseline": infos["baseline"].to_json(),
         "candidate": infos["candidate"].to_json(),
-        "params": {"max_tokens": params.max_tokens, "temperature": params.temperature, "seed": params.seed},
+        "params": {
+            "max_tokens": params.max_tokens,
+            "temperature": params.temperature,
+            "seed": params.seed,
+            "cache_prompt": params.cache_prompt,
+        },
         "levels": [lv.to_json() for lv in result],
     }
     if alone:  # measured one after the other: never both servers up
@@ -56,6 +61,10 @@ async def cmd_sweep(args) -> int:
         print(
             f"candidate {infos['candidate'].url} ({infos['candidate'].build}) [{infos['candidate'].describe_speedup()}]"
         )
+        from spectui.core.report import cache_text
+
+        # the prompt cache changes TTFT with what ran before: named, as the TUI's sweep names it
+        print(f"prompt cache {cache_text(params)} (--cache-prompt off|on|server; off unless asked)")
         if doc["params"].get("order") == "one-at-a-time":
             print("one server at a time: each side measured alone, one after the other; speed-ups paired per level")
         print(text_table(result))

@@ -96,6 +96,34 @@ def prompt_params(r: PromptResult) -> str:
     return params_words(r.params, r.order or "?") if r.params is not None else "not recorded"
 
 
+# what the run's order and prompt cache do to its figures, said beside them (issue 39: Ctrl+O moved a speed-up
+# 0.19× → 0.46× with no word; a cache left to the server's default changes TTFT with what ran before)
+CONCURRENT_SHORT = "concurrent: each side's tok/s includes the other's load"
+CONCURRENT_CAVEAT = (
+    "order concurrent: both servers decoded at once on one machine, so each side's tok/s and the speed-up "
+    "include the other's load (sequential, the default, measures each alone)"
+)
+CACHE_CAVEAT = (
+    "prompt cache {cache}: a prompt prefix the server kept from an earlier request is not prefilled again, so "
+    "TTFT and 'cached' depend on what ran before (off, the default, unless asked: --cache-prompt)"
+)
+
+
+def conditions_caveats(params: GenerationParams, order: str, results: list[PromptResult] | None = None) -> list[str]:
+    """The caveats the order and the prompt cache put on the figures, where they apply (none for the defaults:
+    sequential, cache off); `results` adds those of prompts recorded with their own."""
+    pairs = {(order, params.cache_prompt)} | {
+        (r.order or order, r.params.cache_prompt) for r in results or [] if r.params is not None
+    }
+    out = []
+    if any(o == "concurrent" for o, _ in pairs):
+        out.append(CONCURRENT_CAVEAT)
+    caches = sorted({cache_text(GenerationParams(cache_prompt=c)) for _, c in pairs if c is not False})
+    if caches:
+        out.append(CACHE_CAVEAT.format(cache=" / ".join(caches)))
+    return out
+
+
 def server_line(role: str, info: ServerInfo) -> str:
     return f"{role:<9} {info.url}  build {info.build or '?'}  model {info.model or '?'}  [{info.describe_speedup()}]"
 
@@ -115,6 +143,7 @@ def text_report(
         f"order={order} prompt cache={cache_text(params)}"
         if not (mixed := mixed_params(results))
         else f"params    {MIXED}",
+        *(f"note      {c}" for c in conditions_caveats(params, order, results)),
         "",
     ]
     head = (
@@ -404,6 +433,7 @@ def markdown_report(
         else f"Parameters {MIXED}: "
         + "; ".join(f"{md_cell(r.prompt.id)}: {prompt_params(r)}" for r in results if r.run == 1)
         + ".",
+        *(f"\n*Note: {md_cell(c)}.*" for c in conditions_caveats(params, order, results)),
         "",
         "| prompt | baseline tok/s | candidate tok/s | speed-up (acceptance per drafted token) | mean accepted length "
         "| α per position | TTFT ms (b / c) | output |",

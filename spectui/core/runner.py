@@ -335,6 +335,7 @@ async def run_prompts(
                 first="baseline" if k % 2 else "candidate",
             )
             r.run, r.runs = k, repeat
+            r.params, r.order = params, order
             obs.prompt_finished(r)
             results.append(r)
     return results

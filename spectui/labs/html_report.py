@@ -14,6 +14,7 @@ from string import Template
 from spectui.core.report import (
     MIXED,
     acceptance_text,
+    conditions_caveats,
     fmt,
     mixed_params,
     params_words,
@@ -216,6 +217,7 @@ def html_report(
         f"<p>Parameters: {_e(params_words(params, order))}.</p>"
         if not mixed_params(results)
         else f"<p>Parameters {_e(MIXED)}.</p>",
+        *(f'<p class="note">Note: {_e(c)}.</p>' for c in conditions_caveats(params, order, results)),
         f'<p class="{"ok" if same == len(done) == len(results) else "bad"}">{same}/{len(done)} outputs identical'
         f"{f', {len(results) - len(done)} not compared' if len(done) < len(results) else ''}. "
         f"Builds: baseline {_e(b.build or '?')}, candidate {_e(c.build or '?')}.</p>",

@@ -29,7 +29,7 @@ from spectui.core.errors import describe
 from spectui.core.events import StreamEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
 from spectui.core.figures import SideRecorder
 from spectui.core.findings import ProbeResult
-from spectui.core.report import speedup_text
+from spectui.core.report import CONCURRENT_SHORT, speedup_text
 from spectui.core.runner import SIDES, PromptResult
 from spectui.core.tokens import TokenLog
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
@@ -537,6 +537,9 @@ class RunController:
             if repeated is not None:
                 # repeated runs: this run's own figure, then the prompt's over its runs (core.report's text)
                 line = f"this run {speedup_text(r)}\n{repeated} · builds {builds}"
+            ran = last.order if last is not None and last.candidate is c and last.order else self.app.order
+            if ran == "concurrent":  # the order changes the figure: said beside it (core.report)
+                line += f"\n{CONCURRENT_SHORT}"
         app.pane("candidate").show_figures(c, line)
 
     def show_whole_set(self, results: list[PromptResult]) -> None:

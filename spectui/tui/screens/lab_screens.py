@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual_plotext import PlotextPlot
 
+from spectui.core.report import cache_text
 from spectui.core.types import GenerationParams
 from spectui.tui.context import LabContext
 from spectui.tui.widgets.fit_table import FitTable
@@ -204,7 +205,10 @@ class SweepScreen(Screen):
 
     def compose(self) -> ComposeResult:
         warn = "" if self.open_alone else self.few_slots([b.info for b in self.backends.values()])
-        yield Static(f"concurrency sweep at 1, 2, 4 over the prompt set; Enter to run{warn}", id="status")
+        cache = cache_text(self.params)
+        yield Static(
+            f"concurrency sweep at 1, 2, 4 over the prompt set · prompt cache {cache}; Enter to run{warn}", id="status"
+        )
         yield Static(
             (
                 f"one server at a time ({self.alone_why}): each side is started alone, runs every level, and is "
@@ -263,7 +267,9 @@ class SweepScreen(Screen):
             )
             self._plot(levels)
 
-        params = GenerationParams(min(self.params.max_tokens, 64), self.params.temperature, self.params.seed)
+        # the prompt cache as the main screen asks (off unless asked, as `spectui sweep`), said in the status
+        cache = self.params.cache_prompt
+        params = GenerationParams(min(self.params.max_tokens, 64), self.params.temperature, self.params.seed, cache)
         warn = ""
         try:
             if self.open_alone is not None:
@@ -287,7 +293,8 @@ class SweepScreen(Screen):
             self.finished = True
             return
         self.query_one("#status", Static).update(
-            f"done: where the speed-up line falls, batching has eaten the payoff{warn}"
+            f"done (prompt cache {cache_text(params)}): where the speed-up line falls, batching has eaten the "
+            f"payoff{warn}"
         )
         self.finished = True  # last: a test that waits for it reads the status above
 

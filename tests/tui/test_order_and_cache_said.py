@@ -1,0 +1,58 @@
+"""The TUI names what changes a figure (issue 39, item 8): after Ctrl+O (concurrent) the speed-up carries a
+caveat beside it and a notice says why; the sweep asks for the prompt cache as the main screen does (off unless
+asked, as `spectui sweep`), and says so. Replayed real streams, as tests/tui/test_snapshots.py."""
+
+from __future__ import annotations
+
+import asyncio
+
+from spectui.core.report import CONCURRENT_CAVEAT, CONCURRENT_SHORT
+from spectui.core.types import GenerationParams
+from tests.pilot import settled, until
+from tests.tui.test_snapshots import make, steady
+
+
+async def test_ctrl_o_puts_a_caveat_beside_the_speed_up():
+    app = make()
+    said: list[str] = []
+    async with app.run_test(size=(160, 48)) as pilot:
+        await steady(pilot)
+        app.action_run()
+        await asyncio.wait_for(app.run_done.wait(), 60)
+        await settled(pilot)
+        figures = str(app.query_one("#figures-candidate").render())
+        assert "speed-up" in figures and CONCURRENT_SHORT not in figures  # sequential: no caveat
+        real = app.notify
+        app.notify = lambda message, *a, **kw: (said.append(str(message)), real(message, *a, **kw))[1]
+        await pilot.press("ctrl+o")
+        await settled(pilot)
+        assert app.order == "concurrent" and CONCURRENT_CAVEAT in said
+        app.action_run()
+        await until(pilot, lambda: app.run_done.is_set() and len(app.results) == 2, 60, "the concurrent run")
+        await settled(pilot)
+        assert app.results[-1].order == "concurrent"
+        assert CONCURRENT_SHORT in str(app.query_one("#figures-candidate").render())
+
+
+async def test_the_sweep_asks_for_the_cache_as_the_main_screen_and_says_it(monkeypatch):
+    from spectui.labs.sweep import levels
+    from spectui.tui.screens.lab_screens import SweepScreen
+
+    asked: list[GenerationParams] = []
+
+    async def sweep(base, cand, prompts, conc, params, add):
+        asked.append(params)
+
+    monkeypatch.setattr(levels, "sweep", sweep)
+    app = make()
+    app.params = GenerationParams(max_tokens=64, cache_prompt=False)  # `spectui tui`'s default (--cache-prompt off)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await steady(pilot)
+        await app.run_action("lab('sweep')")
+        await until(pilot, lambda: isinstance(app.screen, SweepScreen) and app.screen.query("#status"), 10, "the sweep")
+        status = str(app.screen.query_one("#status").render())
+        assert "prompt cache off" in status
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen.finished, 30, "the sweep to finish")
+        assert [p.cache_prompt for p in asked] == [False]  # was None: the server's default (llama.cpp: on)
+        assert "prompt cache off" in str(app.screen.query_one("#status").render())

@@ -28,6 +28,17 @@ def human_seconds(t: float) -> str:
 
 
 def text(r: CostReport) -> str:
+    """The cost report: the target's shape, the inputs, one table row per method, then each method's working."""
+    out = _shape_and_inputs(r) + _method_table(r)
+    for m in r.methods:
+        out += ["", f"── {m.title}"] + _method_working(m, r.inputs)
+    out += ["", "what each method needs, and which servers serve it:"]
+    for name, data, servers in DATA_AND_SERVERS:
+        out += [f"  {name:<22} data: {data}", f"  {'':<22} served by: {servers}"]
+    return "\n".join(out)
+
+
+def _shape_and_inputs(r: CostReport) -> list[str]:
     s, inp = r.shape, r.inputs
     out = [
         f"target {s.source}: {s.arch}, h={s.hidden}, {s.layers} layers, {s.heads} heads ({s.kv_heads} KV, "
@@ -38,9 +49,13 @@ def text(r: CostReport) -> str:
         f"{inp.tokens_per_sample or inp.seq_len} tokens = {n(inp.tokens)} tokens; {inp.epochs} epoch(s); "
         f"frozen target at {inp.target_bytes} B/param",
     ]
-    out += [f"  note: {x}" for x in s.notes]
-    fits = r.gpu_memory_gib
-    out += [
+    return out + [f"  note: {x}" for x in s.notes]
+
+
+def _method_table(r: CostReport) -> list[str]:
+    """One row a method: trainable parameters, training memory, disk a sample, and whether it fits the GPU."""
+    inp, fits = r.inputs, r.gpu_memory_gib
+    out = [
         "",
         f"{'method':<62} {'trainable':>10} {'train memory':>13} {'disk/sample':>12}" + ("  fits" if fits else ""),
     ]
@@ -60,37 +75,35 @@ def text(r: CostReport) -> str:
         out.append(
             f"(fits: online training, target resident, on one {fits:g} GiB GPU{f' ({r.profile})' if r.profile else ''})"
         )
-    for m in r.methods:
-        out += ["", f"── {m.title}"]
-        if not m.trainable:
-            out += [f"  {x}" for x in m.notes]
-            continue
-        out.append(f"  trainable {n(m.trainable_params)}:")
-        out += [f"    {p.name:<44} {n(p.value):>15}  {p.formula}" for p in m.trainable]
-        if m.frozen:
-            out.append("  frozen, held by the draft:")
-            out += [f"    {p.name:<44} {n(p.value):>15}  {p.formula}" for p in m.frozen]
-        out.append(f"  training memory {m.memory_bytes / GIB:.2f} GiB (online; offline leaves out the target):")
-        out += [f"    {p.name:<44} {p.value / GIB:>11.2f} GiB  {p.formula}" for p in m.memory]
-        if m.disk_per_token:
-            per = m.disk_per_token.value
-            out.append(
-                f"  disk for offline hidden states: {human_bytes(per)} a token ({m.disk_per_token.formula}); "
-                f"{human_bytes(per * inp.tokens)} for {n(inp.tokens)} tokens"
-            )
+    return out
+
+
+def _method_working(m, inp) -> list[str]:
+    """A method's figures with their formulas: parameters, memory, disk, FLOPs, time, published figures."""
+    if not m.trainable:
+        return [f"  {x}" for x in m.notes]
+    out = [f"  trainable {n(m.trainable_params)}:"]
+    out += [f"    {p.name:<44} {n(p.value):>15}  {p.formula}" for p in m.trainable]
+    if m.frozen:
+        out.append("  frozen, held by the draft:")
+        out += [f"    {p.name:<44} {n(p.value):>15}  {p.formula}" for p in m.frozen]
+    out.append(f"  training memory {m.memory_bytes / GIB:.2f} GiB (online; offline leaves out the target):")
+    out += [f"    {p.name:<44} {p.value / GIB:>11.2f} GiB  {p.formula}" for p in m.memory]
+    if m.disk_per_token:
+        per = m.disk_per_token.value
         out.append(
-            f"  FLOPs a training token: {sum(p.value for p in m.flops_per_token):.3g} ("
-            + "; ".join(f"{p.name} {p.formula}" for p in m.flops_per_token)
-            + ")"
+            f"  disk for offline hidden states: {human_bytes(per)} a token ({m.disk_per_token.formula}); "
+            f"{human_bytes(per * inp.tokens)} for {n(inp.tokens)} tokens"
         )
-        for p in m.time:
-            out.append(f"  time, {p.name}: {human_seconds(p.value)}  [{p.formula}]")
-        if not m.time:
-            out.append("  time: give --baseline URL (measured here) or --gpu NAME / --profile (datasheet figures)")
-        for pub in m.published:
-            out.append(f"  published: {pub.figure} — {pub.source}")
-        out += [f"  note: {x}" for x in m.notes]
-    out += ["", "what each method needs, and which servers serve it:"]
-    for name, data, servers in DATA_AND_SERVERS:
-        out += [f"  {name:<22} data: {data}", f"  {'':<22} served by: {servers}"]
-    return "\n".join(out)
+    out.append(
+        f"  FLOPs a training token: {sum(p.value for p in m.flops_per_token):.3g} ("
+        + "; ".join(f"{p.name} {p.formula}" for p in m.flops_per_token)
+        + ")"
+    )
+    for p in m.time:
+        out.append(f"  time, {p.name}: {human_seconds(p.value)}  [{p.formula}]")
+    if not m.time:
+        out.append("  time: give --baseline URL (measured here) or --gpu NAME / --profile (datasheet figures)")
+    for pub in m.published:
+        out.append(f"  published: {pub.figure} — {pub.source}")
+    return out + [f"  note: {x}" for x in m.notes]

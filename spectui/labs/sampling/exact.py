@@ -131,27 +131,7 @@ def guarantee_for(
     if kind != "llama.cpp":
         return Guarantee("unknown", "unknown", f"a {kind} server: how it verifies drafts under sampling is unknown")
     if argv is not None:
-        if not has_flag(argv, *_SPECULATION_FLAGS):
-            return Guarantee("none", "seeded bytes", "launched without speculation")
-        mode, said = "greedy", "--spec-draft-sampling"
-        if env is not None and env.get(SAMPLING_ENV):
-            mode, said = env[SAMPLING_ENV], f"{SAMPLING_ENV} in its environment"
-        given = flag_value(argv, "--spec-draft-sampling")
-        if given is not None:
-            mode, said = given, "--spec-draft-sampling"
-        if mode == "probabilistic":
-            return Guarantee(
-                "probabilistic",
-                "distribution only",
-                f"launched with {said} probabilistic: drafts are verified by rejection sampling",
-            )
-        unread = "" if env is not None else f" ({SAMPLING_ENV} not read: its environment is not readable here)"
-        return Guarantee(
-            "greedy",
-            "seeded bytes",
-            f"launched without --spec-draft-sampling probabilistic{unread}: every position is sampled from the "
-            "target with the request's RNG",
-        )
+        return _llamacpp_launched(argv, env)
     types = [t for t in str((info.speculative if info else {}).get("type") or "").split(",") if t]
     if types and all(t == "none" for t in types):
         return Guarantee("none", "seeded bytes", "the candidate drafts nothing")
@@ -166,6 +146,32 @@ def guarantee_for(
         "unknown",
         "llama-server does not report --spec-draft-sampling and this server's argv is not readable here: a seeded "
         "mismatch is a failure under greedy drafting, expected under probabilistic",
+    )
+
+
+def _llamacpp_launched(argv: list[str], env: Mapping[str, str] | None) -> Guarantee:
+    """A llama-server whose command line (and environment, where readable) is known: its draft sampling, as
+    --spec-draft-sampling or LLAMA_ARG_SPEC_DRAFT_SAMPLING sets it (the argument wins)."""
+    if not has_flag(argv, *_SPECULATION_FLAGS):
+        return Guarantee("none", "seeded bytes", "launched without speculation")
+    mode, said = "greedy", "--spec-draft-sampling"
+    if env is not None and env.get(SAMPLING_ENV):
+        mode, said = env[SAMPLING_ENV], f"{SAMPLING_ENV} in its environment"
+    given = flag_value(argv, "--spec-draft-sampling")
+    if given is not None:
+        mode, said = given, "--spec-draft-sampling"
+    if mode == "probabilistic":
+        return Guarantee(
+            "probabilistic",
+            "distribution only",
+            f"launched with {said} probabilistic: drafts are verified by rejection sampling",
+        )
+    unread = "" if env is not None else f" ({SAMPLING_ENV} not read: its environment is not readable here)"
+    return Guarantee(
+        "greedy",
+        "seeded bytes",
+        f"launched without --spec-draft-sampling probabilistic{unread}: every position is sampled from the "
+        "target with the request's RNG",
     )
 
 

@@ -155,7 +155,6 @@ def distribution_test(
     """The two sides' samples (token sequences) compared by one permutation test over the whole sequence;
     with `detect`, the smallest TVD at one position it finds with 80 % probability (by simulation)."""
     import numpy as np
-    from scipy import stats
 
     n_a, n_b = len(a), len(b)
     if n_a < 2 or n_b < 2:
@@ -181,6 +180,47 @@ def distribution_test(
         z[..., tested] = (tvds[..., tested] - mean[tested]) / spread[tested]
         return z
 
+    if tested.any():
+        null, p, stat = _permutation_test(tables, n_a, n, standardised, permutations, seed)
+    else:  # no relabelling moves any position's TVD
+        null, p, stat = np.full(1, -np.inf), 1.0, None
+    positions = _position_tests((n_a, n_b), observed, mean, standardised(observed), tested, null, exact)
+    out = DistributionTest(p, stat, len(null) if tested.any() else 0, exact, p_floor, positions, (n_a, n_b))
+    out.reason = _untestable(codes, n_a, n_b, p_floor, tested)
+    if out.reason is None and detect:
+        _find_detectable(out, codes, n_a, null, exact, tested, seed)
+    return out
+
+
+def _position_tests(n: tuple[int, int], observed, mean, z_obs, tested, null, exact: bool) -> list[PositionTest]:
+    """Each position's TVD, its mean under relabelling, its standardised TVD and its p within the whole test
+    (the largest over positions must reach it); a position no relabelling moves is untested (p 1)."""
+    import numpy as np  # lazy: numpy loads only for the sampling lesson
+
+    add = 0 if exact else 1
+
+    def p_of(z):
+        return (len(null) - np.searchsorted(null, np.asarray(z) - 1e-9, side="left") + add) / (len(null) + add)
+
+    return [
+        PositionTest(
+            pos,
+            n,
+            float(observed[pos]),
+            float(mean[pos]),
+            float(z_obs[pos]) if tested[pos] else None,
+            float(min(1.0, p_of(z_obs[pos]))) if tested[pos] else 1.0,
+        )
+        for pos in range(len(observed))
+    ]
+
+
+def _permutation_test(tables: _Tables, n_a: int, n: int, standardised, permutations: int, seed: int):
+    """scipy's permutation test of the largest standardised TVD over positions: its null distribution (sorted),
+    p and statistic."""
+    import numpy as np  # lazy: numpy and scipy load only for the sampling lesson
+    from scipy import stats  # lazy: as numpy
+
     def statistic(x, axis=-1):  # x: (…, n_a) indices of the samples labelled as side A
         x = np.asarray(x).astype(np.int64)
         flat = x.reshape(-1, n_a)
@@ -188,42 +228,16 @@ def distribution_test(
         np.put_along_axis(member, flat, 1.0, axis=1)
         return standardised(tables.tvds(member)).max(axis=1).reshape(x.shape[:-1])
 
-    if tested.any():
-        res = stats.permutation_test(
-            (np.arange(n_a), np.arange(n_a, n)),
-            lambda x, y, axis=-1: statistic(x, axis),
-            permutation_type="independent",
-            vectorized=True,
-            n_resamples=permutations,
-            alternative="greater",
-            rng=np.random.default_rng(seed),
-        )
-        null = np.sort(np.asarray(res.null_distribution, dtype=float))
-        p, stat = float(res.pvalue), float(res.statistic)
-    else:  # no relabelling moves any position's TVD
-        null, p, stat = np.full(1, -np.inf), 1.0, None
-    add = 0 if exact else 1
-
-    def p_of(z):  # a standardised TVD's p within the whole test (the largest over positions must reach it)
-        return (len(null) - np.searchsorted(null, np.asarray(z) - 1e-9, side="left") + add) / (len(null) + add)
-
-    z_obs = standardised(observed)
-    positions = [
-        PositionTest(
-            pos,
-            (n_a, n_b),
-            float(observed[pos]),
-            float(mean[pos]),
-            float(z_obs[pos]) if tested[pos] else None,
-            float(min(1.0, p_of(z_obs[pos]))) if tested[pos] else 1.0,
-        )
-        for pos in range(codes.shape[1])
-    ]
-    out = DistributionTest(p, stat, len(null) if tested.any() else 0, exact, p_floor, positions, (n_a, n_b))
-    out.reason = _untestable(codes, n_a, n_b, p_floor, tested)
-    if out.reason is None and detect:
-        _find_detectable(out, codes, n_a, null, exact, tested, seed)
-    return out
+    res = stats.permutation_test(
+        (np.arange(n_a), np.arange(n_a, n)),
+        lambda x, y, axis=-1: statistic(x, axis),
+        permutation_type="independent",
+        vectorized=True,
+        n_resamples=permutations,
+        alternative="greater",
+        rng=np.random.default_rng(seed),
+    )
+    return np.sort(np.asarray(res.null_distribution, dtype=float)), float(res.pvalue), float(res.statistic)
 
 
 def _untestable(codes, n_a: int, n_b: int, p_floor: float, tested) -> str | None:
@@ -296,15 +310,9 @@ def _critical(null, exact: bool) -> float:
     return float(null[len(null) - 1 - allowed]) if allowed < len(null) else -np.inf
 
 
-def _detectable_at(codes, n_a: int, pos: int, crit: float, seed: int) -> float | None:
-    """The smallest TVD (on TVD_GRID) at position `pos` that the test finds with POWER probability, by
-    simulation on these samples: the pool split at random into two sides as the null, and the second
-    side's distribution at `pos` moved by TVD d — mass d moved onto the position's most frequent token
-    from the others in proportion (a candidate that over-produces a likely token), or, where that token
-    already holds more than 1 − d, onto a token the samples never show there. A rejection needs that
-    position's standardised TVD to pass both the whole test's critical value and its own 95th percentile
-    under relabelling; the other positions' chances are left out, so the figure errs large. The same
-    splits serve every d, so the power rises with d and a bisection finds the step."""
+def _power_at(codes, n_a: int, pos: int, crit: float, seed: int):
+    """The simulation _detectable_at bisects: power(d), the share of SIMULATIONS random splits in which the
+    test rejects once the second side's distribution at `pos` is moved by TVD d."""
     import numpy as np
 
     n = len(codes)
@@ -349,6 +357,19 @@ def _detectable_at(codes, n_a: int, pos: int, crit: float, seed: int) -> float |
         own = np.quantile((null - null.mean()) / sd, 1 - ALPHA)
         return float(np.mean(z > max(crit, own)))
 
+    return power
+
+
+def _detectable_at(codes, n_a: int, pos: int, crit: float, seed: int) -> float | None:
+    """The smallest TVD (on TVD_GRID) at position `pos` that the test finds with POWER probability, by
+    simulation on these samples: the pool split at random into two sides as the null, and the second
+    side's distribution at `pos` moved by TVD d — mass d moved onto the position's most frequent token
+    from the others in proportion (a candidate that over-produces a likely token), or, where that token
+    already holds more than 1 − d, onto a token the samples never show there. A rejection needs that
+    position's standardised TVD to pass both the whole test's critical value and its own 95th percentile
+    under relabelling; the other positions' chances are left out, so the figure errs large. The same
+    splits serve every d, so the power rises with d and a bisection finds the step."""
+    power = _power_at(codes, n_a, pos, crit, seed)
     if power(TVD_GRID[-1]) < POWER:
         return None
     lo, hi = -1, len(TVD_GRID) - 1  # power(TVD_GRID[hi]) ≥ POWER; lo: below, or none tried

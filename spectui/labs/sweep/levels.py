@@ -22,6 +22,7 @@ from spectui.backends.base import Backend
 from spectui.backends.sse import READ_LAG
 from spectui.core.compare import Divergence
 from spectui.core.figures import SideRecorder
+from spectui.core.report import fmt
 from spectui.core.runner import bounded, counters_or_none, render_prompt, same_tokenizer
 from spectui.core.types import GenerationParams, Prompt
 from spectui.core.verdict import Verdict, judge
@@ -420,44 +421,60 @@ def parse_levels(text: str) -> list[int]:
 
 
 def text_table(levels: list[Level]) -> str:
-    from spectui.core.report import fmt
-
+    """The sweep as a table, a level a row; the prediction beside the measured where made, the levels where
+    the client fell behind, and which figures are medians over repeated runs."""
     head = (
         f"{'conc':>4} {'base agg tok/s':>14} {'cand agg tok/s':>14} {'base req tok/s':>14} {'cand req tok/s':>14} "
         f"{'TTFT ms b/c':>13}  {'speed-up (acceptance)':<28} outputs"
     )
-    lines = [head, "-" * len(head)]
-    for lv in levels:
-        acc = lv.candidate.acceptance_rate
-        spread = lv.spread
-        if spread:
-            value = f"{spread.median:.2f}× [{spread.low:.2f}–{spread.high:.2f}] ({spread.n} runs)"
-        else:
-            value = f"{lv.speedup:.2f}×" if lv.speedup else ""
-        sp = (
-            f"{value} at {acc:.0%} accepted"
-            if lv.speedup and acc is not None
-            else (f"{value} (no drafts)" if lv.speedup else "—")
-        )
-        same = lv.outputs_text()
-        lines.append(
-            f"{lv.concurrency:>4} {fmt(lv.throughput('baseline')):>14} {fmt(lv.throughput('candidate')):>14} "
-            f"{fmt(lv.baseline.per_request_tps):>14} {fmt(lv.candidate.per_request_tps):>14} "
-            f"{fmt(lv.baseline.ttft_ms, '.0f') + '/' + fmt(lv.candidate.ttft_ms, '.0f'):>13}  {sp:<28} {same}"
-        )
+    lines = [head, "-" * len(head), *(_level_row(lv) for lv in levels)]
     if any(lv.predicted is not None or lv.predicted_note for lv in levels):
+        lines += _predicted_lines(levels)
+    lines += _client_behind_lines(levels)
+    repeated = max((len(lv.runs) for lv in levels), default=1)
+    if repeated > 1:
+        lines.append(f"aggregate tok/s: the median of {repeated} runs; per-request tok/s and TTFT: the first run's")
+    return "\n".join(lines)
+
+
+def _level_row(lv: Level) -> str:
+    acc = lv.candidate.acceptance_rate
+    spread = lv.spread
+    if spread:
+        value = f"{spread.median:.2f}× [{spread.low:.2f}–{spread.high:.2f}] ({spread.n} runs)"
+    else:
+        value = f"{lv.speedup:.2f}×" if lv.speedup else ""
+    sp = (
+        f"{value} at {acc:.0%} accepted"
+        if lv.speedup and acc is not None
+        else (f"{value} (no drafts)" if lv.speedup else "—")
+    )
+    return (
+        f"{lv.concurrency:>4} {fmt(lv.throughput('baseline')):>14} {fmt(lv.throughput('candidate')):>14} "
+        f"{fmt(lv.baseline.per_request_tps):>14} {fmt(lv.candidate.per_request_tps):>14} "
+        f"{fmt(lv.baseline.ttft_ms, '.0f') + '/' + fmt(lv.candidate.ttft_ms, '.0f'):>13}  {sp:<28} {lv.outputs_text()}"
+    )
+
+
+def _predicted_lines(levels: list[Level]) -> list[str]:
+    lines = [
+        "predicted from the batch times measured after the sweep (labs.theory.costs; decode rounds only, while the "
+        "measured aggregate also holds each request's prefill), beside the measured:"
+    ]
+    for lv in levels:
+        pred = f"{lv.predicted:.2f}×" if lv.predicted is not None else "—"
+        meas = f"{lv.speedup:.2f}×" if lv.speedup else "—"
+        dec = f"{lv.decode_ratio:.2f}×" if lv.decode_ratio else "—"
         lines.append(
-            "predicted from the batch times measured after the sweep (labs.theory.costs; decode rounds only, while the "
-            "measured aggregate also holds each request's prefill), beside the measured:"
+            f"{lv.concurrency:>4} predicted {pred:>7}  measured {meas:>7}  decode only {dec:>7}  "
+            f"({lv.predicted_note or ''})"
         )
-        for lv in levels:
-            pred = f"{lv.predicted:.2f}×" if lv.predicted is not None else "—"
-            meas = f"{lv.speedup:.2f}×" if lv.speedup else "—"
-            dec = f"{lv.decode_ratio:.2f}×" if lv.decode_ratio else "—"
-            lines.append(
-                f"{lv.concurrency:>4} predicted {pred:>7}  measured {meas:>7}  decode only {dec:>7}  "
-                f"({lv.predicted_note or ''})"
-            )
+    return lines
+
+
+def _client_behind_lines(levels: list[Level]) -> list[str]:
+    """The levels where spectui read the packets late: the aggregate may be the client's limit."""
+    lines = []
     for lv in levels:
         for name, side in (("baseline", lv.baseline), ("candidate", lv.candidate)):
             lags, tps = side.read_lag_ms, side.per_request_tps
@@ -468,40 +485,45 @@ def text_table(levels: list[Level]) -> str:
                     f"over half the {1000 / tps:.0f} ms between a stream's tokens: some inter-token "
                     "gaps merged, and the aggregate tok/s may be spectui's limit rather than the server's"
                 )
-    repeated = max((len(lv.runs) for lv in levels), default=1)
-    if repeated > 1:
-        lines.append(f"aggregate tok/s: the median of {repeated} runs; per-request tok/s and TTFT: the first run's")
-    return "\n".join(lines)
+    return lines
 
 
-def svg_chart(levels: list[Level], title: str = "spectui sweep") -> str:
-    """An SVG line chart (aggregate tokens/s of both sides and the speed-up against concurrency)."""
-    W, H, L, R, T, B = 640, 360, 60, 60, 40, 50
-    xs = [lv.concurrency for lv in levels]
-    # a missing value (a side failed at that level) is a gap in the line, never a point at 0
-    ys_b = [lv.throughput("baseline") for lv in levels]
-    ys_c = [lv.throughput("candidate") for lv in levels]
-    sp = [lv.speedup for lv in levels]
-    ymax = max([v for v in ys_b + ys_c if v] + [1]) * 1.1
-    smax = max([v for v in sp if v] + [lv.spread.high for lv in levels if lv.spread] + [1.2]) * 1.1
-    n = max(len(xs) - 1, 1)
+W, H, L, R, T, B = 640, 360, 60, 60, 40, 50  # the sweep chart: width, height, left, right, top, bottom margins
 
-    def px(i):
-        return L + (W - L - R) * (i / n)
 
-    def py(v, vmax):
+@dataclass(frozen=True)
+class _Chart:
+    """The sweep chart's coordinates: level i across, a value against its axis' top (vmax) up."""
+
+    n: int  # the last level's index (at least 1)
+
+    def px(self, i: int) -> float:
+        return L + (W - L - R) * (i / self.n)
+
+    def py(self, v: float, vmax: float) -> float:
         return H - B - (H - T - B) * (v / vmax)
 
-    def path(vals, vmax):
+    def path(self, vals: list, vmax: float) -> str:
+        """A line through the values; a missing value (a side failed at that level) is a gap, never a 0."""
         out, pen_down = [], False
         for i, v in enumerate(vals):
             if v is None:
                 pen_down = False
                 continue
-            out.append(f"{'L' if pen_down else 'M'}{px(i):.1f},{py(v, vmax):.1f}")
+            out.append(f"{'L' if pen_down else 'M'}{self.px(i):.1f},{self.py(v, vmax):.1f}")
             pen_down = True
         return " ".join(out) or "M0,0"
 
+
+def svg_chart(levels: list[Level], title: str = "spectui sweep") -> str:
+    """An SVG line chart (aggregate tokens/s of both sides and the speed-up against concurrency)."""
+    xs = [lv.concurrency for lv in levels]
+    ys_b = [lv.throughput("baseline") for lv in levels]
+    ys_c = [lv.throughput("candidate") for lv in levels]
+    sp = [lv.speedup for lv in levels]
+    ymax = max([v for v in ys_b + ys_c if v] + [1]) * 1.1
+    smax = max([v for v in sp if v] + [lv.spread.high for lv in levels if lv.spread] + [1.2]) * 1.1
+    c = _Chart(max(len(xs) - 1, 1))
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
         f'<rect width="{W}" height="{H}" fill="white"/>',
@@ -509,31 +531,13 @@ def svg_chart(levels: list[Level], title: str = "spectui sweep") -> str:
         f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="black"/>',
         f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="black"/>',
         f'<line x1="{W - R}" y1="{T}" x2="{W - R}" y2="{H - B}" stroke="#999"/>',
-        f'<line x1="{L}" y1="{py(1, smax):.1f}" x2="{W - R}" y2="{py(1, smax):.1f}" stroke="#999" stroke-dasharray="4"/>',
-        f'<text x="{W - R + 4}" y="{py(1, smax) + 4:.1f}" fill="#666">1×</text>',
-        f'<path d="{path(ys_b, ymax)}" fill="none" stroke="#1f77b4" stroke-width="2"/>',
-        f'<path d="{path(ys_c, ymax)}" fill="none" stroke="#2ca02c" stroke-width="2"/>',
-        f'<path d="{path(sp, smax)}" fill="none" stroke="#d62728" stroke-width="2" stroke-dasharray="6 3"/>',
+        f'<line x1="{L}" y1="{c.py(1, smax):.1f}" x2="{W - R}" y2="{c.py(1, smax):.1f}" stroke="#999" stroke-dasharray="4"/>',
+        f'<text x="{W - R + 4}" y="{c.py(1, smax) + 4:.1f}" fill="#666">1×</text>',
+        f'<path d="{c.path(ys_b, ymax)}" fill="none" stroke="#1f77b4" stroke-width="2"/>',
+        f'<path d="{c.path(ys_c, ymax)}" fill="none" stroke="#2ca02c" stroke-width="2"/>',
+        f'<path d="{c.path(sp, smax)}" fill="none" stroke="#d62728" stroke-width="2" stroke-dasharray="6 3"/>',
     ]
-    for i, lv in enumerate(levels):  # the speed-up's 95 % interval over repeated runs, where measured
-        spread = lv.spread
-        if spread:
-            x, lo, hi = px(i), py(spread.low, smax), py(spread.high, smax)
-            parts.append(
-                f'<line x1="{x:.1f}" y1="{lo:.1f}" x2="{x:.1f}" y2="{hi:.1f}" stroke="#d62728" stroke-width="1.5"/>'
-            )
-            for y in (lo, hi):
-                parts.append(f'<line x1="{x - 4:.1f}" y1="{y:.1f}" x2="{x + 4:.1f}" y2="{y:.1f}" stroke="#d62728"/>')
-    for i, x in enumerate(xs):
-        parts.append(f'<text x="{px(i):.1f}" y="{H - B + 16}" text-anchor="middle">{x}</text>')
-    parts.append(f'<text x="{W / 2}" y="{H - 12}" text-anchor="middle">concurrent requests</text>')
-    for k in range(5):
-        v = ymax * k / 4
-        parts.append(f'<text x="{L - 6}" y="{py(v, ymax) + 4:.1f}" text-anchor="end">{v:.0f}</text>')
-        s = smax * k / 4
-        parts.append(
-            f'<text x="{W - R + 24}" y="{py(s, smax) + 4:.1f}" text-anchor="start" fill="#d62728">{s:.2f}</text>'
-        )
+    parts += _spread_bars(levels, c, smax) + _axis_labels(xs, c, ymax, smax)
     parts += [
         f'<text x="{L + 8}" y="{T + 12}" fill="#1f77b4">baseline tok/s (aggregate)</text>',
         f'<text x="{L + 8}" y="{T + 28}" fill="#2ca02c">candidate tok/s (aggregate)</text>',
@@ -541,3 +545,32 @@ def svg_chart(levels: list[Level], title: str = "spectui sweep") -> str:
         "</svg>",
     ]
     return "\n".join(parts)
+
+
+def _spread_bars(levels: list[Level], c: _Chart, smax: float) -> list[str]:
+    """The speed-up's 95 % interval over repeated runs, where measured, as an error bar at its level."""
+    parts = []
+    for i, lv in enumerate(levels):
+        spread = lv.spread
+        if spread:
+            x, lo, hi = c.px(i), c.py(spread.low, smax), c.py(spread.high, smax)
+            parts.append(
+                f'<line x1="{x:.1f}" y1="{lo:.1f}" x2="{x:.1f}" y2="{hi:.1f}" stroke="#d62728" stroke-width="1.5"/>'
+            )
+            for y in (lo, hi):
+                parts.append(f'<line x1="{x - 4:.1f}" y1="{y:.1f}" x2="{x + 4:.1f}" y2="{y:.1f}" stroke="#d62728"/>')
+    return parts
+
+
+def _axis_labels(xs: list[int], c: _Chart, ymax: float, smax: float) -> list[str]:
+    """The levels along the bottom, tokens/s on the left axis, the speed-up on the right."""
+    parts = [f'<text x="{c.px(i):.1f}" y="{H - B + 16}" text-anchor="middle">{x}</text>' for i, x in enumerate(xs)]
+    parts.append(f'<text x="{W / 2}" y="{H - 12}" text-anchor="middle">concurrent requests</text>')
+    for k in range(5):
+        v = ymax * k / 4
+        parts.append(f'<text x="{L - 6}" y="{c.py(v, ymax) + 4:.1f}" text-anchor="end">{v:.0f}</text>')
+        s = smax * k / 4
+        parts.append(
+            f'<text x="{W - R + 24}" y="{c.py(s, smax) + 4:.1f}" text-anchor="start" fill="#d62728">{s:.2f}</text>'
+        )
+    return parts

@@ -41,19 +41,7 @@ async def predict_levels(levels, baseline, candidate, prompt_text: str, repeats:
             lv.predicted, lv.predicted_note = None, why
         return None
 
-    rounds = []
-    kinds = set()
-    for lv in levels:
-        recs = [r for r in lv.candidate.recorders if r.finished is not None]
-        steps = sum(len(r.steps) for r in recs)
-        drafted = sum(s.drafted for r in recs for s in r.steps)
-        later = sum(max(0, len(r.tokens) - 1) for r in recs)
-        accepted = sum(s.accepted for r in recs for s in r.steps)
-        plain = max(0, later - accepted - steps)
-        rounds.append((later, drafted, steps + plain))
-        for r in recs:
-            kinds.add(drafting_kind(r.finished.settings.get("speculative.types")))
-    kinds.discard(NONE)
+    rounds, kinds = _rounds(levels)
     if not any(d for _, d, _ in rounds):
         return note_all("the candidate drafted nothing")
     if not baseline.capabilities.prompt_timings:
@@ -63,15 +51,7 @@ async def predict_levels(levels, baseline, candidate, prompt_text: str, repeats:
     if any(i is None for i in out_ids):
         return note_all("not predicted: the baseline's stream gave no token ids")
     prompt_ids = await baseline.tokenize(prompt_text)
-    n_max = None
-    need = {1}
-    for lv, (_, drafted, groups) in zip(levels, rounds):
-        if groups:
-            need |= {lv.concurrency, max(1, round(lv.concurrency * (drafted / groups + 1)))}
-        for r in lv.candidate.recorders:
-            v = r.finished.settings.get("speculative.n_max") if r.finished is not None else None
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
-                n_max = v
+    need, n_max = _batches_needed(levels, rounds)
     ids = prompt_ids + [int(i) for i in out_ids]
     curve = await measure_on_servers(
         baseline.client,
@@ -96,3 +76,36 @@ async def predict_levels(levels, baseline, candidate, prompt_text: str, repeats:
         lv.predicted_note = f"{label}, batch {lv.concurrency}·(γ+1) = {lv.concurrency * (drafted / groups + 1):.0f}"
     levels[0].cost_terms = curve
     return curve
+
+
+def _rounds(levels) -> tuple[list[tuple[int, int, int]], set[str]]:
+    """Each level's candidate rounds: (tokens after the first, tokens drafted, rounds — verification steps
+    and plain decodes), and the drafting kinds its streams report (none left out)."""
+    rounds = []
+    kinds = set()
+    for lv in levels:
+        recs = [r for r in lv.candidate.recorders if r.finished is not None]
+        steps = sum(len(r.steps) for r in recs)
+        drafted = sum(s.drafted for r in recs for s in r.steps)
+        later = sum(max(0, len(r.tokens) - 1) for r in recs)
+        accepted = sum(s.accepted for r in recs for s in r.steps)
+        plain = max(0, later - accepted - steps)
+        rounds.append((later, drafted, steps + plain))
+        for r in recs:
+            kinds.add(drafting_kind(r.finished.settings.get("speculative.types")))
+    kinds.discard(NONE)
+    return rounds, kinds
+
+
+def _batches_needed(levels, rounds) -> tuple[set[int], float | None]:
+    """The batch sizes to time (1, each level's n and n·(γ+1)) and the candidate's n_max where it says one."""
+    n_max = None
+    need = {1}
+    for lv, (_, drafted, groups) in zip(levels, rounds):
+        if groups:
+            need |= {lv.concurrency, max(1, round(lv.concurrency * (drafted / groups + 1)))}
+        for r in lv.candidate.recorders:
+            v = r.finished.settings.get("speculative.n_max") if r.finished is not None else None
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+                n_max = v
+    return need, n_max

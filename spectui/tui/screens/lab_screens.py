@@ -242,50 +242,18 @@ class SweepScreen(Screen):
     async def run_sweep(self) -> None:
         from spectui.labs.sweep.levels import sweep
 
-        table = self.query_one(DataTable)
-        table.clear()
+        self.query_one(DataTable).clear()
         self.levels, self.finished = [], False
-        levels = self.levels
-
-        def add(lv) -> None:
-            levels.append(lv)
-            acc = lv.candidate.acceptance_rate
-            sp = (
-                f"{lv.speedup:.2f}× at {acc:.0%}"
-                if lv.speedup and acc is not None
-                else (f"{lv.speedup:.2f}×" if lv.speedup else "—")
-            )
-            same = lv.outputs_text()  # from the level's carried verdicts
-            table.add_row(
-                str(lv.concurrency),
-                _fmt(lv.baseline.aggregate_tps, ".1f"),
-                _fmt(lv.candidate.aggregate_tps, ".1f"),
-                f"{_fmt(lv.baseline.per_request_tps, '.1f')} / {_fmt(lv.candidate.per_request_tps, '.1f')}",
-                f"{_fmt(lv.baseline.ttft_ms)} / {_fmt(lv.candidate.ttft_ms)}",
-                sp,
-                same,
-            )
-            self._plot(levels)
-
         # the prompt cache as the main screen asks (off unless asked, as `spectui sweep`), said in the status
         cache = self.params.cache_prompt
         params = GenerationParams(min(self.params.max_tokens, 64), self.params.temperature, self.params.seed, cache)
         warn = ""
         try:
             if self.open_alone is not None:
-                from spectui.labs.sweep.levels import sweep_alone
-
-                def say(line: str) -> None:
-                    self.query_one("#sweep-alone", Static).update(f"one server at a time · {line}")
-
-                done, infos = await sweep_alone(self.open_alone, self.prompts, self.LEVELS, params, 1, say)
-                for lv in done:
-                    add(lv)
-                warn = self.few_slots([infos.get("baseline"), infos.get("candidate")])
+                warn = await self._sweep_alone(params)
             else:
-                await sweep(
-                    self.backends["baseline"], self.backends["candidate"], self.prompts, self.LEVELS, params, add
-                )
+                base, cand = self.backends["baseline"], self.backends["candidate"]
+                await sweep(base, cand, self.prompts, self.LEVELS, params, self._add_level)
         except Exception as exc:
             from spectui.core.errors import describe
 
@@ -297,6 +265,39 @@ class SweepScreen(Screen):
             f"payoff{warn}"
         )
         self.finished = True  # last: a test that waits for it reads the status above
+
+    async def _sweep_alone(self, params: GenerationParams) -> str:
+        """The levels one server at a time (each side started alone for all its levels); the slots warning."""
+        from spectui.labs.sweep.levels import sweep_alone
+
+        def say(line: str) -> None:
+            self.query_one("#sweep-alone", Static).update(f"one server at a time · {line}")
+
+        done, infos = await sweep_alone(self.open_alone, self.prompts, self.LEVELS, params, 1, say)
+        for lv in done:
+            self._add_level(lv)
+        return self.few_slots([infos.get("baseline"), infos.get("candidate")])
+
+    def _add_level(self, lv) -> None:
+        """A finished level: its row in the table and its point on the plot."""
+        self.levels.append(lv)
+        acc = lv.candidate.acceptance_rate
+        sp = (
+            f"{lv.speedup:.2f}× at {acc:.0%}"
+            if lv.speedup and acc is not None
+            else (f"{lv.speedup:.2f}×" if lv.speedup else "—")
+        )
+        same = lv.outputs_text()  # from the level's carried verdicts
+        self.query_one(DataTable).add_row(
+            str(lv.concurrency),
+            _fmt(lv.baseline.aggregate_tps, ".1f"),
+            _fmt(lv.candidate.aggregate_tps, ".1f"),
+            f"{_fmt(lv.baseline.per_request_tps, '.1f')} / {_fmt(lv.candidate.per_request_tps, '.1f')}",
+            f"{_fmt(lv.baseline.ttft_ms)} / {_fmt(lv.candidate.ttft_ms)}",
+            sp,
+            same,
+        )
+        self._plot(self.levels)
 
     def _plot(self, levels) -> None:
         plot = self.query_one(PlotextPlot)

@@ -22,10 +22,18 @@ def draft_model_from_argv(argv: list[str] | None) -> Path | None:
     return LaunchSpec.from_argv(argv).draft_model
 
 
+DRAFTER_CTX = 2048  # the draft server's context unless the candidate's settings give one (-c)
+
+
 def drafter_argv(server: Path, model: Path, settings: Sequence[str] = ()) -> list[str]:
     """The draft server's command line: -t 1 and no offload unless `settings` (the candidate's own, from
     LaunchSpec.draft_server_args) say otherwise; llama.cpp takes the last of a repeated flag."""
-    return llama_server_argv(server, model, 0, extra=tuple(settings))
+    return llama_server_argv(server, model, 0, extra=tuple(settings), ctx=DRAFTER_CTX)
+
+
+def draft_model_path(draft_model: str | Path | None) -> Path | None:
+    """The GGUF the draft server would load: the one named, else spectui's bundled draft (None: neither)."""
+    return Path(draft_model).expanduser() if draft_model else assets.find_all().draft_model
 
 
 async def start_drafter(
@@ -37,7 +45,7 @@ async def start_drafter(
     """A llama-server serving the draft model (spectui's bundled draft unless one is named), and its backend,
     with the candidate's threads, offload and context where `settings` give them."""
     found = assets.find_all()
-    model = Path(draft_model).expanduser() if draft_model else found.draft_model
+    model = draft_model_path(draft_model)
     if model is None or not model.is_file():
         raise InputError(
             f"draft model {model or '(none)'} not found",

@@ -30,7 +30,7 @@ SENTENCES = {
     "toggle_live": "fold the live panel (GPU, RAM, KV, each server's memory) to one line, or unfold it",
     "diff": "the two outputs side by side from where they part, with the cause triage found",
     "triage": "rerun the diverged prompt asking for log-probabilities, to find why the outputs differ",
-    "drafts": "what the draft proposed where the target said no (probes the draft model first)",
+    "drafts": "what the draft proposed where the target said no (a draft model's probe asks before starting its server)",
     "keep('save')": "save this session (a JSONL file `spectui replay` plays back)",
     "keep('notebook')": "append the last result to the notebook (Markdown)",
     "keep('export')": "export the session as an HTML report",

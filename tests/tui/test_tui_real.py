@@ -12,6 +12,7 @@ from spectui.machine import assets
 from spectui.machine.launcher import Launcher
 from spectui.machine.probes import GPUProbe
 from spectui.tui.app import AppConfig, make_app
+from spectui.tui.screens.confirm import ConfirmScreen
 from spectui.tui.widgets.panes import Banner
 from tests.oracles import cause_by_the_evidence, log_t_interval
 from tests.pilot import ready, until
@@ -168,7 +169,20 @@ async def test_ctrl_b_shows_the_rejected_drafts_inline(llama_servers):
         await until(pilot, lambda: app.run_done.is_set() and app.results, what="the run to finish")
         view = app.pane("candidate").view
         before = view.plain()
+        # alt+d asks first: the probe starts a third llama-server, and the question says what it holds
         await pilot.press("alt+d")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the question before the server")
+        question = str(app.screen.query_one("#confirm-text").render())
+        draft = assets.find_all().draft_model
+        assert "third llama-server" in question and draft.name in question
+        assert f"weights {draft.stat().st_size / 2**20:,.0f} MiB" in question and "KV cache" in question
+        await pilot.press("n")  # no: nothing starts
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), 10, "the question to close")
+        await pilot.pause(1.0)
+        assert not _draft_servers() and not view.show_rejected and app.results[-1].drafts is None
+        await pilot.press("alt+d")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the question again")
+        await pilot.press("y")
         await until(pilot, lambda: view.show_rejected, timeout=180, what="the draft probe to finish")
         drafts = app.results[-1].drafts
         assert drafts is not None and drafts.agreed >= 1
@@ -183,13 +197,17 @@ async def test_ctrl_b_shows_the_rejected_drafts_inline(llama_servers):
         await until(pilot, lambda: app.screen.query("#diff-body"), 10, "the diff view")
         assert "drafts:" in str(app.screen.query_one("#diff-body").render())
     # the probe's own llama-server (the draft model as its main model) is gone with it
+    assert not _draft_servers()
+
+
+def _draft_servers() -> list:
+    """This test's own children serving the draft model as their main model (someone else's is not ours)."""
     draft = str(assets.find_all().draft_model)
 
     def serves_draft(cmd):
         return any(a == "-m" and b == draft for a, b in zip(cmd, cmd[1:]))
 
-    # only this test's own children: a draft server someone else runs is not ours to judge
-    assert not [p for p in psutil.Process().children(recursive=True) if serves_draft(p.cmdline())]
+    return [p for p in psutil.Process().children(recursive=True) if serves_draft(p.cmdline())]
 
 
 async def test_runs_setting_repeats_interleaved_and_shows_the_interval(llama_servers):

@@ -125,3 +125,18 @@ def kv_text(model: str | Path, ctx: int) -> str:
     for server, flag, what, cost in FLAGS:
         lines.append(f"  {server:<9} {flag}\n  {'':<9} {what}; {cost}")
     return "\n".join(lines)
+
+
+def server_cost(model: str | Path, ctx: int) -> str:
+    """What one more llama-server of `model` holds, in one line: its weights (the GGUF file's size, as the memory
+    plan measures a model) and its KV cache at `ctx` tokens (f16, from the GGUF header)."""
+    path = Path(model)
+    weights = path.stat().st_size
+    try:
+        kv: int | None = kv_bytes(model_dims(path), ctx)
+    except (InputError, KeyError, TypeError):
+        kv = None
+    mib = 2**20
+    kv_part = f"KV cache {kv / mib:,.0f} MiB at {ctx:,} tokens (f16)" if kv is not None else "KV cache not known"
+    total = f"{(weights + kv) / mib:,.0f} MiB" if kv is not None else f"at least {weights / mib:,.0f} MiB"
+    return f"{total}: weights {weights / mib:,.0f} MiB (the GGUF file {path.name}) + {kv_part}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import json
 
 from spectui.cli import options
@@ -14,15 +16,39 @@ from spectui.cli.common import (
     params_from,
     prompts_from,
 )
+from spectui.cli.outputs import check_notebook, check_output, session_failed
+from spectui.cli.progress import Advance
 from spectui.core.errors import InputError
 
 EXIT_UNDECIDED = 4  # spectui sampling: not enough samples to decide (never a pass)
 
 
 async def cmd_sampling(args) -> int:
-    from spectui.backends.transport import stamped_client
-    from spectui.labs.sampling.exact import sampling
+    params = _checked_params(args)
+    prompt_list = prompts_from(args)
+    check_output(args.save, "--save")  # every output checked before the run (issue 26, item 3)
+    check_notebook(args)
+    writer = None
+    if args.save:
+        from spectui.store.session_writer import SessionWriter  # the store and the lab load only for a run
 
+        writer = SessionWriter(args.save)
+    try:
+        results, infos = await _sample_both(args, params, prompt_list, writer)
+    finally:
+        if writer:
+            writer.close()
+    unwritten = args.notebook is not None and not append_to_notebook(args, _notebook_rows(results, infos, params))
+    if args.json:
+        print(json.dumps(_json_doc(results, infos, params, args), indent=2))
+    else:
+        _print_text(results, infos, params, args)
+    unwritten |= session_failed(writer)
+    return _exit_for(results, unwritten)
+
+
+def _checked_params(args):
+    """The request parameters, each bound checked before any server is asked."""
     if args.temperature == 0:
         raise InputError(
             "--temperature 0 is greedy decoding: `spectui compare` checks it byte for byte",
@@ -34,21 +60,13 @@ async def cmd_sampling(args) -> int:
         raise InputError(f"--max-tokens must be at least 1, not {args.max_tokens}")
     if args.top_p is not None and not 0 < args.top_p <= 1:
         raise InputError(f"--top-p must be in (0, 1], not {args.top_p}")
-    import dataclasses
+    return dataclasses.replace(params_from(args), top_p=args.top_p)
 
-    params = dataclasses.replace(params_from(args), top_p=args.top_p)
-    prompt_list = prompts_from(args)
-    from spectui.cli.outputs import check_notebook, check_output, session_failed
 
-    check_output(args.save, "--save")  # every output checked before the run (issue 26, item 3)
-    check_notebook(args)
-    writer = None
-    if args.save:
-        from spectui.store.session_writer import SessionWriter
-
-        writer = SessionWriter(args.save)
-
-    from spectui.cli.progress import Advance
+async def _sample_both(args, params, prompt_list, writer) -> tuple[list, dict]:
+    """Every seed on both servers (labs.sampling.exact), with a progress bar; the results and the servers."""
+    from spectui.backends.transport import stamped_client
+    from spectui.labs.sampling.exact import sampling
 
     bar = Advance("spectui sampling")
 
@@ -74,9 +92,11 @@ async def cmd_sampling(args) -> int:
             )
     finally:
         bar.close()
-        if writer:
-            writer.close()
-    doc = {
+    return results, infos
+
+
+def _json_doc(results, infos, params, args) -> dict:
+    return {
         "baseline": infos["baseline"].to_json(),
         "candidate": infos["candidate"].to_json(),
         "params": {
@@ -88,57 +108,52 @@ async def cmd_sampling(args) -> int:
         },
         "prompts": [r.to_json() for r in results],
     }
-    if args.notebook is not None:
-        import datetime as dt
 
-        rows = []
-        for r in results:
-            j = r.to_json()
-            rows.append(
-                {
-                    k: (round(v, 4) if isinstance(v, float) else v)
-                    for k, v in {
-                        "date": dt.datetime.now(dt.UTC).replace(microsecond=0),
-                        "kind": "sampling",
-                        "prompt_id": r.prompt.id,
-                        "temperature": params.temperature,
-                        "top_p": params.top_p,
-                        "samples": j["samples"],
-                        "seeded_identical": j["seeded_identical"],
-                        "verdict": j["verdict"],
-                        "p": r.test.p if r.test is not None else None,
-                        "max_tvd": max((t.tvd for t in r.positions), default=None),
-                        "smallest_detectable_tvd": j["smallest_detectable_tvd"],
-                        "acceptance_rate": j["acceptance_rate"],
-                        "baseline_build": infos["baseline"].build,
-                        "candidate_build": infos["candidate"].build,
-                        "candidate_config": infos["candidate"].describe_speedup(),
-                    }.items()
-                    if v is not None
-                }
-            )
-        unwritten = not append_to_notebook(args, rows)
-    else:
-        unwritten = False
-    if args.json:
-        print(json.dumps(doc, indent=2))
-    else:
-        print(f"baseline  {infos['baseline'].url} ({infos['baseline'].build}) [{infos['baseline'].describe_speedup()}]")
-        print(
-            f"candidate {infos['candidate'].url} ({infos['candidate'].build}) [{infos['candidate'].describe_speedup()}]"
-        )
-        print(
-            f"temperature {params.temperature}, top_p {params.top_p or 'server default'}, {args.samples} seeds from "
-            f"{args.seed_base}, first {params.max_tokens} tokens"
-        )
-        for r in results:
-            print(r.text())
-    unwritten |= session_failed(writer)
+
+def _print_text(results, infos, params, args) -> None:
+    for side in ("baseline", "candidate"):
+        print(f"{side:<9} {infos[side].url} ({infos[side].build}) [{infos[side].describe_speedup()}]")
+    print(
+        f"temperature {params.temperature}, top_p {params.top_p or 'server default'}, {args.samples} seeds from "
+        f"{args.seed_base}, first {params.max_tokens} tokens"
+    )
+    for r in results:
+        print(r.text())
+
+
+def _notebook_rows(results, infos, params) -> list[dict]:
+    """One notebook row a prompt (its None fields left out, floats to 4 places)."""
+    rows = []
+    for r in results:
+        j = r.to_json()
+        row = {
+            "date": dt.datetime.now(dt.UTC).replace(microsecond=0),
+            "kind": "sampling",
+            "prompt_id": r.prompt.id,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "samples": j["samples"],
+            "seeded_identical": j["seeded_identical"],
+            "verdict": j["verdict"],
+            "p": r.test.p if r.test is not None else None,
+            "max_tvd": max((t.tvd for t in r.positions), default=None),
+            "smallest_detectable_tvd": j["smallest_detectable_tvd"],
+            "acceptance_rate": j["acceptance_rate"],
+            "baseline_build": infos["baseline"].build,
+            "candidate_build": infos["candidate"].build,
+            "candidate_config": infos["candidate"].describe_speedup(),
+        }
+        rows.append({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items() if v is not None})
+    return rows
+
+
+def _exit_for(results, unwritten: bool) -> int:
+    """1 a side failed or a file was not written, 3 different, 4 not enough samples to decide, else 0."""
     if any(x.failed for r in results for x in r.runs) or unwritten:
         return EXIT_SERVER
     if any(r.verdict == "different" or r.seeded_mismatch_is_failure for r in results):
         return EXIT_DIFFERS  # a seeded mismatch counts only where seeded bytes are (or may be) promised
-    from spectui.labs.sampling.exact import NOT_ENOUGH
+    from spectui.labs.sampling.exact import NOT_ENOUGH  # loaded by the run already
 
     return EXIT_UNDECIDED if any(r.verdict == NOT_ENOUGH for r in results) else EXIT_OK
 

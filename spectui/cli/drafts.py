@@ -39,11 +39,19 @@ def _server_options(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub) -> None:
-    """The `drafts` subcommand and its three actions (called by cli.main.build_parser)."""
-    from spectui.labs.drafts.cost import GPUS
-
+    """The `drafts` subcommand and its actions (called by cli.main.build_parser), in the lesson's order: what
+    a draft costs to train, the data, a lookup draft, an EAGLE-3 head, and the whole lesson."""
     d = sub.add_parser("drafts", help="drafts: what training one costs, data from the target, a lookup draft proven")
     dsub = d.add_subparsers(dest="drafts_command", parser_class=type(d))
+    _add_cost(dsub)
+    _add_data(dsub)
+    _add_train_lookup(dsub)
+    _add_train_eagle3(dsub)
+    _register_lesson(dsub)
+
+
+def _add_cost(dsub) -> None:
+    from spectui.labs.drafts.cost import GPUS  # --gpu's choices
 
     p = dsub.add_parser("cost", help="trainable parameters, memory, disk and time of Medusa, EAGLE-1/3, draft models")
     p.add_argument(
@@ -81,6 +89,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     _server_options(p)
 
+
+def _add_data(dsub) -> None:
     p = dsub.add_parser("data", help="training data written by the target (self-distillation), resumable")
     p.add_argument("--baseline", required=True, metavar="URL", help="the target, served")
     p.add_argument(
@@ -102,6 +112,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     _server_options(p)
 
+
+def _add_train_lookup(dsub) -> None:
     p = dsub.add_parser("train-lookup", help="a lookup draft from the target's outputs: data, cache, serve, prove")
     p.add_argument("--prompts", required=True, metavar="SOURCE", help="prompts for the corpus; a share is held out")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for data, corpus, cache and logs")
@@ -114,6 +126,8 @@ def register(sub) -> None:
     p.add_argument("--profile", metavar="NAME", help="profile name recorded in the notebook")
     p.add_argument("--json", action="store_true")
 
+
+def _add_train_eagle3(dsub) -> None:
     p = dsub.add_parser(
         "train-eagle3", help="an EAGLE-3 head trained on this CPU (torch env), converted, served, checked identical"
     )
@@ -138,7 +152,6 @@ def register(sub) -> None:
     p.add_argument("--aux-layers", metavar="L1,L2,L3", help="target layers whose inputs feed the head ([2, n/2, n-3])")
     p.add_argument("--lr", type=float, default=5e-4, metavar="LR", help="learning rate (5e-4)")
     p.add_argument("--json", action="store_true")
-    _register_lesson(dsub)
 
 
 def _register_lesson(dsub) -> None:

@@ -13,7 +13,7 @@ from spectui.core.errors import SetupError
 from spectui.labs.drafts.lesson import Lesson, Phase, ThreeWay
 from spectui.labs.theory.draft_length import RunCost, choose_n_max, draft_cost
 from spectui.labs.theory.terms import StepCosts
-from spectui.run.drafts_lesson import (
+from spectui.run.lesson_serving import (
     LessonOptions,
     Say,
     Serving,
@@ -159,7 +159,8 @@ def _certificate_dir(out: Path, k: int) -> Path:
 async def phase_prove(opts: LessonOptions, tools: Tools, les: Lesson, say: Say) -> None:
     assert les.choice is not None
     k = les.choice.n_max
-    if les.phase("prove") and les.certificate and Path(les.certificate).is_file() and f"nmax{k}" in les.certificate:
+    kept = les.done.get("prove") or {}
+    if les.phase("prove") and les.certificate and Path(les.certificate).is_file() and kept.get("n_max") == k:
         say(f"prove: kept from the last run ({les.certificate})")
         return
     path, held = heldout_prompts(opts)
@@ -176,6 +177,7 @@ async def phase_prove(opts: LessonOptions, tools: Tools, les: Lesson, say: Say) 
         raise SetupError(f"spectui prove wrote no certificate (status {code}): {tail}", hint=f"see {log}")
     fig = certificate_figures(json.loads(cert.read_text()))
     les.certificate, les.verdict, les.headline = str(cert), fig["verdict"], fig["headline"]
+    les.done["prove"] = {"n_max": k, "exit": code}
     pq = les.done.get("plain-quantised")
     if pq:
         les.three_way = ThreeWay(

@@ -56,8 +56,8 @@ async def beside(doc: dict, baseline, prompts, params, runs: int, out: Path, say
     the table does not apply (no F32 copy, no speculation) or llama-server is not here."""
     from spectui.core.runner import run_prompts
     from spectui.machine.assets import find_llama_server
-    from spectui.run.drafts_lesson import Serving, Tools, backends_for, median_or_none
     from spectui.run.drafts_lesson_measure import certificate_figures
+    from spectui.run.lesson_serving import Serving, Tools, backends_for, median_or_none
     from spectui.store.locations import atomic_write
 
     path = baseline.info.model_path if baseline.info else None

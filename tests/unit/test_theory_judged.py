@@ -3,7 +3,8 @@ were assumed (--no-measure) never "account for" the speed-up nor give a break-ev
 
 from __future__ import annotations
 
-from spectui.labs.theory.terms import RunSteps, StepCosts, check
+from spectui.labs.theory.steps import RunSteps
+from spectui.labs.theory.terms import StepCosts, check
 
 MEASURED = {"c": "measured: a", "verify": "measured: b", "reeval": "measured: c"}
 RUN = RunSteps(drafted=(4,) * 10, accepted=(3,) * 10, plain=0, n_max=4)
@@ -47,7 +48,7 @@ def test_assumed_terms_never_account_for_nor_give_a_measured_break_even():
 
 
 def test_the_servers_edges_are_charged_as_it_runs_them():
-    from spectui.labs.theory.terms import edge_caps
+    from spectui.labs.theory.steps import edge_caps
 
     # n_predict 10: the first token from the prompt; a step of 4 tokens drafts under cap 10 − 1 − 1 = 8,
     # the next (5 made) under 4, then the last plain token (9 made) has cap 0: no draft call
@@ -71,7 +72,7 @@ def test_a_recorded_llama_server_stream_has_its_last_draft_capped_at_n_remaining
     from spectui.backends.recorded import load_payloads
     from spectui.core.events import StreamStarted
     from spectui.core.figures import SideRecorder
-    from spectui.labs.theory.terms import run_steps
+    from spectui.labs.theory.steps import run_steps
 
     data = Path(__file__).resolve().parent.parent / "data" / "llamacpp-b11434-draft-simple-fizzbuzz.sse"
     lab, rec = LlamaCppLabeller(), SideRecorder("candidate")

@@ -33,7 +33,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from spectui.backends.launchspec import LaunchSpec
 from spectui.backends.llamacpp_timing import CompletionTimings
+from spectui.labs.theory import terms
 from spectui.labs.theory.curve import DRAFT_MODEL, NGRAM, OTHER, CostCurve, Samples, drafting_kind, is_local
+from spectui.labs.theory.steps import run_steps
 from spectui.labs.theory.terms import StepCosts
 
 Timer = Callable[[list[int], int], Awaitable[CompletionTimings]]  # (prompt ids, n_predict) → the reply's timings
@@ -332,13 +334,12 @@ async def check_prompt(
     """The terms measured for one prompt's runs (core.runner.PromptResult) and the formula checked against
     them: (TheoryCheck or None where the candidate drafted nothing, the CostCurve or None)."""
     from spectui.core.runner import render_prompt
-    from spectui.labs.theory import terms
 
     last = next((r for r in reversed(runs) if r.speedup), None)
     if last is None:
         return None, None
     rec = last.candidate
-    steps = terms.run_steps(rec)
+    steps = run_steps(rec)
     if steps is None:
         return None, None
     settings = rec.finished.settings if rec.finished is not None else {}

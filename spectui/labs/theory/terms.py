@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from spectui.labs.theory.formula import real_gamma_tokens, tokens_per_step
+from spectui.labs.theory.steps import RunSteps, run_steps
 
 
 @dataclass(frozen=True)
@@ -97,140 +98,6 @@ def _curve(values: tuple[float, ...], k: float) -> float:
     x0 = n - 1 if k >= n else int(k)
     y0, y1 = values[x0 - 1], values[x0]
     return y0 + (y1 - y0) * (k - x0)
-
-
-@dataclass(frozen=True)
-class RunSteps:
-    """What the candidate did, step by step: each verification step's drafted and accepted counts, the
-    tokens from plain steps (empty drafts), the draft limit, and per-position acceptance shares."""
-
-    drafted: tuple[int, ...]
-    accepted: tuple[int, ...]
-    plain: int
-    n_max: int | None = None
-    by_position: tuple[float, ...] | None = None  # share of steps that accepted position i (1-based i)
-    by_position_source: str = ""
-    group_d: tuple[int, ...] = ()  # per step group in stream order (plain steps 0): drafted
-    group_t: tuple[float, ...] = ()  # and its duration in ms (arrival of its tokens after the last group's)
-    caps: tuple[int | None, ...] = ()  # per verification step: n_remaining − 1 when it drafted (None: unknown)
-    undrafted: int = 0  # plain steps with n_remaining − 1 = 0: no draft call (the last token)
-
-    @property
-    def steps(self) -> int:
-        return len(self.drafted)
-
-    @property
-    def tokens(self) -> int:
-        return sum(self.accepted) + self.steps + self.plain
-
-    @property
-    def gamma(self) -> float:
-        return sum(self.drafted) / self.steps if self.steps else 0.0
-
-    @property
-    def tokens_per_step(self) -> float:
-        """E measured: 1 + Σ_i (share of steps accepting position i) = 1 + accepted/steps."""
-        if self.by_position:
-            return 1 + sum(self.by_position)
-        return 1 + sum(self.accepted) / self.steps if self.steps else 1.0
-
-    @property
-    def alpha(self) -> float:
-        from spectui.core.figures import per_position_alpha
-
-        return per_position_alpha(sum(self.accepted), sum(self.drafted), self.steps) or 0.0
-
-    def cost(self, costs: StepCosts) -> float:
-        """The run's decode time in target steps, as the cost terms predict it."""
-        caps = self.caps or (None,) * len(self.drafted)
-        total = sum(costs.step(d, _limit(self.n_max, cap)) for d, cap in zip(self.drafted, caps, strict=False))
-        plain = self.plain - self.undrafted
-        return total + plain * costs.step(0, self.n_max) + self.undrafted * costs.undrafted_step()
-
-
-def _limit(n_max: int | None, cap: int | None) -> int | None:
-    """The draft limit a step ran under: the server's n_max, or n_remaining − 1 where lower."""
-    if cap is None:
-        return n_max
-    return cap if n_max is None else min(n_max, cap)
-
-
-def edge_caps(tokens_per_group: list[int], is_step: list[bool], n_predict: int | None) -> tuple[list, int]:
-    """For each step group in stream order (after the first token, which the prompt batch gives): the
-    draft cap n_remaining − 1 of each verification step, and how many plain steps had none left (no draft
-    call). llama-server's n_remaining is n_predict minus the tokens made before the step
-    (server-context.cpp:517-536). ([], 0) where n_predict is unknown."""
-    if not n_predict or n_predict <= 0:
-        return [], 0
-    made, caps, undrafted = 1, [], 0
-    for n, step in zip(tokens_per_group, is_step, strict=True):
-        cap = n_predict - made - 1
-        if step:
-            caps.append(cap)
-        elif cap <= 0:
-            undrafted += 1
-        made += n
-    return caps, undrafted
-
-
-def run_steps(rec) -> RunSteps | None:
-    """The RunSteps of a candidate's recorder (a core.figures.SideRecorder), None where it drafted nothing.
-    Tokens after the first: the first comes with the prompt, outside the decode window."""
-    steps = list(rec.steps)
-    if not steps:
-        return None
-    f = rec.figures
-    tokens = list(rec.tokens)
-    later = max(0, len(tokens) - 1)
-    drafted = tuple(s.drafted for s in steps)
-    accepted = tuple(s.accepted for s in steps)
-    plain = max(0, later - sum(accepted) - len(steps))
-    n_max = None
-    fin = rec.finished
-    if fin is not None:
-        v = fin.settings.get("speculative.n_max")
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
-            n_max = int(v)
-    if n_max is None and rec.n_max_hint:
-        n_max = int(rec.n_max_hint)
-    by_pos, source = None, ""
-    n_steps = int(f.metrics_steps) if f.metrics_steps else len(steps)
-    if f.accepted_per_position and n_steps:
-        by_pos, source = tuple(v / n_steps for v in f.accepted_per_position), "the server's per-position counters"
-    else:
-        width = max(drafted)
-        by_pos = tuple(sum(1 for a in accepted if a >= i) / len(steps) for i in range(1, width + 1))
-        source = "the stream's labels"
-    # step groups in stream order: a verification step's tokens share its number, a plain token is its own
-    gd: list[int] = []
-    gt: list[float] = []
-    by_step = {s.step: s.drafted for s in steps}
-    last_t, last_key = None, None
-    sizes: list[int] = []  # tokens per group, and the group's step number (None: a plain token)
-    numbers: list[int | None] = []
-    for i, t in enumerate(tokens):
-        key = ("s", t.step) if t.step is not None else ("p", i)
-        if i == 0:
-            last_t, last_key = t.t_ns, key
-            continue
-        if key == last_key:
-            if sizes:
-                sizes[-1] += 1
-            continue
-        gd.append(by_step.get(t.step, 0) if t.step is not None else 0)
-        gt.append((t.t_ns - last_t) / 1e6)
-        sizes.append(1)
-        numbers.append(t.step)
-        last_t, last_key = t.t_ns, key
-    n_predict = fin.settings.get("n_predict") if fin is not None else None
-    caps: tuple[int | None, ...] = ()
-    undrafted = 0
-    if isinstance(n_predict, int) and not isinstance(n_predict, bool):
-        by_group, undrafted = edge_caps(sizes, [n is not None for n in numbers], n_predict)
-        cap_of = dict(zip([n for n in numbers if n is not None], by_group, strict=False))
-        caps = tuple(cap_of.get(s.step) for s in steps)
-        undrafted = min(undrafted, plain)
-    return RunSteps(drafted, accepted, plain, n_max, by_pos, source, tuple(gd), tuple(gt), caps, undrafted)
 
 
 @dataclass(frozen=True)
@@ -316,6 +183,20 @@ class TheoryCheck:
         }
 
     def text(self) -> str:
+        """The lesson's report: what was measured, the terms table, the prediction against the measured
+        speed-up and which term misses, the best γ and the break-even points."""
+        lines = self._measured_lines()
+        lines.append("")
+        w = max(len(t.name) for t in self.terms)
+        lines.append(f"  {'term':<{w}}  {'ideal':<14} {'measured':<22} speed-up")
+        for t in self.terms:
+            lines.append(f"  {t.name:<{w}}  {t.ideal:<14} {t.measured:<22} {t.speedup:.2f}×")
+        lines += self._verdict_lines() + self._break_even_lines()
+        lines += list(self.notes)
+        return "\n".join(lines)
+
+    def _measured_lines(self) -> list[str]:
+        """α, γ and E of the run, its acceptance by position, and the cost terms with where each came from."""
         lines = [
             f"α = {self.alpha:.3f} per position ({self.by_position_source}), γ = {self.gamma:.2f} drafted per step, "
             f"E = {self.tokens_per_step:.2f} tokens per step",
@@ -339,11 +220,11 @@ class TheoryCheck:
             )
         else:
             lines.append(f"draft re-evaluation R(k) = 0 [{c.sources.get('reeval', '?')}]")
-        lines.append("")
-        w = max(len(t.name) for t in self.terms)
-        lines.append(f"  {'term':<{w}}  {'ideal':<14} {'measured':<22} speed-up")
-        for t in self.terms:
-            lines.append(f"  {t.name:<{w}}  {t.ideal:<14} {t.measured:<22} {t.speedup:.2f}×")
+        return lines
+
+    def _verdict_lines(self) -> list[str]:
+        """The prediction beside the measured speed-up (interval, step cost) and whether the terms explain it."""
+        c = self.costs
         rng = (
             f" (terms' repeats: {self.predicted_range[0]:.2f}–{self.predicted_range[1]:.2f}×)"
             if self.predicted_range
@@ -357,7 +238,7 @@ class TheoryCheck:
         )
         # with nothing measured the terms are the ideal formula's: say so, never "the measured terms"
         what = "the ideal formula's terms (none measured)" if c.none_measured else "the measured terms"
-        lines += [
+        lines = [
             "",
             f"predicted from {what}: {self.predicted:.2f}×{rng}",
             f"measured:                          {meas}",
@@ -369,6 +250,12 @@ class TheoryCheck:
             lines.append(f"{what} account for the measured speed-up ({self.agreement})")
         elif self.miss:
             lines.append(self.miss.replace("the measured terms", what))
+        return lines
+
+    def _break_even_lines(self) -> list[str]:
+        """The best γ on the measured cost curve, and the α and draft cost at which speculation breaks even."""
+        c = self.costs
+        lines = []
         if self.best_gamma is not None:
             lines.append(
                 f"best γ from the measured cost curve (γ ≤ {self.costs.measured_k - 1}): {self.best_gamma} "
@@ -387,8 +274,7 @@ class TheoryCheck:
                 else "break-even draft cost at this α and γ: none — verification alone costs more than the "
                 "tokens a step yields"
             )
-        lines += list(self.notes)
-        return "\n".join(lines)
+        return lines
 
 
 def check(
@@ -407,41 +293,13 @@ def check(
     a = min(alpha, 0.999999)
     g_int = max(1, round(gamma))
     terms, ideal_E, cost, predicted = _term_ladder(run, costs, gamma, a, g_int)
-    rng = None
-    if costs_each:
-        each = [run.tokens / run.cost(ce) for ce in costs_each if run.cost(ce) > 0]
-        if each:
-            rng = (min(each), max(each))
+    rng = _predicted_range(run, costs_each)
     groups = run.steps + run.plain
     step_meas = (run.tokens / measured) / groups if measured > 0 and groups else float("nan")
     step_pred = cost / groups if groups else float("nan")
-    how = None
-    if low is not None and high is not None:
-        agree = low <= predicted <= high or (rng is not None and rng[0] <= high and low <= rng[1])
-        if agree:
-            how = (
-                "the prediction is inside the measured interval"
-                if low <= predicted <= high
-                else "the prediction's range over the terms' repeats overlaps the measured interval"
-            )
-    else:  # one run: no interval to judge by; the gap is still explained, not judged
-        agree = None
-    untested = None
-    if agree and low is not None and high is not None and low <= ideal_E <= high and not costs.none_measured:
-        # an interval that holds the ideal formula's speed-up too could not have told the terms from the ideal
-        agree, how = None, None
-        untested = (
-            f"too few runs to test the prediction: the measured interval {low:.2f}–{high:.2f}× (width "
-            f"{high - low:.2f}×) also holds the ideal formula's {ideal_E:.2f}×"
-        )
+    agree, how, untested = _agreement(predicted, rng, low, high, ideal_E, costs.none_measured)
     miss = None if agree or untested else _which_term(run, costs, measured, predicted, low, high)
-    best = None
-    if costs.measured_k > 1:
-        best = max(((g, costs.speedup(a, g)) for g in range(1, costs.measured_k)), key=lambda t: t[1])
-    be_alpha = _break_even_alpha(costs, g_int)
-    be_c = None
-    if costs.draft_model:
-        be_c = (real_gamma_tokens(a, gamma) - costs.V(gamma + 1) - costs.R(gamma + 1)) / gamma
+    best, be_alpha, be_c = _best_and_break_even(costs, a, gamma, g_int)
     notes = [untested] if untested else []
     notes += _edge_notes(run, costs)
     return TheoryCheck(
@@ -469,6 +327,56 @@ def check(
         be_c,
         tuple(notes),
     )
+
+
+def _predicted_range(run: RunSteps, costs_each: list[StepCosts] | None) -> tuple[float, float] | None:
+    """The prediction's range over the terms' repeats (each repeat's costs alone), where they were kept."""
+    each = [run.tokens / run.cost(ce) for ce in costs_each or [] if run.cost(ce) > 0]
+    return (min(each), max(each)) if each else None
+
+
+def _best_and_break_even(costs: StepCosts, a: float, gamma: float, g_int: int):
+    """The best (γ, S) on the measured cost curve (None: one k measured), the break-even α at γ, and the
+    break-even draft cost c at this α and γ (None: no draft model)."""
+    best = None
+    if costs.measured_k > 1:
+        best = max(((g, costs.speedup(a, g)) for g in range(1, costs.measured_k)), key=lambda t: t[1])
+    be_c = None
+    if costs.draft_model:
+        be_c = (real_gamma_tokens(a, gamma) - costs.V(gamma + 1) - costs.R(gamma + 1)) / gamma
+    return best, _break_even_alpha(costs, g_int), be_c
+
+
+def _agreement(
+    predicted: float,
+    rng: tuple[float, float] | None,
+    low: float | None,
+    high: float | None,
+    ideal: float,
+    none_measured: bool,
+) -> tuple[bool | None, str | None, str | None]:
+    """Whether the prediction (or its range over the terms' repeats) meets the measured interval, and how;
+    None where one run gives no interval, or where the interval also holds the ideal formula's speed-up (then
+    why the prediction was not tested)."""
+    how = None
+    if low is not None and high is not None:
+        agree: bool | None = low <= predicted <= high or (rng is not None and rng[0] <= high and low <= rng[1])
+        if agree:
+            how = (
+                "the prediction is inside the measured interval"
+                if low <= predicted <= high
+                else "the prediction's range over the terms' repeats overlaps the measured interval"
+            )
+    else:  # one run: no interval to judge by; the gap is still explained, not judged
+        agree = None
+    if agree and low is not None and high is not None and low <= ideal <= high and not none_measured:
+        # an interval that holds the ideal formula's speed-up too could not have told the terms from the ideal
+        untested = (
+            f"too few runs to test the prediction: the measured interval {low:.2f}–{high:.2f}× (width "
+            f"{high - low:.2f}×) also holds the ideal formula's {ideal:.2f}×"
+        )
+        return None, None, untested
+    return agree, how, None
 
 
 def _term_ladder(run: RunSteps, costs: StepCosts, gamma: float, a: float, g_int: int):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from spectui.cli import options
 from spectui.cli.common import EXIT_OK, EXIT_SERVER, connect_pair
@@ -38,41 +39,65 @@ def cmd_theory(args):
 async def _theory_from(args) -> int:
     """spectui theory --from SESSION: each prompt's terms measured on the session's servers (still
     running), the formula's prediction beside the measured speed-up, and the term that misses."""
-    from pathlib import Path
+    _check_from_options(args)
+    session, groups = _finished_groups(args.from_session)
 
-    from spectui.backends.transport import stamped_client
-    from spectui.core.runner import grouped
-    from spectui.labs.theory.costs import check_prompt
-    from spectui.store.session import load_session, results_for
+    def say(line: str) -> None:
+        if not args.json:
+            print(f"spectui: {line}", file=sys.stderr)
 
+    checks, curves, kept = await _checks(args, session, groups, say)
+    if getattr(args, "save", False) and kept is not None:
+        print("spectui: --save: nothing newly measured (the terms shown were kept in the session)", file=sys.stderr)
+    elif getattr(args, "save", False):
+        _save_terms(session, checks, curves, args)
+    if args.json:
+        print(json.dumps(_json_doc(args, session, checks, curves, kept), indent=2))
+    else:
+        _print_checks(checks, curves)
+    if args.html and not _write_html(args.html, session, groups, checks):
+        return EXIT_SERVER
+    return EXIT_OK
+
+
+def _check_from_options(args) -> None:
     if args.repeats < 1:
         raise InputError(f"--repeats must be at least 1, not {args.repeats}")
     if getattr(args, "save", False) and args.no_measure:
         raise InputError("--save keeps measured terms: --no-measure measures none", hint="leave out one of them")
     if args.html and (Path(args.html).expanduser().is_dir() or not Path(args.html).expanduser().parent.is_dir()):
         raise InputError(f"--html {args.html}: not a file in an existing folder", hint="give --html a file name")
-    session = load_session(args.from_session)
+
+
+def _finished_groups(path: str):
+    """The session, and its prompts that finished on both sides at least once (each with its runs)."""
+    from spectui.core.runner import grouped
+    from spectui.store.session import load_session, results_for
+
+    session = load_session(path)
     groups = [g for g in grouped(results_for(session)) if any(r.speedup for r in g.runs)]
     if not groups:
         raise InputError(f"{session.path}: no prompt finished on both sides, nothing to check the formula against")
     for w in session.warnings:
         print(f"spectui: warning: {w}", file=sys.stderr)
+    return session, groups
 
-    def say(line: str) -> None:
-        if not args.json:
-            print(f"spectui: {line}", file=sys.stderr)
+
+async def _checks(args, session, groups, say) -> tuple[dict, dict, dict | None]:
+    """Each prompt's formula check and measured curve: measured now on the session's servers, or (where they
+    are gone) read from the terms kept with the session (returned as the third value)."""
+    from spectui.backends.launchspec import LaunchSpec
+    from spectui.backends.transport import stamped_client
+    from spectui.labs.sampling.exact import launch_argv
+    from spectui.labs.theory import record as terms_record
+    from spectui.labs.theory.costs import check_prompt
 
     infos = session.infos
     checks: dict = {}
     curves: dict = {}
-    from spectui.backends.launchspec import LaunchSpec
-    from spectui.labs.sampling.exact import launch_argv
-
     # each server's own command line where it runs here: the draft is timed at the candidate's threads and
     # offload, every position's outputs at the baseline's
     launched = {side: LaunchSpec.from_argv(launch_argv(infos[side].url)) for side in ("baseline", "candidate")}
-    from spectui.labs.theory import record as terms_record
-
     async with stamped_client() as client:
         backends, kept = (None, None) if args.no_measure else await _pair_or_kept(client, args, session, say)
         if kept is not None:  # the servers are gone: every prompt's check from the times kept with the session
@@ -92,10 +117,28 @@ async def _theory_from(args) -> int:
                 launched=launched,
             )
             checks[g.prompt.id], curves[g.prompt.id] = chk, curve
-    doc = {
+    return checks, curves, kept
+
+
+def _save_terms(session, checks: dict, curves: dict, args) -> None:
+    """--save: the measured terms appended to the session (spectui report shows them)."""
+    from spectui.labs.theory import record as terms_record
+
+    rec = terms_record.record(
+        [terms_record.entry(pid, chk, curves[pid]) for pid, chk in checks.items()], args.repeats, args.draft_model
+    )
+    try:
+        where = terms_record.save(session.path, rec)
+    except OSError as exc:
+        raise InputError(f"the terms were not saved with {session.path}: {exc.strerror or exc}") from None
+    print(f"spectui: saved the measured terms to {where} (spectui report shows them)", file=sys.stderr)
+
+
+def _json_doc(args, session, checks: dict, curves: dict, kept) -> dict:
+    return {
         "session": str(session.path),
-        "baseline": infos["baseline"].to_json(),
-        "candidate": infos["candidate"].to_json(),
+        "baseline": session.infos["baseline"].to_json(),
+        "candidate": session.infos["candidate"].to_json(),
         "terms_from": "not measured (--no-measure)"
         if args.no_measure
         else ("kept in the session (its servers are not up)" if kept is not None else "measured now"),
@@ -109,49 +152,40 @@ async def _theory_from(args) -> int:
             for pid, chk in checks.items()
         ],
     }
-    if getattr(args, "save", False) and kept is not None:
-        print("spectui: --save: nothing newly measured (the terms shown were kept in the session)", file=sys.stderr)
-    elif getattr(args, "save", False):
-        rec = terms_record.record(
-            [terms_record.entry(pid, chk, curves[pid]) for pid, chk in checks.items()], args.repeats, args.draft_model
+
+
+def _print_checks(checks: dict, curves: dict) -> None:
+    from spectui.labs.theory.costs import curve_text
+
+    for pid, chk in checks.items():
+        print(f"== {pid}")
+        if chk is None:
+            print("the candidate drafted nothing in this prompt's runs: no speculation to check")
+            continue
+        if curves[pid] is not None:
+            print(curve_text(curves[pid]))
+        print(chk.text())
+        print()
+
+
+def _write_html(path: str, session, groups, checks: dict) -> bool:
+    """--html: the session's report with each prompt's formula check; False (and one line) where not written."""
+    from spectui.core.types import GenerationParams
+    from spectui.labs.html_report import html_report
+    from spectui.store.locations import atomic_write
+
+    results = [r for g in groups for r in g.runs]
+    sp = session.prompts[0] if session.prompts else None
+    params, order = (sp.params, sp.order) if sp else (GenerationParams(), "sequential")
+    text = html_report(session.infos, results, params, order, str(session.path), checks=checks)
+    try:
+        atomic_write(Path(path).expanduser(), text)
+    except OSError as exc:
+        print(
+            f"spectui: error: --html {path} not written ({exc.strerror}); the report above is complete", file=sys.stderr
         )
-        try:
-            where = terms_record.save(session.path, rec)
-        except OSError as exc:
-            raise InputError(f"the terms were not saved with {session.path}: {exc.strerror or exc}") from None
-        print(f"spectui: saved the measured terms to {where} (spectui report shows them)", file=sys.stderr)
-    if args.json:
-        print(json.dumps(doc, indent=2))
-    else:
-        from spectui.labs.theory.costs import curve_text
-
-        for pid, chk in checks.items():
-            print(f"== {pid}")
-            if chk is None:
-                print("the candidate drafted nothing in this prompt's runs: no speculation to check")
-                continue
-            if curves[pid] is not None:
-                print(curve_text(curves[pid]))
-            print(chk.text())
-            print()
-    if args.html:
-        from spectui.core.types import GenerationParams
-        from spectui.labs.html_report import html_report
-        from spectui.store.locations import atomic_write
-
-        results = [r for g in groups for r in g.runs]
-        sp = session.prompts[0] if session.prompts else None
-        params, order = (sp.params, sp.order) if sp else (GenerationParams(), "sequential")
-        text = html_report(infos, results, params, order, str(session.path), checks=checks)
-        try:
-            atomic_write(Path(args.html).expanduser(), text)
-        except OSError as exc:
-            print(
-                f"spectui: error: --html {args.html} not written ({exc.strerror}); the report above is complete",
-                file=sys.stderr,
-            )
-            return EXIT_SERVER
-    return EXIT_OK
+        return False
+    return True
 
 
 async def _pair_or_kept(client, args, session, say) -> tuple[dict | None, dict | None]:

@@ -3,11 +3,15 @@ trained in the torch environment → converted by llama.cpp → served with --sp
 `spectui prove` on the held-out prompts (the certificate's verdict line).
 
     .venv/bin/python bench/eagle3_pipeline.py -o DIR [--prompts bench/eagle3_prompts.toml] [--epochs 8]
-        [--draft-vocab 8192] [--max-tokens 128] [--holdout 0.1] [--f32] [--n-max 3] [--prove-runs 2]
+        [--draft-vocab 8192] [--max-tokens 128] [--holdout 0.1] [--f32] [--n-max 3] [--prove-n-max 1]
+        [--prove-runs 3]
 
 --f32 serves the target's F32 copy (the same weights; verification nearly free on this CPU) in the check
 and the proof; the features always come from the GGUF given by --target (default: spectui's SmolLM2 Q4_1).
 A rerun with the same -o reuses the data (resumable), the features and the checkpoint.
+--n-max is the check's draft length (a probe: the acceptance at each position it prints does not depend on
+how many positions follow); --prove-n-max the one proven, chosen from those shares and the head's measured
+cost (`spectui drafts lesson` chooses it itself; labs/theory/draft_length.py).
 """
 
 from __future__ import annotations
@@ -94,7 +98,8 @@ def main() -> int:
     ap.add_argument("--holdout", type=float, default=0.1)
     ap.add_argument("--f32", action="store_true", help="serve the F32 copy in the check and the proof")
     ap.add_argument("--n-max", type=int, default=3)
-    ap.add_argument("--prove-runs", type=int, default=2)
+    ap.add_argument("--prove-n-max", type=int, help="the draft length proven (default: --n-max)")
+    ap.add_argument("--prove-runs", type=int, default=3)
     args = ap.parse_args()
     found = assets.find_all()
     if not (found.llama_server and found.model and found.llama_quantize):
@@ -131,7 +136,7 @@ def main() -> int:
         found.llama_server,
         served,
         outcome.gguf,
-        args.n_max,
+        args.prove_n_max or args.n_max,
         drafts_data.heldout_path(data),
         out / "certificate",
         args.prove_runs,

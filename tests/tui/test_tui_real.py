@@ -277,3 +277,52 @@ async def test_f2_sampling_screen_runs_on_the_prompt_on_screen(llama_servers):
         k = screen.result.seeded_identical
         assert f"byte-identical for {k} of 6 seeds" in shown and k >= 1, seeds
         assert "position 1:" in shown and "baseline" in shown and "candidate" in shown
+
+
+async def test_f2_a_failed_request_is_named_by_its_seed_and_left_out_of_both_counts(llama_servers):
+    """On real servers, the baseline's request for one seed fails (cut before its first token): the screen
+    counts the 5 seeds both sides answered, in the seeded count and the distribution's samples alike, names the
+    failed seed, and its verdict line comes first; the bar stays still before Enter; the ETA is the measured
+    pace."""
+    from textual.widgets import ProgressBar
+
+    from spectui.core.events import StreamFailed
+    from spectui.tui.screens.sampling_screen import SamplingScreen
+
+    app = app_for(llama_servers["baseline"], llama_servers["draft"], max_tokens=8)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot, app)
+        backend = app.backends["baseline"]
+        real = backend.stream
+
+        async def one_fails(prompt, params):
+            if params.seed == 1002:
+                yield StreamFailed(0, "connection lost (cut by the test)")
+                return
+            async for ev in real(prompt, params):
+                yield ev
+
+        backend.stream = one_fails
+        app.query_one("#prompt").value = "Name a colour."
+        await pilot.press("f2")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, SamplingScreen) and app.screen.query("#sampling-samples"),
+            what="the sampling screen, composed",
+        )
+        screen = app.screen
+        bar = screen.query_one(ProgressBar)
+        assert bar.total is not None and bar.progress == 0  # still: nothing runs before Enter
+        screen.query_one("#sampling-samples").value = "6"
+        screen.query_one("#sampling-max-tokens").value = "4"
+        await pilot.press("enter")
+        await until(pilot, lambda: screen.result is not None, timeout=180, what="the sampling run")
+        await pilot.pause()
+        res = screen.result
+        shown = str(screen.query_one("#sampling-result").render())
+        assert len(res.runs) == 6 and len(res.compared) == 5 and res.test is not None and res.test.n == (5, 5)
+        assert f"byte-identical for {res.seeded_identical} of 5 seeds" in shown, shown
+        assert "seed 1002 (baseline: connection lost (cut by the test))" in shown
+        assert shown.splitlines()[0] == res.overall()[1] and "1 failed request left out" in shown.splitlines()[0]
+        eta = str(screen.query_one("#sampling-eta").render())
+        assert eta.startswith("sample 6 of 6 · ") and "s a sample (measured)" in eta

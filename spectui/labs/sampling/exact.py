@@ -195,22 +195,82 @@ class SamplingResult:
         return self.test.positions if self.test is not None else []
 
     @property
+    def compared(self) -> list[PromptResult]:
+        """The seeds both sides answered in full. A request that failed (either side) is left out of every count,
+        the seeded one and the distribution's samples alike, and named with its seed (failed_seeds): one
+        failed baseline request is not a seed whose bytes differ."""
+        return [r for r in self.runs if not r.failed and not r.incomplete]
+
+    @property
+    def failed_seeds(self) -> list[str]:
+        """Each left-out request, by its seed and what failed: 'seed 1003 (baseline: connection lost)'."""
+        out = []
+        for r in self.runs:
+            if not r.failed and not r.incomplete:
+                continue
+            why = [f"{rec.name}: {rec.failed.message}" for rec in (r.baseline, r.candidate) if rec.failed is not None]
+            out.append(f"seed {r.seed} ({'; '.join(why) or 'cut off'})")
+        return out
+
+    @property
     def seeded_identical(self) -> int:
-        return sum(1 for r in self.runs if r.identical)
+        return sum(1 for r in self.compared if r.identical)
 
     @property
     def seeded_mismatch_is_failure(self) -> bool:
         """A seed whose bytes differ is a failure only where seeded bytes are promised; where the promise
         is unknown spectui cannot call it a pass either."""
-        if self.seeded_identical == len(self.runs):
+        if self.seeded_identical == len(self.compared):
             return False
         return self.guarantee is None or self.guarantee.promise != "distribution only"
 
     @property
     def verdict(self) -> str:
         if self.test is None:
-            return "not run (every seed byte-identical)" if self.seeded_identical == len(self.runs) else "not run"
+            if not self.compared:
+                return "not run (every request failed)" if self.runs else "not run"
+            return "not run (every seed byte-identical)" if self.seeded_identical == len(self.compared) else "not run"
         return self.test.verdict
+
+    def seeded_line(self) -> str:
+        """The seeded count over the seeds compared, and the requests left out by seed (CLI and TUI)."""
+        n = len(self.compared)
+        line = f"byte-identical for {self.seeded_identical} of {n} seeds"
+        left = self.failed_seeds
+        if left:
+            line += (
+                f" ({len(left)} failed request{'s' if len(left) != 1 else ''} left out of both counts: "
+                f"{', '.join(left[:3])}{' …' if len(left) > 3 else ''})"
+            )
+        return line
+
+    def overall(self) -> tuple[str, str]:
+        """One verdict over the seeded bytes, the distributions and what the drafting promises: (answer, line),
+        the answer "same", "different" or "undecided" (its colour in the TUI)."""
+        n, k = len(self.compared), self.seeded_identical
+        if not n:
+            return "undecided", "verdict: NOT COMPARED — every request failed"
+        t, promise = self.test, self.guarantee.promise if self.guarantee is not None else "unknown"
+        differ = f"seeded bytes differ for {n - k} of {n} seeds"
+        if t is not None and t.verdict == "different":
+            answer, line = "different", "DIFFERENT — the two sides' output distributions differ"
+        elif k < n and promise == "seeded bytes":
+            answer, line = "different", f"DIFFERENT — {differ}, which the candidate's drafting promises"
+        elif t is not None and t.verdict == NOT_ENOUGH:
+            answer, line = "undecided", "NOT DECIDED — not enough samples to test the distributions"
+        elif k < n and promise != "distribution only":
+            answer, line = "undecided", f"NOT DECIDED — {differ}; whether the drafting promises them is unknown"
+        elif k < n:
+            answer = "same"
+            line = f"CONSISTENT — {differ}, which this drafting does not promise; the distributions are consistent"
+        else:
+            answer = "same"
+            dist = "; the distributions are consistent" if t is not None and t.verdict == "consistent" else ""
+            line = f"SAME — every seed's bytes identical ({k} of {n}){dist}"
+        left = len(self.failed_seeds)
+        return answer, f"verdict: {line}" + (
+            f" · {left} failed request{'s' if left != 1 else ''} left out" if left else ""
+        )
 
     @property
     def smallest_detectable_tvd(self) -> float | None:
@@ -227,8 +287,7 @@ class SamplingResult:
         return ratio_interval(ratios) if ratios else None
 
     def text(self) -> str:
-        n = len(self.runs)
-        lines = [f"{self.prompt.id}: byte-identical for {self.seeded_identical} of {n} seeds"]
+        lines = [f"{self.prompt.id}: {self.seeded_line()}"]
         g = self.guarantee
         if g is not None:
             judged = {
@@ -253,6 +312,7 @@ class SamplingResult:
                         f"    token {x.position}: TVD {x.tvd:.2f} ({x.tvd_by_chance:.2f} expected by chance), "
                         f"p {x.p_adjusted:.3g}"
                     )
+        lines.append("  " + self.overall()[1])
         return "\n".join(lines)
 
     def distribution_line(self) -> str:
@@ -286,6 +346,9 @@ class SamplingResult:
             "samples": len(self.runs),
             "seeded_identical": self.seeded_identical,
             "divergent_seeds": [r.seed for r in self.runs if r.identical is False],
+            "compared_samples": len(self.compared),
+            "failed_seeds": [r.seed for r in self.runs if r.failed or r.incomplete],
+            "overall": self.overall()[1],
             "guarantee": self.guarantee.to_json() if self.guarantee is not None else None,
             "seeded_mismatch_is_failure": self.seeded_mismatch_is_failure,
             "verdict": self.verdict,
@@ -303,7 +366,7 @@ def distribution_pass(result: SamplingResult, k: int) -> None:
     """The two sides' finished samples (first k tokens) through the whole-sequence test: token ids where
     every sample of both sides has them, else each token's bytes (never ids on one side, bytes on the
     other)."""
-    recs = {s: [getattr(r, s) for r in result.runs if getattr(r, s).failed is None] for s in SIDES}
+    recs = {s: [getattr(r, s) for r in result.compared] for s in SIDES}  # a failed seed out of both sides
     with_ids = all(t.token_id is not None for s in SIDES for rec in recs[s] for t in rec.tokens)
     result.representation = "token ids" if with_ids else "token bytes"
 
@@ -349,7 +412,7 @@ async def sampling(
         res = SamplingResult(prompt, runs)
         # after the runs: llama.cpp names the speculation types a request used in its final event
         res.guarantee = guarantee_for(candidate.kind, candidate.info, argv, env)
-        if force_distribution or res.seeded_identical < samples:
+        if force_distribution or res.seeded_identical < len(res.compared):
             distribution_pass(res, params.max_tokens)
         out.append(res)
     return out

@@ -9,6 +9,7 @@ drafts.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,17 @@ def top_tokens(results, side: str, position: int, n: int = 3) -> list[tuple[str,
         if position < len(toks):
             counts[escape_bytes(toks[position].data) or "∅"] += 1
     return counts.most_common(n)
+
+
+def eta_text(done: int, total: int, elapsed_s: float) -> str:
+    """Samples done, the measured time a sample (both sides, one seed) and the time left at that pace."""
+    if not done:
+        return ""
+    each = elapsed_s / done
+    left = each * (total - done)
+    return f"sample {done} of {total} · {each:.2f} s a sample (measured) · " + (
+        f"about {left:.0f} s left" if done < total else f"{elapsed_s:.1f} s in all"
+    )
 
 
 class SamplingScreen(Screen):
@@ -76,7 +88,9 @@ class SamplingScreen(Screen):
             yield Input("20", id="sampling-samples", type="integer")
             yield Label("max tokens")
             yield Input(str(min(self.params.max_tokens, 8)), id="sampling-max-tokens", type="integer")
-        yield ProgressBar(id="sampling-progress", show_eta=True)
+        # idle (empty, still) until Enter: a bar with no total animates as if something ran
+        yield ProgressBar(total=20, id="sampling-progress", show_eta=False)
+        yield Static("", id="sampling-eta")
         yield Static("", id="sampling-result")
         yield PlotextPlot(id="sampling-plot")
         yield Footer()
@@ -103,6 +117,12 @@ class SamplingScreen(Screen):
 
         bar = self.query_one(ProgressBar)
         bar.update(total=samples, progress=0)
+        started = time.monotonic()
+
+        def progress(_prompt, done: int, total: int) -> None:
+            bar.update(progress=done)
+            self.query_one("#sampling-eta", Static).update(eta_text(done, total, time.monotonic() - started))
+
         params = GenerationParams(max_tokens=max_tokens, temperature=temperature, seed=self.params.seed)
         try:
             [res] = await sampling(
@@ -114,7 +134,7 @@ class SamplingScreen(Screen):
                 1000,
                 True,  # always the distribution pass here: the screen is for looking at the distributions
                 None,
-                lambda _p, done, _total: bar.update(progress=done),
+                progress,
             )
         except Exception as exc:
             self.query_one("#status", Static).update(Text(f"failed: {exc}", style="bold red"))
@@ -127,7 +147,12 @@ class SamplingScreen(Screen):
         from spectui.labs.sampling.exact import ALPHA, NOT_ENOUGH
 
         t = Text()
-        t.append(f"byte-identical for {res.seeded_identical} of {len(res.runs)} seeds", style="bold")
+        answer, overall = res.overall()  # one verdict over the seeds, the distributions and the promise (labs)
+        t.append(overall + "\n", style={"same": "bold green", "different": "bold red"}.get(answer, "bold yellow"))
+        t.append(f"byte-identical for {res.seeded_identical} of {len(res.compared)} seeds", style="bold")
+        if res.failed_seeds:  # named, and out of both counts: a failed request is not a broken promise
+            left = res.failed_seeds
+            t.append(f" · failed, left out of both counts: {', '.join(left[:3])}", style="yellow")
         g = res.guarantee
         if g is not None:
             promise = {

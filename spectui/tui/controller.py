@@ -451,6 +451,8 @@ class RunController:
         view.rebuild()
         if found is not None and show:
             self._banner().show_cause(found.summary())
+            if view.mark_mode != "full":  # the guesses are written beside the ✗n marks, which are off now
+                app.notify("the draft's rejected guesses show with all marks: press alt+k", timeout=8)
 
     def prompt_started(self, prompt: Prompt, recorders: dict[str, SideRecorder]) -> None:
         app = self.app

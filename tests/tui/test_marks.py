@@ -60,3 +60,19 @@ async def test_side_by_side_both_outputs_start_on_the_same_row(size):
         assert c.figures_text().count("\n") > b.figures_text().count("\n")  # the candidate has more figure lines
         assert b.view.region.y == c.view.region.y
         assert b.view.region.height == c.view.region.height
+
+
+async def test_the_drafts_guesses_with_the_marks_off_say_which_key_shows_them():
+    from spectui.core.findings import ProbeResult
+
+    app = make()
+    said: list[str] = []
+    async with app.run_test(size=(160, 48)) as pilot:
+        await run_and_wait(pilot)
+        real = app.notify
+        app.notify = lambda message, *a, **kw: (said.append(str(message)), real(message, *a, **kw))[1]
+        app.runs.show_drafts(ProbeResult("draft model test"))
+        assert not said  # all marks: the guesses are drawn, nothing to say
+        await pilot.press("alt+k")
+        app.runs.show_drafts(ProbeResult("draft model test"))
+        assert any("alt+k" in s for s in said), said

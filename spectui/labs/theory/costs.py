@@ -33,9 +33,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from spectui.backends.launchspec import LaunchSpec
 from spectui.backends.llamacpp_timing import CompletionTimings
+from spectui.core.errors import describe
+from spectui.core.runner import render_prompt
 from spectui.labs.theory import terms
 from spectui.labs.theory.curve import DRAFT_MODEL, NGRAM, OTHER, CostCurve, Samples, drafting_kind, is_local
-from spectui.labs.theory.steps import run_steps
+from spectui.labs.theory.head_cost import add_head_decode
+from spectui.labs.theory.outputs import add_draft_decode, add_outputs
+from spectui.labs.theory.steps import RunSteps, run_steps
 from spectui.labs.theory.terms import StepCosts
 
 Timer = Callable[[list[int], int], Awaitable[CompletionTimings]]  # (prompt ids, n_predict) → the reply's timings
@@ -201,15 +205,10 @@ async def measure_on_servers(
         client, candidate, drafting, draft_model, draft_named, launched, sources, say
     )
 
-    async def target_timer(p: list[int], n: int) -> CompletionTimings:
-        return await baseline.timed_completion(p, n)
-
-    cand_timer = None
+    target_timer: Timer = baseline.timed_completion
+    cand_timer: Timer | None = None
     if check_candidate and candidate.capabilities.prompt_timings:
-
-        async def cand_timer(p: list[int], n: int) -> CompletionTimings:
-            return await candidate.timed_completion(p, n)
-
+        cand_timer = candidate.timed_completion
     before = await candidate.counters() if cand_timer is not None else None
     try:
         if say is not None:
@@ -230,23 +229,29 @@ async def measure_on_servers(
     finally:
         if launcher is not None:
             launcher.stop_all()
-    from spectui.labs.theory.outputs import add_outputs
-
-    await add_outputs(curve, baseline, (launched or {}).get("baseline", LaunchSpec()), prefix, ks, repeats, say)
-    if draft_path is not None:
-        from spectui.labs.theory.outputs import add_draft_decode
-
-        await add_draft_decode(curve, draft_path, (launched or {}).get("candidate", LaunchSpec()), prefix, repeats, say)
-        curve.notes.append(f"the draft model timed: {which}")
-    elif drafting == OTHER and is_local(candidate.url):
-        from spectui.labs.theory.head_cost import add_head_decode
-
-        spec = (launched or {}).get("candidate", LaunchSpec())
-        await add_head_decode(curve, client, spec, prefix, repeats, say)
+    sides = (client, baseline, candidate, launched or {})
+    await _probe_corrections(curve, sides, drafting, (draft_path, which), prefix, ks, repeats, say)
     after = await candidate.counters() if before is not None else None
     if after is not None:
         curve.notes.append(_counters_note(before, after))
     return curve
+
+
+async def _probe_corrections(
+    curve: CostCurve, sides: tuple, drafting: str, draft: tuple, prefix: list[int], ks, repeats: int, say
+) -> None:
+    """After the batch times: every position's outputs timed on the probe (V(k) as the server verifies), and
+    the draft's own decode — a draft model's on the probe, an EAGLE-3 head's on a twin of the candidate.
+    `sides`: (client, baseline, candidate, launched specs); `draft`: (the draft model's file, how it was had)."""
+    client, baseline, candidate, launched = sides
+    draft_path, which = draft
+    await add_outputs(curve, baseline, launched.get("baseline", LaunchSpec()), prefix, ks, repeats, say)
+    if draft_path is not None:
+        await add_draft_decode(curve, draft_path, launched.get("candidate", LaunchSpec()), prefix, repeats, say)
+        curve.notes.append(f"the draft model timed: {which}")
+    elif drafting == OTHER and is_local(candidate.url):
+        spec = launched.get("candidate", LaunchSpec())
+        await add_head_decode(curve, client, spec, prefix, repeats, say)
 
 
 async def _draft_terms(client, candidate, drafting: str, draft_model, draft_named: str, launched, sources: dict, say):
@@ -333,8 +338,6 @@ async def check_prompt(
 ):
     """The terms measured for one prompt's runs (core.runner.PromptResult) and the formula checked against
     them: (TheoryCheck or None where the candidate drafted nothing, the CostCurve or None)."""
-    from spectui.core.runner import render_prompt
-
     last = next((r for r in reversed(runs) if r.speedup), None)
     if last is None:
         return None, None
@@ -353,7 +356,23 @@ async def check_prompt(
             return await check_prompt(
                 own, baseline, candidate, runs, draft_model, repeats, say, measure_terms, draft_named, launched
             )
-    out = [t.token_id for t in rec.tokens]
+    measure_kw = dict(draft_model=draft_model, repeats=repeats, say=say, draft_named=draft_named, launched=launched)
+    curve = await _terms_on_context(client, baseline, candidate, last, steps, kind, measure_kw)
+    if curve.measured and last.baseline.figures.decode_tps:
+        during = 1000.0 / last.baseline.figures.decode_tps
+        now = curve.step_ms()
+        if abs(now / during - 1) > 0.2:
+            curve.notes.append(
+                f"a target step took {during:.1f} ms during the run and {now:.1f} ms during the measurement: the "
+                "machine's load moved; the terms are ratios measured together, the run's speed-up was measured then"
+            )
+    return terms.check_runs(runs, curve.terms(), curve.terms_each()), curve
+
+
+async def _terms_on_context(client, baseline, candidate, last, steps: RunSteps, kind: str, measure_kw: dict):
+    """The cost terms measured on the run's own context (its prompt and output tokens, k up to the draft
+    limit), or the ideal's, labelled with why they could not be."""
+    out = [t.token_id for t in last.candidate.tokens]
     if not baseline.capabilities.prompt_timings:  # the term that is missing, not a step on the way to it
         why = f"the baseline ({baseline.kind}) reports no per-request prompt timings (llama.cpp's prompt_ms)"
         curve = CostCurve(0, 0, None, {}, drafting=kind, sources=ideal_sources(kind, why))
@@ -365,35 +384,15 @@ async def check_prompt(
         try:
             prompt_ids = await baseline.tokenize(rendered)
         except Exception as exc:  # Unsupported or a server error: the terms stay the ideal's, labelled
-            from spectui.core.errors import describe
-
             curve = CostCurve(0, 0, None, {}, drafting=kind, sources=ideal_sources(kind, describe(exc)))
         else:
             ids = prompt_ids + [int(i) for i in out]
             top = (steps.n_max or max(steps.drafted)) + 1
-            curve = await measure_on_servers(
-                client,
-                baseline,
-                candidate,
-                ids,
-                len(prompt_ids) + len(out) // 2,
-                range(1, top + 1),
-                kind,
-                draft_model,
-                repeats,
-                say,
-                draft_named=draft_named,
-                launched=launched,
+            prefix_len = len(prompt_ids) + len(out) // 2
+            return await measure_on_servers(
+                client, baseline, candidate, ids, prefix_len, range(1, top + 1), kind, **measure_kw
             )
-    if curve.measured and last.baseline.figures.decode_tps:
-        during = 1000.0 / last.baseline.figures.decode_tps
-        now = curve.step_ms()
-        if abs(now / during - 1) > 0.2:
-            curve.notes.append(
-                f"a target step took {during:.1f} ms during the run and {now:.1f} ms during the measurement: the "
-                "machine's load moved; the terms are ratios measured together, the run's speed-up was measured then"
-            )
-    return terms.check_runs(runs, curve.terms(), curve.terms_each()), curve
+    return curve
 
 
 def curve_text(curve: CostCurve) -> str:

@@ -9,6 +9,7 @@ compute-bound hardware (a CPU) and under concurrency, where the payoff collapses
 from __future__ import annotations
 
 from spectui.core.errors import InputError
+from spectui.core.figures import per_position_alpha
 
 
 def _check(alpha: float, gamma: int, cost: float) -> None:
@@ -101,35 +102,17 @@ def from_measurement(
     γ = drafted/steps and α from the server's counters. Leviathan's α is the acceptance per *position*
     (each drafted token accepted with probability α given the ones before it were), so the measured α is
     the one with Σ_{i=1..γ} α^i = accepted/steps; accepted/drafted, the acceptance per drafted token, is
-    Σα^i/γ (0.59 where α is 0.8 at γ = 4) and does not belong on the α axis.
-
-    `steps` counts verification steps, which servers count only where the draft was non-empty (llama.cpp
-    server-context.cpp); `tokens` (those decoded after the first) then also holds tokens from plain steps,
-    tokens − steps − accepted of them, each one target step. The draft cost ratio c is reported by no
-    server, so it is *implied*: with the target's step time t = 1/baseline tokens/s, the candidate's
-    decode took T = tokens·t·(baseline/candidate rate); less the plain steps, a verification step took
-    T_v = (T/t − plain)/steps target steps, and the formula's cost model T_v = γc + 1 gives c. That
-    charges every extra cost of a step (drafting, and verifying γ+1 tokens instead of 1) to the draft;
-    the formula assumes the verification costs one target step, which compute-bound hardware (a CPU) and
-    batching break. Without `tokens`, every token is taken to come from a verification step.
+    Σα^i/γ (0.59 where α is 0.8 at γ = 4) and does not belong on the α axis. The draft cost c is implied
+    (_implied_cost).
     """
     if not (baseline_tps and candidate_tps and drafted and steps):
         return None
-    from spectui.core.figures import per_position_alpha
-
     per_token = accepted / drafted
     gamma = drafted / steps
     alpha = per_position_alpha(accepted, drafted, steps) or 0.0
     measured = candidate_tps / baseline_tps
     tokens_per_step = 1 + accepted / steps
-    if tokens is not None and tokens > 0:
-        plain = max(0, tokens - steps - accepted)
-        window = tokens / measured  # the candidate's decode time in target steps
-    else:
-        plain = 0
-        window = steps * tokens_per_step / measured
-    step_cost = max(0.0, (window - plain) / steps)  # one verification step, in target steps
-    c = max(0.0, (step_cost - 1) / gamma)
+    plain, step_cost, c = _implied_cost(measured, gamma, steps, accepted, tokens)
     a = min(alpha, 0.999999)
     predicted_free = real_gamma_tokens(a, gamma)  # S with c = 0: the tokens per step
     predicted = predicted_free / (gamma * c + 1)
@@ -158,6 +141,31 @@ def from_measurement(
         why += _by_position(shares, alpha)
     out["why"] = why
     return out
+
+
+def _implied_cost(
+    measured: float, gamma: float, steps: int, accepted: int, tokens: int | None
+) -> tuple[int, float, float]:
+    """The plain steps, what a verification step cost (in target steps) and the draft cost ratio c it implies.
+
+    `steps` counts verification steps, which servers count only where the draft was non-empty (llama.cpp
+    server-context.cpp); `tokens` (those decoded after the first) then also holds tokens from plain steps,
+    tokens − steps − accepted of them, each one target step. The draft cost ratio c is reported by no
+    server, so it is *implied*: with the target's step time t = 1/baseline tokens/s, the candidate's
+    decode took T = tokens·t·(baseline/candidate rate); less the plain steps, a verification step took
+    T_v = (T/t − plain)/steps target steps, and the formula's cost model T_v = γc + 1 gives c. That
+    charges every extra cost of a step (drafting, and verifying γ+1 tokens instead of 1) to the draft;
+    the formula assumes the verification costs one target step, which compute-bound hardware (a CPU) and
+    batching break. Without `tokens`, every token is taken to come from a verification step.
+    """
+    if tokens is not None and tokens > 0:
+        plain = max(0, tokens - steps - accepted)
+        window = tokens / measured  # the candidate's decode time in target steps
+    else:
+        plain = 0
+        window = steps * (1 + accepted / steps) / measured
+    step_cost = max(0.0, (window - plain) / steps)  # one verification step, in target steps
+    return plain, step_cost, max(0.0, (step_cost - 1) / gamma)
 
 
 def _why(filled: dict, accepted: int, steps: int, plain: int, tokens: int | None) -> str:

@@ -11,7 +11,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from spectui.backends.launchspec import LaunchSpec
+from spectui.core.errors import describe
 from spectui.labs.theory.curve import CostCurve, Samples, is_local
+from spectui.machine import verify_probe
 
 PROMPT_ONLY = (
     "measured: the baseline's prompt_ms for k tokens on a cached prefix, which outputs the last token's logits "
@@ -47,8 +49,6 @@ async def add_outputs(
     """Time the every-position outputs on the probe and put them in `curve` (output_extra, and
     sources["verify"] saying how V(k) was measured); where it cannot run, the label says V(k) is a prompt
     batch's."""
-    from spectui.machine import verify_probe
-
     if not curve.measured:
         return
     prior = curve.sources.get("verify", "")
@@ -71,8 +71,6 @@ async def add_outputs(
             binary, model, prefix, sorted(set(ks) | {1}), repeats, threads, threads_batch, ngl
         )
     except Exception as exc:  # the probe failed: the prompt-batch figure stands, labelled
-        from spectui.core.errors import describe
-
         curve.sources["verify"] += f" (not corrected: {describe(exc)})"
         return
     short = [k for k in got.all if got.outputs.get((k, verify_probe.ALL)) != k]
@@ -101,8 +99,6 @@ async def add_draft_decode(
     threads and offload: what a draft decode inside the candidate costs (common/speculative.cpp decodes and
     samples top-k 10 per token; the probe takes the argmax, one pass over the vocabulary as well), without
     llama-server's per-token loop that the draft server's decode step includes. c is then this over t."""
-    from spectui.machine import verify_probe
-
     if curve.target_step is None or curve.draft_step is None:
         return
     model = Path(draft_path)
@@ -118,8 +114,6 @@ async def add_draft_decode(
     try:
         got = await verify_probe.measure(binary, model, prefix, [1], max(repeats, 3), threads, batch, ngl)
     except Exception as exc:  # the probe failed: the draft server's step stands, labelled
-        from spectui.core.errors import describe
-
         curve.sources["c"] += f" (the server's loop not removed: {describe(exc)})"
         return
     if not got.all.get(1):

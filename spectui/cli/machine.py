@@ -47,23 +47,14 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_profiles(args) -> int:
-    from spectui.store.profiles import detect, fits, load_profiles, preselect, profile_text
+    from spectui.store.profiles import detect, load_profiles, profile_text
 
     profiles, problems = load_profiles()
     for problem in problems:
         print(f"spectui: warning: {problem}", file=sys.stderr)
     hw = detect()
     if args.action == "list":
-        chosen = preselect(profiles, hw)
-        print(f"this machine: {hw.describe()}")
-        for each in profiles.values():
-            ok, why = fits(each, hw)
-            mark = "*" if chosen and each.name == chosen.name else " "
-            print(
-                f"{mark} {each.name:<10} track {each.track or '—':<4} {'fits' if ok else 'does not fit: ' + why}  — {each.description}"
-            )
-        if chosen:
-            print(f"* pre-selected: {chosen.name}")
+        _list_profiles(profiles, hw)
         return EXIT_OK
     if not args.name:
         raise InputError(f"spectui profiles {args.action} needs a profile name", hint="see spectui profiles list")
@@ -72,37 +63,63 @@ def cmd_profiles(args) -> int:
     p = profiles[args.name]
     print(profile_text(p, hw))
     if args.action == "check":
-        ok, why = fits(p, hw)
-        from spectui.labs.memory.plan import OVERHEAD_SOURCES, floor_gpu, plan_profile
-        from spectui.store.profiles import servers_for
-
-        not_set_up = []  # the machine may fit while llama-server, a model or a variable is not there yet
-        for c in p.comparisons:
-            try:
-                servers_for(p, c)
-            except InputError as exc:
-                not_set_up.append(f"{c.id}: {exc.one_line()}")
-        for m in not_set_up:
-            print(f"  cannot launch {m}")
-        # the memory plan: on this machine's GPU (NVML), else on the track's hardware from the profile's figures
-        plans = plan_profile(p, hw.gpu_memory or floor_gpu(p, hw.note))
-        if p.gpu_vendor == "nvidia":
-            where = "this GPU" if hw.gpu_memory else f"track {p.track or p.name}'s hardware (no NVIDIA GPU here)"
-            print(f"memory plan on {where}: each server's weights, KV cache and overhead, and what spectui does")
-            print("  " + plans[0].gpu_line())
-            for plan in plans:
-                print("\n".join("  " + line for line in plan.lines(detail=True, with_gpu=False)))
-            print("  overhead figures:\n" + "\n".join(f"    {src}" for src in OVERHEAD_SOURCES))
-            too_big = [f"{pl.comparison}: {pl.reason}" for pl in plans if pl.decision == "too-big"]
-            for m in too_big:
-                print(f"  cannot launch {m}")
-        else:
-            too_big = []
-        # the exit status answers "does this machine fit the profile"; set-up still to do is said, not failed
-        if ok and not too_big and not_set_up:
-            print(f"this machine fits; {len(not_set_up)} comparison(s) need set-up first (above)")
-        return EXIT_OK if ok and not too_big else EXIT_SERVER
+        return _check_profile(p, hw)
     return EXIT_OK
+
+
+def _list_profiles(profiles: dict, hw) -> None:
+    """Every profile, whether this machine fits it, and the one the picker pre-selects (*)."""
+    from spectui.store.profiles import fits, preselect
+
+    chosen = preselect(profiles, hw)
+    print(f"this machine: {hw.describe()}")
+    for each in profiles.values():
+        ok, why = fits(each, hw)
+        mark = "*" if chosen and each.name == chosen.name else " "
+        print(
+            f"{mark} {each.name:<10} track {each.track or '—':<4} {'fits' if ok else 'does not fit: ' + why}  — {each.description}"
+        )
+    if chosen:
+        print(f"* pre-selected: {chosen.name}")
+
+
+def _check_profile(p, hw) -> int:
+    """Does this machine fit the profile (the exit status), what set-up is still to do (said, not failed),
+    and the memory plan of each comparison on an NVIDIA profile."""
+    from spectui.store.profiles import fits, servers_for
+
+    ok, _ = fits(p, hw)
+    not_set_up = []  # the machine may fit while llama-server, a model or a variable is not there yet
+    for c in p.comparisons:
+        try:
+            servers_for(p, c)
+        except InputError as exc:
+            not_set_up.append(f"{c.id}: {exc.one_line()}")
+    for m in not_set_up:
+        print(f"  cannot launch {m}")
+    too_big = _print_memory_plan(p, hw) if p.gpu_vendor == "nvidia" else []
+    # the exit status answers "does this machine fit the profile"; set-up still to do is said, not failed
+    if ok and not too_big and not_set_up:
+        print(f"this machine fits; {len(not_set_up)} comparison(s) need set-up first (above)")
+    return EXIT_OK if ok and not too_big else EXIT_SERVER
+
+
+def _print_memory_plan(p, hw) -> list[str]:
+    """The memory plan: on this machine's GPU (NVML), else on the track's hardware from the profile's
+    figures; the comparisons too big to launch."""
+    from spectui.labs.memory.plan import OVERHEAD_SOURCES, floor_gpu, plan_profile
+
+    plans = plan_profile(p, hw.gpu_memory or floor_gpu(p, hw.note))
+    where = "this GPU" if hw.gpu_memory else f"track {p.track or p.name}'s hardware (no NVIDIA GPU here)"
+    print(f"memory plan on {where}: each server's weights, KV cache and overhead, and what spectui does")
+    print("  " + plans[0].gpu_line())
+    for plan in plans:
+        print("\n".join("  " + line for line in plan.lines(detail=True, with_gpu=False)))
+    print("  overhead figures:\n" + "\n".join(f"    {src}" for src in OVERHEAD_SOURCES))
+    too_big = [f"{pl.comparison}: {pl.reason}" for pl in plans if pl.decision == "too-big"]
+    for m in too_big:
+        print(f"  cannot launch {m}")
+    return too_big
 
 
 def register(sub) -> None:

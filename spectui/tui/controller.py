@@ -78,6 +78,8 @@ class RunHost(Protocol):
 
     def run_worker(self, work: Any, *args: Any, **kwargs: Any) -> Any: ...
 
+    def push_screen(self, screen: Any, callback: Any = None) -> Any: ...
+
 
 class Keeper(Protocol):
     """What the presenter needs of the session keeper (tui.recording.SessionKeeper provides it)."""

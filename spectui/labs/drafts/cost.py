@@ -320,6 +320,22 @@ def _eagle3_parts(s: ModelShape, inp: CostInputs) -> tuple[list[Part], int]:
     return parts, vd
 
 
+def _eagle3_activations(s: ModelShape, inp: CostInputs, vd: int) -> list[Part]:
+    """What EAGLE-3's training holds in activations: the 3 fused layers' hidden states, the decoder layer and
+    the draft logits over the test-time-training steps, the target's probabilities on the draft vocabulary."""
+    h, T = s.hidden, inp.ttt_steps
+    return [
+        Part(
+            "activations: the 3 layers' hidden states in",
+            inp.seq_len * inp.batch * 3 * h * 2,
+            f"s·b·3h·2 B = {inp.seq_len}·{inp.batch}·{3 * h}·2",
+        ),
+        _layer_acts(s, inp, T, f"the decoder layer over {T} test-time-training steps"),
+        _logits(inp, vd, T, f"draft logits over {T} steps"),
+        _logits(inp, vd, 1, "target's probabilities on the draft vocabulary"),
+    ]
+
+
 def eagle3(s: ModelShape, inp: CostInputs, trainer: str = "specforge") -> MethodCost:
     """EAGLE-3 as SpecForge trains it (its draft LM head trained) or as speculators does (frozen)."""
     h, V = s.hidden, s.vocab
@@ -339,17 +355,7 @@ def eagle3(s: ModelShape, inp: CostInputs, trainer: str = "specforge") -> Method
     t = sum(int(p.value) for p in trainable)
     fz = sum(int(p.value) for p in frozen)
     T = inp.ttt_steps
-    sb = inp.seq_len * inp.batch
-    acts = [
-        Part(
-            "activations: the 3 layers' hidden states in",
-            sb * 3 * h * 2,
-            f"s·b·3h·2 B = {inp.seq_len}·{inp.batch}·{3 * h}·2",
-        ),
-        _layer_acts(s, inp, T, f"the decoder layer over {T} test-time-training steps"),
-        _logits(inp, vd, T, f"draft logits over {T} steps"),
-        _logits(inp, vd, 1, "target's probabilities on the draft vocabulary"),
-    ]
+    acts = _eagle3_activations(s, inp, vd)
     layer = sum(int(p.value) for p in parts[1:])
     head_flops = 6 if trainer == "specforge" else 4
     return MethodCost(

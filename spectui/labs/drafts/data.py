@@ -30,8 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spectui.core.errors import InputError, describe
+from spectui.core.errors import InputError, Unsupported, describe
 from spectui.core.types import GenerationParams, Prompt
+from spectui.store.locations import atomic_write
 
 FORMATS = ("sharegpt", "conversations", "messages", "speculators")
 SHAREGPT_FROM = {"system": "system", "user": "human", "assistant": "gpt"}
@@ -333,9 +334,27 @@ async def generate(
     progress: Progress | None = None,
 ) -> DataResult:
     """Answer every training prompt not yet in `out` and append its record; write the held-out set."""
-    from spectui.core.errors import Unsupported
-    from spectui.store.locations import atomic_write
+    pl = _checked_plan(backend, prompts, out, fmt, holdout)
+    result = DataResult(out, None, duplicates=pl.duplicates, train_total=len(pl.train), heldout_count=len(pl.heldout))
+    result.cut_bytes = repair_tail(out)
+    done = {record_id(r) for r in read_records(out)}
+    if pl.heldout:
+        result.heldout = atomic_write(heldout_path(out), heldout_toml(pl.heldout, source))
+        leaked = done & {p.id for p in pl.heldout}
+        if leaked:
+            raise InputError(
+                f"{out} already answers held-out prompt(s) {sorted(str(x) for x in leaked)[:3]}",
+                hint="the held-out share changed since the file was started: keep --holdout as it was",
+            )
+    todo = [p for p in pl.train if p.id not in done]
+    result.skipped_done = len(pl.train) - len(todo)
+    await _answer_all(backend, todo, out, fmt, params, result, len(pl.train), progress)
+    return result
 
+
+def _checked_plan(backend, prompts: list[Prompt], out: Path, fmt: str, holdout: float):
+    """The training/held-out plan, once the format, the output file and the prompts fit one another (raw
+    prompts and token ids need --format speculators and a server that gives ids)."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}", hint=f"one of {', '.join(FORMATS)}")
     if out.is_dir():
@@ -350,24 +369,19 @@ async def generate(
         )
     if fmt == "speculators" and not backend.capabilities.token_ids:
         raise Unsupported(f"{backend.kind} server at {backend.url} gives no token ids: --format speculators needs them")
-    result = DataResult(out, None, duplicates=pl.duplicates, train_total=len(pl.train), heldout_count=len(pl.heldout))
-    result.cut_bytes = repair_tail(out)
-    done = {record_id(r) for r in read_records(out)}
-    if pl.heldout:
-        result.heldout = atomic_write(heldout_path(out), heldout_toml(pl.heldout, source))
-        leaked = done & {p.id for p in pl.heldout}
-        if leaked:
-            raise InputError(
-                f"{out} already answers held-out prompt(s) {sorted(str(x) for x in leaked)[:3]}",
-                hint="the held-out share changed since the file was started: keep --holdout as it was",
-            )
-    todo = [p for p in pl.train if p.id not in done]
-    result.skipped_done = len(pl.train) - len(todo)
+    return pl
+
+
+async def _answer_all(
+    backend, todo: list[Prompt], out: Path, fmt: str, params, result: DataResult, total: int, progress
+) -> None:
+    """Each prompt answered and its record appended as it comes (a cut run keeps what it wrote); one prompt
+    failing is noted in `result` and the rest go on."""
     log = AppendLog(out)
     try:
         for p in todo:
             if progress is not None:
-                progress(result.skipped_done + result.written + len(result.failed), len(pl.train), p.id)
+                progress(result.skipped_done + result.written + len(result.failed), total, p.id)
             try:
                 text, extra = await answer(backend, p, params, fmt)
             except Exception as exc:  # one prompt failing does not stop the rest; a rerun retries it
@@ -377,10 +391,9 @@ async def generate(
             result.written += 1
             result.tokens += len(extra["answer_ids"]) if extra else 0
         if progress is not None:
-            progress(result.skipped_done + result.written + len(result.failed), len(pl.train), "")
+            progress(result.skipped_done + result.written + len(result.failed), total, "")
     finally:
         log.close()
-    return result
 
 
 def corpus_text(records: list[dict]) -> str:

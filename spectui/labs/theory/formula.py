@@ -107,7 +107,6 @@ def from_measurement(
     """
     if not (baseline_tps and candidate_tps and drafted and steps):
         return None
-    per_token = accepted / drafted
     gamma = drafted / steps
     alpha = per_position_alpha(accepted, drafted, steps) or 0.0
     measured = candidate_tps / baseline_tps
@@ -115,12 +114,10 @@ def from_measurement(
     plain, step_cost, c = _implied_cost(measured, gamma, steps, accepted, tokens)
     a = min(alpha, 0.999999)
     predicted_free = real_gamma_tokens(a, gamma)  # S with c = 0: the tokens per step
-    predicted = predicted_free / (gamma * c + 1)
-    g = max(1, round(gamma))
     out: dict = {
         "alpha": alpha,  # per position: the α axis of S(α)
         "alpha_per_position": alpha,
-        "acceptance_per_drafted_token": per_token,
+        "acceptance_per_drafted_token": accepted / drafted,
         "gamma": gamma,
         "implied_cost": c,
         "step_time_over_target_step": step_cost,
@@ -128,10 +125,10 @@ def from_measurement(
         "plain_tokens": plain if tokens is not None else None,
         "measured_speedup": measured,
         "predicted_speedup_free_draft": predicted_free,
-        "predicted_speedup": predicted,
+        "predicted_speedup": predicted_free / (gamma * c + 1),
         "predicted_tokens_per_step": predicted_free,
         "measured_tokens_per_step": tokens_per_step,
-        "break_even_alpha": break_even_alpha(g, c) if c < 1e9 else None,
+        "break_even_alpha": break_even_alpha(max(1, round(gamma)), c) if c < 1e9 else None,
         "accepted_by_position": None,
     }
     why = _why(out, accepted, steps, plain, tokens)

@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from spectui.backends.launchspec import LaunchSpec, without_flags
+from spectui.core.errors import describe
 from spectui.labs.theory.curve import CostCurve, Samples
 
 HEAD_TYPES = ("draft-eagle3",)
@@ -100,8 +101,29 @@ async def add_head_decode(
             "head's process() adds to each batch the target decodes: its encoder and a decoder batch; "
             "llama.cpp times it nowhere), k = " + ", ".join(str(k) for k in reeval) + ", clipped at 0"
         )
-    from spectui.backends.llamacpp import LlamaCppBackend
-    from spectui.machine.launcher import Launcher, ServerProcess
+    try:
+        got = await _draft_times_on_twin(client, candidate, kind, prefix, repeats, say, decode_tokens)
+    except Exception as exc:  # the twin did not start or answer: c stays unmeasured, said why
+        curve.sources["c"] = f"not measured: the {kind} twin failed ({describe(exc)}); c = 0 assumed"
+        return
+    if not got:
+        curve.sources["c"] = f"not measured: the {kind} twin logged no drafting statistics (drafted nothing?)"
+        return
+    curve.draft_decode = Samples(tuple(got))
+    curve.sources["c"] = (
+        f"measured: the {kind} head's draft time per drafted token (llama.cpp's own t_draft_us / n_gen_tokens, "
+        f"common/speculative.cpp, logged at -lv 4) on a twin of the candidate (its command line, another port), "
+        f"{len(got)} requests of {decode_tokens} tokens on the run's context, over t"
+    )
+
+
+async def _draft_times_on_twin(
+    client, candidate: LaunchSpec, kind: str, prefix: list[int], repeats: int, say, decode_tokens: int
+) -> list[float]:
+    """The head's draft ms per drafted token, one a request, from the statistics a twin of the candidate (its
+    command line, another port, -lv 4) logs as each slot is released; the twin stopped after."""
+    from spectui.backends.llamacpp import LlamaCppBackend  # lazy: httpx with it, only where a head is timed
+    from spectui.machine.launcher import Launcher, ServerProcess  # lazy: as the backend
 
     launcher = Launcher()
     proc = launcher.add(ServerProcess("head-twin", []))
@@ -119,19 +141,6 @@ async def add_head_decode(
             ms = per_token(before, draft_counters(list(proc.log), kind))
             if ms is not None:
                 got.append(ms)
-    except Exception as exc:  # the twin did not start or answer: c stays unmeasured, said why
-        from spectui.core.errors import describe
-
-        curve.sources["c"] = f"not measured: the {kind} twin failed ({describe(exc)}); c = 0 assumed"
-        return
+        return got
     finally:
         await asyncio.to_thread(launcher.stop_all)
-    if not got:
-        curve.sources["c"] = f"not measured: the {kind} twin logged no drafting statistics (drafted nothing?)"
-        return
-    curve.draft_decode = Samples(tuple(got))
-    curve.sources["c"] = (
-        f"measured: the {kind} head's draft time per drafted token (llama.cpp's own t_draft_us / n_gen_tokens, "
-        f"common/speculative.cpp, logged at -lv 4) on a twin of the candidate (its command line, another port), "
-        f"{len(got)} requests of {decode_tokens} tokens on the run's context, over t"
-    )

@@ -80,3 +80,27 @@ async def test_the_live_rate_is_the_observed_rate_at_the_end():
             rec = app.runs.recorders[side]
             assert rec.figures.observed_tps is not None
             assert rec.rate_so_far() == rec.figures.observed_tps
+
+
+async def test_no_draft_yet_is_a_dash_while_streaming_not_no_drafts():
+    """Before the candidate's first verification step its acceptance is not known yet: '—', never 'no drafts'
+    (which is the final word of a candidate that drafted nothing)."""
+    app = make()
+    release = asyncio.Event()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await steady(pilot)
+        app.order = "concurrent"
+        _hold_after(app.backends["candidate"], 0, release)
+        app.action_run()
+        await until(
+            pilot,
+            lambda: app.runs.recorders["candidate"].started_ns is not None and not app.runs.pending["candidate"],
+            what="the candidate's stream to start",
+        )
+        await pilot.pause(0.1)
+        rec = app.runs.recorders["candidate"]
+        assert not rec.done and not rec.figures.drafted
+        text = app.pane("candidate").figures_text()
+        assert "accept —" in text and "no drafts" not in text, text
+        release.set()
+        await asyncio.wait_for(app.run_done.wait(), 60)

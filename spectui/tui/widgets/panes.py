@@ -196,8 +196,8 @@ class SidePane(Vertical):
                 t.append(f"{f.mean_accepted_length:.2f}")
                 t.append("  steps ", style="dim")
                 t.append(str(f.steps))
-            else:
-                t.append("no drafts")
+            else:  # while it streams, none yet is not none at all (vLLM and SGLang count at the end)
+                t.append("no drafts" if rec.done else "—")
             if f.metrics_check:
                 ok = f.metrics_check == "ok"
                 t.append("  /metrics ", style="dim")
@@ -243,7 +243,8 @@ def one_line_figures(rec: SideRecorder, candidate: bool) -> Text:
     t.append(f" {f.rate_unit}" + (" so far" if live else ""), style="dim")
     if candidate:
         t.append(" · acc ", style="dim")
-        t.append("—" if cut else (f"{f.acceptance_rate:.0%} ({f.accepted}/{f.drafted})" if f.drafted else "no drafts"))
+        none = "no drafts" if rec.done else "—"  # none yet while it streams
+        t.append("—" if cut else (f"{f.acceptance_rate:.0%} ({f.accepted}/{f.drafted})" if f.drafted else none))
     t.append(" · TTFT ", style="dim")
     t.append(f"{f.ttft_ms:.0f} ms" if f.ttft_ms is not None else "—")
     t.append(" · ", style="dim")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
+from pathlib import Path
 
 from spectui.backends.registry import KIND_CHOICES
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER
@@ -188,44 +190,14 @@ async def _connect(url: str, args, client):
 
 
 async def cmd_cost(args) -> int:
-    from dataclasses import replace
-    from pathlib import Path
-
     from spectui.labs.drafts import cost as drafts
     from spectui.labs.memory.shape import read_shape
 
     shape = read_shape(args.target)
     draft = read_shape(args.draft) if args.draft else None
-    inputs = drafts.CostInputs(
-        seq_len=args.seq_len,
-        batch=args.batch,
-        samples=args.samples,
-        tokens_per_sample=args.tokens_per_sample,
-        epochs=args.epochs,
-        medusa_heads=args.medusa_heads,
-        medusa_layers=args.medusa_layers,
-        draft_vocab=args.draft_vocab,
-        ttt_steps=args.ttt_steps,
-        target_bytes={"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}[args.target_dtype],
-        mfu=args.mfu,
-        gpu=args.gpu,
-        gpus=args.gpus,
-    )
-    memory = None
-    if args.profile:
-        from spectui.store.profiles import load_profiles
-
-        profiles, _ = load_profiles()
-        if args.profile not in profiles:
-            raise InputError(f"no profile named {args.profile!r}", hint=f"profiles: {', '.join(profiles)}")
-        prof = profiles[args.profile]
-        memory = prof.min_gpu_memory_gib or None
-        if inputs.gpu is None and args.profile in drafts.PROFILE_GPU:
-            inputs = replace(inputs, gpu=drafts.PROFILE_GPU[args.profile])
-    if inputs.gpu and memory is None:
-        memory = drafts.GPUS[inputs.gpu][1]
+    inputs, memory = _on_gpu(args, _cost_inputs(args))
     if args.baseline:
-        import httpx
+        import httpx  # only where a served target is timed
 
         async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10)) as client:
             backend = await _connect(args.baseline, args, client)
@@ -243,6 +215,47 @@ async def cmd_cost(args) -> int:
     return EXIT_OK
 
 
+def _cost_inputs(args):
+    """The training run the estimate is for, as the options give it."""
+    from spectui.labs.drafts.cost import CostInputs
+
+    return CostInputs(
+        seq_len=args.seq_len,
+        batch=args.batch,
+        samples=args.samples,
+        tokens_per_sample=args.tokens_per_sample,
+        epochs=args.epochs,
+        medusa_heads=args.medusa_heads,
+        medusa_layers=args.medusa_layers,
+        draft_vocab=args.draft_vocab,
+        ttt_steps=args.ttt_steps,
+        target_bytes={"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}[args.target_dtype],
+        mfu=args.mfu,
+        gpu=args.gpu,
+        gpus=args.gpus,
+    )
+
+
+def _on_gpu(args, inputs):
+    """The GPU the training is timed on (--gpu, else the profile's track GPU) and its memory in GiB (the
+    profile's floor, else the GPU's datasheet; None: no fits? column)."""
+    from spectui.labs.drafts.cost import GPUS, PROFILE_GPU
+
+    memory = None
+    if args.profile:
+        from spectui.store.profiles import load_profiles
+
+        profiles, _ = load_profiles()
+        if args.profile not in profiles:
+            raise InputError(f"no profile named {args.profile!r}", hint=f"profiles: {', '.join(profiles)}")
+        memory = profiles[args.profile].min_gpu_memory_gib or None
+        if inputs.gpu is None and args.profile in PROFILE_GPU:
+            inputs = replace(inputs, gpu=PROFILE_GPU[args.profile])
+    if inputs.gpu and memory is None:
+        memory = GPUS[inputs.gpu][1]
+    return inputs, memory
+
+
 def _print_with_lesson(report, folder, as_json: bool) -> None:
     """`drafts cost --lesson DIR`: the estimate, then what the trained draft measured (labs.drafts.lesson)."""
     from spectui.labs.drafts.cost_text import text
@@ -256,8 +269,6 @@ def _print_with_lesson(report, folder, as_json: bool) -> None:
 
 
 async def cmd_data(args) -> int:
-    from pathlib import Path
-
     import httpx
 
     from spectui.cli.progress import Advance
@@ -309,8 +320,6 @@ def data_summary(r) -> str:
 
 
 async def cmd_train_lookup(args) -> int:
-    from pathlib import Path
-
     from spectui.cli.outputs import check_gguf
     from spectui.cli.progress import Advance
     from spectui.labs.drafts.train_lookup import run_pipeline
@@ -349,8 +358,6 @@ async def cmd_train_lookup(args) -> int:
 
 
 async def cmd_train_eagle3(args) -> int:
-    from pathlib import Path
-
     from spectui.cli.progress import Advance
     from spectui.labs.drafts.train_eagle3 import Options, run_pipeline
 

@@ -183,6 +183,10 @@ class SamplingScreen(Screen):
             )
             t.append(f"\n   baseline  {b}\n   candidate {c}", style="dim")
         self.query_one("#sampling-result", Static).update(t)
+        self._plot(res)
+
+    def _plot(self, res) -> None:
+        """Each position's TVD between the sides beside the TVD expected by chance and the detectable one."""
         plot = self.query_one(PlotextPlot)
         plt = plot.plt
         plt.clear_data()

@@ -47,7 +47,7 @@ async def cmd_prefix(args) -> int:
     else:
         for name in ("baseline", "candidate"):
             print(f"{name:<9} {infos[name].url} ({infos[name].build}); before the run: {cleared[name]}")
-        print(prefix_table(result))
+        print(prefix_table(result, infos["candidate"].backend))
         if restore:
             r = restore
             print(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from spectui.backends.base import Backend
 from spectui.core.compare import Divergence
 from spectui.core.figures import SideRecorder
+from spectui.core.findings import Triage
 from spectui.core.runner import counters_or_none, run_side, same_tokenizer
 from spectui.core.types import GenerationParams
 from spectui.core.verdict import Verdict, judge
@@ -68,6 +69,52 @@ class Turn:
             "identical": self.verdict.identical,
             "first_divergence": self.divergence.to_json() if self.divergence else None,
         }
+
+
+# why reusing cached prompt tokens can change greedy bytes, per server kind: one line under the lab's table and
+# in a differing turn's triage
+REUSE_WHY = {
+    "llama.cpp": (
+        "llama.cpp reads a reused prefix from its KV cache instead of prefilling it with the rest of the prompt, "
+        "so the remaining tokens run in other batch shapes, and its logits are not guaranteed bit-for-bit "
+        "identical across batch sizes (tools/server/README.md, cache_prompt): a near-tie can then flip"
+    ),
+    "vllm": (
+        "vLLM skips the prefill of cached blocks and computes the rest in another batch shape; without "
+        "batch-invariant kernels (VLLM_BATCH_INVARIANT=1) the logits can differ in their last bits and flip a "
+        "near-tie"
+    ),
+    "sglang": (
+        "SGLang's radix cache skips the prefill of a matched prefix and computes the rest in another batch "
+        "shape; its logits can then differ in their last bits and flip a near-tie"
+    ),
+}
+REUSE_WHY_ANY = (
+    "this server reused cached prompt tokens instead of recomputing them; the two paths compute the rest of the "
+    "prompt in different batch shapes, whose last bits can differ and flip a near-tie"
+)
+
+
+def why_reuse_differs(kind: str | None) -> str:
+    """One line: why prefix reuse can change greedy output on a server of this kind."""
+    return REUSE_WHY.get(kind or "", REUSE_WHY_ANY)
+
+
+def turn_triage(turn: Turn, kind: str | None) -> Triage | None:
+    """A differing turn's finding: which request, where the bytes part, and the cause. The two requests of a
+    turn differ only in the prompt cache (the same conversation, model, seed and temperature; the baseline
+    recomputes, the candidate reuses), so a difference is the cache's; None for a turn that does not differ."""
+    d = turn.divergence
+    if d is None or turn.verdict.status != "differs":
+        return None
+    c = turn.candidate.figures
+    reused = "an unknown number of" if c.prompt_cached is None else str(c.prompt_cached)
+    summary = (
+        f"turn {turn.n} (request {turn.n} of the conversation, {2 * turn.n - 1} messages): the candidate reused "
+        f"{reused} cached prompt tokens, the baseline recomputed its whole prompt; the bytes part at byte {d.byte} "
+        f"(token {d.baseline_token} / {d.candidate_token}). The cache is the one difference between the two requests"
+    )
+    return Triage("cache", summary, notes=[f"why: {why_reuse_differs(kind)}"])
 
 
 def same_server(baseline_url: str, candidate_url: str) -> str | None:
@@ -125,7 +172,7 @@ async def run_prefix(
     return out, cleared
 
 
-def prefix_table(turns: list[Turn]) -> str:
+def prefix_table(turns: list[Turn], kind: str | None = None) -> str:
     from spectui.core.report import fmt
 
     head = f"{'turn':>4} {'TTFT ms cold':>12} {'TTFT ms warm':>12} {'processed cold/warm':>20} {'reused warm':>11} {'TTFT speed-up':>13}  output"
@@ -147,6 +194,7 @@ def prefix_table(turns: list[Turn]) -> str:
             "a turn that reused cached prompt tokens gave different bytes than recomputing them: reuse is "
             "not guaranteed bit-exact on this server; the reused-token count is beside each verdict"
         )
+        lines.append(f"why: {why_reuse_differs(kind)}")
     return "\n".join(lines)
 
 

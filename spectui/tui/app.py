@@ -344,6 +344,11 @@ class SpectuiApp(KeysMixin, App):
 
     def check_action(self, action: str, parameters) -> bool | None:
         # True: shown; None: shown greyed out; False: hidden (Textual's convention)
+        if action == "diff" and self.screen is not self.main_screen:
+            from spectui.tui.screens.lab_screens import PrefixScreen, SweepScreen
+
+            if isinstance(self.screen, (PrefixScreen, SweepScreen)):  # Ctrl+D there: the lab's own DIFFERS row
+                return False
         if action == "replay":
             return True if self.replaying else False
         if action == "triage":

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 from spectui.backends.launchspec import LaunchSpec
-from spectui.core.runner import NO_COUNTERS, cross_check, run_side
 from spectui.core.figures import SideRecorder
 from spectui.core.report import markdown_report, text_report
+from spectui.core.runner import NO_COUNTERS, cross_check, run_side
 from spectui.core.types import ServerCounters, ServerInfo
 from spectui.labs.html_report import LABEL_GAP, html_report, spread_labels
 from spectui.run import kvtypes
@@ -112,3 +112,23 @@ def test_curve_labels_of_the_s_alpha_chart_are_never_drawn_over_each_other():
         label_ys = sorted(float(y) for y, text in found if "c = " in text)  # the curves' labels
         assert len(label_ys) == 2
         assert label_ys[1] - label_ys[0] >= LABEL_GAP - 0.05
+
+
+def test_a_differing_cache_lab_turn_names_the_request_the_byte_and_why():
+    """labs.prefix: a turn's two requests differ only in the prompt cache, so a difference is the cache's; on
+    the recorded real outputs of a pair that parts at byte 39."""
+    from spectui.labs.prefix import REUSE_WHY, REUSE_WHY_ANY, Turn, prefix_table, turn_triage, why_reuse_differs
+
+    r = results_for(load_session(MIXED))[0]
+    assert r.divergence is not None
+    turn = Turn(2, r.baseline, r.candidate, r.verdict, {})
+    found = turn_triage(turn, "llama.cpp")
+    assert found is not None and found.cause == "cache"
+    assert "turn 2 (request 2 of the conversation, 3 messages)" in found.summary
+    assert f"part at byte {r.divergence.byte}" in found.summary
+    assert found.notes == [f"why: {REUSE_WHY['llama.cpp']}"]
+    assert why_reuse_differs("openai") == REUSE_WHY_ANY and "vLLM" in why_reuse_differs("vllm")
+    assert f"why: {REUSE_WHY['llama.cpp']}" in prefix_table([turn], "llama.cpp")
+    same = results_for(load_session(MIXED))[1]
+    if same.verdict.status != "differs":
+        assert turn_triage(Turn(1, same.baseline, same.candidate, same.verdict, {}), "llama.cpp") is None

@@ -42,10 +42,13 @@ class DiffScreen(ModalScreen):
         triage: Triage | None = None,
         drafts: ProbeResult | None = None,
         live: Divergence | None = None,
+        which: str | None = None,
     ) -> None:
         """`verdict` is the prompt's carried verdict (None while it still runs: then `live` says where the
-        bytes parted so far)."""
+        bytes parted so far); `which` names the request where it is one of many (a lab's turn or level)."""
         super().__init__()
+        self.which = which
+        self.note: str | None = None  # where triage stands, for a lab's request (show_triage)
         self.a, self.b, self.verdict, self.triage = baseline, candidate, verdict, triage
         self.divergence = verdict.divergence if verdict is not None else live
         self.drafts = drafts
@@ -54,8 +57,21 @@ class DiffScreen(ModalScreen):
         with VerticalScroll():
             yield Static(self._body(), id="diff-body")
 
+    def on_mount(self) -> None:  # what show_triage set while the screen composed
+        self.query_one("#diff-body", Static).update(self._body())
+
+    def show_triage(self, triage: Triage | None, note: str | None = None) -> None:
+        """Triage's finding once it comes (a lab's request is triaged after its diff opens), or why none came."""
+        self.triage, self.note = triage, note
+        for body in self.query("#diff-body").results(Static):  # none yet while the screen composes: it reads these
+            body.update(self._body())
+
     def _body(self) -> Text:
         t = Text()
+        if self.which:
+            t.append(f"{self.which}\n", style="bold")
+        if self.note:
+            t.append(f"{self.note}\n", style="italic")
         v = self.verdict
         d = self.divergence
         at = d.byte if d is not None else None

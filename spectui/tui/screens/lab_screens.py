@@ -33,6 +33,7 @@ class PrefixScreen(Screen):
         Binding("s", "slot('save')", "Save slot", id="prefix_save"),
         Binding("r", "slot('restore')", "Restore slot", id="prefix_restore"),
         Binding("e", "slot('erase')", "Erase slot", id="prefix_erase"),
+        Binding("ctrl+d", "diff", "Diff", id="prefix_diff"),
         Binding("escape", "app.pop_screen", "Back", id="prefix_back"),
     ]
     DEFAULT_CSS = """
@@ -45,6 +46,7 @@ class PrefixScreen(Screen):
         super().__init__()
         self.backends = backends
         self.params = params
+        self.turns: list = []  # the turns shown (labs.prefix.Turn), one per table row
 
     @classmethod
     def open(cls, context: LabContext) -> PrefixScreen | str:
@@ -95,8 +97,10 @@ class PrefixScreen(Screen):
 
         table = self.query_one(DataTable)
         table.clear()
+        self.turns = []
 
         def add(turn) -> None:
+            self.turns.append(turn)
             b, c = turn.baseline.figures, turn.candidate.figures
             v = turn.verdict
             same = (
@@ -125,10 +129,36 @@ class PrefixScreen(Screen):
         except Exception as exc:
             self.query_one("#status", Static).update(Text(f"failed: {exc}", style="bold red"))
             return
-        note = " A cache hit changed the output (see the last column)." if any(t.divergence for t in turns) else ""
+        from spectui.labs.prefix import why_reuse_differs
+
+        kind = self.backends["candidate"].info.backend if self.backends["candidate"].info else None
+        note = (
+            " A cache hit changed the output: Ctrl+D (or a click on its row) opens the diff and the cause."
+            f"\nwhy: {why_reuse_differs(kind)}."
+            if any(t.divergence for t in turns)
+            else ""
+        )
         self.query_one("#status", Static).update(
             f"done. before the run: baseline {cleared['baseline']}; candidate {cleared['candidate']}.{note}"
         )
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_diff(event.cursor_row)
+
+    def action_diff(self, row: int | None = None) -> None:
+        """The diff and the cause of the turn under the cursor (the first that differs where none is)."""
+        from spectui.labs.prefix import turn_triage
+        from spectui.tui.screens.diff import DiffScreen
+
+        turn = pick_differing(self.turns, self.query_one(DataTable).cursor_row if row is None else row)
+        if turn is None:
+            self.notify("no turn differs: nothing to diff (Enter runs the turns)")
+            return
+        kind = self.backends["candidate"].info.backend if self.backends["candidate"].info else None
+        which = f"cache lab, turn {turn.n}: cold (baseline, cache off) against warm (candidate, cache on)"
+        screen = DiffScreen(turn.baseline.output(), turn.candidate.output(), turn.verdict, which=which)
+        screen.triage = turn_triage(turn, kind)
+        self.app.push_screen(screen)
 
     @work(exclusive=True, group="slot", exit_on_error=False)
     async def action_slot(self, action: str) -> None:
@@ -157,11 +187,19 @@ class PrefixScreen(Screen):
         )
 
 
+def pick_differing(items: list, row: int, differs=lambda item: item.verdict.status == "differs"):
+    """The item at `row` where it differs, else the first that differs (a table's DIFFERS rows), else None."""
+    if 0 <= row < len(items) and differs(items[row]):
+        return items[row]
+    return next((x for x in items if differs(x)), None)
+
+
 class SweepScreen(Screen):
     """Aggregate throughput and speed-up against concurrency, with the byte comparison at each level."""
 
     BINDINGS = [
         Binding("enter", "run", "Run 1,2,4", id="sweep_run", priority=True),
+        Binding("ctrl+d", "diff", "Diff", id="sweep_diff"),
         Binding("escape", "app.pop_screen", "Back", id="sweep_back"),
     ]
     DEFAULT_CSS = (
@@ -298,6 +336,48 @@ class SweepScreen(Screen):
             same,
         )
         self._plot(self.levels)
+
+    def action_diff(self) -> None:
+        """The diff of the first request that differs at the level under the cursor, then triage's cause."""
+        from spectui.tui.screens.diff import DiffScreen
+
+        row = self.query_one(DataTable).cursor_row
+        level = pick_differing(self.levels, row, lambda lv: lv.differing > 0)
+        if level is None:
+            self.notify("no level differs: nothing to diff (Enter runs the sweep)")
+            return
+        j = next(i for i, v in enumerate(level.verdicts) if v.status == "differs")
+        req = level.divergence_at[j][1]
+        rb, rc = level.baseline.recorders[req], level.candidate.recorders[req]
+        prompt = self.prompts[req % len(self.prompts)]
+        n = level.concurrency
+        which = f"sweep at concurrency {n}: request {req + 1} of {n} ({prompt.id}), {n} requests at once on each side"
+        screen = DiffScreen(rb.output(), rc.output(), level.verdicts[j], which=which)
+        self.app.push_screen(screen)
+        self.triage_request(screen, prompt, rb, rc, level.verdicts[j])
+
+    @work(exclusive=True, group="sweep-triage", exit_on_error=False)
+    async def triage_request(self, screen, prompt, rb, rc, verdict) -> None:
+        """run.triage on the one request, as compare --triage does: its reruns say the cause."""
+        if self.open_alone is not None or not self.backends:
+            screen.show_triage(None, "triage needs both servers up: not run one at a time")
+            return
+        from spectui.core.errors import describe
+        from spectui.core.runner import PromptResult, render_prompt
+        from spectui.run.triage import triage
+
+        base, cand = self.backends["baseline"], self.backends["candidate"]
+        params = GenerationParams(
+            min(self.params.max_tokens, 64), self.params.temperature, self.params.seed, self.params.cache_prompt
+        )
+        screen.show_triage(None, "triage: rerunning this request on each side to find the cause…")
+        try:
+            rendered = {"baseline": await render_prompt(base, prompt), "candidate": await render_prompt(cand, prompt)}
+            found = await triage(base, cand, PromptResult(prompt, rb, rc, verdict, rendered=rendered), params)
+        except Exception as exc:  # a server gone: the diff stays, with why there is no cause
+            screen.show_triage(None, f"triage stopped: {describe(exc)}")
+            return
+        screen.show_triage(found, None if found is not None else "triage found no cause")
 
     def _plot(self, levels) -> None:
         plot = self.query_one(PlotextPlot)

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -40,6 +42,20 @@ MODULES = [  # the ones nobody else was changing first; the rest as late as poss
     "run/prove/derive",
     "run/prove/regress",
 ]
+# Left out of the mutant runs (pytest `-k`, through PYTEST_ADDOPTS; `--all-tests` keeps them): tests that
+# wait on wall-clock deadlines or drive the whole TUI or CLI, 5–35 s each here (mutants/mutmut-stats.json).
+# mutmut already runs each mutant against only the tests that execute its function, fastest first, until
+# one fails; a mutant no test kills runs all of them, so these dominated: core/verdict's run needed over
+# two minutes per surviving mutant of `judge` at a load of 15. Each is still in `make test`.
+SLOW = [
+    "test_certificate_tamper",  # 34 s: edits every field of a certificate and verifies each
+    "test_failed_side",  # the TUI, for each place a side can fail
+    "test_tui_stream_client",  # the TUI
+    "test_interleaving",  # sweep --repeat through the CLI
+    "test_prove_alone_recorded",  # prove and sweep one server at a time through the CLI
+    "test_hardening_round3",  # every writer through the CLI
+    "(test_compare_options and (deadline or silent))",  # wait for a 20 s and a 10 s deadline
+]
 # mutmut's exit codes (mutmut/stats.py): killed by a failing test, a timeout or the type checker
 KILLED = {1, 3, 36, 37, -24, 24, 152, 255}
 SURVIVED = {0, 5, 33}  # survived, or no test ran it at all
@@ -47,6 +63,11 @@ SURVIVED = {0, 5, 33}  # survived, or no test ran it at all
 
 def mutant_glob(module: str) -> str:
     return "spectui." + module.replace("/", ".") + ".*"
+
+
+def selection() -> str:
+    """The pytest option that leaves SLOW out of every mutant's run."""
+    return "-k " + shlex.quote(" and ".join(f"not {s}" for s in SLOW))
 
 
 def meta_path(module: str) -> Path:
@@ -130,6 +151,7 @@ def main() -> int:
     ap.add_argument("modules", nargs="*", help="e.g. core/figures (default: all, in order)")
     ap.add_argument("--max-children", type=int, default=2, help="parallel mutant runs (default 2)")
     ap.add_argument("--keep", action="store_true", help="reuse mutants/ from the last run (faster, may be stale)")
+    ap.add_argument("--all-tests", action="store_true", help="run mutants against SLOW too (much slower)")
     ap.add_argument("--report", action="store_true", help="print the table from the last results only")
     ap.add_argument("--survivors", action="store_true", help="print each survivor's diff")
     args = ap.parse_args()
@@ -146,10 +168,13 @@ def main() -> int:
         for m in modules:  # one module at a time keeps the CPU bounded (--max-children each)
             print(f"== mutmut over spectui/{m}.py", flush=True)
             cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), mutant_glob(m)]
+            env = dict(os.environ)
+            if not args.all_tests:
+                env["PYTEST_ADDOPTS"] = (env.get("PYTEST_ADDOPTS", "") + " " + selection()).strip()
             log = ROOT / "mutants" / f"mutmut-{m.replace('/', '-')}.log"
             log.parent.mkdir(exist_ok=True)
             with open(log, "w") as out:
-                r = subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+                r = subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
             if r.returncode != 0:
                 print(f"mutmut failed on {m} (exit {r.returncode}): see {log}", file=sys.stderr)
                 return r.returncode

@@ -74,14 +74,14 @@ def test_half_sent_requests_are_closed_and_connections_are_capped(tmp_path):
 
 
 async def test_a_resize_to_a_huge_terminal_is_clamped():
-    from spectui.cli.serve import _exec_service
+    from spectui.cli.serve_web import ExecAppService
 
     sent: list[dict] = []
 
     async def nothing(*a, **k):
         return None
 
-    service = _exec_service()("true", write_bytes=nothing, write_str=nothing, close=nothing, download_manager=None)
+    service = ExecAppService("true", write_bytes=nothing, write_str=nothing, close=nothing, download_manager=None)
 
     async def capture(meta: dict) -> bool:
         sent.append(meta)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
+from pathlib import Path
 
 from spectui.cli import options
 from spectui.cli.common import (
@@ -16,20 +18,38 @@ from spectui.cli.common import (
     params_from,
     prompts_from,
 )
+from spectui.cli.outputs import check_notebook, check_output, write_failed
+from spectui.cli.progress import Advance
+from spectui.store.locations import atomic_write
 
 
 async def cmd_sweep(args) -> int:
-    from spectui.labs.sweep.levels import parse_levels, svg_chart, text_table
+    from spectui.labs.sweep.levels import parse_levels
 
     levels = parse_levels(args.concurrency)
     check_pair_source(args, "sweep")
     params = params_from(args)
     prompt_list = prompts_from(args)
-    from spectui.cli.outputs import check_notebook, check_output, write_failed
-
     check_output(args.save, "--save", kinds=("sweep result",))  # every output checked before the run
     check_output(args.svg, "--svg")
     check_notebook(args)
+    result, infos, alone = await _sweep(args, prompt_list, levels, params)
+    doc = _json_doc(result, infos, params, alone)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        _print_text(result, infos, params, alone)
+    unwritten = _write_files(args, doc, result, infos)  # after the report: a file not written never costs it
+    if args.notebook is not None:
+        unwritten |= not append_to_notebook(args, _notebook_rows(result, infos))
+    if any(lv.identical is None for lv in result) or unwritten:
+        return EXIT_SERVER
+    return EXIT_OK if all(lv.identical for lv in result) else EXIT_DIFFERS
+
+
+async def _sweep(args, prompt_list, levels, params) -> tuple[list, dict, bool]:
+    """Every level on the pair (run.pair): both up together, or each side alone; the levels, the servers, and
+    whether it ran one at a time."""
     from spectui.backends.transport import stamped_client
     from spectui.cli.compare import pair_from
 
@@ -41,6 +61,10 @@ async def cmd_sweep(args) -> int:
         else:
             async with pair.up(None if args.json else _say) as (args.baseline, args.candidate):
                 result, infos = await _sweep_together(client, args, prompt_list, levels, params)
+    return result, infos, alone
+
+
+def _json_doc(result, infos, params, alone: bool) -> dict:
     doc = {
         "baseline": infos["baseline"].to_json(),
         "candidate": infos["candidate"].to_json(),
@@ -54,25 +78,27 @@ async def cmd_sweep(args) -> int:
     }
     if alone:  # measured one after the other: never both servers up
         doc["params"]["order"] = "one-at-a-time"
-    if args.json:
-        print(json.dumps(doc, indent=2))
-    else:
-        print(f"baseline  {infos['baseline'].url} ({infos['baseline'].build}) [{infos['baseline'].describe_speedup()}]")
-        print(
-            f"candidate {infos['candidate'].url} ({infos['candidate'].build}) [{infos['candidate'].describe_speedup()}]"
-        )
-        from spectui.core.report import cache_text
+    return doc
 
-        # the prompt cache changes TTFT with what ran before: named, as the TUI's sweep names it
-        print(f"prompt cache {cache_text(params)} (--cache-prompt off|on|server; off unless asked)")
-        if doc["params"].get("order") == "one-at-a-time":
-            print("one server at a time: each side measured alone, one after the other; speed-ups paired per level")
-        print(text_table(result))
-    from pathlib import Path
 
-    from spectui.store.locations import atomic_write
+def _print_text(result, infos, params, alone: bool) -> None:
+    from spectui.core.report import cache_text
+    from spectui.labs.sweep.levels import text_table
 
-    unwritten = False  # the report is printed first: a file that cannot be written never costs it
+    for side in ("baseline", "candidate"):
+        print(f"{side:<9} {infos[side].url} ({infos[side].build}) [{infos[side].describe_speedup()}]")
+    # the prompt cache changes TTFT with what ran before: named, as the TUI's sweep names it
+    print(f"prompt cache {cache_text(params)} (--cache-prompt off|on|server; off unless asked)")
+    if alone:
+        print("one server at a time: each side measured alone, one after the other; speed-ups paired per level")
+    print(text_table(result))
+
+
+def _write_files(args, doc: dict, result, infos) -> bool:
+    """--save (the JSON) and --svg (the plot), each written atomically; True where one was not written."""
+    from spectui.labs.sweep.levels import svg_chart
+
+    unwritten = False
     kept = "the report above is complete"
     if args.save:
         try:
@@ -88,33 +114,32 @@ async def cmd_sweep(args) -> int:
         except OSError as exc:
             write_failed(f"--svg {args.svg}", exc, kept)
             unwritten = True
-    if args.notebook is not None:
-        import datetime as dt
+    return unwritten
 
-        rows = []
-        for lv in result:
-            m = {
-                "date": dt.datetime.now(dt.UTC).replace(microsecond=0),
-                "kind": "sweep",
-                "concurrency": lv.concurrency,
-                "baseline_build": infos["baseline"].build,
-                "candidate_build": infos["candidate"].build,
-                "candidate_config": infos["candidate"].describe_speedup(),
-                "baseline_tokens_per_s": lv.throughput("baseline"),
-                "candidate_tokens_per_s": lv.throughput("candidate"),
-                "acceptance_rate": lv.candidate.acceptance_rate if not lv.candidate.failed else None,
-                "speedup": lv.speedup,
-                "outputs": lv.outputs_text(),
-                "speedup_low": lv.spread.low if lv.spread else None,
-                "speedup_high": lv.spread.high if lv.spread else None,
-                "runs": max(1, len(lv.runs)),
-                "identical": lv.identical,
-            }
-            rows.append({k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items() if v is not None})
-        unwritten |= not append_to_notebook(args, rows)
-    if any(lv.identical is None for lv in result) or unwritten:
-        return EXIT_SERVER
-    return EXIT_OK if all(lv.identical for lv in result) else EXIT_DIFFERS
+
+def _notebook_rows(result, infos) -> list[dict]:
+    """One notebook row a level (its None fields left out, floats to 4 places)."""
+    rows = []
+    for lv in result:
+        m = {
+            "date": dt.datetime.now(dt.UTC).replace(microsecond=0),
+            "kind": "sweep",
+            "concurrency": lv.concurrency,
+            "baseline_build": infos["baseline"].build,
+            "candidate_build": infos["candidate"].build,
+            "candidate_config": infos["candidate"].describe_speedup(),
+            "baseline_tokens_per_s": lv.throughput("baseline"),
+            "candidate_tokens_per_s": lv.throughput("candidate"),
+            "acceptance_rate": lv.candidate.acceptance_rate if not lv.candidate.failed else None,
+            "speedup": lv.speedup,
+            "outputs": lv.outputs_text(),
+            "speedup_low": lv.spread.low if lv.spread else None,
+            "speedup_high": lv.spread.high if lv.spread else None,
+            "runs": max(1, len(lv.runs)),
+            "identical": lv.identical,
+        }
+        rows.append({k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.items() if v is not None})
+    return rows
 
 
 def _say(line: str) -> None:
@@ -123,7 +148,6 @@ def _say(line: str) -> None:
 
 async def _sweep_together(client, args, prompt_list, levels, params) -> tuple[list, dict]:
     """Both servers up: each level's requests to the baseline, then the same to the candidate."""
-    from spectui.cli.progress import Advance
     from spectui.labs.sweep.levels import sweep
 
     backends, infos = await connect_pair(client, args)

@@ -452,18 +452,6 @@ class SpectuiApp(KeysMixin, App):
         elif what == "logs":
             self.servers.toggle_logs()
 
-    def cycle_marks(self) -> None:
-        """The candidate's inline marks: all of them, their colours only (the text as sent), or none."""
-        from spectui.tui.widgets.token_view import MARK_MODES
-
-        view = self.pane("candidate").view
-        mode = MARK_MODES[(MARK_MODES.index(view.mark_mode) + 1) % len(MARK_MODES)]
-        for side in SIDES:
-            v = self.pane(side).view
-            v.mark_mode = mode
-            v.rebuild()
-        self.q("#legend", Label).update(legend_text(self.marks, mode))
-
     def action_diff(self) -> None:
         last = self.runs.results[-1] if self.runs.results else None
         self.push_screen(

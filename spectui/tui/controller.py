@@ -410,40 +410,20 @@ class RunController:
         if app.replaying:
             app.notify("this recording holds no draft probe for the prompt", severity="warning")
             return
+        from spectui.tui.screens.confirm import ConfirmScreen, draft_server_question
+
         session = self._session_for_more()
-        question = self._third_server_question(session)
+        backend = app.backends.get("candidate")
+        question = draft_server_question(session, backend.info if backend is not None else None)
         if question is None:  # no server to start (an n-gram drafter): the probe runs now
             self._start_worker(session.probe(last))
             return
-        from spectui.tui.screens.confirm import ConfirmScreen
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self._start_worker(session.probe(last))
 
         self.app.push_screen(ConfirmScreen("start a third llama-server?", question), answered)
-
-    def _third_server_question(self, session: RunSession) -> str | None:
-        """What the probe of a draft-model candidate starts (the draft's own llama-server, beside the two
-        running) and what that holds, asked before it starts; None where the probe starts no server."""
-        from spectui.machine.drafter import DRAFTER_CTX, draft_model_path
-        from spectui.run.probe import drafter_kind
-
-        info = self.app.backends["candidate"].info if "candidate" in self.app.backends else None
-        if drafter_kind(info.speculative if info is not None else {}) != "draft-simple":
-            return None
-        model = draft_model_path(session.options.draft_model or session.launched("candidate").draft_model)
-        if model is None or not model.is_file():
-            cost = f"the draft model {model or '(none found)'} is not on this machine: the probe will say so"
-        else:
-            from spectui.labs.memory.kv import server_cost
-
-            cost = f"It holds {server_cost(model, DRAFTER_CTX)}, on the GPU or in RAM where llama-server puts it."
-        return (
-            "The draft probe asks the draft model what it proposed where the target said no. For that it starts "
-            f"a third llama-server, the draft model on its own, beside the two running now. {cost}\n"
-            "It is stopped as soon as the probe ends; the run's figures are already measured and do not change."
-        )
 
     def show_drafts(self, found: ProbeResult | None, show: bool = True) -> None:
         app = self.app

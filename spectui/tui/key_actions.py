@@ -1,5 +1,5 @@
 """The app's side of the keys (tui.keys holds their sentences and reasons): a notice for a greyed key, the
-`?` screen, the live panel's fold."""
+`?` screen, the live panel's fold, the marks' cycle."""
 
 from __future__ import annotations
 
@@ -44,3 +44,19 @@ class KeysMixin:
         screen = app.screen_stack[0]
         screen.query_one(LivePanel).toggle()
         fit_main_screen(screen, app.size.width, app.size.height)
+
+    def cycle_marks(self) -> None:
+        """alt+k: the candidate's inline marks, all of them, their colours only (the text as sent), or none."""
+        from textual.widgets import Label
+
+        from spectui.tui.themes import legend_text
+        from spectui.tui.widgets.token_view import MARK_MODES
+
+        app: App = self  # type: ignore[assignment]
+        view = app.pane("candidate").view  # type: ignore[attr-defined]
+        mode = MARK_MODES[(MARK_MODES.index(view.mark_mode) + 1) % len(MARK_MODES)]
+        for side in ("baseline", "candidate"):
+            v = app.pane(side).view  # type: ignore[attr-defined]
+            v.mark_mode = mode
+            v.rebuild()
+        app.query_one("#legend", Label).update(legend_text(app.marks, mode))  # type: ignore[attr-defined]

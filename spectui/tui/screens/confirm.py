@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from spectui.core.types import ServerInfo
+    from spectui.run.session import RunSession
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -33,3 +39,25 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+def draft_server_question(session: RunSession, candidate: ServerInfo | None) -> str | None:
+    """What the draft probe of a draft-model candidate starts (the draft's own llama-server, beside the two
+    running) and what that holds, asked before it starts; None where the probe starts no server (n-gram)."""
+    from spectui.machine.drafter import DRAFTER_CTX, draft_model_path
+    from spectui.run.probe import drafter_kind
+
+    if drafter_kind(candidate.speculative if candidate is not None else {}) != "draft-simple":
+        return None
+    model = draft_model_path(session.options.draft_model or session.launched("candidate").draft_model)
+    if model is None or not model.is_file():
+        cost = f"the draft model {model or '(none found)'} is not on this machine: the probe will say so"
+    else:
+        from spectui.labs.memory.kv import server_cost
+
+        cost = f"It holds {server_cost(model, DRAFTER_CTX)}, on the GPU or in RAM where llama-server puts it."
+    return (
+        "The draft probe asks the draft model what it proposed where the target said no. For that it starts "
+        f"a third llama-server, the draft model on its own, beside the two running now. {cost}\n"
+        "It is stopped as soon as the probe ends; the run's figures are already measured and do not change."
+    )

@@ -180,3 +180,26 @@ def test_the_three_way_table_finds_the_quantised_model_behind_spectuis_f32_copy(
     text = table_text(tw)
     assert "plain SmolLM2-135M-Instruct.Q4_1.gguf" in text and "10.5 tok/s" in text
     assert f"{0.343 * 1.71:.2f}× plain quantised — still slower than plain quantised" in text
+
+
+def test_drafts_cost_prints_what_the_lesson_measured_after_the_estimate(tmp_path, capsys):
+    from tests.unit.test_drafts_cost import LLAMA31_8B
+
+    target = tmp_path / "llama"
+    target.mkdir()
+    (target / "config.json").write_text(json.dumps(LLAMA31_8B))
+    folder = tmp_path / "lesson"
+    folder.mkdir()
+    les = Lesson("eagle3", "/m/a.Q4_1.gguf", "/m/a.F32.gguf", per_position=[0.3, 0.1], probe_n_max=5)
+    les.record(Phase("train", 187.0, 1530.0, 10070, "head", "the trainer"))
+    les.verdict = "IDENTICAL on 16/16 (greedy) · SLOWER 0.90× [0.89–0.91]"
+    write_lesson(folder, les)
+    assert main(["drafts", "cost", "--target", str(target), "--lesson", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert out.index("EAGLE-3") < out.index(f"measured by `spectui drafts lesson -o {folder}`")
+    assert "certificate: IDENTICAL on 16/16" in out and "187 s, peak 1,530 MiB (the trainer)" in out
+    assert main(["drafts", "cost", "--target", str(target), "--lesson", str(folder), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["lesson"]["per_position"] == [0.3, 0.1] and doc["target"] and doc["inputs"]  # one document
+    assert main(["drafts", "cost", "--target", str(target), "--lesson", str(tmp_path / "none")]) != 0
+    assert "is not a folder" in capsys.readouterr().err

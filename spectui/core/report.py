@@ -364,10 +364,13 @@ def json_report(
     infos: dict[str, ServerInfo], results: list[PromptResult], params: GenerationParams, order: str
 ) -> dict:
     prompts = []
+    mixed = mixed_params(results)
     for r in results:
         prompts.append(
             {
                 "id": r.prompt.id,
+                # a session that mixes parameters: each prompt's own (the top-level "params" are the first's)
+                **({"params": _params_json(r.params, r.order or order)} if mixed and r.params is not None else {}),
                 "category": r.prompt.category,
                 "baseline": side_json(r.baseline),
                 "candidate": side_json(r.candidate),
@@ -389,19 +392,25 @@ def json_report(
     return {
         "baseline": infos["baseline"].to_json(),
         "candidate": infos["candidate"].to_json(),
-        "params": {
-            "max_tokens": params.max_tokens,
-            "temperature": params.temperature,
-            "seed": params.seed,
-            "cache_prompt": params.cache_prompt,
-            "order": order,
-        },
+        "params": _params_json(params, order),
+        "params_differ_by_prompt": mixed,
+        "notes": conditions_caveats(params, order, results),  # what the order and the cache do to the figures
         "prompts": prompts,
         "repeats": [g.to_json() for g in grouped(results)],
         "whole_set": ws.to_json() if (ws := whole_set(results)) is not None else None,
         "all_identical": (None if any(r.identical is None for r in results) else all(r.identical for r in results))
         if results
         else None,
+    }
+
+
+def _params_json(params: GenerationParams, order: str) -> dict:
+    return {
+        "max_tokens": params.max_tokens,
+        "temperature": params.temperature,
+        "seed": params.seed,
+        "cache_prompt": params.cache_prompt,
+        "order": order,
     }
 
 

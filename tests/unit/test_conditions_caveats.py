@@ -45,3 +45,17 @@ def test_every_report_of_a_concurrent_cached_run_says_both_and_a_default_run_nei
         doc = render(session.infos, results, cached, "concurrent").replace("&#x27;", "'")
         assert "include the other's load" in doc, render.__name__
         assert "prompt cache on: a prompt prefix" in doc, render.__name__
+
+
+def test_the_json_report_of_a_mixed_session_gives_each_prompt_its_params_and_the_notes():
+    from spectui.core.report import json_report
+
+    session = load_session(MIXED)
+    results = results_for(session)
+    params, order = session.prompts[0].params, session.prompts[0].order
+    doc = json_report(session.infos, results, params, order)
+    assert doc["params_differ_by_prompt"] is True and doc["notes"] == []
+    assert [p["params"]["max_tokens"] for p in doc["prompts"]] == [64, 16]
+    assert [p["params"]["seed"] for p in doc["prompts"]] == [42, 7]
+    doc = json_report(session.infos, results[:1], params, "concurrent")
+    assert "params" not in doc["prompts"][0] and doc["notes"] == [CONCURRENT_CAVEAT]

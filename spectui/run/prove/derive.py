@@ -13,6 +13,7 @@ from pathlib import Path
 from spectui.core.figures import per_position_alpha
 from spectui.core.runner import PromptResult, same_tokenizer
 from spectui.core.verdict import judge
+from spectui.run.prove.sampled import sampled_json
 from spectui.run.prove.setstats import accepted_at, interval_text, set_ratio, set_speedup, speed_word
 from spectui.store.session import Session, load_session, recorded_verdict, recorders_for
 
@@ -168,41 +169,46 @@ def acceptance_summary(groups: list[PromptRuns]) -> dict | None:
     gamma = drafted / steps if steps else None
     # accepted ≤ drafted: the mean accepted length lies in [1, 1 + γ] ⊆ [1, n-max + 1], and so does its interval
     mal = set_ratio(per, per_pass, lambda a: a["accepted"], cap=gamma, shift=1.0)
-
-    def alpha_at(length: float | None) -> float | None:
-        # α rises with accepted/steps at a fixed γ: the ends of that interval give α's
-        return per_position_alpha((length - 1) * steps, drafted, steps) if length is not None and steps else None
-
-    alpha = {
-        "value": alpha_at(mal["value"]),
-        "low": alpha_at(mal["low"]),
-        "high": alpha_at(mal["high"]),
-        "gamma": gamma,
-    }
-    positions = None
-    if all(a["accepted_per_position"] is not None for a in per if a["drafted"]):
-        width = max((len(a["accepted_per_position"] or []) for a in per), default=0)
-        positions = [
-            {
-                "position": i,
-                "accepted": sum(accepted_at(a, i) for a in per),
-                **set_ratio(per, per_pass, lambda a, i=i: accepted_at(a, i), cap=1.0),
-            }
-            for i in range(width)
-        ]
+    positions = _per_position(per, per_pass)
     return {
         "drafted": drafted,
         "accepted": accepted,
         "steps": steps,
         "acceptance_rate": accepted / drafted,
         "mean_accepted_length": mal,
-        "alpha": alpha,
+        "alpha": _alpha(mal, drafted, steps, gamma),
         "per_position": positions,
         "per_position_note": None
         if positions is not None
         else "the server gave no per-position counters (llama.cpp: --metrics; vLLM: spec_decode per-position metrics)",
         "source": "server /metrics" if all(a["source"] == "server /metrics" for a in per) else "stream",
     }
+
+
+def _alpha(mal: dict, drafted: int, steps: int, gamma: float | None) -> dict:
+    """α per position at γ, with the interval of the mean accepted length carried over to it."""
+
+    def alpha_at(length: float | None) -> float | None:
+        # α rises with accepted/steps at a fixed γ: the ends of that interval give α's
+        return per_position_alpha((length - 1) * steps, drafted, steps) if length is not None and steps else None
+
+    return {"value": alpha_at(mal["value"]), "low": alpha_at(mal["low"]), "high": alpha_at(mal["high"]), "gamma": gamma}
+
+
+def _per_position(per: list[dict], per_pass: list[dict]) -> list[dict] | None:
+    """Each draft position's acceptance with its interval; None where a prompt that drafted has no
+    per-position counters."""
+    if not all(a["accepted_per_position"] is not None for a in per if a["drafted"]):
+        return None
+    width = max((len(a["accepted_per_position"] or []) for a in per), default=0)
+    return [
+        {
+            "position": i,
+            "accepted": sum(accepted_at(a, i) for a in per),
+            **set_ratio(per, per_pass, lambda a, i=i: accepted_at(a, i), cap=1.0),
+        }
+        for i in range(width)
+    ]
 
 
 # -- the derivation ------------------------------------------------------------------------------------
@@ -256,79 +262,6 @@ def greedy_groups(sessions: list[Session], order: dict[str, tuple[int, str]]) ->
     return sorted(groups.values(), key=lambda g: g.index), problems
 
 
-def sampled_json(sessions: list[Session], order: dict, inputs: dict, argv: list[str] | None) -> dict | None:
-    """Identity under sampling, per prompt: seeded bytes where the drafting mode promises them, the
-    whole-sequence distribution test (labs.sampling.exact, its power beside it) where only the distribution is."""
-    cfg = inputs.get("sampled")
-    if not cfg or not cfg.get("ids"):
-        return None
-    from spectui.labs.sampling.exact import SamplingResult, distribution_pass, guarantee_for
-
-    by_id: dict[str, list[PromptResult]] = {}
-    info = None
-    for s in sessions:
-        ids = same_tokenizer(s.infos.get("baseline"), s.infos.get("candidate"))
-        info = info or s.infos.get("candidate")
-        for sp in s.prompts:
-            b, c = recorders_for(sp)
-            r = PromptResult(sp.prompt, b, c, judge(b, c, ids, sp.damaged), damaged=sp.damaged)
-            r.seed = sp.params.seed
-            by_id.setdefault(sp.prompt.id, []).append(r)
-    if not by_id:
-        return None  # none of the sampled prompts fell in this shard's share
-    kind = info.backend if info is not None else "unknown"
-    prompts = []
-    for pid in sorted(by_id, key=lambda i: order.get(i, (1 << 30, ""))[0]):
-        runs = sorted(by_id[pid], key=lambda r: r.seed or 0)
-        res = SamplingResult(runs[0].prompt, runs)
-        res.guarantee = guarantee_for(kind, info, argv)
-        failed = [r.seed for r in runs if r.failed or r.incomplete]
-        if not failed and res.seeded_identical < len(runs):
-            distribution_pass(res, int(cfg["max_tokens"]))
-        t = res.test
-        if failed:
-            status, why = "failed", f"a side failed on seed {failed[0]}: no verdict"
-        elif res.seeded_identical == len(runs):
-            status, why = "identical", "every seed byte-identical"
-        elif res.guarantee.promise == "seeded bytes":
-            status, why = "different", "seeded bytes differ where the candidate's drafting promises them"
-        elif t is not None and t.verdict == "different":
-            status, why = "different", f"distribution different (p {t.p:.3g})"
-        elif t is not None and t.verdict == "consistent" and res.guarantee.promise == "distribution only":
-            status, why = "consistent", "distribution consistent"
-        elif t is not None and t.verdict == "consistent":
-            status, why = "undecided", "seeded bytes differ and whether the candidate promises them is unknown"
-        else:
-            status, why = "undecided", (t.reason if t is not None and t.reason else "not enough samples to decide")
-        prompts.append(
-            {
-                "id": pid,
-                "category": order.get(pid, (0, ""))[1],
-                "samples": len(runs),
-                "seeded_identical": res.seeded_identical,
-                "divergent_seeds": [r.seed for r in runs if r.identical is False],
-                "guarantee": res.guarantee.to_json(),
-                "status": status,
-                "why": why,
-                "test": t.to_json() if t is not None else None,
-                "compared": res.representation if t is not None else "bytes",
-            }
-        )
-    count = {
-        k: sum(1 for p in prompts if p["status"] == k)
-        for k in ("identical", "consistent", "different", "undecided", "failed")
-    }
-    detect = [p["test"]["smallest_detectable_tvd"] for p in prompts if p["status"] == "consistent" and p["test"]]
-    return {
-        "prompts": prompts,
-        "counts": count,
-        "passed": count["identical"] + count["consistent"],
-        "total": len(prompts),
-        # the weakest guarantee among the consistent ones: what every one of them could detect
-        "detectable_tvd": (max(detect) if None not in detect else None) if detect else None,
-    }
-
-
 def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) -> dict:
     """Every verdict and figure of the certificate from its sessions: what `verify` recomputes."""
     order = {p["id"]: (i, p.get("category", "")) for i, p in enumerate(inputs["prompt_set"]["prompts"])}
@@ -344,41 +277,12 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     alone_now = bool(orders_of(greedy)) and orders_of(greedy) == {ORDER}
     # one server at a time: run k of every prompt shares run k's launches, so the interval is over runs
     speed = set_speedup([g.ratios() for g in groups], shared=[g.ratios_by_run() for g in groups] if alone_now else None)
-    categories = sorted({g.category for g in groups}, key=lambda c: min(g.index for g in groups if g.category == c))
-    by_category = {}
-    for cat in categories:
-        members = [g for g in groups if g.category == cat]
-        sp = set_speedup([g.ratios() for g in members])
-        by_category[cat or "(none)"] = {
-            "prompts": len(members),
-            "identical": sum(1 for g in members if g.status == "identical"),
-            "speedup": sp,
-            "speed": speed_word(sp),
-            "acceptance": acceptance_summary(members),
-        }
     cand = measured_on.get("servers", {}).get("candidate", {})
     sampled = sampled_json(sessions.get("sampled", []), order, inputs, cand.get("launch_argv"))
     measured = [r for g in groups for r in g.measured()]
-    cache = {
-        "requested": inputs["params"].get("cache_prompt"),
-        **{
-            side: {
-                "prompt_tokens": sum(getattr(r, side).figures.prompt_tokens or 0 for r in measured),
-                "prompt_cached": sum(getattr(r, side).figures.prompt_cached or 0 for r in measured),
-            }
-            for side in ("baseline", "candidate")
-        },
-    }
     rate_notes = sorted({n for r in measured if (n := _rate_note(r))})
     alone, more = one_at_a_time(greedy + sessions.get("sampled", []), inputs)
     problems += more
-    differences = [
-        {"id": g.id, "category": g.category, **difference_json(d)} for g in groups if (d := g.first_difference())
-    ]
-    skipped = (inputs.get("one_at_a_time") or {}).get("triage")
-    for x in differences:
-        if alone and x["cause"] is None and skipped:
-            x["cause_summary"] = f"triage {skipped}"
     derived = {
         "servers": servers,
         # only where true, so certificates made with both servers up stay as they were (and verify)
@@ -391,7 +295,7 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
             # only where some prompt of the share was not run as scheduled (complete certificates as before)
             **({"not_run": not_run} if not_run else {}),
         },
-        "differences": differences,
+        "differences": _differences(groups, alone, inputs),
         "sampled": sampled,
         "speedup": {
             "overall": speed,
@@ -400,12 +304,56 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
             **by_machine(groups, inputs, measured_on),
         },
         "acceptance": acceptance_summary(groups),
-        "by_category": by_category,
-        "cache": cache,
+        "by_category": _by_category(groups),
+        "cache": _cache(inputs, measured),
         "problems": problems,
     }
     derived["verdict"] = verdict_of(derived, measured_on)
     return normalised(derived)
+
+
+def _by_category(groups: list[PromptRuns]) -> dict:
+    """Each category of the set (in the set's order): its prompts, how many identical, its speed-up and
+    acceptance."""
+    categories = sorted({g.category for g in groups}, key=lambda c: min(g.index for g in groups if g.category == c))
+    by_category = {}
+    for cat in categories:
+        members = [g for g in groups if g.category == cat]
+        sp = set_speedup([g.ratios() for g in members])
+        by_category[cat or "(none)"] = {
+            "prompts": len(members),
+            "identical": sum(1 for g in members if g.status == "identical"),
+            "speedup": sp,
+            "speed": speed_word(sp),
+            "acceptance": acceptance_summary(members),
+        }
+    return by_category
+
+
+def _cache(inputs: dict, measured: list[PromptResult]) -> dict:
+    """The prompt cache asked for, and the prompt tokens each side computed and took from its cache."""
+    return {
+        "requested": inputs["params"].get("cache_prompt"),
+        **{
+            side: {
+                "prompt_tokens": sum(getattr(r, side).figures.prompt_tokens or 0 for r in measured),
+                "prompt_cached": sum(getattr(r, side).figures.prompt_cached or 0 for r in measured),
+            }
+            for side in ("baseline", "candidate")
+        },
+    }
+
+
+def _differences(groups: list[PromptRuns], alone: bool, inputs: dict) -> list[dict]:
+    """Each differing prompt's first difference; one at a time, an untriaged one says triage was skipped."""
+    differences = [
+        {"id": g.id, "category": g.category, **difference_json(d)} for g in groups if (d := g.first_difference())
+    ]
+    skipped = (inputs.get("one_at_a_time") or {}).get("triage")
+    for x in differences:
+        if alone and x["cause"] is None and skipped:
+            x["cause_summary"] = f"triage {skipped}"
+    return differences
 
 
 def orders_of(sessions: list[Session]) -> set[str]:

@@ -20,6 +20,7 @@ from spectui.cli.common import (  # noqa: F401
     params_from,
     prompts_from,
 )
+from spectui.cli.outputs import check_gguf, check_notebook, check_output, session_failed
 from spectui.core.errors import InputError
 
 
@@ -92,23 +93,47 @@ def _with_urls(args, baseline: str, candidate: str):
 
 
 async def cmd_compare(args) -> int:
-    from spectui.backends.detect import api_key_from
-    from spectui.backends.transport import stamped_client
-    from spectui.core.report import json_report, text_report
-    from spectui.run.pair import SIDES, infos_of, order_of
-    from spectui.run.session import RunOptions
-
     params = params_from(args)
     prompt_list = prompts_from(args)
     check_pair_source(args, "compare")
-    # every input and output checked before any server is asked (issue 26, items 3 and 9)
-    from spectui.cli.outputs import check_gguf, check_notebook, check_output
+    options = _run_options(args)  # every input and output checked before any server is asked (issue 26)
+    pair = pair_from(args)
+    writer = None
+    if args.save:
+        from spectui.store.session_writer import SessionWriter
+
+        writer = SessionWriter(args.save)  # refuses a file that is not a session before any server is asked
+    if pair.alone is not None and not args.json:
+        _say(f"[{pair.title}] one server at a time ({'asked for' if args.one_at_a_time else pair.alone})")
+        if args.triage or args.probe_drafts:
+            _say("triage and the draft probe need both servers up at once: not run one at a time")
+    try:
+        results, infos, order = await _run(pair, args, params, options, prompt_list, writer)
+    finally:
+        if writer:
+            writer.close()
+    # the report first: a notebook that cannot be written afterwards never costs the printed run
+    _print_report(results, infos, params, order, args.json)
+    unwritten = session_failed(writer)
+    if args.notebook is not None:
+        from spectui.store import notebook
+
+        # one row per prompt (repeats are one row with their spread), so count the rows, not the runs
+        unwritten |= not append_to_notebook(args, notebook.measurements(results, infos, args.profile))
+    code = exit_for(results)
+    return EXIT_SERVER if unwritten and code == EXIT_OK else code  # a file not written is not a clean run
+
+
+def _run_options(args):
+    """The run session's options; the draft probe's GGUF, --save and --notebook checked first (issue 26,
+    items 3 and 9)."""
+    from spectui.run.session import RunOptions
 
     if args.probe_drafts and args.draft_model:
         check_gguf(args.draft_model, "--draft-model")
     check_output(args.save, "--save")
     check_notebook(args)
-    options = RunOptions(
+    return RunOptions(
         order=args.order,
         repeat=args.repeat,
         triage=args.triage,
@@ -118,39 +143,38 @@ async def cmd_compare(args) -> int:
         draft_model=Path(args.draft_model).expanduser() if args.draft_model else None,
         ngram_sizes=ngram_sizes(args.ngram_size),  # a bad value is a usage error before any server is asked
     )
-    pair = pair_from(args)
-    writer = None
-    if args.save:
-        from spectui.store.session_writer import SessionWriter
 
-        writer = SessionWriter(args.save)  # refuses a file that is not a session before any server is asked
-    say = None if args.json else _say
-    if pair.alone is not None and say is not None:
-        _say(f"[{pair.title}] one server at a time ({'asked for' if args.one_at_a_time else pair.alone})")
-        if args.triage or args.probe_drafts:
-            _say("triage and the draft probe need both servers up at once: not run one at a time")
-    try:
-        async with stamped_client() as client:
-            session = pair.session(
-                params,
-                options,
-                client=client,
-                api_key=api_key_from(args.api_key_env),
-                ready_timeout=args.ready_timeout,
-                connect=lambda b, c: connect_pair(client, _with_urls(args, b, c)),
-                say=say,
-                writer=writer,
-                emit=progress(args.json),
-                machine=machine_sampler() if writer is not None else None,
-            )
-            async with session as run:
-                results = await run.run(prompt_list)
-            infos, order = infos_of(run, dict(zip(SIDES, pair.urls()))), order_of(run, options)
-    finally:
-        if writer:
-            writer.close()
-    # the report first: a notebook that cannot be written afterwards never costs the printed run
-    if args.json:
+
+async def _run(pair, args, params, options, prompt_list, writer):
+    """The prompts on the pair (run.pair picks the session: both up, or one at a time); the results, both
+    servers' identities and the order the report states."""
+    from spectui.backends.detect import api_key_from
+    from spectui.backends.transport import stamped_client
+    from spectui.run.pair import SIDES, infos_of, order_of
+
+    async with stamped_client() as client:
+        session = pair.session(
+            params,
+            options,
+            client=client,
+            api_key=api_key_from(args.api_key_env),
+            ready_timeout=args.ready_timeout,
+            connect=lambda b, c: connect_pair(client, _with_urls(args, b, c)),
+            say=None if args.json else _say,
+            writer=writer,
+            emit=progress(args.json),
+            machine=machine_sampler() if writer is not None else None,
+        )
+        async with session as run:
+            results = await run.run(prompt_list)
+        return results, infos_of(run, dict(zip(SIDES, pair.urls()))), order_of(run, options)
+
+
+def _print_report(results, infos, params, order, as_json: bool) -> None:
+    """The report (text or JSON) on stdout, then each failed side's reason on stderr."""
+    from spectui.core.report import json_report, text_report
+
+    if as_json:
         print(json.dumps(json_report(infos, results, params, order), indent=2))
     else:
         print(text_report(infos, results, params, order))
@@ -158,16 +182,6 @@ async def cmd_compare(args) -> int:
         for rec in (r.baseline, r.candidate):
             if rec.failed is not None:
                 print(f"spectui: error: {rec.name} failed on {r.prompt.id}: {rec.failed.message}", file=sys.stderr)
-    from spectui.cli.outputs import session_failed
-
-    unwritten = session_failed(writer)
-    if args.notebook is not None:
-        from spectui.store import notebook
-
-        # one row per prompt (repeats are one row with their spread), so count the rows, not the runs
-        unwritten |= not append_to_notebook(args, notebook.measurements(results, infos, args.profile))
-    code = exit_for(results)
-    return EXIT_SERVER if unwritten and code == EXIT_OK else code  # a file not written is not a clean run
 
 
 def register(sub) -> None:

@@ -12,15 +12,9 @@ from spectui.core.errors import InputError
 
 async def cmd_prefix(args) -> int:
     from spectui.backends.transport import stamped_client
-    from spectui.labs.prefix import FOLLOW_UPS, prefix_table, run_prefix
+    from spectui.labs.prefix import run_prefix
 
-    if args.turns < 1:
-        raise InputError("--turns must be at least 1")
-    from spectui.labs.prefix import same_server
-
-    if why := same_server(args.baseline, args.candidate):
-        raise InputError(why)
-    turns = [args.prompt] * args.turns if args.prompt else [FOLLOW_UPS[i % len(FOLLOW_UPS)] for i in range(args.turns)]
+    turns = _turns(args)
     params = params_from(args)
     async with stamped_client() as client:
         backends, infos = await connect_pair(client, args)
@@ -31,43 +25,56 @@ async def cmd_prefix(args) -> int:
 
             restore = await restore_experiment(backends["candidate"], [{"role": "user", "content": turns[0]}], params)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "baseline": infos["baseline"].to_json(),
-                    "candidate": infos["candidate"].to_json(),
-                    "cleared": cleared,
-                    "turns": [t.to_json() for t in result],
-                    "identical": all(t.verdict.identical for t in result),
-                    "restore_check": restore,
-                },
-                indent=2,
-            )
-        )
+        doc = {
+            "baseline": infos["baseline"].to_json(),
+            "candidate": infos["candidate"].to_json(),
+            "cleared": cleared,
+            "turns": [t.to_json() for t in result],
+            "identical": all(t.verdict.identical for t in result),
+            "restore_check": restore,
+        }
+        print(json.dumps(doc, indent=2))
     else:
-        for name in ("baseline", "candidate"):
-            print(f"{name:<9} {infos[name].url} ({infos[name].build}); before the run: {cleared[name]}")
-        print(prefix_table(result, infos["candidate"].backend))
-        if restore:
-            r = restore
-            print(
-                f"\nsaved conversation cache: {r['tokens_saved']} tokens, {(r['file_bytes'] or 0) / 1e6:.1f} MB, "
-                f"saved in {r['save_ms']:.1f} ms, restored in {r['restore_ms']:.1f} ms"
-            )
-            print(
-                f"next turn recomputed: TTFT {r['recomputed']['ttft_ms']:.0f} ms, "
-                f"{r['recomputed']['prompt_tokens_processed']} prompt tokens processed"
-            )
-            print(
-                f"next turn restored:   TTFT {r['restored']['ttft_ms']:.0f} ms, "
-                f"{r['restored']['prompt_tokens_processed']} processed, {r['restored']['prompt_tokens_reused']} reused; "
-                f"output {'identical' if r['identical'] else 'DIFFERENT'} to the recomputed one"
-            )
+        _print_text(result, infos, cleared, restore)
     if any(t.baseline.failed or t.candidate.failed for t in result):
         return EXIT_SERVER
     if any(t.verdict.identical is None for t in result):
         return EXIT_SERVER
     return EXIT_OK if all(t.verdict.identical for t in result) else EXIT_DIFFERS
+
+
+def _turns(args) -> list[str]:
+    """The conversation's user turns: --prompt N times, or the bundled follow-ups; two distinct servers."""
+    from spectui.labs.prefix import FOLLOW_UPS, same_server
+
+    if args.turns < 1:
+        raise InputError("--turns must be at least 1")
+    if why := same_server(args.baseline, args.candidate):
+        raise InputError(why)
+    return [args.prompt] * args.turns if args.prompt else [FOLLOW_UPS[i % len(FOLLOW_UPS)] for i in range(args.turns)]
+
+
+def _print_text(result, infos, cleared, restore: dict | None) -> None:
+    from spectui.labs.prefix import prefix_table
+
+    for name in ("baseline", "candidate"):
+        print(f"{name:<9} {infos[name].url} ({infos[name].build}); before the run: {cleared[name]}")
+    print(prefix_table(result, infos["candidate"].backend))
+    if restore:
+        r = restore
+        print(
+            f"\nsaved conversation cache: {r['tokens_saved']} tokens, {(r['file_bytes'] or 0) / 1e6:.1f} MB, "
+            f"saved in {r['save_ms']:.1f} ms, restored in {r['restore_ms']:.1f} ms"
+        )
+        print(
+            f"next turn recomputed: TTFT {r['recomputed']['ttft_ms']:.0f} ms, "
+            f"{r['recomputed']['prompt_tokens_processed']} prompt tokens processed"
+        )
+        print(
+            f"next turn restored:   TTFT {r['restored']['ttft_ms']:.0f} ms, "
+            f"{r['restored']['prompt_tokens_processed']} processed, {r['restored']['prompt_tokens_reused']} reused; "
+            f"output {'identical' if r['identical'] else 'DIFFERENT'} to the recomputed one"
+        )
 
 
 async def cmd_cache(args) -> int:

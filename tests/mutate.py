@@ -96,10 +96,13 @@ def report(modules: list[str]) -> int:
     totals = [0, 0, 0, 0]
     for module in modules:
         codes = results(module)
-        if not codes:
+        if not any(v is not None for v in codes.values()):
             rows.append(f"{module:<20} {'not run':>8}")
             continue
         ran = {k: v for k, v in codes.items() if v is not None}
+        if len(ran) < len(codes):  # a run stopped part-way: no figure, never a partial one
+            rows.append(f"{module:<20} {len(codes):>8}  incomplete: {len(ran)} of them run")
+            continue
         killed = sum(1 for v in ran.values() if v in KILLED)
         survivors = sorted(k for k, v in ran.items() if v not in KILLED)
         equivalent = [k for k in survivors if k in eq]

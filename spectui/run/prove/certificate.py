@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spectui.core.errors import InputError
+from spectui.run.prove import conditions
 from spectui.run.prove.derive import derive, load_sessions, normalised
 
 FORMAT = "spectui-certificate"
@@ -149,11 +150,22 @@ def verify(path: str | Path) -> Verification:
     doc = load(path)
     cert_path = Path(doc["_path"])
     base = cert_path.parent
-    problems: list[str] = []
+    problems, checked, readable = _check_session_files(doc["sessions"], base)
+    if len(readable) == len(doc["sessions"]):
+        bad, ok = _rederive(doc, readable, base)
+        problems += bad
+        checked += ok
+    bad, ok = check_renderings(doc, cert_path)
+    return Verification(not (problems + bad), problems + bad, checked + ok)
+
+
+def _check_session_files(refs: list[dict], base: Path) -> tuple[list[str], list[str], list[dict]]:
+    """(problems, checked, readable): each referenced session inside the folder, there, and of its sha256
+    and size; the ones that can be read (a changed one still is: its derivation says what changed)."""
+    problems: list[str] = listed_twice(refs)
     checked: list[str] = []
     readable = []
-    problems += listed_twice(doc["sessions"])
-    for ref in doc["sessions"]:
+    for ref in refs:
         p = base / str(ref.get("path"))
         if why := outside(str(ref.get("path")), base):
             problems.append(f"session {ref.get('path')}: {why}; not read")
@@ -174,51 +186,56 @@ def verify(path: str | Path) -> Verification:
         else:
             checked.append(f"session {ref.get('path')}: sha256 ok")
         readable.append(ref)
-    if len(readable) == len(doc["sessions"]):
-        loaded: dict = {}
-        try:
-            loaded = load_sessions(readable, base)
-            fresh = derive(loaded, doc["inputs"], doc["measured_on"])
-        except InputError as exc:
-            problems.append(f"the sessions cannot be read: {exc.one_line()}")
-            fresh = None
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as exc:
-            # a document the schema accepts whose values cannot describe a run (an id not in the set …)
-            problems.append(f"the certificate's inputs cannot be applied to its sessions ({type(exc).__name__}: {exc})")
-            fresh = None
-        if fresh is not None:
-            found = differences(doc["derived"], fresh)
-            problems += found
-            # what the sessions themselves say is wrong (a prompt of the share not run, a run recorded twice,
-            # a recorded verdict its events contradict): a certificate over them proves nothing about it
-            problems += [f"the sessions: {p}" for p in fresh.get("problems") or []]
-            if not found:
-                checked.append("every verdict and figure re-derived from the sessions: equal")
-            top = doc.get("verdict")
-            if top != fresh["verdict"]:
-                problems.append(
-                    f"verdict: the certificate says {_short(top)}, the sessions give {_short(fresh['verdict'])}"
-                )
-            from spectui.run.prove import conditions
+    return problems, checked, readable
 
-            bad, ok = conditions.check(doc, loaded)
-            problems += bad
-            checked += ok
-            if isinstance(doc.get("terms"), dict):
-                bad, ok = recheck_terms(doc["terms"], loaded.get("greedy", []))
-                problems += bad
-                checked += ok
-            for side in ("baseline", "candidate"):
-                claimed = doc["measured_on"].get("servers", {}).get(side, {})
-                recorded = fresh["servers"].get(side, {})
-                for key in sorted(set(recorded) | {"build", "model", "speculative", "kv_cache", "backend"}):
-                    if claimed.get(key) != recorded.get(key):
-                        problems.append(
-                            f"measured_on.servers.{side}.{key}: the certificate says {_short(claimed.get(key))}, "
-                            f"the sessions recorded {_short(recorded.get(key))}"
-                        )
-    bad, ok = check_renderings(doc, cert_path)
-    return Verification(not (problems + bad), problems + bad, checked + ok)
+
+def _rederive(doc: dict, readable: list[dict], base: Path) -> tuple[list[str], list[str]]:
+    """(problems, checked): the certificate's figures, verdict, conditions, terms and servers against what
+    its sessions give now."""
+    problems: list[str] = []
+    checked: list[str] = []
+    loaded: dict = {}
+    try:
+        loaded = load_sessions(readable, base)
+        fresh = derive(loaded, doc["inputs"], doc["measured_on"])
+    except InputError as exc:
+        return [f"the sessions cannot be read: {exc.one_line()}"], []
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as exc:
+        # a document the schema accepts whose values cannot describe a run (an id not in the set …)
+        return [f"the certificate's inputs cannot be applied to its sessions ({type(exc).__name__}: {exc})"], []
+    found = differences(doc["derived"], fresh)
+    problems += found
+    # what the sessions themselves say is wrong (a prompt of the share not run, a run recorded twice,
+    # a recorded verdict its events contradict): a certificate over them proves nothing about it
+    problems += [f"the sessions: {p}" for p in fresh.get("problems") or []]
+    if not found:
+        checked.append("every verdict and figure re-derived from the sessions: equal")
+    top = doc.get("verdict")
+    if top != fresh["verdict"]:
+        problems.append(f"verdict: the certificate says {_short(top)}, the sessions give {_short(fresh['verdict'])}")
+    bad, ok = conditions.check(doc, loaded)
+    problems += bad
+    checked += ok
+    if isinstance(doc.get("terms"), dict):
+        bad, ok = recheck_terms(doc["terms"], loaded.get("greedy", []))
+        problems += bad
+        checked += ok
+    return problems + _servers_as_recorded(doc, fresh), checked
+
+
+def _servers_as_recorded(doc: dict, fresh: dict) -> list[str]:
+    """Each server the certificate states, against the one its sessions recorded."""
+    problems = []
+    for side in ("baseline", "candidate"):
+        claimed = doc["measured_on"].get("servers", {}).get(side, {})
+        recorded = fresh["servers"].get(side, {})
+        for key in sorted(set(recorded) | {"build", "model", "speculative", "kv_cache", "backend"}):
+            if claimed.get(key) != recorded.get(key):
+                problems.append(
+                    f"measured_on.servers.{side}.{key}: the certificate says {_short(claimed.get(key))}, "
+                    f"the sessions recorded {_short(recorded.get(key))}"
+                )
+    return problems
 
 
 def check_renderings(doc: dict, cert_path: Path) -> tuple[list[str], list[str]]:
@@ -329,29 +346,7 @@ def merge(paths: list[str | Path], out: str | Path) -> dict:
     add up and every interval is recomputed from the merged sessions, never averaged."""
     docs = [load(p) for p in paths]
     first = docs[0]
-    for d in docs[1:]:
-        for key in COMPARABLE_INPUTS:
-            if normalised(d["inputs"].get(key)) != normalised(first["inputs"].get(key)):
-                raise InputError(
-                    f"{d['_path']} and {first['_path']} differ in {key}: not shards of one certificate",
-                    hint="merge shards of the same prove command (same prompt set, runs and options)",
-                )
-    shards = [d["inputs"].get("shard") for d in docs]
-    if any(s is None for s in shards):
-        raise InputError("merge takes shard certificates (made with --shard I/N); one given is not a shard")
-    total = {s["of"] for s in shards}
-    if len(total) != 1:
-        raise InputError(f"the shards are of different splits ({', '.join(sorted(f'/{t}' for t in total))})")
-    n = total.pop()
-    seen = sorted(s["index"] for s in shards)
-    if seen != list(range(1, n + 1)):
-        missing = sorted(set(range(1, n + 1)) - set(seen))
-        dup = sorted({i for i in seen if seen.count(i) > 1})
-        raise InputError(
-            f"shards {'missing: ' + ', '.join(f'{i}/{n}' for i in missing) if missing else ''}"
-            f"{'; ' if missing and dup else ''}{'given twice: ' + ', '.join(f'{i}/{n}' for i in dup) if dup else ''}",
-            hint="merge every shard of the split exactly once",
-        )
+    _check_one_split(docs)
     for d in docs:
         v = verify(d["_path"])
         if not v.ok:
@@ -379,7 +374,40 @@ def merge(paths: list[str | Path], out: str | Path) -> dict:
         for ref in d["sessions"]:
             refs.append(session_ref(beside(src / ref["path"], base, d["inputs"]["shard"]), base, ref["phase"]))
     inputs = {**first["inputs"], "shard": None, "share": [p["id"] for p in first["inputs"]["prompt_set"]["prompts"]]}
-    mo = dict(first["measured_on"])
+    return build(inputs, _merged_measured_on(docs), refs, base, merged_terms(docs))
+
+
+def _check_one_split(docs: list[dict]) -> None:
+    """The certificates are shards of one prove command: the same inputs, and each shard of the split once."""
+    first = docs[0]
+    for d in docs[1:]:
+        for key in COMPARABLE_INPUTS:
+            if normalised(d["inputs"].get(key)) != normalised(first["inputs"].get(key)):
+                raise InputError(
+                    f"{d['_path']} and {first['_path']} differ in {key}: not shards of one certificate",
+                    hint="merge shards of the same prove command (same prompt set, runs and options)",
+                )
+    shards = [d["inputs"].get("shard") for d in docs]
+    if any(s is None for s in shards):
+        raise InputError("merge takes shard certificates (made with --shard I/N); one given is not a shard")
+    total = {s["of"] for s in shards}
+    if len(total) != 1:
+        raise InputError(f"the shards are of different splits ({', '.join(sorted(f'/{t}' for t in total))})")
+    n = total.pop()
+    seen = sorted(s["index"] for s in shards)
+    if seen != list(range(1, n + 1)):
+        missing = sorted(set(range(1, n + 1)) - set(seen))
+        dup = sorted({i for i in seen if seen.count(i) > 1})
+        raise InputError(
+            f"shards {'missing: ' + ', '.join(f'{i}/{n}' for i in missing) if missing else ''}"
+            f"{'; ' if missing and dup else ''}{'given twice: ' + ', '.join(f'{i}/{n}' for i in dup) if dup else ''}",
+            hint="merge every shard of the split exactly once",
+        )
+
+
+def _merged_measured_on(docs: list[dict]) -> dict:
+    """The first shard's conditions, dated when the last shard was made, with each shard's own listed."""
+    mo = dict(docs[0]["measured_on"])
     # made when the last shard was: verify checks the date against the sessions' start times
     mo["date"] = max(str(d["measured_on"].get("date")) for d in docs)
     mo["shards"] = [
@@ -396,8 +424,7 @@ def merge(paths: list[str | Path], out: str | Path) -> dict:
     hws = {json.dumps(machine_names(d["measured_on"].get("hardware")), sort_keys=True) for d in docs}
     if len(hws) > 1:
         mo["hardware_note"] = f"the shards ran on {len(hws)} different machines: each speed-up is paired within one"
-    doc = build(inputs, mo, refs, base, merged_terms(docs))
-    return doc
+    return mo
 
 
 def refuse_overwriting_inputs(out_path: Path, docs: list[dict]) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from spectui.machine import assets
-from spectui.machine.launcher import Launcher
+from spectui.cli.main import main as cli_main
 
 DEMO_PROMPT = "Write a Python function fizzbuzz(n) that returns a list of strings for 1..n. Keep it short."
 
@@ -52,29 +54,53 @@ def demo_overrides(kind: str) -> dict:
 
 
 def cmd_demo(args) -> int:
+    from spectui.machine import assets
 
     assets.ensure_all(progress=lambda m: print(f"spectui demo: {m}", file=sys.stderr))
-    if args.one_at_a_time and not args.headless:
-        # the TUI starts each server when a run needs it and stops it after (tui.supervisor.open_alone)
-        from spectui.tui.app import make_app
-
-        _, base, cand = demo_servers(args.candidate)
-        app = make_app(demo_config(base, cand, one_at_a_time=True, pids={}))
-        try:
-            app.run()
-        finally:
-            for s in (base, cand):
-                s.stop()
-        return app.return_code or 0  # non-zero when the app died of an error
-    if args.one_at_a_time:
-        from spectui.cli.main import main as cli_main
-
+    if args.one_at_a_time and args.headless:
         return cli_main(
             ["compare", "--launch", args.candidate, "--one-at-a-time", "--prompt", DEMO_PROMPT]
-            + ["--max-tokens", "96", "--repeat", str(args.repeat)]
+            + ["--max-tokens", "96", "--repeat", str(args.repeat), _triage_flag(args)]
         )
+    if args.one_at_a_time:
+        return _tui_one_at_a_time(args)
     comparison, base, cand = demo_servers(args.candidate)
-    desc = comparison.title
+    print(
+        f"spectui demo: starting baseline and candidate [{comparison.title}] on 127.0.0.1 ports {base.port} and "
+        f"{cand.port}",
+        file=sys.stderr,
+    )
+    with _both_up(base, cand):
+        if args.headless and args.candidate == "prefix":  # cold vs warm turns (spectui prefix), not one request
+            return cli_main(["prefix", "--baseline", base.url, "--candidate", cand.url, "--max-tokens", "96"])
+        if args.headless:
+            return cli_main(
+                ["compare", "--baseline", base.url, "--candidate", cand.url, "--prompt", DEMO_PROMPT]
+                + ["--max-tokens", "96", "--repeat", str(args.repeat), _triage_flag(args)]
+            )
+        return _run_app(demo_config(base, cand, triage=args.triage, **demo_overrides(args.candidate)))
+
+
+def _triage_flag(args) -> str:
+    """compare's own default is off; the demo's is on (its --triage help)."""
+    return "--triage" if args.triage else "--no-triage"
+
+
+def _tui_one_at_a_time(args) -> int:
+    """The TUI starts each server when a run needs it and stops it after (tui.supervisor.open_alone)."""
+    _, base, cand = demo_servers(args.candidate)
+    try:
+        return _run_app(demo_config(base, cand, one_at_a_time=True, pids={}, triage=args.triage))
+    finally:
+        for s in (base, cand):
+            s.stop()
+
+
+@contextmanager
+def _both_up(base, cand) -> Iterator[None]:
+    """Both servers started and healthy for the block, stopped after it — also when spectui is `kill`ed."""
+    from spectui.machine.launcher import Launcher  # httpx with it: not for `spectui demo --help`
+
     launcher = Launcher()
     for s in (base, cand):
         launcher.add(s)
@@ -84,46 +110,22 @@ def cmd_demo(args) -> int:
 
     old = signal.signal(signal.SIGTERM, on_term)
     try:
-        print(
-            f"spectui demo: starting baseline and candidate [{desc}] on 127.0.0.1 ports {base.port} and {cand.port}",
-            file=sys.stderr,
-        )
         launcher.start_all()
-        if args.headless and args.candidate == "prefix":  # cold vs warm turns (spectui prefix), not one request
-            from spectui.cli.main import main as cli_main
-
-            return cli_main(["prefix", "--baseline", base.url, "--candidate", cand.url, "--max-tokens", "96"])
-        if args.headless:
-            from spectui.cli.main import main as cli_main
-
-            return cli_main(
-                [
-                    "compare",
-                    "--baseline",
-                    base.url,
-                    "--candidate",
-                    cand.url,
-                    "--prompt",
-                    DEMO_PROMPT,
-                    "--max-tokens",
-                    "96",
-                    "--repeat",
-                    str(args.repeat),
-                ]
-            )
-        from spectui.tui.app import make_app
-
-        app = make_app(demo_config(base, cand, **demo_overrides(args.candidate)))
-        app.run()
-        return app.return_code or 0  # non-zero when the app died of an error
+        yield
     finally:
         launcher.stop_all()
         signal.signal(signal.SIGTERM, old)
 
 
-def register(sub) -> None:
-    import argparse
+def _run_app(config) -> int:
+    from spectui.tui.app import make_app  # textual: only when the TUI opens
 
+    app = make_app(config)
+    app.run()
+    return app.return_code or 0  # non-zero when the app died of an error
+
+
+def register(sub) -> None:
     p = sub.add_parser("demo", help="launch the bundled pair of llama-servers and open the TUI on them")
     p.add_argument("--headless", action="store_true", help="run the comparison without the TUI and print it")
     p.add_argument("--repeat", type=int, default=1, metavar="N", help="with --headless: runs per side (interleaved)")

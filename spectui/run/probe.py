@@ -205,21 +205,27 @@ async def probe(
                 return await again(prompt_ids + _ctx + chosen, n)
 
             prop, st.near_ties = await _resolve_ties(span, prop, out_ids, eog_at, more, near_tie)
-        proposal = [i for i, _ in prop]
-        st.draft_ids = proposal[: span.drafted]
-        st.agrees, st.note = check_step(span, proposal, out_ids, eog_at)
-        if st.agrees and st.near_ties:
-            st.note = (
-                f"near-tie resolved by the server's tokens (margin {', '.join(f'{m:.3f}' for m in st.near_ties)} nats)"
-            )
-        if st.draft_ids:
-            st.draft_text = await text(st.draft_ids)
-        if st.agrees and st.rejected > 0:
-            st.rejected_text = await text(st.draft_ids[span.accepted :])
-            target = out_ids[span.position + span.accepted] if span.position + span.accepted < len(out_ids) else None
-            if target is not None:  # not its streamed bytes: a token ending in split UTF-8 arrives empty
-                st.target_text = await text([target])
+        await _check_and_name(st, span, [i for i, _ in prop], out_ids, eog_at, text)
     return result
+
+
+async def _check_and_name(
+    st: ProbeStep, span, proposal: list[int], out_ids: list[int | None], eog_at: int | None, text: TextFn
+) -> None:
+    """The step checked against the rebuilt proposal; its drafted, rejected and target text where it agrees."""
+    st.draft_ids = proposal[: span.drafted]
+    st.agrees, st.note = check_step(span, proposal, out_ids, eog_at)
+    if st.agrees and st.near_ties:
+        st.note = (
+            f"near-tie resolved by the server's tokens (margin {', '.join(f'{m:.3f}' for m in st.near_ties)} nats)"
+        )
+    if st.draft_ids:
+        st.draft_text = await text(st.draft_ids)
+    if st.agrees and st.rejected > 0:
+        st.rejected_text = await text(st.draft_ids[span.accepted :])
+        target = out_ids[span.position + span.accepted] if span.position + span.accepted < len(out_ids) else None
+        if target is not None:  # not its streamed bytes: a token ending in split UTF-8 arrives empty
+            st.target_text = await text([target])
 
 
 # -- running it on a finished prompt ------------------------------------------------------------------

@@ -87,7 +87,12 @@ def identity_rows(old: dict, new: dict) -> list[RegressRow]:
     """Greedy: a new divergence, fewer prompts identical or fewer compared (a candidate that no longer
     completes is the worst regression a gate can see); sampled: a prompt that passed and now is different,
     undecided or failed."""
-    og, ng = old["derived"]["greedy"], new["derived"]["greedy"]
+    rows = _greedy_rows(old["derived"]["greedy"], new["derived"]["greedy"])
+    sampled = _sampled_row(old["derived"].get("sampled"), new["derived"].get("sampled"))
+    return rows + ([sampled] if sampled is not None else [])
+
+
+def _greedy_rows(og: dict, ng: dict) -> list[RegressRow]:
     ostat = {p["id"]: p["status"] for p in og["per_prompt"]}
     new_div = [p["id"] for p in ng["per_prompt"] if p["status"] == "differs" and ostat.get(p["id"]) != "differs"]
     fixed = [p["id"] for p in ng["per_prompt"] if p["status"] == "identical" and ostat.get(p["id"]) == "differs"]
@@ -126,25 +131,26 @@ def identity_rows(old: dict, new: dict) -> list[RegressRow]:
                 True,
             )
         )
-    os_, ns = old["derived"].get("sampled"), new["derived"].get("sampled")
+    return rows
+
+
+def _sampled_row(os_: dict | None, ns: dict | None) -> RegressRow | None:
     if os_ and ns:
         opass = {p["id"] for p in os_["prompts"] if p["status"] in ("identical", "consistent")}
         nst = {p["id"]: p["status"] for p in ns["prompts"]}
         worse = [
             f"{i} ({nst.get(i, 'not run')})" for i in sorted(opass) if nst.get(i) not in ("identical", "consistent")
         ]
-        rows.append(
-            RegressRow(
-                "sampled",
-                f"{os_['passed']}/{os_['total']}",
-                f"{ns['passed']}/{ns['total']}",
-                f"passed before, not now: {', '.join(worse)}" if worse else "no new difference",
-                bool(worse),
-            )
+        return RegressRow(
+            "sampled",
+            f"{os_['passed']}/{os_['total']}",
+            f"{ns['passed']}/{ns['total']}",
+            f"passed before, not now: {', '.join(worse)}" if worse else "no new difference",
+            bool(worse),
         )
-    elif os_ and os_["passed"] and not ns:
-        rows.append(RegressRow("sampled", f"{os_['passed']}/{os_['total']}", "—", "measured before and not now", True))
-    return rows
+    if os_ and os_["passed"] and not ns:
+        return RegressRow("sampled", f"{os_['passed']}/{os_['total']}", "—", "measured before and not now", True)
+    return None
 
 
 def acceptance_rows(old: dict, new: dict) -> list[RegressRow]:

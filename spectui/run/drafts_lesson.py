@@ -9,10 +9,9 @@ memory and tokens kept in DIR/lesson.json (labs.drafts.lesson):
 4. measure: plain and speculative servers on the held-out prompts at a probe n_max: the draft's acceptance
    per position, its cost c (from that run) and the target's V(k) (labs.theory.costs on the plain server);
    --spec-draft-n-max chosen from them (labs.theory.draft_length)
-5. plain-quantised (where the servers run another copy of the weights, --f32): plain quantised against plain
-   served, paired, for the three-way table
-6. prove: `spectui prove` on the held-out prompts against the target served plain and with the draft at the
-   chosen n_max → DIR/certificate-nmaxK/certificate.json and its verdict line
+5. prove: `spectui prove` on the held-out prompts against the target served plain and with the draft at the
+   chosen n_max → DIR/certificate-nmaxK/certificate.json and its verdict line; on the F32 copy (--f32) prove
+   also runs the quantised target plain against the plain F32 server (run.three_way): the three-way table
 
 A phase whose output is in DIR and recorded in lesson.json is not run again. Servers bind 127.0.0.1 at free
 ports and are stopped when their phase ends, whatever happens.
@@ -28,7 +27,7 @@ from pathlib import Path
 from spectui.core.errors import InputError, SetupError
 from spectui.labs.drafts import data as drafts_data
 from spectui.labs.drafts.lesson import Lesson, Phase, read_lesson, write_lesson
-from spectui.run.drafts_lesson_measure import phase_measure, phase_plain_quantised, phase_prove
+from spectui.run.drafts_lesson_measure import phase_measure, phase_prove
 from spectui.run.lesson_serving import (
     LessonOptions,
     Say,
@@ -199,7 +198,6 @@ async def run_lesson(opts: LessonOptions, say: Say = print, advance=None) -> Les
         lambda: phase_train(opts, tools, les, say, advance),
         lambda: phase_convert(opts, tools, les, say),
         lambda: phase_measure(opts, tools, les, say),
-        lambda: phase_plain_quantised(opts, tools, les, say),
         lambda: phase_prove(opts, tools, les, say),
     ]
     for step in steps:

@@ -1,6 +1,6 @@
-"""The lesson's measuring phases (run.drafts_lesson, steps 4–6): the trained draft's acceptance per position and
-cost on the held-out prompts and the n_max they pay for; the plain quantised rate beside the served copy's;
-`spectui prove` at the chosen n_max and the certificate's verdict line."""
+"""The lesson's measuring phases (run.drafts_lesson, steps 4–5): the trained draft's acceptance per position and
+cost on the held-out prompts and the n_max they pay for; `spectui prove` at the chosen n_max, the
+certificate's verdict line and, on the F32 copy, the three-way table prove adds (run.three_way)."""
 
 from __future__ import annotations
 
@@ -99,35 +99,6 @@ async def phase_measure(opts: LessonOptions, tools: Tools, les: Lesson, say: Say
     les.record(Phase("measure", time.monotonic() - t0, srv.peak, tokens, note, "llama-server"))
 
 
-async def phase_plain_quantised(opts: LessonOptions, tools: Tools, les: Lesson, say: Say) -> None:
-    """Plain quantised (baseline) against plain served (candidate), paired: the first two rows of the table."""
-    from spectui.core.runner import run_prompts
-
-    if tools.served == tools.target:
-        return
-    if les.phase("plain-quantised") and "plain-quantised" in les.done:
-        say("plain-quantised: kept from the last run")
-        return
-    _, held = heldout_prompts(opts)
-    say(f"plain-quantised: plain {tools.target.name} against plain {tools.served.name}, paired")
-    t0 = time.monotonic()
-    sides: list[tuple[str, Path, list[str]]] = [("quantised", tools.target, []), ("served", tools.served, [])]
-    async with Serving(tools, opts.threads, sides) as srv, http_client() as client:
-        q, s = await backends_for(client, srv.urls)
-        results = await run_prompts(q, s, held, greedy_params(opts), repeat=max(1, opts.runs))
-    les.done["plain-quantised"] = {
-        "quantised_tps": median_or_none(r.baseline.figures.decode_tps for r in results),
-        "served_tps": median_or_none(r.candidate.figures.decode_tps for r in results),
-        "served_over_quantised": median_or_none(r.speedup for r in results),
-        "identical": sum(1 for r in results if r.identical),
-        "runs": len(results),
-    }
-    tokens = sum(r.baseline.figures.tokens + r.candidate.figures.tokens for r in results)
-    d = les.done["plain-quantised"]
-    note = f"outputs identical on {d['identical']}/{d['runs']} runs (the same weights, other kernels)"
-    les.record(Phase("plain-quantised", time.monotonic() - t0, srv.peak, tokens, note, "llama-server"))
-
-
 def certificate_figures(doc: dict) -> dict:
     """The verdict line, the headline and the rates a certificate holds (its derived section)."""
     from spectui.core.headline import from_certificate
@@ -178,16 +149,9 @@ async def phase_prove(opts: LessonOptions, tools: Tools, les: Lesson, say: Say) 
     fig = certificate_figures(json.loads(cert.read_text()))
     les.certificate, les.verdict, les.headline = str(cert), fig["verdict"], fig["headline"]
     les.done["prove"] = {"n_max": k, "exit": code}
-    pq = les.done.get("plain-quantised")
-    if pq:
-        les.three_way = ThreeWay(
-            tools.target.name,
-            tools.served.name,
-            pq["quantised_tps"],
-            fig["plain_tps"],
-            fig["spec_tps"],
-            pq["served_over_quantised"],
-            fig["speedup"],
-        )
+    three = folder / "three-way.json"  # prove's own table (run.three_way) where the served copy is F32
+    if three.is_file():
+        d = json.loads(three.read_text())
+        les.three_way = ThreeWay(**{k: v for k, v in d.items() if k in ThreeWay.__dataclass_fields__})
     note = f"exit {code}; {fig['headline']}"
     les.record(Phase("prove", time.monotonic() - t0, srv.peak, None, note, "llama-server"))

@@ -28,7 +28,7 @@ def test_lookup_lesson_on_the_f32_copy_measures_chooses_proves_and_resumes(tmp_p
     said: list[str] = []
     les = asyncio.run(run_lesson(opts, say=said.append))
 
-    assert [p.name for p in les.phases] == ["data", "train", "measure", "plain-quantised", "prove"]
+    assert [p.name for p in les.phases] == ["data", "train", "measure", "prove"]
     data = les.phase("data")
     assert data is not None and data.tokens and data.peak_mib and data.memory_of == "llama-server"
     assert all(p.seconds > 0 for p in les.phases)
@@ -53,5 +53,5 @@ def test_lookup_lesson_on_the_f32_copy_measures_chooses_proves_and_resumes(tmp_p
     said.clear()
     again = asyncio.run(run_lesson(opts, say=said.append))
     kept = [m for m in said if "kept from the last run" in m]
-    assert len(kept) == 5, said
+    assert len(kept) == 4, said
     assert again.to_json() == les.to_json()

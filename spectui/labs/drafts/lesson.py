@@ -13,9 +13,10 @@ from pathlib import Path
 
 from spectui.core.errors import InputError
 from spectui.labs.theory.draft_length import LengthChoice
+from spectui.store.locations import atomic_write, data_dir
 
 LESSON_NAME = "lesson.json"
-PHASES = ("data", "train", "convert", "measure", "plain-quantised", "prove")
+PHASES = ("data", "train", "convert", "measure", "prove")
 
 
 @dataclass
@@ -164,8 +165,6 @@ def lesson_path(folder: Path) -> Path:
 
 def lessons_root() -> Path:
     """Where `spectui drafts lesson` keeps a lesson given no -o: the data folder's lessons/."""
-    from spectui.store.locations import data_dir
-
     return data_dir() / "lessons"
 
 
@@ -214,6 +213,4 @@ def read_lesson(folder: Path) -> Lesson | None:
 
 
 def write_lesson(folder: Path, les: Lesson) -> Path:
-    from spectui.store.locations import atomic_write
-
     return atomic_write(lesson_path(folder), json.dumps(les.to_json(), indent=2) + "\n")

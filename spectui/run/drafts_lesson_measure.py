@@ -148,7 +148,7 @@ async def phase_prove(opts: LessonOptions, tools: Tools, les: Lesson, say: Say) 
         raise SetupError(f"spectui prove wrote no certificate (status {code}): {tail}", hint=f"see {log}")
     fig = certificate_figures(json.loads(cert.read_text()))
     les.certificate, les.verdict, les.headline = str(cert), fig["verdict"], fig["headline"]
-    les.done["prove"] = {"n_max": k, "exit": code}
+    les.done["prove"] = {"n_max": k, "exit": code, "speedup": fig["speedup"]}
     three = folder / "three-way.json"  # prove's own table (run.three_way) where the served copy is F32
     if three.is_file():
         d = json.loads(three.read_text())

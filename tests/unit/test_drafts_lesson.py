@@ -80,6 +80,7 @@ def test_the_lesson_record_round_trips_and_says_the_three_way_table(tmp_path):
     les.choice = choose_n_max(les.per_position, costs(0.1, (1.0, 1.05, 1.10, 1.15)))
     les.three_way = ThreeWay("Q4_1.gguf", "F32.gguf", 10.0, 4.0, 5.0, 0.4, 1.25)
     les.verdict = "IDENTICAL on 16/16 (greedy) · 1.25× [1.1–1.4]"
+    les.done["prove"] = {"n_max": 1, "speedup": 1.25}
     write_lesson(tmp_path, les)
     back = read_lesson(tmp_path)
     assert back == les
@@ -87,6 +88,8 @@ def test_the_lesson_record_round_trips_and_says_the_three_way_table(tmp_path):
     assert back.three_way is not None and back.three_way.spec_over_quantised == pytest.approx(0.5)
     text = back.text()
     assert "plain Q4_1.gguf 10.0 tok/s" in text and "0.50× plain quantised — still slower" in text
+    assert f"predicted S(1) {1.33 / 1.15:.2f}× from the draft's own c, V(k) and acceptance" in text
+    assert "beside the certificate's measured 1.25×" in text
     assert "--spec-draft-n-max 1" in text and "1: 33%" in text  # S(1) = 1.33 / 1.15 > S(2) = 1.46 / 1.30
 
 

@@ -150,6 +150,12 @@ def text_lines(les: Lesson) -> list[str]:
             f"--spec-draft-n-max {ch.n_max}: {ch.why}; predicted S(k) "
             + ", ".join(f"{k}: {s:.2f}" for k, s in enumerate(ch.speedups, 1))
         )
+    measured = (les.done.get("prove") or {}).get("speedup")
+    if les.choice and measured is not None:
+        out.append(
+            f"predicted S({les.choice.n_max}) {les.choice.speedups[les.choice.n_max - 1]:.2f}× from the draft's own "
+            f"c, V(k) and acceptance, beside the certificate's measured {measured:.2f}×"
+        )
     if les.verdict:
         out.append(f"certificate: {les.verdict}")
         if les.certificate:

@@ -109,6 +109,19 @@ async def trial(rate: float, tokens: int, quiet: bool = False) -> dict:
         display(screen, renderable)
 
     app._display = counted  # type: ignore[method-assign]
+    # the trial's CPU time and the screen's layouts: what the panes cost, less swayed by a loaded machine than
+    # the lag and the redraws (a figure drawn each frame must not lay the screen out each frame)
+    from textual.screen import Screen
+
+    layouts = [0]
+    relayout = Screen._refresh_layout
+
+    def counted_layout(screen, *a, **kw):
+        layouts[0] += 1
+        return relayout(screen, *a, **kw)
+
+    Screen._refresh_layout = counted_layout  # type: ignore[method-assign]
+    cpu0 = time.process_time()
     async with app.run_test(size=(160, 50)) as pilot:
         while any(app.pane(s).state != "ready" for s in ("baseline", "candidate")):
             await pilot.pause(0.01)
@@ -138,6 +151,8 @@ async def trial(rate: float, tokens: int, quiet: bool = False) -> dict:
             out["lag_ms"][side] = max(0.0, (shown_at[side] - backends[url].last_due_ns) / 1e6)
             out["shown"][side] = len(app.pane(side).view.tokens)
         out["identical"] = app.runs.comparer.identical
+        out["cpu_s"], out["layouts"] = time.process_time() - cpu0, layouts[0]
+        Screen._refresh_layout = relayout  # type: ignore[method-assign]
         out["ok"] = (
             all(v == total for v in out["shown"].values())
             and all(v < MAX_LAG_MS for v in out["lag_ms"].values())
@@ -149,7 +164,7 @@ async def trial(rate: float, tokens: int, quiet: bool = False) -> dict:
             f"  {rate:>9,.0f} tokens/s a pane, {total} tokens each: shown {out['shown']['baseline']}+"
             f"{out['shown']['candidate']}, lag at end {lag['baseline']:.0f} / {lag['candidate']:.0f} ms, "
             f"{out['redraws_per_s']:.0f} redraws/s, stream {streaming_s:.2f} s (schedule {total / rate:.2f} s)"
-            f" → {'keeps up' if out['ok'] else 'falls behind'}",
+            f" → {'keeps up' if out['ok'] else 'falls behind'} · CPU {out['cpu_s']:.2f} s, {out['layouts']} screen layouts",
             flush=True,
         )
     return out

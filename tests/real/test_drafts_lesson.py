@@ -14,7 +14,7 @@ from spectui.labs.drafts.lesson import read_lesson
 from spectui.machine import assets
 from spectui.run.drafts_lesson import LessonOptions, run_lesson
 
-pytestmark = [pytest.mark.server, pytest.mark.timeout(1800)]  # 3–4 min at load 2; 18 min 26 s at load 17–19
+pytestmark = [pytest.mark.server, pytest.mark.timeout(1800)]  # 2 min 33 s, and 18 min 26 s in a slower run, at load 17–19
 
 
 def test_lookup_lesson_on_the_f32_copy_measures_chooses_proves_and_resumes(tmp_path):

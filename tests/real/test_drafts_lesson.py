@@ -14,7 +14,8 @@ from spectui.labs.drafts.lesson import read_lesson
 from spectui.machine import assets
 from spectui.run.drafts_lesson import LessonOptions, run_lesson
 
-pytestmark = [pytest.mark.server, pytest.mark.timeout(1800)]  # 2 min 33 s, and 18 min 26 s in a slower run, at load 17–19
+# 2 min 33 s in one run, 18 min 26 s in a slower one, both at load 17–19 on 2 cores
+pytestmark = [pytest.mark.server, pytest.mark.timeout(1800)]
 
 
 def test_lookup_lesson_on_the_f32_copy_measures_chooses_proves_and_resumes(tmp_path):

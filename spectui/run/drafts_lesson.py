@@ -88,8 +88,15 @@ async def phase_train(opts: LessonOptions, tools: Tools, les: Lesson, say: Say, 
         say(f"train: the head is kept from the last run ({done['head']})")
         return
     data = opts.out / "data.jsonl"
-    t_opts = train_eagle3.Options(
-        tools.target, data, opts.out, opts.draft_vocab, opts.ttt, opts.epochs, opts.threads, max_steps=opts.max_steps
+    t_opts = train_eagle3.Options(  # by keyword: the trainer's options grow as it is improved
+        target=tools.target,
+        data=data,
+        out=opts.out,
+        draft_vocab=opts.draft_vocab,
+        ttt=opts.ttt,
+        epochs=opts.epochs,
+        threads=opts.threads,
+        max_steps=opts.max_steps,
     )
     train, _, kept, dropped = train_eagle3.split_heldout(data, None, opts.out)
     say(f"train: an EAGLE-3 head on {kept} records ({dropped} held out) in {tools.python}")

@@ -206,3 +206,12 @@ def test_drafts_cost_prints_what_the_lesson_measured_after_the_estimate(tmp_path
     assert doc["lesson"]["per_position"] == [0.3, 0.1] and doc["target"] and doc["inputs"]  # one document
     assert main(["drafts", "cost", "--target", str(target), "--lesson", str(tmp_path / "none")]) != 0
     assert "is not a folder" in capsys.readouterr().err
+
+
+def test_where_no_length_pays_the_cheapest_is_named_even_if_a_longer_one_is_less_slow():
+    # V(2) = 1.6, V(3) = 1.8, c = 0: S(1) = 1.4 / 1.6 = 0.875 < S(2) = 1.7 / 1.8 = 0.944 < 1
+    ch = choose_n_max([0.4, 0.3], costs(0.0, (1.0, 1.6, 1.8)))
+    assert not ch.pays
+    assert ch.speedups == pytest.approx((1.4 / 1.6, 1.7 / 1.8))
+    assert ch.n_max == 1 and ch.why.startswith("S(1) = 1.400")
+    assert "no length beats plain decoding: 1, the cheapest, named" in ch.why

@@ -68,8 +68,10 @@ def choose_n_max(shares: Sequence[float], costs: StepCosts) -> LengthChoice:
         cost.append(costs.full_step(k))
         s.append(total / cost[-1])
     best = max(range(len(s)), key=lambda i: (round(s[i], 12), i))
-    k = best + 1
     pays = s[best] > 1
+    if not pays:  # no length pays: the cheapest, 1, as the docstring and the why say (not the least slow)
+        best = 0
+    k = best + 1
     why = (
         f"S({k}) = {e[best]:.3f} tokens a step / {cost[best]:.3f} target steps = {s[best]:.3f}"
         + (

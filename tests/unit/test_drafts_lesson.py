@@ -102,6 +102,31 @@ def test_a_damaged_lesson_record_is_one_line(tmp_path):
     assert read_lesson(tmp_path / "nothing") is None
 
 
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "[]",  # JSON, not an object (it raised AttributeError, a traceback, before)
+        "1",
+    ],
+)
+def test_a_lesson_record_of_the_wrong_shape_is_one_line(tmp_path, doc):
+    from spectui.core.errors import InputError
+    from spectui.labs.drafts.lesson import measured_text
+
+    (tmp_path / "lesson.json").write_text(doc)
+    with pytest.raises(InputError, match="not a lesson record"):
+        read_lesson(tmp_path)
+    assert "not a lesson record" in measured_text(tmp_path)
+
+
+def test_a_lesson_record_missing_a_figure_is_one_line_on_the_drafts_screen_and_drafts_cost(tmp_path):
+    from spectui.labs.drafts.lesson import measured_text
+
+    (tmp_path / "lesson.json").write_text('{"draft": "eagle3", "target": "a", "served": "b", "cost": {"x": 1}}')
+    text = measured_text(tmp_path)
+    assert text.startswith(f"lesson {tmp_path}: ") and "not a lesson record" in text and "\n" not in text
+
+
 def _fake_assets(monkeypatch, tmp_path: Path, torch: bool):
     from spectui.machine import assets
 

@@ -202,7 +202,10 @@ def measured_text(folder: Path) -> str:
     head = f"measured by `spectui drafts lesson -o {folder}`:"
     if les.verdict is None:
         head += " (not finished: rerun the same command to resume it)"
-    return "\n".join([head, *text_lines(les)])
+    try:
+        return "\n".join([head, *text_lines(les)])
+    except (KeyError, TypeError, ValueError, AttributeError) as e:  # a field of the wrong kind or missing
+        return f"lesson {folder}: its lesson.json is not a lesson record ({type(e).__name__}: {e})"
 
 
 def read_lesson(folder: Path) -> Lesson | None:
@@ -211,8 +214,11 @@ def read_lesson(folder: Path) -> Lesson | None:
     if not path.is_file():
         return None
     try:
-        return Lesson.from_json(json.loads(path.read_text()))
-    except (ValueError, TypeError, KeyError) as e:
+        doc = json.loads(path.read_text())
+        if not isinstance(doc, dict):
+            raise TypeError(f"a JSON {type(doc).__name__}, not an object")
+        return Lesson.from_json(doc)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
         raise InputError(
             f"{path} is not a lesson record ({type(e).__name__}: {e})", hint="move it away and rerun the lesson"
         ) from None

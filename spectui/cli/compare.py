@@ -14,6 +14,7 @@ from spectui.cli.common import (  # noqa: F401
     EXIT_OK,
     EXIT_SERVER,
     EXIT_USAGE,
+    PairOptions,
     append_to_notebook,
     check_pair_source,
     connect_pair,
@@ -42,7 +43,7 @@ def ngram_sizes(text: str | None) -> tuple[int, int] | None:
 
 def progress(quiet: bool):
     """The run session's events as progress lines on stderr (none with --json)."""
-    from spectui.run import events as ev
+    from spectui.run import events as ev  # lazy: asyncio (~81 ms cold)
 
     def emit(e) -> None:
         if isinstance(e, ev.StepStopped):  # said even with --json: the report lacks what it would have held
@@ -62,7 +63,7 @@ def progress(quiet: bool):
 
 def machine_sampler():
     """The GPUs and the host, sampled around each prompt for the session file."""
-    from spectui.machine.probes import GPUProbe, host_sample
+    from spectui.machine.probes import GPUProbe, host_sample  # lazy: psutil (~20 ms cold)
 
     gpu = GPUProbe()
     return lambda: (gpu.sample(), host_sample())
@@ -77,7 +78,7 @@ def exit_for(results) -> int:
 
 def pair_from(args):
     """The two servers: the user's (--baseline/--candidate) or a profile's pair (--launch, run.pair's plan)."""
-    from spectui.run.pair import GivenPair, LaunchedPair
+    from spectui.run.pair import GivenPair, LaunchedPair  # lazy: asyncio (~81 ms cold)
 
     if args.launch is None:
         return GivenPair(args.baseline, args.candidate)
@@ -87,7 +88,6 @@ def pair_from(args):
 
 def _with_urls(args, baseline: str, candidate: str):
     """The command's pair options with the URLs the servers came up on."""
-    from spectui.cli.common import PairOptions
 
     return dataclasses.replace(PairOptions.from_args(args), baseline=baseline, candidate=candidate)
 
@@ -100,7 +100,7 @@ async def cmd_compare(args) -> int:
     pair = pair_from(args)
     writer = None
     if args.save:
-        from spectui.store.session_writer import SessionWriter
+        from spectui.store.session_writer import SessionWriter  # lazy: asyncio (~81 ms cold)
 
         writer = SessionWriter(args.save)  # refuses a file that is not a session before any server is asked
     if pair.alone is not None and not args.json:
@@ -116,7 +116,7 @@ async def cmd_compare(args) -> int:
     _print_report(results, infos, params, order, args.json)
     unwritten = session_failed(writer)
     if args.notebook is not None:
-        from spectui.store import notebook
+        from spectui.store import notebook  # lazy: platformdirs (~53 ms cold)
 
         # one row per prompt (repeats are one row with their spread), so count the rows, not the runs
         unwritten |= not append_to_notebook(args, notebook.measurements(results, infos, args.profile))
@@ -127,7 +127,7 @@ async def cmd_compare(args) -> int:
 def _run_options(args):
     """The run session's options; the draft probe's GGUF, --save and --notebook checked first (issue 26,
     items 3 and 9)."""
-    from spectui.run.session import RunOptions
+    from spectui.run.session import RunOptions  # lazy: asyncio (~81 ms cold)
 
     if args.probe_drafts and args.draft_model:
         check_gguf(args.draft_model, "--draft-model")
@@ -148,9 +148,9 @@ def _run_options(args):
 async def _run(pair, args, params, options, prompt_list, writer):
     """The prompts on the pair (run.pair picks the session: both up, or one at a time); the results, both
     servers' identities and the order the report states."""
-    from spectui.backends.detect import api_key_from
-    from spectui.backends.transport import stamped_client
-    from spectui.run.pair import SIDES, infos_of, order_of
+    from spectui.backends.detect import api_key_from  # lazy: httpx (~127 ms cold)
+    from spectui.backends.transport import stamped_client  # lazy: httpx (~127 ms cold)
+    from spectui.run.pair import SIDES, infos_of, order_of  # lazy: asyncio (~81 ms cold)
 
     async with stamped_client() as client:
         session = pair.session(
@@ -172,7 +172,7 @@ async def _run(pair, args, params, options, prompt_list, writer):
 
 def _print_report(results, infos, params, order, as_json: bool) -> None:
     """The report (text or JSON) on stdout, then each failed side's reason on stderr."""
-    from spectui.core.report import json_report, text_report
+    from spectui.core.report import json_report, text_report  # lazy: asyncio (~81 ms cold)
 
     if as_json:
         print(json.dumps(json_report(infos, results, params, order), indent=2))

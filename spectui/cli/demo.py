@@ -15,7 +15,7 @@ DEMO_PROMPT = "Write a Python function fizzbuzz(n) that returns a list of string
 
 def demo_servers(kind: str):
     """The cpu-demo profile's pair for `kind` (profiles/cpu-demo.toml), on 127.0.0.1 and free ports."""
-    from spectui.store.profiles import load_profiles, servers_for
+    from spectui.store.profiles import load_profiles, servers_for  # lazy: httpx (~127 ms cold)
 
     profiles, _ = load_profiles()
     profile = profiles["cpu-demo"]
@@ -26,8 +26,8 @@ def demo_servers(kind: str):
 
 def demo_config(base, cand, **overrides):
     """The TUI's configuration for a launched demo pair: autorun the bundled prompt, pids for the live panel."""
-    from spectui.core.types import GenerationParams
-    from spectui.tui.app import AppConfig
+    from spectui.core.types import GenerationParams  # lazy: 1 modules more
+    from spectui.tui.app import AppConfig  # lazy: prometheus_client (~131 ms cold)
 
     kw = dict(
         params=GenerationParams(max_tokens=96, cache_prompt=False),
@@ -48,13 +48,13 @@ def demo_overrides(kind: str) -> dict:
     tokens reused and bytes compared (labs/prefix.py)."""
     if kind != "prefix":
         return {}
-    from spectui.core.types import GenerationParams
+    from spectui.core.types import GenerationParams  # lazy: 1 modules more
 
     return dict(params=GenerationParams(max_tokens=96, cache_prompt=None), autorun=False, autorun_lab="prefix_lab")
 
 
 def cmd_demo(args) -> int:
-    from spectui.machine import assets
+    from spectui.machine import assets  # lazy: httpx (~127 ms cold)
 
     assets.ensure_all(progress=lambda m: print(f"spectui demo: {m}", file=sys.stderr))
     if args.one_at_a_time and args.headless:
@@ -99,7 +99,7 @@ def _tui_one_at_a_time(args) -> int:
 @contextmanager
 def _both_up(base, cand) -> Iterator[None]:
     """Both servers started and healthy for the block, stopped after it — also when spectui is `kill`ed."""
-    from spectui.machine.launcher import Launcher  # httpx with it: not for `spectui demo --help`
+    from spectui.machine.launcher import Launcher  # lazy: httpx (~127 ms cold): not for demo --help
 
     launcher = Launcher()
     for s in (base, cand):
@@ -118,7 +118,7 @@ def _both_up(base, cand) -> Iterator[None]:
 
 
 def _run_app(config) -> int:
-    from spectui.tui.app import make_app  # textual: only when the TUI opens
+    from spectui.tui.app import make_app  # lazy: textual (~130 ms cold), only when the TUI opens
 
     app = make_app(config)
     app.run()

@@ -10,8 +10,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from spectui.backends.registry import KIND_CHOICES
-from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER
+from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, append_to_notebook
 from spectui.core.errors import InputError
+from spectui.labs.drafts.cost import GPUS  # --gpu's choices: read by every drafts command's parser
 
 
 def _positive_int(text: str) -> int:
@@ -53,8 +54,6 @@ def register(sub) -> None:
 
 
 def _add_cost(dsub) -> None:
-    from spectui.labs.drafts.cost import GPUS  # --gpu's choices
-
     p = dsub.add_parser("cost", help="trainable parameters, memory, disk and time of Medusa, EAGLE-1/3, draft models")
     p.add_argument(
         "--target", required=True, metavar="MODEL", help="the target: a GGUF file, or an HF folder / config.json"
@@ -157,7 +156,7 @@ def _add_train_eagle3(dsub) -> None:
 
 
 def _register_lesson(dsub) -> None:
-    from spectui.cli.drafts_lesson import register_lesson
+    from spectui.cli.drafts_lesson import register_lesson  # lazy: 1 modules more
 
     register_lesson(dsub, _positive_int, _fraction)
 
@@ -170,7 +169,7 @@ def cmd_drafts(args):
             hint="see spectui drafts --help",
         )
     if action == "lesson":
-        from spectui.cli.drafts_lesson import cmd_lesson
+        from spectui.cli.drafts_lesson import cmd_lesson  # lazy: 1 modules more
 
         return cmd_lesson(args)
     return {"cost": cmd_cost, "data": cmd_data, "train-lookup": cmd_train_lookup, "train-eagle3": cmd_train_eagle3}[
@@ -179,8 +178,8 @@ def cmd_drafts(args):
 
 
 async def _connect(url: str, args, client):
-    from spectui.backends.detect import api_key_from, resolve
-    from spectui.core.runner import connect
+    from spectui.backends.detect import api_key_from, resolve  # lazy: httpx (~127 ms cold)
+    from spectui.core.runner import connect  # lazy: asyncio (~81 ms cold)
 
     backend, found = await resolve(args.backend, url, client, api_key_from(args.api_key_env))
     if args.backend == "auto" and not getattr(args, "json", False):
@@ -190,21 +189,21 @@ async def _connect(url: str, args, client):
 
 
 async def cmd_cost(args) -> int:
-    from spectui.labs.drafts import cost as drafts
-    from spectui.labs.memory.shape import read_shape
+    from spectui.labs.drafts import cost as drafts  # lazy: asyncio (~81 ms cold)
+    from spectui.labs.memory.shape import read_shape  # lazy: 7 modules more
 
     shape = read_shape(args.target)
     draft = read_shape(args.draft) if args.draft else None
     inputs, memory = _on_gpu(args, _cost_inputs(args))
     if args.baseline:
-        import httpx  # only where a served target is timed
+        import httpx  # lazy: httpx (~127 ms cold), only where a served target is timed
 
         async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10)) as client:
             backend = await _connect(args.baseline, args, client)
             tps, how = await drafts.measure_prompt_throughput(backend)
         inputs = replace(inputs, prompt_tps=tps, prompt_tps_source=how)
     report = drafts.estimate(shape, inputs, draft, args.profile, memory)
-    from spectui.labs.drafts.cost_text import text
+    from spectui.labs.drafts.cost_text import text  # lazy: asyncio (~81 ms cold)
 
     if args.lesson:
         if not Path(args.lesson).is_dir():
@@ -217,7 +216,7 @@ async def cmd_cost(args) -> int:
 
 def _cost_inputs(args):
     """The training run the estimate is for, as the options give it."""
-    from spectui.labs.drafts.cost import CostInputs
+    from spectui.labs.drafts.cost import CostInputs  # lazy: asyncio (~81 ms cold)
 
     return CostInputs(
         seq_len=args.seq_len,
@@ -239,11 +238,11 @@ def _cost_inputs(args):
 def _on_gpu(args, inputs):
     """The GPU the training is timed on (--gpu, else the profile's track GPU) and its memory in GiB (the
     profile's floor, else the GPU's datasheet; None: no fits? column)."""
-    from spectui.labs.drafts.cost import GPUS, PROFILE_GPU
+    from spectui.labs.drafts.cost import GPUS, PROFILE_GPU  # lazy: asyncio (~81 ms cold)
 
     memory = None
     if args.profile:
-        from spectui.store.profiles import load_profiles
+        from spectui.store.profiles import load_profiles  # lazy: httpx (~127 ms cold)
 
         profiles, _ = load_profiles()
         if args.profile not in profiles:
@@ -258,8 +257,8 @@ def _on_gpu(args, inputs):
 
 def _print_with_lesson(report, folder, as_json: bool) -> None:
     """`drafts cost --lesson DIR`: the estimate, then what the trained draft measured (labs.drafts.lesson)."""
-    from spectui.labs.drafts.cost_text import text
-    from spectui.labs.drafts.lesson import measured_text, read_lesson
+    from spectui.labs.drafts.cost_text import text  # lazy: asyncio (~81 ms cold)
+    from spectui.labs.drafts.lesson import measured_text, read_lesson  # lazy: platformdirs (~53 ms cold)
 
     if as_json:
         les = read_lesson(folder)
@@ -269,12 +268,12 @@ def _print_with_lesson(report, folder, as_json: bool) -> None:
 
 
 async def cmd_data(args) -> int:
-    import httpx
+    import httpx  # lazy: httpx (~127 ms cold)
 
-    from spectui.cli.progress import Advance
-    from spectui.core.types import checked_params
-    from spectui.labs.drafts.data import generate
-    from spectui.store import prompts as prompt_sets
+    from spectui.cli.progress import Advance  # lazy: 1 modules more
+    from spectui.core.types import checked_params  # lazy: 1 modules more
+    from spectui.labs.drafts.data import generate  # lazy: asyncio (~81 ms cold)
+    from spectui.store import prompts as prompt_sets  # lazy: platformdirs (~53 ms cold)
 
     source, items = prompt_sets.load_set(args.prompts)
     items = prompt_sets.pick(items, args.limit)
@@ -320,9 +319,9 @@ def data_summary(r) -> str:
 
 
 async def cmd_train_lookup(args) -> int:
-    from spectui.cli.outputs import check_gguf
-    from spectui.cli.progress import Advance
-    from spectui.labs.drafts.train_lookup import run_pipeline
+    from spectui.cli.outputs import check_gguf  # lazy: 1 modules more
+    from spectui.cli.progress import Advance  # lazy: 1 modules more
+    from spectui.labs.drafts.train_lookup import run_pipeline  # lazy: prometheus_client (~131 ms cold)
 
     check_gguf(args.model, "--model")  # before any server is started to find out (issue 40, item 7)
     bar = Advance("spectui drafts train-lookup")
@@ -351,15 +350,13 @@ async def cmd_train_lookup(args) -> int:
     else:
         print(outcome.text())
     if args.notebook is not None:
-        from spectui.cli.common import append_to_notebook
-
         append_to_notebook(args, outcome.notebook_rows(args.profile))
     return EXIT_OK if outcome.proof is not None and outcome.proof.all_identical else EXIT_DIFFERS
 
 
 async def cmd_train_eagle3(args) -> int:
-    from spectui.cli.progress import Advance
-    from spectui.labs.drafts.train_eagle3 import Options, run_pipeline
+    from spectui.cli.progress import Advance  # lazy: 1 modules more
+    from spectui.labs.drafts.train_eagle3 import Options, run_pipeline  # lazy: prometheus_client (~131 ms cold)
 
     if args.aux_layers is not None:
         parts = args.aux_layers.split(",")

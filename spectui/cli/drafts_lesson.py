@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK
 
@@ -40,10 +41,8 @@ def register_lesson(dsub, positive_int, fraction) -> None:
 
 
 async def cmd_lesson(args) -> int:
-    from pathlib import Path
-
-    from spectui.cli.progress import Advance
-    from spectui.run.drafts_lesson import LessonOptions, run_lesson
+    from spectui.cli.progress import Advance  # lazy: 1 modules more
+    from spectui.run.drafts_lesson import LessonOptions, run_lesson  # lazy: asyncio (~81 ms cold)
 
     out = Path(args.output) if args.output else _default_dir(args)
     opts = LessonOptions(
@@ -82,10 +81,9 @@ async def cmd_lesson(args) -> int:
 
 def _default_dir(args):
     """The data folder's lessons/<draft>-<target>[-f32]: the same command resumes the same lesson."""
-    from pathlib import Path
 
-    from spectui.labs.drafts.lesson import default_dir
-    from spectui.machine.assets import find_model
+    from spectui.labs.drafts.lesson import default_dir  # lazy: platformdirs (~53 ms cold)
+    from spectui.machine.assets import find_model  # lazy: httpx (~127 ms cold)
 
     target = Path(args.target) if args.target else (find_model() or Path("model.gguf"))
     return default_dir(args.draft, target, args.f32)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
 from spectui import __version__
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, EXIT_USAGE  # noqa: F401
 from spectui.cli.options import Parser
-from spectui.core.errors import InputError, SpectuiError
+from spectui.core.errors import InputError, SpectuiError, redacting_stream, register_urls_in
 
 # command → (module in spectui.cli, one line of help, task); only the command that runs is imported
 # (pip's commands_dict): `spectui --help` reads this table and imports no command module
@@ -52,7 +53,6 @@ examples:
 
 def _register(sub, module: str) -> None:
     """A command module's parsers: each module's register(subparsers) (pip's commands/ pattern)."""
-    import importlib
 
     importlib.import_module(f"spectui.cli.{module}").register(sub)
 
@@ -97,8 +97,6 @@ def _command_in(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from spectui.core.errors import redacting_stream, register_urls_in
-
     # a URL's user:password never reaches the console, whichever line prints it (issue 26, item 5)
     register_urls_in(sys.argv[1:] if argv is None else argv)
     sys.stdout, sys.stderr = redacting_stream(sys.stdout), redacting_stream(sys.stderr)
@@ -114,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             result = handler_for(command)(args)
             if not hasattr(result, "__await__"):
                 return result
-            import asyncio  # only for a command that runs one: `spectui --help` stays fast (0.2 s of it)
+            import asyncio  # lazy: asyncio (~81 ms cold), only for a command that runs one: `spectui --help` stays fast
 
             return asyncio.run(result)
     except KeyboardInterrupt:
@@ -136,7 +134,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def handler_for(command: str):
     """The function that runs COMMAND: cmd_<command> in its module (import: cmd_import)."""
-    import importlib
 
     module = importlib.import_module(f"spectui.cli.{COMMANDS[command][0]}")
     return getattr(module, f"cmd_{command}")

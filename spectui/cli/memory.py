@@ -7,8 +7,8 @@ from spectui.core.errors import InputError
 
 
 def cmd_kv(args) -> int:
-    from spectui.labs.memory.kv import kv_text
-    from spectui.machine import assets
+    from spectui.labs.memory.kv import kv_text  # lazy: 19 modules more
+    from spectui.machine import assets  # lazy: httpx (~127 ms cold)
 
     model = args.model or assets.find_model()
     if model is None:

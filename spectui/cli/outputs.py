@@ -5,8 +5,10 @@ afterwards turned into one line that says what was kept (issue 26, item 3: a bad
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import tomllib
 from pathlib import Path
 
 from spectui.core.errors import InputError, describe
@@ -74,8 +76,6 @@ def _looks_like(kind: str, data: bytes) -> bool:
     if kind == "SVG chart":
         return head.lstrip().startswith((b"<svg", b"<?xml")) and b"<svg" in head
     if kind == "notebook":
-        import tomllib
-
         try:
             doc = tomllib.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
@@ -94,8 +94,6 @@ def _looks_like(kind: str, data: bytes) -> bool:
 
 
 def _json_doc(data: bytes) -> dict:
-    import json
-
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError):
@@ -107,7 +105,7 @@ def check_notebook(args) -> None:
     """--notebook [PATH], when given: the notebook, its lock file and its side file live in one folder."""
     if getattr(args, "notebook", None) is None:
         return
-    from spectui.store import notebook
+    from spectui.store import notebook  # lazy: platformdirs (~53 ms cold)
 
     check_output(notebook.notebook_path(args.notebook or None), "--notebook")
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from spectui.cli import options
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, connect_pair, params_from
@@ -11,8 +12,8 @@ from spectui.core.errors import InputError
 
 
 async def cmd_prefix(args) -> int:
-    from spectui.backends.transport import stamped_client
-    from spectui.labs.prefix import run_prefix
+    from spectui.backends.transport import stamped_client  # lazy: httpx (~127 ms cold)
+    from spectui.labs.prefix import run_prefix  # lazy: prometheus_client (~131 ms cold)
 
     turns = _turns(args)
     params = params_from(args)
@@ -21,7 +22,7 @@ async def cmd_prefix(args) -> int:
         result, cleared = await run_prefix(backends["baseline"], backends["candidate"], turns, params)
         restore = None
         if args.restore_check:
-            from spectui.labs.prefix import restore_experiment
+            from spectui.labs.prefix import restore_experiment  # lazy: prometheus_client (~131 ms cold)
 
             restore = await restore_experiment(backends["candidate"], [{"role": "user", "content": turns[0]}], params)
     if args.json:
@@ -45,7 +46,7 @@ async def cmd_prefix(args) -> int:
 
 def _turns(args) -> list[str]:
     """The conversation's user turns: --prompt N times, or the bundled follow-ups; two distinct servers."""
-    from spectui.labs.prefix import FOLLOW_UPS, same_server
+    from spectui.labs.prefix import FOLLOW_UPS, same_server  # lazy: prometheus_client (~131 ms cold)
 
     if args.turns < 1:
         raise InputError("--turns must be at least 1")
@@ -55,7 +56,7 @@ def _turns(args) -> list[str]:
 
 
 def _print_text(result, infos, cleared, restore: dict | None) -> None:
-    from spectui.labs.prefix import prefix_table
+    from spectui.labs.prefix import prefix_table  # lazy: prometheus_client (~131 ms cold)
 
     for name in ("baseline", "candidate"):
         print(f"{name:<9} {infos[name].url} ({infos[name].build}); before the run: {cleared[name]}")
@@ -78,11 +79,9 @@ def _print_text(result, infos, cleared, restore: dict | None) -> None:
 
 
 async def cmd_cache(args) -> int:
-    import time
+    import httpx  # lazy: httpx (~127 ms cold)
 
-    import httpx
-
-    from spectui.backends.llamacpp import LlamaCppBackend
+    from spectui.backends.llamacpp import LlamaCppBackend  # lazy: prometheus_client (~131 ms cold)
 
     if args.action in ("save", "restore") and not args.file:
         raise InputError(f"spectui cache {args.action} needs --file NAME")

@@ -30,7 +30,7 @@ async def cmd_sampling(args) -> int:
     check_notebook(args)
     writer = None
     if args.save:
-        from spectui.store.session_writer import SessionWriter  # the store and the lab load only for a run
+        from spectui.store.session_writer import SessionWriter  # lazy: asyncio (~81 ms cold): only for a run
 
         writer = SessionWriter(args.save)
     try:
@@ -65,8 +65,8 @@ def _checked_params(args):
 
 async def _sample_both(args, params, prompt_list, writer) -> tuple[list, dict]:
     """Every seed on both servers (labs.sampling.exact), with a progress bar; the results and the servers."""
-    from spectui.backends.transport import stamped_client
-    from spectui.labs.sampling.exact import sampling
+    from spectui.backends.transport import stamped_client  # lazy: httpx (~127 ms cold)
+    from spectui.labs.sampling.exact import sampling  # lazy: prometheus_client (~131 ms cold)
 
     bar = Advance("spectui sampling")
 
@@ -153,7 +153,7 @@ def _exit_for(results, unwritten: bool) -> int:
         return EXIT_SERVER
     if any(r.verdict == "different" or r.seeded_mismatch_is_failure for r in results):
         return EXIT_DIFFERS  # a seeded mismatch counts only where seeded bytes are (or may be) promised
-    from spectui.labs.sampling.exact import NOT_ENOUGH  # loaded by the run already
+    from spectui.labs.sampling.exact import NOT_ENOUGH  # lazy: scipy (~167 ms cold), loaded by the run already
 
     return EXIT_UNDECIDED if any(r.verdict == NOT_ENOUGH for r in results) else EXIT_OK
 

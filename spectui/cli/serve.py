@@ -45,7 +45,7 @@ def _is_loopback(host: str) -> bool:
 
 def cmd_serve(args) -> int:
     try:
-        import textual_serve  # noqa: F401
+        import textual_serve  # noqa: F401  # lazy: is it installed? one line if not
     except ImportError:
         raise InputError("textual-serve is not installed", hint="pip install 'spectui[serve]'") from None
     if not 0 <= args.port < 65536:
@@ -62,7 +62,7 @@ def cmd_serve(args) -> int:
             file=sys.stderr,
         )
     logging.basicConfig(level=logging.WARNING, format="spectui serve: %(message)s")
-    from spectui.cli.serve_web import serve  # aiohttp and textual-serve: only when serving, not for --help
+    from spectui.cli.serve_web import serve  # lazy: aiohttp (~277 ms cold): only when serving
 
     serve(command, guard, args.host, args.port)
     return 0

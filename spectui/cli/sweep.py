@@ -24,7 +24,7 @@ from spectui.store.locations import atomic_write
 
 
 async def cmd_sweep(args) -> int:
-    from spectui.labs.sweep.levels import parse_levels
+    from spectui.labs.sweep.levels import parse_levels  # lazy: prometheus_client (~131 ms cold)
 
     levels = parse_levels(args.concurrency)
     check_pair_source(args, "sweep")
@@ -50,8 +50,8 @@ async def cmd_sweep(args) -> int:
 async def _sweep(args, prompt_list, levels, params) -> tuple[list, dict, bool]:
     """Every level on the pair (run.pair): both up together, or each side alone; the levels, the servers, and
     whether it ran one at a time."""
-    from spectui.backends.transport import stamped_client
-    from spectui.cli.compare import pair_from
+    from spectui.backends.transport import stamped_client  # lazy: httpx (~127 ms cold)
+    from spectui.cli.compare import pair_from  # lazy: 1 modules more
 
     pair = pair_from(args)
     alone = pair.alone is not None
@@ -82,8 +82,8 @@ def _json_doc(result, infos, params, alone: bool) -> dict:
 
 
 def _print_text(result, infos, params, alone: bool) -> None:
-    from spectui.core.report import cache_text
-    from spectui.labs.sweep.levels import text_table
+    from spectui.core.report import cache_text  # lazy: asyncio (~81 ms cold)
+    from spectui.labs.sweep.levels import text_table  # lazy: prometheus_client (~131 ms cold)
 
     for side in ("baseline", "candidate"):
         print(f"{side:<9} {infos[side].url} ({infos[side].build}) [{infos[side].describe_speedup()}]")
@@ -96,7 +96,7 @@ def _print_text(result, infos, params, alone: bool) -> None:
 
 def _write_files(args, doc: dict, result, infos) -> bool:
     """--save (the JSON) and --svg (the plot), each written atomically; True where one was not written."""
-    from spectui.labs.sweep.levels import svg_chart
+    from spectui.labs.sweep.levels import svg_chart  # lazy: prometheus_client (~131 ms cold)
 
     unwritten = False
     kept = "the report above is complete"
@@ -148,7 +148,7 @@ def _say(line: str) -> None:
 
 async def _sweep_together(client, args, prompt_list, levels, params) -> tuple[list, dict]:
     """Both servers up: each level's requests to the baseline, then the same to the candidate."""
-    from spectui.labs.sweep.levels import sweep
+    from spectui.labs.sweep.levels import sweep  # lazy: prometheus_client (~131 ms cold)
 
     backends, infos = await connect_pair(client, args)
     for name, info in infos.items():
@@ -181,9 +181,9 @@ async def _sweep_together(client, args, prompt_list, levels, params) -> tuple[li
 
 async def _sweep_alone(pair, client, args, prompt_list, levels, params) -> tuple[list, dict]:
     """--one-at-a-time: the baseline alone at every level, then the candidate alone (labs.sweep.levels.sweep_alone)."""
-    from spectui.backends.detect import api_key_from
-    from spectui.core.types import ServerInfo
-    from spectui.labs.sweep.levels import sweep_alone
+    from spectui.backends.detect import api_key_from  # lazy: httpx (~127 ms cold)
+    from spectui.core.types import ServerInfo  # lazy: 1 modules more
+    from spectui.labs.sweep.levels import sweep_alone  # lazy: prometheus_client (~131 ms cold)
 
     servers = pair.servers
     say = (lambda line: print(f"spectui: {line}", file=sys.stderr)) if not args.json else None

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import signal
 
+from spectui.cli import options
 from spectui.cli.common import params_from
+from spectui.core.errors import InputError
+from spectui.store.config import load as load_settings
+from spectui.store.replay import ReplayControl, SessionBackend
 from spectui.tui.app import SIDES, AppConfig, make_app
 
 
 def run_replay(session, speed: str) -> int:
-    from spectui.core.errors import InputError
-    from spectui.store.replay import ReplayControl, SessionBackend
-
     try:
         rate = None if speed == "max" else float(speed.rstrip("x"))
     except ValueError:
@@ -45,12 +47,9 @@ def app_exit(app) -> int:
 
 def cmd_tui(args) -> int:
     if bool(args.baseline) != bool(args.candidate):
-        from spectui.core.errors import InputError
-
         raise InputError("give both --baseline URL and --candidate URL, or neither (to pick a profile)")
     pick = not args.baseline
-    from spectui.backends.detect import api_key_from
-    from spectui.store.config import load as load_settings
+    from spectui.backends.detect import api_key_from  # lazy: httpx (~127 ms cold)
 
     settings, _ = load_settings()  # autosave = false, auto_notebook = true, notebook = "…" in config.toml
     config = AppConfig(
@@ -83,10 +82,6 @@ def cmd_tui(args) -> int:
 
 
 def register(sub) -> None:
-    import argparse
-
-    from spectui.cli import options
-
     p = sub.add_parser("tui", help="open the two-pane TUI on two running servers (or the profile picker)")
     p.add_argument("--no-autosave", action="store_true", help="do not record runs into the sessions folder")
     p.add_argument("--notebook", metavar="PATH", help="the lab notebook for Ctrl+N (else $SPECTUI_NOTEBOOK)")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import time
 from pathlib import Path
 
@@ -38,10 +39,11 @@ from spectui.run.lesson_serving import (
     http_client,
     resolve_tools,
 )
+from spectui.store.locations import atomic_write
 
 
 async def phase_data(opts: LessonOptions, tools: Tools, les: Lesson, say: Say, advance=None) -> None:
-    from spectui.store import prompts as prompt_sets
+    from spectui.store import prompts as prompt_sets  # lazy: 6 modules more
 
     data = opts.out / "data.jsonl"
     if les.phase("data") and data.is_file() and drafts_data.heldout_path(data).is_file():
@@ -73,15 +75,13 @@ async def phase_data(opts: LessonOptions, tools: Tools, les: Lesson, say: Say, a
 
 
 def _child_peak() -> float:
-    import resource
-
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
 async def phase_train(opts: LessonOptions, tools: Tools, les: Lesson, say: Say, advance=None) -> None:
     if opts.draft == "lookup":
         return await _train_lookup(opts, tools, les, say, advance)
-    from spectui.labs.drafts import train_eagle3
+    from spectui.labs.drafts import train_eagle3  # lazy: prometheus_client (~131 ms cold)
 
     done = les.done.get("train") or {}
     if les.phase("train") and done.get("head") and Path(done["head"]).is_dir():
@@ -118,8 +118,7 @@ async def phase_train(opts: LessonOptions, tools: Tools, les: Lesson, say: Say, 
 
 
 async def _train_lookup(opts: LessonOptions, tools: Tools, les: Lesson, say: Say, advance=None) -> None:
-    from spectui.labs.drafts import lookup as lookup_draft
-    from spectui.store.locations import atomic_write
+    from spectui.labs.drafts import lookup as lookup_draft  # lazy: httpx (~127 ms cold)
 
     cache = opts.out / "lookup.bin"
     if les.phase("train") and cache.is_file():
@@ -156,7 +155,7 @@ async def _train_lookup(opts: LessonOptions, tools: Tools, les: Lesson, say: Say
 
 
 async def phase_convert(opts: LessonOptions, tools: Tools, les: Lesson, say: Say) -> None:
-    from spectui.labs.drafts import train_eagle3
+    from spectui.labs.drafts import train_eagle3  # lazy: prometheus_client (~131 ms cold)
 
     gguf = opts.out / "head.gguf"
     if opts.draft != "eagle3":

@@ -45,6 +45,6 @@ def fill_kv_types(info: ServerInfo, launched: LaunchSpec | None, read_argv=None)
 
 def local_argv(url: str) -> list[str] | None:
     """The command line of the server behind `url` where it runs on this machine (labs.sampling's reader)."""
-    from spectui.labs.sampling.exact import launch_argv
+    from spectui.labs.sampling.exact import launch_argv  # lazy: prometheus_client (~131 ms cold)
 
     return launch_argv(url)

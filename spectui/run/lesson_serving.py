@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spectui.core.errors import InputError, SetupError
+from spectui.core.runner import connect
+from spectui.core.types import GenerationParams
 from spectui.labs.drafts import data as drafts_data
 from spectui.labs.drafts.lesson import Lesson
 
@@ -52,7 +54,7 @@ class Tools:
 
 def resolve_tools(opts: LessonOptions, say: Say = print) -> Tools:
     """Every program and file the lesson needs, checked before anything runs; one line where one is missing."""
-    from spectui.machine import assets
+    from spectui.machine import assets  # lazy: httpx (~127 ms cold)
 
     if opts.draft not in DRAFTS:
         raise InputError(f"unknown draft {opts.draft!r}", hint=f"one of {', '.join(DRAFTS)}")
@@ -102,7 +104,7 @@ class Serving:
     """llama-servers for one phase: started together, healthy, their peak memory read before they stop."""
 
     def __init__(self, tools: Tools, threads: int, sides: list[tuple[str, Path, list[str]]]) -> None:
-        from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
+        from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv  # lazy: httpx (~127 ms cold)
 
         self.launcher = Launcher()
         self.procs = []
@@ -136,8 +138,7 @@ class Serving:
 
 
 async def backends_for(client, urls: list[str]):
-    from spectui.backends.llamacpp import LlamaCppBackend
-    from spectui.core.runner import connect
+    from spectui.backends.llamacpp import LlamaCppBackend  # lazy: prometheus_client (~131 ms cold)
 
     out = [LlamaCppBackend(u, client) for u in urls]
     for b in out:
@@ -146,13 +147,11 @@ async def backends_for(client, urls: list[str]):
 
 
 def greedy_params(opts: LessonOptions):
-    from spectui.core.types import GenerationParams
-
     return GenerationParams(max_tokens=opts.max_tokens, temperature=0.0, seed=42, cache_prompt=False)
 
 
 def http_client():
-    import httpx
+    import httpx  # lazy: httpx (~127 ms cold)
 
     return httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10))
 
@@ -160,16 +159,16 @@ def http_client():
 def draft_extra(opts: LessonOptions, les: Lesson, n_max: int) -> list[str]:
     """The candidate's llama-server flags for the trained draft at this n_max."""
     if opts.draft == "eagle3":
-        from spectui.labs.drafts.train_eagle3 import eagle3_extra
+        from spectui.labs.drafts.train_eagle3 import eagle3_extra  # lazy: prometheus_client (~131 ms cold)
 
         return eagle3_extra(Path(les.done["convert"]["gguf"]), n_max)
-    from spectui.labs.drafts.lookup import server_extra
+    from spectui.labs.drafts.lookup import server_extra  # lazy: httpx (~127 ms cold)
 
     return [*server_extra(Path(les.done["train"]["cache"])), "--spec-draft-n-max", str(n_max)]
 
 
 def heldout_prompts(opts: LessonOptions) -> tuple[Path, list]:
-    from spectui.store import prompts as prompt_sets
+    from spectui.store import prompts as prompt_sets  # lazy: 6 modules more
 
     path = drafts_data.heldout_path(opts.out / "data.jsonl")
     _, held = prompt_sets.load_set(str(path))

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from spectui.backends.launchspec import LaunchSpec
+from spectui.core.errors import SpectuiError, describe
 from spectui.core.figures import SideRecorder
 from spectui.core.findings import ProbeResult, ProbeStep, StepSpan
 
@@ -258,7 +259,6 @@ async def probe_prompt(
     backend serving the draft model (draft-simple), `ngram` the n-gram sizes (ngram-simple; llama.cpp's
     defaults 12/48 when not known). Never raises for a server that cannot do it: the result says why.
     """
-    from spectui.core.errors import SpectuiError, describe
 
     info = candidate.info.speculative if candidate.info is not None else {}
     kind = drafter_kind(info)

@@ -15,12 +15,16 @@ the verdict is THE verdict (core.verdict.judge) of each recorded run, judged fro
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from spectui.core.errors import InputError
 from spectui.run.prove import conditions
 from spectui.run.prove.derive import derive, load_sessions, normalised
+from spectui.store.locations import atomic_write
 
 FORMAT = "spectui-certificate"
 VERSION = 1
@@ -32,14 +36,13 @@ CERT_NAME, MD_NAME, HTML_NAME = "certificate.json", "certificate.md", "certifica
 # -- files -----------------------------------------------------------------------------------------
 def sha256_of(path: Path) -> str:
     """In chunks: a session of any size is hashed in constant memory."""
-    from spectui.run.prove.provenance import sha256_file
+    from spectui.run.prove.provenance import sha256_file  # lazy: 5 modules more
 
     return sha256_file(path)
 
 
 def session_ref(path: Path, base: Path, phase: str) -> dict:
     """A session as the certificate references it: its path relative to the certificate, and its sha256."""
-    import os
 
     return {
         "path": os.path.relpath(path.resolve(), base.resolve()),
@@ -79,7 +82,7 @@ def load(path: str | Path) -> dict:
 
 def schema_error(doc: dict) -> str | None:
     """The shipped JSON schema (certificate.schema.json) applied to a document: its first error, one line."""
-    import jsonschema
+    import jsonschema  # lazy: jsonschema (~266 ms cold)
 
     try:
         schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
@@ -240,7 +243,7 @@ def _servers_as_recorded(doc: dict, fresh: dict) -> list[str]:
 
 def check_renderings(doc: dict, cert_path: Path) -> tuple[list[str], list[str]]:
     """(problems, checked): the .md and .html beside the certificate, each equal to its rendering now."""
-    from spectui.run.prove.render import render_html, render_markdown
+    from spectui.run.prove.render import render_html, render_markdown  # lazy: 6 modules more
 
     problems: list[str] = []
     checked: list[str] = []
@@ -265,7 +268,6 @@ def outside(path: str, base: Path) -> str | None:
     """Why a referenced session may not be read: a session is a regular file inside the certificate's
     folder (no absolute path, no `..`, no symbolic link out of it); anything else would let a certificate
     have any file on the machine hashed."""
-    import stat
 
     rel = Path(path)
     if rel.is_absolute() or ".." in rel.parts:
@@ -301,7 +303,7 @@ def recheck_terms(terms: dict, greedy_sessions) -> tuple[list[str], list[str]]:
     recorded figures (no server to time again), and each prompt's check — α, γ, E, the prediction, the
     measured speed-up and its interval, agree or the term that misses — is derived again from those times
     and the greedy sessions' runs, and must be equal."""
-    from spectui.labs.theory.record import rederive, runs_by_prompt
+    from spectui.labs.theory.record import rederive, runs_by_prompt  # lazy: prometheus_client (~131 ms cold)
 
     if terms.get("skipped"):
         return [], [f"terms: not measured ({terms['skipped']}): nothing to check"]
@@ -447,7 +449,6 @@ def refuse_overwriting_inputs(out_path: Path, docs: list[dict]) -> None:
 def beside(session: Path, base: Path, shard: dict) -> Path:
     """A shard's session as the merged certificate references it: where it is when that is inside the
     merged certificate's folder, else copied into it (shard-I-of-N/…), so verify reads only files inside."""
-    import shutil
 
     if session.resolve().is_relative_to(base.resolve()):
         return session
@@ -511,8 +512,7 @@ def build(inputs: dict, measured_on: dict, refs: list[dict], base: Path, terms: 
 
 def write(doc: dict, path: Path) -> list[Path]:
     """The certificate JSON and its Markdown and HTML renderings beside it, each written atomically."""
-    from spectui.run.prove.render import render_html, render_markdown
-    from spectui.store.locations import atomic_write
+    from spectui.run.prove.render import render_html, render_markdown  # lazy: 6 modules more
 
     doc["_path"] = str(path)
     written = [atomic_write(path, canonical(doc))]

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spectui.core.figures import per_position_alpha
+from spectui.core.figures import per_position_alpha, rate_basis_note
 from spectui.core.runner import PromptResult, same_tokenizer
 from spectui.core.verdict import judge
 from spectui.run.prove.sampled import sampled_json
@@ -272,7 +272,7 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     not_run, more = schedule(groups, inputs, order)
     problems += more
     counts = {k: sum(1 for g in groups if g.status == k) for k in ("identical", "differs", "failed", "incomplete")}
-    from spectui.run.phased import ORDER
+    from spectui.run.phased import ORDER  # lazy: 2 modules more
 
     alone_now = bool(orders_of(greedy)) and orders_of(greedy) == {ORDER}
     # one server at a time: run k of every prompt shares run k's launches, so the interval is over runs
@@ -363,8 +363,8 @@ def orders_of(sessions: list[Session]) -> set[str]:
 def by_machine(groups: list[PromptRuns], inputs: dict, measured_on: dict) -> dict:
     """Merged shards that ran on different machines: the speed-up of each machine's prompts ({} otherwise,
     so other certificates stay as they were). A prompt's machine is its shard's (run.prove.shard)."""
-    from spectui.run.prove.provenance import machine_name, machines
-    from spectui.run.prove.shard import Shard
+    from spectui.run.prove.provenance import machine_name, machines  # lazy: 5 modules more
+    from spectui.run.prove.shard import Shard  # lazy: 1 modules more
 
     found = machines(measured_on)
     if len(found) < 2:
@@ -419,7 +419,7 @@ MEASURED_APART = (
 def one_at_a_time(sessions: list[Session], inputs: dict) -> tuple[bool, list[str]]:
     """Whether the sessions recorded every pair measured one after the other (run.phased: never both
     servers up), and where that disagrees with the inputs or between the runs."""
-    from spectui.run.phased import ORDER
+    from spectui.run.phased import ORDER  # lazy: 2 modules more
 
     orders = {sp.order for s in sessions for sp in s.prompts}
     alone = bool(orders) and orders == {ORDER}
@@ -438,8 +438,6 @@ def one_at_a_time(sessions: list[Session], inputs: dict) -> tuple[bool, list[str
 
 
 def _rate_note(r: PromptResult) -> str | None:
-    from spectui.core.figures import rate_basis_note
-
     return rate_basis_note(r.baseline.figures, r.candidate.figures)
 
 
@@ -524,7 +522,7 @@ def speed_words(derived: dict, measured_on: dict) -> str:
     else:
         a, mal = acc["alpha"]["value"], acc["mean_accepted_length"]["value"]
         at = f" at α {a:.2f} (mean accepted length {mal:.2f})" if a is not None and mal is not None else ""
-    from spectui.run.prove.provenance import where_measured
+    from spectui.run.prove.provenance import where_measured  # lazy: 5 modules more
 
     per = derived["speedup"].get("by_machine")
     if per:  # shards on different machines: one speed-up over all of them would mix two hardware

@@ -18,6 +18,9 @@ Nothing here has a loop over requests of its own: each request goes through RunS
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +28,13 @@ from pathlib import Path
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import InputError, SpectuiError
 from spectui.core.runner import PromptResult, Source
-from spectui.core.types import GenerationParams, Prompt
+from spectui.core.types import GenerationParams, Prompt, ServerInfo
 from spectui.run.events import PromptFinished, PromptStarted, RunEvent
-from spectui.run.phased import ORDER
+from spectui.run.phased import ORDER, Pass, PhasedRun
 from spectui.run.prove import certificate
 from spectui.run.prove.shard import Shard, sampled_positions
 from spectui.run.session import RunOptions, RunSession
+from spectui.store.locations import data_dir
 
 GREEDY, SAMPLED = "greedy.jsonl", "sampled.jsonl"
 TRIAGE_SKIPPED = (
@@ -118,10 +122,6 @@ ProveEvent = PhaseStarted | Progressed | CertificateWritten
 
 def default_dir(shard: Shard | None = None) -> Path:
     """Where a certificate goes when no -o is given: the data folder's certificates/, one folder each."""
-    import datetime as dt
-    import os
-
-    from spectui.store.locations import data_dir
 
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     tail = f"-shard-{shard.index}-of-{shard.of}" if shard else ""
@@ -130,7 +130,6 @@ def default_dir(shard: Shard | None = None) -> Path:
 
 def prepare_dir(out: Path) -> Path:
     """The certificate's folder: new or empty of spectui's files; never overwrites raw sessions."""
-    import os
 
     out = out.expanduser()
     if out.exists() and not out.is_dir():
@@ -152,7 +151,6 @@ def prepare_dir(out: Path) -> Path:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create {out}: {exc.strerror}") from None
-    import tempfile
 
     try:  # written to, not only asked: a read-only mount says yes to access() for root
         with tempfile.NamedTemporaryFile(dir=out, prefix=".spectui-write-check-"):
@@ -286,7 +284,7 @@ class Prover:
             )
 
         self.emit(PhaseStarted("certificate", 1))
-        from spectui.run.prove.provenance import measured_on
+        from spectui.run.prove.provenance import measured_on  # lazy: 4 modules more
 
         infos = {side: self._info(side) for side in ("baseline", "candidate")}
         argvs = {side: self._argv(side) for side in ("baseline", "candidate")}
@@ -306,7 +304,7 @@ class Prover:
         return doc
 
     async def _together(self, out: Path) -> None:
-        from spectui.store.session_writer import SessionWriter
+        from spectui.store.session_writer import SessionWriter  # lazy: 1 modules more
 
         o = self.options
         total = len(self.share) * o.runs
@@ -354,8 +352,7 @@ class Prover:
     async def _one_at_a_time(self, out: Path) -> None:
         """Both passes one server at a time: the greedy runs, then the sampled pass (each seed its own
         parameters), on one schedule of whole phases, each pair judged as side by side."""
-        from spectui.run.phased import Pass, PhasedRun
-        from spectui.store.session_writer import SessionWriter
+        from spectui.store.session_writer import SessionWriter  # lazy: 1 modules more
 
         assert self.alone is not None
         o = self.options
@@ -413,8 +410,6 @@ class Prover:
         )
 
     def _info(self, side: str):
-        from spectui.core.types import ServerInfo
-
         source = self.baseline if side == "baseline" else self.candidate
         if source is None:  # one at a time: as the side answered while it was up
             return self.infos.get(side) or ServerInfo("?")
@@ -428,13 +423,13 @@ class Prover:
             return list(spec.argv)
         if side in self.argvs:
             return self.argvs[side]
-        from spectui.labs.sampling.exact import launch_argv
+        from spectui.labs.sampling.exact import launch_argv  # lazy: prometheus_client (~131 ms cold)
 
         source = self.baseline if side == "baseline" else self.candidate
         return launch_argv(source.url) if source is not None else None
 
 
 def _set_hash(prompts: list[Prompt]) -> str:
-    from spectui.run.prove.provenance import prompt_set_hash
+    from spectui.run.prove.provenance import prompt_set_hash  # lazy: 4 modules more
 
     return prompt_set_hash(prompts)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from spectui import __version__
 from spectui.backends.launchspec import LaunchSpec, flag_value
+from spectui.core.errors import redact_argv, redact_credentials
 from spectui.core.types import Prompt, ServerInfo
 
 CHUNK = 1 << 20
@@ -100,9 +101,9 @@ def cpu_model() -> str:
 
 def hardware(gpu_probe=None) -> dict:
     """CPU, cores, RAM and NVIDIA GPUs (NVML); no GPU is a value, never an error."""
-    import psutil
+    import psutil  # lazy: psutil (~20 ms cold)
 
-    from spectui.machine.probes import GPUProbe
+    from spectui.machine.probes import GPUProbe  # lazy: psutil (~20 ms cold)
 
     probe = gpu_probe or GPUProbe()
     gpus = [{"index": g.index, "name": g.name, "memory_total": g.memory_total} for g in probe.sample()]
@@ -167,7 +168,6 @@ def server_facts(info: ServerInfo, argv: list[str] | None, hash_files: bool = Tr
     if not model_path and argv:
         model_path = flag_value(argv, "-m", "--model") or model_path
     draft = spec.draft_model or (info.speculative or {}).get("draft_model")
-    from spectui.core.errors import redact_argv, redact_credentials
 
     shown = redact_argv(argv) if argv else None  # a certificate is made to be shared: no key, no token in it
     return {

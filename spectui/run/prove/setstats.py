@@ -32,7 +32,7 @@ def ratio_interval(nums: list[float], dens: list[float], cap: float | None = Non
     if n < MIN_PROMPTS:
         why = "1 prompt: no interval" if n == 1 else f"{n} prompts: too few prompts to judge (an interval needs 3)"
         return {"value": r, "low": None, "high": None, "n": n, "method": None, "reason": why}
-    from scipy import stats  # lazily: spectui --help stays fast
+    from scipy import stats  # lazy: scipy (~167 ms cold): spectui --help stays fast
 
     mean_s = total_s / n
     var = sum((a - r * s) ** 2 for a, s in pairs) / (n - 1) / (n * mean_s**2)
@@ -71,7 +71,7 @@ def set_ratio(per_prompt: list[dict], per_pass: list[dict], num, cap: float | No
     elif len(vals) < 2:
         reason = "1 run: no interval from repeats"
     else:
-        from scipy import stats  # lazily: spectui --help stays fast
+        from scipy import stats  # lazy: scipy (~167 ms cold): spectui --help stays fast
 
         half = float(stats.t.ppf(0.5 + LEVEL / 2, len(vals) - 1)) * statistics.stdev(vals) / math.sqrt(len(vals))
         low, high = max(0.0, value - half), value + half
@@ -124,7 +124,7 @@ def set_speedup(
     if df == 0:
         out["reason"] = "1 run per prompt: no interval from repeats (--runs 2 or more)"
     else:
-        from scipy import stats
+        from scipy import stats  # lazy: scipy (~167 ms cold)
 
         pooled = sum((x - m) ** 2 for u, m in zip(logs, means) for x in u) / df
         se = math.sqrt(pooled * sum(1 / len(u) for u in logs)) / p
@@ -146,7 +146,7 @@ def shared_runs(g: float, shared: list[dict[int, float]], level: float = LEVEL) 
     misses it (a '95 %' interval covered 66 % at 8 prompts with a shift as large as the run noise). The
     interval is then over the runs: each run's geometric mean over the prompts measured in every run,
     a t-interval with runs − 1 degrees of freedom (coverage simulated: tests/unit/test_setstats_coverage.py)."""
-    from scipy import stats
+    from scipy import stats  # lazy: scipy (~167 ms cold)
 
     runs = sorted({k for d in shared for k in d})
     complete = [d for d in shared if d and all(k in d for k in runs)]

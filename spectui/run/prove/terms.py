@@ -65,7 +65,7 @@ async def add_terms(
 
 async def _measure(doc: dict, client, baseline, candidate, repeats: int, say: Callable[[str], None] | None) -> dict:
     """The terms of every greedy prompt that finished on both sides (labs.theory.record), on the servers."""
-    from spectui.labs.theory import record as terms_record
+    from spectui.labs.theory import record as terms_record  # lazy: prometheus_client (~131 ms cold)
 
     groups = _finished_groups(doc)
 

@@ -61,7 +61,9 @@ def alpha_by_hand(accepted: float, drafted: float, steps: float) -> float:
 @pytest.fixture(scope="module")
 def draft_cert(llama_servers, tmp_path_factory):
     """baseline vs draft-simple (n-max 8) on the quick set, 2 interleaved runs, 24 tokens; the candidate's
-    /metrics read before and after (nothing else asks it in between: greedy only, nothing to triage)."""
+    /metrics read before and after (nothing else asks it in between: greedy only, nothing to triage). The
+    measured terms are test_prove_terms.py's promise: --no-terms here, as in every prove below that is not
+    about them (each measurement launches servers of its own and times batches on them)."""
     import contextlib
     import io
 
@@ -71,7 +73,7 @@ def draft_cert(llama_servers, tmp_path_factory):
     with contextlib.redirect_stdout(buf):
         code = main(
             ["prove", "--baseline", llama_servers["baseline"], "--candidate", llama_servers["draft"]]
-            + ["--prompts", "quick", "--max-tokens", "24", "--runs", "2", "--sampled", "0"]
+            + ["--prompts", "quick", "--max-tokens", "24", "--runs", "2", "--sampled", "0", "--no-terms"]
             + ["-o", str(out), "--no-notebook"]
         )
     after = metrics(llama_servers["draft"])
@@ -146,6 +148,7 @@ def test_ngram_on_a_copying_set_is_identical_and_accepts_most(llama_servers, tmp
         "1",
         "--sampled",
         "0",
+        "--no-terms",
     )
     assert code == 0 and text.startswith("IDENTICAL on 2/2 (greedy)")
     acc = doc["derived"]["acceptance"]
@@ -166,6 +169,7 @@ def test_q4_kv_cache_is_different_with_byte_offsets_and_causes(llama_servers, tm
         "1",
         "--sampled",
         "0",
+        "--no-terms",
     )
     assert code == 3 and text.startswith("DIFFERENT on ")
     diffs = doc["derived"]["differences"]
@@ -203,7 +207,7 @@ def test_regress_does_not_judge_a_shorter_draft_on_mean_accepted_length(draft_ce
     """n-max 8 → 2: mean accepted length (1 + Σᵢ P(positions 1…i accepted)) falls by itself when fewer
     positions are drafted, so it is shown, not judged (issue 36); positions 1 and 2, drafted by both, are."""
     *_, out, _, _ = draft_cert
-    args = ("--prompts", "quick", "--max-tokens", "24", "--runs", "2", "--sampled", "0")
+    args = ("--prompts", "quick", "--max-tokens", "24", "--runs", "2", "--sampled", "0", "--no-terms")
     code, _, same = prove(capsys, llama_servers["baseline"], llama_servers["draft"], tmp_path / "same", *args)
     assert code == 0
     assert main(["regress", str(out), str(tmp_path / "same")]) == 0
@@ -233,11 +237,14 @@ def test_regress_does_not_judge_a_shorter_draft_on_mean_accepted_length(draft_ce
 
 def test_three_shards_in_separate_processes_merge_to_the_unsharded_run(llama_servers, tmp_path, capsys):
     args = ["--prompts", "default", "--limit", "3", "--max-tokens", "16", "--runs", "1", "--sampled", "0"]
-    code, _, whole = prove(capsys, llama_servers["baseline"], llama_servers["draft"], tmp_path / "whole", *args)
+    whole_args = [*args, "--no-terms"]  # the unsharded run is compared on its verdicts and acceptance only
+    code, _, whole = prove(capsys, llama_servers["baseline"], llama_servers["draft"], tmp_path / "whole", *whole_args)
     assert code == 0
     for i in (1, 2, 3):
         cmd = [sys.executable, "-m", "spectui", "prove", "--baseline", llama_servers["baseline"]]
         cmd += ["--candidate", llama_servers["draft"], *args, "--shard", f"{i}/3", "-o", str(tmp_path / f"s{i}")]
+        if i != 2:  # one shard measures the terms, two do not: the merge keeps that shard's, as measured
+            cmd.append("--no-terms")
         done = subprocess.run([*cmd, "--no-notebook"], cwd=ROOT, capture_output=True, text=True, timeout=240)
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.startswith("IDENTICAL on 1/1 (greedy)")
@@ -256,14 +263,18 @@ def test_three_shards_in_separate_processes_merge_to_the_unsharded_run(llama_ser
     assert [q["accepted"] for q in m["acceptance"]["per_position"]] == [
         q["accepted"] for q in w["acceptance"]["per_position"]
     ]
-    assert main(["verify", str(tmp_path / "merged.json")]) == 0
+    measured = json.loads((tmp_path / "s2" / "certificate.json").read_text(encoding="utf-8"))["terms"]
+    assert len(measured["prompts"]) == 1 and merged["terms"]["prompts"] == measured["prompts"]  # not averaged
+    assert "(1 of 3 shards measured them)" in merged["terms"]["merged"]
+    assert main(["verify", str(tmp_path / "merged.json")]) == 0  # re-derives shard 2's terms check too
     capsys.readouterr()
 
 
 def test_prove_launches_a_profile_pair_and_stops_it(tmp_path, capsys):
     code = main(
         ["prove", "--profile", "cpu-demo", "--comparison", "ngram", "--prompts", "quick", "--limit", "1"]
-        + ["--max-tokens", "8", "--runs", "1", "--sampled", "0", "-o", str(tmp_path / "p"), "--no-notebook"]
+        + ["--max-tokens", "8", "--runs", "1", "--sampled", "0", "--no-terms"]
+        + ["-o", str(tmp_path / "p"), "--no-notebook"]
     )
     out = capsys.readouterr()
     assert code == 0 and out.out.startswith("IDENTICAL on 1/1 (greedy)")

@@ -1,4 +1,5 @@
-"""Waiting in Pilot tests: poll a condition, fail with what was awaited (never a fixed sleep)."""
+"""Waiting in Pilot tests: poll a condition, fail with what was awaited (never a fixed sleep); and the app
+that replays a recorded session, as `spectui replay FILE` opens it."""
 
 from __future__ import annotations
 
@@ -39,3 +40,28 @@ async def settled(pilot, timeout: float = 30.0, frames: int = 3) -> None:
         shot = pilot.app.export_screenshot()
         same = same + 1 if shot == last else 0
         last = shot
+
+
+def replay_app(session_path, speed: float | None = None):
+    """The TUI replaying the session at `session_path` (None: as fast as it goes), every prompt run at once."""
+    from spectui.core.runner import SIDES
+    from spectui.machine.probes import GPUProbe
+    from spectui.store.replay import ReplayControl, SessionBackend
+    from spectui.store.session import load_session
+    from spectui.tui.app import AppConfig, make_app
+    from tests.fakes import FakeNVML
+
+    session = load_session(session_path)
+    control = ReplayControl(speed)
+    cfg = AppConfig(
+        session.infos["baseline"].url,
+        session.infos["candidate"].url,
+        params=session.prompts[0].params,
+        prompts=[p.prompt for p in session.prompts],
+        backends={s: SessionBackend(s, session, speed, control) for s in SIDES},
+        replay_control=control,
+        autorun_all=True,
+        gpu_probe=GPUProbe(FakeNVML(fail_init=True)),
+        autosave=False,
+    )
+    return make_app(cfg)

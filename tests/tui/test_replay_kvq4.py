@@ -7,33 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spectui.core.runner import SIDES
-from spectui.machine.probes import GPUProbe
-from spectui.store.replay import ReplayControl, SessionBackend
-from spectui.store.session import load_session
-from spectui.tui.app import AppConfig, make_app
-from tests.fakes import FakeNVML
-from tests.pilot import settled, until
+from tests.pilot import replay_app, settled, until
 
 SESSION = Path(__file__).parent.parent / "data" / "session-kvq4-mixed.jsonl"
 
 
 async def test_the_replay_shows_the_recorded_metrics_state_and_kv_types():
-    session = load_session(SESSION)
-    control = ReplayControl(None)
-    app = make_app(
-        AppConfig(
-            session.infos["baseline"].url,
-            session.infos["candidate"].url,
-            params=session.prompts[0].params,
-            prompts=[p.prompt for p in session.prompts],
-            backends={s: SessionBackend(s, session, None, control) for s in SIDES},
-            replay_control=control,
-            autorun_all=True,
-            gpu_probe=GPUProbe(FakeNVML(fail_init=True)),
-            autosave=False,
-        )
-    )
+    app = replay_app(SESSION)
     async with app.run_test(size=(160, 48)) as pilot:
         await until(pilot, lambda: app.run_done.is_set() and len(app.results) == 2, 60, "the replay")
         await settled(pilot)

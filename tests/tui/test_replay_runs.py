@@ -13,9 +13,9 @@ import pytest
 
 from spectui.core.report import repeat_text, whole_set
 from spectui.core.runner import grouped
-from spectui.store.replay import ReplayControl, SessionBackend
 from spectui.store.session import load_session, results_for
 from spectui.tui.widgets.panes import Banner
+from tests.pilot import replay_app as replay_session
 from tests.pilot import until
 
 SESSION = Path(__file__).resolve().parent.parent / "data" / "session-draft-quick2-repeat2.jsonl"
@@ -49,24 +49,7 @@ def printed(text: str, head: str) -> str:
 
 
 def replay_app(speed: float | None):
-    from spectui.machine.probes import GPUProbe
-    from spectui.tui.app import AppConfig, make_app
-    from tests.fakes import FakeNVML
-
-    session = load_session(SESSION)
-    control = ReplayControl(speed)
-    cfg = AppConfig(
-        session.infos["baseline"].url,
-        session.infos["candidate"].url,
-        params=session.prompts[0].params,
-        prompts=[p.prompt for p in session.prompts],
-        backends={s: SessionBackend(s, session, speed, control) for s in SIDES},
-        replay_control=control,
-        autorun_all=True,
-        gpu_probe=GPUProbe(FakeNVML(fail_init=True)),
-        autosave=False,
-    )
-    return make_app(cfg)
+    return replay_session(SESSION, speed)
 
 
 def numbered(app) -> list[tuple[str, int, int]]:

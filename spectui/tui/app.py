@@ -27,6 +27,7 @@ from spectui.tui.recording import SessionKeeper
 from spectui.tui.screens.diff import DiffScreen
 from spectui.tui.supervisor import ServerSupervisor
 from spectui.tui.themes import legend_text, user_themes
+from spectui.tui.widgets.fit import FitLabel, order_cache_words
 from spectui.tui.widgets.footer import KeysFooter
 from spectui.tui.widgets.panes import Banner, LivePanel, ServerLogs, SidePane
 
@@ -35,6 +36,10 @@ if TYPE_CHECKING:  # httpx and the backends load when the app opens its client, 
 
     from spectui.backends.base import Backend
 
+CACHE_TIP = (
+    "order: ctrl+o switches sequential/concurrent · prompt cache: what each request asks for "
+    "(spectui tui --cache-prompt off|on|server; off by default, as spectui compare and sweep)"
+)
 LABS = {  # a lab's action name -> its screen (module, class); each opens with `open(LabContext)`
     "theory": ("spectui.tui.screens.theory_screen", "TheoryScreen"),
     "prefix_lab": ("spectui.tui.screens.lab_screens", "PrefixScreen"),
@@ -176,15 +181,15 @@ class SpectuiApp(KeysMixin, App):
                 id="prompt-set",
             )
         with Horizontal(id="settings"):
-            yield Label("max tokens")
+            yield FitLabel("max tokens", "max")
             yield Input(str(self.params.max_tokens), id="max-tokens", type="integer")
-            yield Label("temperature")
+            yield FitLabel("temperature", "temp")
             yield Input(str(self.params.temperature), id="temperature", type="number")
             yield Label("seed")
             yield Input(str(self.params.seed), id="seed", type="integer")
             yield Label("runs")
             yield Input("1", id="repeat", type="integer", tooltip="runs per side, interleaved: the speed-up's spread")
-            yield Label(f"order: {self.order}", id="order")
+            yield FitLabel(*order_cache_words(self.order, self.params.cache_prompt), id="order", tooltip=CACHE_TIP)
         yield Label(legend_text(self.marks), id="legend")
         with Container(id="panes"):
             yield SidePane("baseline", self.config.baseline_url)
@@ -437,7 +442,7 @@ class SpectuiApp(KeysMixin, App):
         """ctrl+o the order, ctrl+t the token boundaries, alt+k the marks, alt+l the server logs."""
         if what == "order":
             self.order = "concurrent" if self.order == "sequential" else "sequential"
-            self.q("#order", Label).update(f"order: {self.order}")
+            self.q("#order", FitLabel).say(*order_cache_words(self.order, self.params.cache_prompt))
             if self.order == "concurrent":  # it changes the speed-up: said when chosen, and beside the figure
                 from spectui.core.report import CONCURRENT_CAVEAT
 

@@ -56,3 +56,24 @@ async def test_the_sweep_asks_for_the_cache_as_the_main_screen_and_says_it(monke
         await until(pilot, lambda: app.screen.finished, 30, "the sweep to finish")
         assert [p.cache_prompt for p in asked] == [False]  # was None: the server's default (llama.cpp: on)
         assert "prompt cache off" in str(app.screen.query_one("#status").render())
+
+
+async def test_the_main_screen_says_the_prompt_cache_within_80_columns():
+    """The settings row says the prompt cache the requests ask for, whole, at 80 and at 120 columns (it
+    said only the order, and at 80 columns not even that: `order:` was the last word that fitted)."""
+    from spectui.tui.widgets.fit import FitLabel
+
+    app = make()
+    app.params = GenerationParams(max_tokens=64, cache_prompt=False)  # `spectui tui`'s default (--cache-prompt off)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await steady(pilot)
+        label = app.query_one("#order", FitLabel)
+        assert str(label.render()) == "seq · cache off"
+        assert label.region.right <= 80, "the label is cut by the terminal's edge"
+        await pilot.press("ctrl+o")
+        await settled(pilot)
+        assert str(label.render()) == "conc · cache off" and label.region.right <= 80
+        await pilot.resize_terminal(120, 40)
+        await settled(pilot)
+        assert str(label.render()) == "order: concurrent · prompt cache off" and label.region.right <= 120
+        assert str(app.query_one("#settings FitLabel").render()) == "max tokens"

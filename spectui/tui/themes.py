@@ -35,7 +35,10 @@ def legend_text(marks: dict[str, str], mode: str = "full") -> str:
     m = marks
     if mode == "off":
         return f"candidate marks off: the text as the server sent it · {MARKS_KEY}: all marks"
-    rejected = f"[bold {m['rejected']}]✗n[/] drafts rejected · " if mode == "full" else ""
+    if mode == "full":
+        rejected = f"[bold {m['rejected']}]✗n[/] drafts rejected · "
+    else:  # colour only: the character where the target's own token took over is reversed, as here
+        rejected = f"[reverse {m['rejected']}]d[/]rafts rejected · "
     then = "colour only" if mode == "full" else "off"
     return (
         f"candidate marks: [{m['accepted']} underline]accepted draft[/] · [{m['target']}]target's own[/] · "

@@ -76,3 +76,37 @@ async def test_the_drafts_guesses_with_the_marks_off_say_which_key_shows_them():
         await pilot.press("alt+k")
         app.runs.show_drafts(ProbeResult("draft model test"))
         assert any("alt+k" in s for s in said), said
+
+
+async def test_colour_only_marks_each_rejection_on_a_character_without_writing_into_the_text():
+    """Colour only kept the text as sent but showed no rejection at all: now the first character of the
+    target's token after a rejection (past its newlines) is reversed in the rejected colour, one cell per
+    rejection, and the legend shows the same mark."""
+    from bisect import bisect_right
+
+    app = make()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await run_and_wait(pilot)
+        view = app.pane("candidate").view
+        sent = app.runs.recorders["candidate"].output().decode()
+        await pilot.press("alt+k")
+        await settled(pilot)
+        assert view.mark_mode == "colour" and view.plain() == sent
+        mark = f"reverse {view.marks['rejected']}"
+        text, at, expected = view.plain(), 0, []
+        for token in view.tokens:
+            piece = token.data.decode("utf-8", errors="replace")
+            lead = len(piece) - len(piece.lstrip("\n"))
+            if token.rejected and lead < len(piece):
+                expected.append(at + lead)
+            at += len(piece)
+        assert expected, "the replayed candidate had rejections"
+
+        def style_at(offset: int) -> str | None:
+            return view._styles[view._mark_style[bisect_right(view._mark_at, offset) - 1]]
+
+        marked = [i for i in range(len(text)) if style_at(i) == mark]
+        assert marked == expected
+        assert f"[reverse {view.marks['rejected']}]d[/reverse {view.marks['rejected']}]rafts rejected" in str(
+            app.q("#legend").render().markup
+        )

@@ -172,9 +172,22 @@ class TokenView(ScrollView, can_focus=True):
             style = self.marks.get(label, None) if label != "unknown" else "dim"
             if label == "accepted":
                 style = f"{style} underline"
+        text = self._decode(data)
         if self.diverge_token is not None and index == self.diverge_token:
             style = f"bold reverse {self.marks['diverge']}"
-        self._emit_text(self._decode(data), style)
+        elif marked and rejected and self.mark_mode == "colour":
+            text = self._mark_rejection(text, style)
+        self._emit_text(text, style)
+
+    def _mark_rejection(self, text: str, style: str | None) -> str:
+        """Colour only: the token's first character after its newlines (the draft went wrong there) drawn
+        reversed in the rejected colour, nothing written into the text; the rest of the token to draw."""
+        at = len(text) - len(text.lstrip("\n"))
+        if at == len(text):  # only newlines: no cell to colour
+            return text
+        self._emit_text(text[:at], style)
+        self._emit_text(text[at], f"reverse {self.marks['rejected']}")
+        return text[at + 1 :]
 
     def rebuild(self) -> None:
         self._clear()

@@ -54,7 +54,7 @@ def test_prove_one_at_a_time_never_has_both_up_and_certifies_what_side_by_side_d
     assert not _llama_children(shared)  # and none is left
     assert "one server at a time (asked for (--one-at-a-time))" in said
 
-    code, said, together = _prove([], tmp_path / "together")
+    code, said, together = _prove(["--no-terms"], tmp_path / "together")  # its terms: test_prove_terms.py
     assert code == 0, said[-3000:]
     assert not _llama_children(shared)
 

@@ -43,6 +43,7 @@ async def test_a_poll_answered_as_the_quit_cancels_it_is_cancelled(turns):
         config=SimpleNamespace(one_at_a_time=False),
         backends={"baseline": AnsweringBackend(answer)},
         pane=lambda side: SimpleNamespace(info="connected"),
+        gpu_probe=None,  # SupervisorHost names it (the live panel's GPU memory per process); none here
     )
     supervisor = ServerSupervisor(host)  # type: ignore[arg-type]
     polling = asyncio.ensure_future(supervisor.poll_kv())

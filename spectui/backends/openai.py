@@ -7,6 +7,7 @@ is shown as missing.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -92,8 +93,6 @@ class OpenAIBackend(Backend):
         return r.json()
 
     async def wait_ready(self, timeout: float = 120.0, on_wait=None) -> None:
-        import asyncio
-
         deadline = time.monotonic() + timeout
         while True:
             try:

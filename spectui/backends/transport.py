@@ -113,7 +113,7 @@ def _abort_connections(connector) -> None:
 
 
 async def _chunks(content) -> AsyncIterator[bytes]:
-    from httpx_aiohttp.transport import map_aiohttp_exceptions
+    from httpx_aiohttp.transport import map_aiohttp_exceptions  # lazy: aiohttp (~0.8 s) only for the stamped client
 
     with map_aiohttp_exceptions():  # aiohttp's errors raised as httpx's, as through httpx's own layers
         async for chunk in content.iter_any():
@@ -135,7 +135,7 @@ def _carry_arrivals(response: httpx.Response, aio) -> None:
 
 @functools.cache
 def _transport_class():
-    from httpx_aiohttp import AiohttpTransport  # here, not at import: only the sweep pays for aiohttp
+    from httpx_aiohttp import AiohttpTransport  # lazy: aiohttp (~0.8 s) only for the stamped client
 
     class StampedTransport(AiohttpTransport):
         """AiohttpTransport on StampedSockets; each response carries its socket's arrival times."""
@@ -159,7 +159,7 @@ def _transport_class():
         async def aclose(self) -> None:
             """Close at once: abort every connection, then give aiohttp's close at most CLOSE_S. Returns
             promptly whatever the servers do (stalled, half-closed, not reading)."""
-            from aiohttp import ClientPayloadError, ClientSession
+            from aiohttp import ClientPayloadError, ClientSession  # lazy: aiohttp, as above
 
             session = self.client
             if not isinstance(session, ClientSession) or session.closed:  # never opened, or closed already
@@ -184,7 +184,7 @@ KEEPALIVE_S = 2.0  # below the servers' own idle keep-alive (5 s in llama-server
 
 
 def stamped_client(max_connections: int = 100) -> httpx.AsyncClient:
-    import aiohttp
+    import aiohttp  # lazy: aiohttp, as above
 
     def session() -> aiohttp.ClientSession:  # made inside the running loop, at the first request
         # an idle connection is reused for 2 s at most: llama-server (cpp-httplib) and uvicorn (vLLM, SGLang)

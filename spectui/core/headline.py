@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from spectui.core.runner import grouped
+from spectui.core.stats import over_units
+
 if TYPE_CHECKING:
     from spectui.core.runner import PromptResult
 
@@ -98,9 +101,6 @@ def runs_words(runs: int, prompts: int = 1) -> str:
 def headline_for(results: list[PromptResult]) -> Headline:
     """The headline of a run: one prompt's runs, or a set's (its speed-up over prompts, as core.report's
     whole_set; one prompt's over its runs, as its Repeated)."""
-    from spectui.core.runner import grouped
-    from spectui.core.stats import over_units
-
     verdicts = [r.verdict for r in results if r.verdict is not None]
     judged = [v for v in verdicts if v.identical is not None]
     identical = sum(1 for v in judged if v.identical)
@@ -132,8 +132,6 @@ def headline_for(results: list[PromptResult]) -> Headline:
 
 def for_prompt(results: list[PromptResult], result: PromptResult) -> Headline:
     """The headline of `result`'s prompt over its runs so far (its group among `results`)."""
-    from spectui.core.runner import grouped
-
     group = next((g.runs for g in grouped(results) if any(r is result for r in g.runs)), [result])
     return headline_for(group)
 

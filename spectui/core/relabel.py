@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 from spectui.core.events import Label, StepEvent, TokenEvent
 
@@ -49,8 +50,6 @@ def align(sizes: list[int], accepted: list[int]) -> tuple[list[int | None] | Non
                 w += ways(i + 1, j)
             memo[key] = min(w, 2)
         return memo[key]
-
-    import sys
 
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * n + 100))
     total = ways(0, 0)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from spectui.core import terms_table
 from spectui.core.compare import Divergence, escape_bytes
+from spectui.core.figures import rate_basis_note
 from spectui.core.headline import headline_for
 from spectui.core.markdown import md_cell
 from spectui.core.runner import PromptResult, Repeated, grouped
@@ -35,7 +36,6 @@ def speedup_text(r: PromptResult) -> str:
     s = r.speedup
     if s is None:
         return "—"
-    from spectui.core.figures import rate_basis_note
 
     note = rate_basis_note(r.baseline.figures, r.candidate.figures)
     mixed = f" ({note})" if note else ""

@@ -7,15 +7,17 @@ same pieces with other parameters, and replay feeds it a saved session as anothe
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from spectui.core.compare import Divergence
+from spectui.core.compare import Divergence, first_difference
 from spectui.core.errors import describe
-from spectui.core.events import StreamEvent, StreamFailed
-from spectui.core.figures import SideRecorder
+from spectui.core.events import StreamEvent, StreamFailed, TokenEvent
+from spectui.core.figures import SideRecorder, rate_basis_note
 from spectui.core.findings import ProbeResult, Triage
+from spectui.core.stats import interval, ratio_interval
 from spectui.core.types import GenerationParams, Prompt, ServerCounters, ServerInfo
 from spectui.core.verdict import Verdict, judge
 
@@ -125,7 +127,6 @@ class PromptResult:
         a, b = self.rendered.get("baseline"), self.rendered.get("candidate")
         if not a or not b or a == b:  # a side that rendered nothing (it failed first) differs in nothing
             return None
-        from spectui.core.compare import first_difference
 
         return first_difference(a.encode("utf-8"), b.encode("utf-8"))
 
@@ -189,10 +190,6 @@ OVERRUN_MARGIN = 64
 async def bounded(events: AsyncIterator[StreamEvent], params: GenerationParams) -> AsyncIterator[StreamEvent]:
     """A backend's events, ended by a StreamFailed saying so once the server has sent more than
     max_tokens + OVERRUN_MARGIN tokens; the stream below is closed (the connection dropped) there."""
-    import time
-
-    from spectui.core.events import TokenEvent
-
     limit, n = params.max_tokens + OVERRUN_MARGIN, 0
     try:
         async for ev in events:
@@ -352,8 +349,6 @@ class Repeated:
     tolerance: float = 0.02
 
     def _spread(self, values):
-        from spectui.core.stats import interval
-
         vals = [v for v in values if v is not None]
         return interval(vals) if vals else None
 
@@ -361,16 +356,12 @@ class Repeated:
     def speedup(self):
         """Geometric mean of the paired ratios (each run's candidate over the same run's baseline), with its
         95 % t-interval on their logs (core.stats: its coverage holds from 2 runs)."""
-        from spectui.core.stats import ratio_interval
-
         vals = [r.speedup for r in self.runs if r.speedup is not None]
         return ratio_interval(vals) if vals else None
 
     @property
     def rate_note(self) -> str | None:
         """Where a ratio divides a server-timed rate by one spectui observed (or the reverse)."""
-        from spectui.core.figures import rate_basis_note
-
         return next((n for r in self.runs if (n := rate_basis_note(r.baseline.figures, r.candidate.figures))), None)
 
     @property

@@ -80,7 +80,7 @@ def log_t_bounds(logs: list[float], level: float = LEVEL) -> tuple[float, float]
     n = len(logs)
     if n < 2:
         return None
-    from scipy import stats  # lazily: spectui --help stays fast
+    from scipy import stats  # lazy: scipy (~3 s cold) only for an interval; spectui --help stays fast
 
     mean = statistics.fmean(logs)
     sd = statistics.stdev(logs)

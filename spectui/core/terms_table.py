@@ -5,6 +5,8 @@ certificate (text, Markdown, HTML) and in `spectui report` (text, Markdown, HTML
 
 from __future__ import annotations
 
+import html as h
+
 from spectui.core.markdown import md_cell
 
 TITLE = "The formula's terms, measured on the servers"
@@ -173,8 +175,6 @@ def markdown(record: dict | None) -> list[str]:
 
 
 def html(record: dict | None) -> str:
-    import html as h
-
     e = h.escape
     parts: list[str] = []
     for title, body in sections(record):

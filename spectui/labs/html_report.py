@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 from string import Template
 
+from spectui.core import terms_table
 from spectui.core.report import (
     MIXED,
     acceptance_text,
@@ -293,6 +294,4 @@ def _prompt_section(r: PromptResult, chk: terms.TheoryCheck | None) -> list[str]
 
 
 def _terms_html(record: dict | None) -> str:
-    from spectui.core import terms_table
-
     return terms_table.html(record)

@@ -10,12 +10,15 @@ the baseline's reply is appended for the next turn, so the prompts stay identica
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from spectui.backends.base import Backend
 from spectui.core.compare import Divergence
 from spectui.core.figures import SideRecorder
 from spectui.core.findings import Triage
+from spectui.core.report import fmt
 from spectui.core.runner import counters_or_none, run_side, same_tokenizer
 from spectui.core.types import GenerationParams
 from spectui.core.verdict import Verdict, judge
@@ -121,7 +124,6 @@ def same_server(baseline_url: str, candidate_url: str) -> str | None:
     """Why a prefix comparison of a server with itself measures nothing (None where the URLs differ): its cold
     request fills the very cache the warm one then reads, so "warm" is the cold run's echo (a 19.76× was
     reported so). localhost and 127.0.0.1 are the same host; a trailing slash or /v1 names the same server."""
-    from urllib.parse import urlsplit
 
     def where(url: str) -> tuple[str, int | None]:
         u = urlsplit(url if "://" in url else f"http://{url}")
@@ -173,8 +175,6 @@ async def run_prefix(
 
 
 def prefix_table(turns: list[Turn], kind: str | None = None) -> str:
-    from spectui.core.report import fmt
-
     head = f"{'turn':>4} {'TTFT ms cold':>12} {'TTFT ms warm':>12} {'processed cold/warm':>20} {'reused warm':>11} {'TTFT speed-up':>13}  output"
     lines = [head, "-" * len(head)]
     for t in turns:
@@ -207,8 +207,6 @@ async def restore_experiment(
     slot: int = 0,
 ) -> dict:
     """Save the conversation's cache, then time its next turn recomputed (slot erased) and restored."""
-    import time
-
     p = GenerationParams(params.max_tokens, params.temperature, params.seed, True)
     first = await run_side("candidate", backend, await backend.render_chat(messages), p)
     convo = messages + [

@@ -10,9 +10,11 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import platform
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterator
@@ -83,8 +85,6 @@ def cpu_flags() -> list[str]:
     and on machines whose kernel does not grant AMX tile state llama-server then dies with SIGILL in its AMX
     matmul (seen here: tilezero in tinygemm_kernel_amx). x86-64 gets AVX2/FMA/F16C, which every machine of
     the course's tracks has; other architectures keep the compiler's native choice."""
-    import platform
-
     if platform.machine().lower() in ("x86_64", "amd64"):
         return [
             "-DGGML_NATIVE=OFF",
@@ -462,8 +462,6 @@ def find_hf_model() -> Path | None:
 
 def ensure_vllm(progress: Progress = print, advance: Advance | None = None) -> tuple[Path, Path]:
     """vLLM for CPU in a separate virtual environment, and SmolLM2 converted to the folder it serves."""
-    import sys
-
     env = vllm_env()
     with _lock("vllm"):
         if find_vllm_python() is None:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 
 def main(gguf: str, out: str) -> None:
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+    import torch  # lazy: torch and transformers (the training extra), only for a conversion
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM  # lazy: as torch
 
     folder, name = str(Path(gguf).parent), Path(gguf).name
     tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)

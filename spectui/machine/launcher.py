@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,6 +25,7 @@ import httpx
 
 from spectui.backends.launchspec import without_flags
 from spectui.core.errors import ServerError, SetupError
+from spectui.machine.probes import pid_listening_on
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -151,8 +153,6 @@ class ServerProcess:
         return self.proc.pid if self.proc else None
 
     def start(self) -> None:
-        import shutil
-
         if not (Path(self.argv[0]).is_file() or shutil.which(self.argv[0])):
             how = {
                 "llama.cpp": "run `spectui setup` to build llama-server, or set SPECTUI_LLAMA_SERVER",
@@ -161,8 +161,6 @@ class ServerProcess:
             }.get(self.backend, "install it")
             raise SetupError(f"{self.name}: server program {self.argv[0]!r} not found", hint=how)
         if port_in_use(self.port, self.host):
-            from spectui.machine.probes import pid_listening_on
-
             holder = pid_listening_on(self.port)
             who = f" by PID {holder}" if holder else ""
             raise ServerError(

@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import platform
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import psutil
 
@@ -100,7 +102,7 @@ class GPUProbe:
                 return self._ready
             try:
                 if self._nvml is None:
-                    import pynvml  # from nvidia-ml-py
+                    import pynvml  # lazy: NVML (nvidia-ml-py) at the first sample; missing or failing is N/A
 
                     self._nvml = pynvml
                 self._nvml.nvmlInit()
@@ -234,8 +236,6 @@ class ProcessProbe:
 
 def local_port(url: str) -> int | None:
     """The port of a URL on this machine (127.0.0.1, localhost, ::1), else None."""
-    from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(url)
         host, port = parts.hostname, parts.port
@@ -250,8 +250,6 @@ class SideProcesses:
     A port is looked up again at most every `retry` seconds while nothing listens on it."""
 
     def __init__(self, procs: ProcessProbe | None = None, gpus: GPUProbe | None = None, retry: float = 5.0) -> None:
-        import time
-
         self.procs = procs or ProcessProbe()
         self.gpus = gpus
         self.retry = retry

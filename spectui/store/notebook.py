@@ -33,7 +33,7 @@ def notebook_path(explicit: str | None = None) -> Path:
 def measurements(results, infos, profile: str | None = None) -> list[dict]:
     """One measurement per prompt; repeated runs become one entry with the speed-up (the geometric mean
     of the paired ratios), its interval and N."""
-    from spectui.core.runner import grouped
+    from spectui.core.runner import grouped  # lazy: asyncio (~80 ms) only to write; the CLI loads this at --help
 
     out = []
     for g in grouped(results):
@@ -215,7 +215,7 @@ def _word(m: dict, key: str, missing: str = "") -> str:
 
 def _described(server) -> str | None:
     """A recorded server's speed-up configuration as every other entry names it."""
-    from spectui.store.session import info_from_json
+    from spectui.store.session import info_from_json  # lazy: psutil (~60 ms) with it, as grouped above
 
     try:
         return info_from_json(server).describe_speedup() if server else None

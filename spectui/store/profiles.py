@@ -39,6 +39,7 @@ SmolLM2 unless SPECTUI_LLAMA_SERVER / SPECTUI_MODEL / SPECTUI_DRAFT_MODEL say ot
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import platform
 import re
@@ -51,6 +52,9 @@ import psutil
 
 from spectui.backends.registry import BACKENDS
 from spectui.core.errors import InputError
+from spectui.machine import assets
+from spectui.machine.launcher import ServerProcess, apply_memory_share, free_port, share_env
+from spectui.machine.probes import GPUProbe
 from spectui.store.locations import config_dir, read_config_file, resource_dir
 
 if TYPE_CHECKING:
@@ -331,8 +335,6 @@ def _parse_stated(raw, where: str, err, warnings: list[str], path: str) -> State
 
 def is_loopback(host: str) -> bool:
     """Whether a bind address keeps a server to this machine (localhost, 127.0.0.0/8, ::1)."""
-    import ipaddress
-
     if host == "localhost":
         return True
     try:
@@ -382,8 +384,6 @@ class Hardware:
 
 
 def detect(gpu_probe=None) -> Hardware:
-    from spectui.machine.probes import GPUProbe
-
     probe = gpu_probe or GPUProbe()
     gpus = probe.sample()
     mem = psutil.virtual_memory().total
@@ -436,8 +436,6 @@ def preselect(profiles: dict[str, Profile], hw: Hardware) -> Profile | None:
 
 # -- making a comparison runnable ------------------------------------------------------------------------
 def builtin_values() -> dict[str, str | None]:
-    from spectui.machine import assets
-
     found = assets.find_all()
     return {
         "llama_server": str(found.llama_server) if found.llama_server else None,
@@ -512,8 +510,6 @@ def servers_for(profile: Profile, comparison: Comparison, values: dict | None = 
     memory share into its argv (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static, llama.cpp
     -ngl/-c), replacing what the profile had, so neither engine claims the other's memory.
     """
-    from spectui.machine.launcher import ServerProcess, apply_memory_share, free_port, share_env
-
     out = []
     for side, spec in (("baseline", comparison.baseline), ("candidate", comparison.candidate)):
         port = spec.port or free_port(spec.host)

@@ -15,6 +15,7 @@ A prompt set file:
 
 from __future__ import annotations
 
+import random
 import stat
 import tomllib
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from spectui.core.errors import InputError
 from spectui.core.types import Prompt
+from spectui.store import prompt_files
 from spectui.store.locations import config_dir, resource_dir
 
 BUNDLED_DIR = resource_dir("prompts")
@@ -77,7 +79,6 @@ def load_set(name_or_path: str) -> tuple[str, list[Prompt]]:
         if path.exists():
             raise InputError(f"prompts file {path} is not a regular file (a folder, a pipe or a device)")
         raise InputError(f"prompts file {path} does not exist")
-    from spectui.store import prompt_files
 
     if prompt_files.is_json_prompts(path):
         return prompt_files.load(path)
@@ -149,8 +150,6 @@ def pick(
 ) -> list[Prompt]:
     """--limit N: the first N; --sample N: N drawn at random with --sample-seed S (kept in file order).
     A sample as large as the set is the whole set, and `note` is told so."""
-    import random
-
     for name, v in (("--limit", limit), ("--sample", sample)):
         if v is not None and v < 1:
             raise InputError(f"{name} must be at least 1, not {v}")

@@ -46,6 +46,8 @@ from spectui.core.runner import PromptResult, same_tokenizer
 from spectui.core.tokens import EventLog
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
 from spectui.core.verdict import Verdict, judge
+from spectui.machine.probes import GPUSample, HostSample
+from spectui.store.locations import data_dir
 
 FORMAT = "spectui-session"
 VERSION = 1
@@ -173,8 +175,6 @@ class Session:
 
 
 def probe_from_json(rec: dict):
-    from spectui.machine.probes import GPUSample, HostSample
-
     gpus = [
         GPUSample(int(g["index"]), str(g["name"]), g.get("memory_used"), g.get("memory_total"), g.get("utilisation"))
         for g in rec.get("gpus") or []
@@ -535,8 +535,6 @@ def verdict_check(session: Session, sp: SessionPrompt, b: SideRecorder, c: SideR
 
 
 def default_session_dir() -> Path:
-    from spectui.store.locations import data_dir
-
     return data_dir() / "sessions"
 
 

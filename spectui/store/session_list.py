@@ -18,6 +18,7 @@ from pathlib import Path
 
 import orjson
 
+from spectui.core.stats import unit_geomean
 from spectui.store.session import FORMAT, VERSION, info_from_json
 
 # a record's first bytes as the writer puts them (orjson, or json.dumps with or without spaces), at the
@@ -127,8 +128,6 @@ def _count_prompts(prompts: list[dict], results_after: list[dict | None]) -> int
 def _figures(done: list[dict]) -> tuple[float | None, float | None, int]:
     """The speed-up the reports give (core.report.whole_set: over the prompts, each prompt its runs' mean
     log ratio; one prompt: its own) and the acceptance pooled over the same runs."""
-    from spectui.core.stats import unit_geomean
-
     groups: list[list[dict]] = []
     for rec in done:
         run = rec.get("run")

@@ -18,6 +18,7 @@ from spectui.core.events import StreamEvent, StreamFailed
 from spectui.core.findings import ProbeResult, Triage
 from spectui.core.runner import PromptResult, RunObserver
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
+from spectui.store.locations import atomic_write
 from spectui.store.session import FORMAT, VERSION, event_to_json, is_session
 
 
@@ -109,8 +110,6 @@ class SessionWriter(RunObserver):
 
     def save_as(self, path: str | Path) -> Path:
         """Write everything recorded so far to a new file, atomically."""
-        from spectui.store.locations import atomic_write
-
         dest = Path(path).expanduser()
         atomic_write(dest, "".join(self.lines))
         return dest

@@ -7,7 +7,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from textual import on
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Container, Horizontal
 from textual.css.query import NoMatches
@@ -15,21 +15,25 @@ from textual.widgets import Header, Input, Label, Select
 
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import describe
+from spectui.core.report import CONCURRENT_CAVEAT
 from spectui.core.runner import SIDES
 from spectui.machine.probes import GPUProbe
 from spectui.store import prompts as prompt_sets
+from spectui.store.config import load as load_settings
+from spectui.store.config import remember
 from spectui.tui.config import AppConfig
 from spectui.tui.context import LabContext
 from spectui.tui.controller import FLUSH_S, RunController
 from spectui.tui.key_actions import KeysMixin
+from spectui.tui.keys import sentence
 from spectui.tui.messages import ProbeSampled, RunMessage
 from spectui.tui.recording import SessionKeeper
 from spectui.tui.screens.diff import DiffScreen
 from spectui.tui.supervisor import ServerSupervisor
 from spectui.tui.themes import legend_text, user_themes
-from spectui.tui.widgets.fit import FitLabel, order_cache_words
+from spectui.tui.widgets.fit import FitLabel, fit_main_screen, order_cache_words
 from spectui.tui.widgets.footer import KeysFooter
-from spectui.tui.widgets.panes import Banner, LivePanel, ServerLogs, SidePane
+from spectui.tui.widgets.panes import DEFAULT_MARKS, Banner, LivePanel, ServerLogs, SidePane
 
 if TYPE_CHECKING:  # httpx and the backends load when the app opens its client, not before its first frame
     import httpx
@@ -126,8 +130,6 @@ class SpectuiApp(KeysMixin, App):
         themes, self.theme_marks, self._theme_notes = user_themes()
         for theme in themes:
             self.register_theme(theme)
-        from spectui.store.config import load as load_settings
-
         settings, warnings = load_settings()
         self._theme_notes += warnings
         remembered = settings.get("theme")
@@ -201,8 +203,6 @@ class SpectuiApp(KeysMixin, App):
 
     @property
     def marks(self) -> dict[str, str]:
-        from spectui.tui.widgets.panes import DEFAULT_MARKS
-
         return {**DEFAULT_MARKS, **self.theme_marks.get(self.theme, {})}
 
     def on_mount(self) -> None:
@@ -224,8 +224,6 @@ class SpectuiApp(KeysMixin, App):
 
     def watch_theme(self, theme: str) -> None:
         if self._theme_ready:
-            from spectui.store.config import remember
-
             try:
                 remember(theme=theme)  # switched from the command palette: remembered for next time
             except OSError:
@@ -246,8 +244,6 @@ class SpectuiApp(KeysMixin, App):
         self._apply_width(event.size.width)
 
     def _apply_width(self, width: int) -> None:
-        from spectui.tui.widgets.fit import fit_main_screen
-
         fit_main_screen(self.main_screen, width, self.size.height)  # a short terminal folds what it can
 
     def apply_launch_notes(self) -> None:
@@ -256,8 +252,6 @@ class SpectuiApp(KeysMixin, App):
 
     def lab_context(self) -> LabContext:
         """What a lab screen gets of the app, read now (tui.context): never the app itself."""
-        from spectui.store.config import load as load_settings
-
         alone = self.servers.alone()
         typed = self.q("#prompt", Input).value
         info = self.pane("baseline").info
@@ -288,9 +282,8 @@ class SpectuiApp(KeysMixin, App):
             self.push_screen(opened)
 
     def action_profiles(self) -> None:
-        from spectui.store.config import load as load_settings
-        from spectui.store.profiles import detect, load_profiles, preselect
-        from spectui.tui.screens.profiles_screen import ProfilePicker
+        from spectui.store.profiles import detect, load_profiles, preselect  # lazy: after the first frame
+        from spectui.tui.screens.profiles_screen import ProfilePicker  # lazy: httpx, after the 1st frame
 
         profiles, problems = load_profiles()
         hw = detect(self.gpu_probe)
@@ -302,8 +295,6 @@ class SpectuiApp(KeysMixin, App):
             if result is None:
                 return
             profile, cid = result
-            from spectui.store.config import remember
-
             try:
                 remember(profile=profile.name)
             except OSError:
@@ -327,10 +318,6 @@ class SpectuiApp(KeysMixin, App):
         return self.main_screen.query_one(selector, kind) if kind else self.main_screen.query_one(selector)
 
     def get_system_commands(self, screen):
-        from textual.app import SystemCommand
-
-        from spectui.tui.keys import sentence
-
         yield from super().get_system_commands(screen)
         for b in self.BINDINGS:
             if b.action.startswith("replay(") and not self.replaying:
@@ -350,7 +337,7 @@ class SpectuiApp(KeysMixin, App):
     def check_action(self, action: str, parameters) -> bool | None:
         # True: shown; None: shown greyed out; False: hidden (Textual's convention)
         if action == "diff" and self.screen is not self.main_screen:
-            from spectui.tui.screens.lab_screens import PrefixScreen, SweepScreen
+            from spectui.tui.screens.lab_screens import PrefixScreen, SweepScreen  # lazy: textual_plotext (~1 s)
 
             if isinstance(self.screen, (PrefixScreen, SweepScreen)):  # Ctrl+D there: the lab's own DIFFERS row
                 return False
@@ -444,8 +431,6 @@ class SpectuiApp(KeysMixin, App):
             self.order = "concurrent" if self.order == "sequential" else "sequential"
             self.q("#order", FitLabel).say(*order_cache_words(self.order, self.params.cache_prompt))
             if self.order == "concurrent":  # it changes the speed-up: said when chosen, and beside the figure
-                from spectui.core.report import CONCURRENT_CAVEAT
-
                 self.notify(CONCURRENT_CAVEAT, title="order: concurrent")
         elif what == "boundaries":
             for side in SIDES:
@@ -488,7 +473,7 @@ class SpectuiApp(KeysMixin, App):
             self.recording.screenshot()
 
     def action_sessions(self) -> None:
-        from spectui.tui.screens.sessions_screen import SessionBrowser
+        from spectui.tui.screens.sessions_screen import SessionBrowser  # lazy: not needed for the first frame
 
         self.push_screen(SessionBrowser(self.recording.session_dir()), self.recording.open_session)
 

@@ -34,6 +34,7 @@ from spectui.core.runner import SIDES, PromptResult
 from spectui.core.tokens import TokenLog
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
 from spectui.run import events
+from spectui.run.nodrafts import explain
 from spectui.run.session import RunOptions, RunSession
 from spectui.store import prompts as prompt_sets
 from spectui.tui import messages
@@ -285,7 +286,7 @@ class RunController:
     async def _run_alone(self, prompts: list[Prompt], params: GenerationParams) -> None:
         """One server at a time (run.phased): each side started alone; the second side of each run streams
         live beside the first's recording, and the verdict is judged as side by side."""
-        from spectui.run.phased import PhasedRun
+        from spectui.run.phased import PhasedRun  # lazy: one at a time only, not for the first frame
 
         emit, on_stream = self._sink(self.generation)
         run = PhasedRun(
@@ -410,7 +411,7 @@ class RunController:
         if app.replaying:
             app.notify("this recording holds no draft probe for the prompt", severity="warning")
             return
-        from spectui.tui.screens.confirm import ConfirmScreen, draft_server_question
+        from spectui.tui.screens.confirm import ConfirmScreen, draft_server_question  # lazy: httpx, after the 1st frame
 
         session = self._session_for_more()
         backend = app.backends.get("candidate")
@@ -567,8 +568,6 @@ class RunController:
 
     def _why_no_drafts(self, result: PromptResult) -> None:
         """A speculating candidate that drafted nothing: the likely cause from its flags, under the verdict."""
-        from spectui.run.nodrafts import explain
-
         launched = (self.app.config.launched or {}).get("candidate")
         f = result.candidate.figures
         context = (f.prompt_tokens or 0) + f.tokens or None

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from textual.actions import parse
+from textual.widgets import Label
+
 from spectui.tui.keys import greyed_reason
+from spectui.tui.screens.keys_screen import KeysScreen
+from spectui.tui.themes import legend_text
+from spectui.tui.widgets.fit import fit_main_screen
+from spectui.tui.widgets.panes import LivePanel
+from spectui.tui.widgets.token_view import MARK_MODES
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -18,8 +26,6 @@ class KeysMixin:
         """Textual's, and where the action is greyed out (check_action None) a notice saying why."""
         done: bool = await super().run_action(action, default_namespace, namespaces)  # type: ignore[misc]
         if not done and isinstance(action, str):
-            from textual.actions import parse
-
             app: App = self  # type: ignore[assignment]
             _, name, params = parse(action)
             target = default_namespace if default_namespace is not None else app
@@ -28,8 +34,6 @@ class KeysMixin:
         return done
 
     def action_show_keys(self) -> None:
-        from spectui.tui.screens.keys_screen import KeysScreen
-
         app: App = self  # type: ignore[assignment]
         if isinstance(app.screen, KeysScreen):
             app.screen.dismiss()
@@ -37,9 +41,6 @@ class KeysMixin:
         app.push_screen(KeysScreen.of(app.screen))
 
     def action_toggle_live(self) -> None:
-        from spectui.tui.widgets.fit import fit_main_screen
-        from spectui.tui.widgets.panes import LivePanel
-
         app: App = self  # type: ignore[assignment]
         screen = app.screen_stack[0]
         screen.query_one(LivePanel).toggle()
@@ -47,11 +48,6 @@ class KeysMixin:
 
     def cycle_marks(self) -> None:
         """alt+k: the candidate's inline marks, all of them, their colours only (the text as sent), or none."""
-        from textual.widgets import Label
-
-        from spectui.tui.themes import legend_text
-        from spectui.tui.widgets.token_view import MARK_MODES
-
         app: App = self  # type: ignore[assignment]
         view = app.pane("candidate").view  # type: ignore[attr-defined]
         mode = MARK_MODES[(MARK_MODES.index(view.mark_mode) + 1) % len(MARK_MODES)]

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from spectui.core.errors import describe
+from spectui.core.errors import describe, redact_credentials, register_url
+from spectui.core.report import json_report, markdown_report
 from spectui.core.runner import SIDES
 from spectui.store.locations import atomic_write
-from spectui.store.replay import SessionBackend
-from spectui.store.session import autosave_path, default_session_dir
+from spectui.store.replay import ReplayControl, SessionBackend
+from spectui.store.session import autosave_path, default_session_dir, load_session
 from spectui.store.session_writer import SessionWriter
 from spectui.tui.messages import ProbeSampled
 
@@ -111,7 +113,7 @@ class SessionKeeper:
         app.notify(f"session saved to {dest}")
 
     def append_notebook(self, results) -> None:
-        from spectui.store import notebook
+        from spectui.store import notebook  # lazy: tomli_w and the notebook only when saving
 
         app = self.app
         if not results:
@@ -130,8 +132,6 @@ class SessionKeeper:
             app.notify(f"appended {len(results)} measurement(s) to {where}")
 
     def export(self) -> None:
-        from spectui.core.report import json_report, markdown_report
-
         app = self.app
         stem = self.writer.path.stem if self.writer and self.writer.path else autosave_path().stem
         folder = self.session_dir()
@@ -144,10 +144,6 @@ class SessionKeeper:
         app.notify(f"report written: {md} and {js.name}")
 
     def screenshot(self) -> None:
-        import datetime as dt
-
-        from spectui.core.errors import redact_credentials, register_url
-
         app = self.app
         for url in (app.config.baseline_url, app.config.candidate_url):
             register_url(url)  # whatever drew a URL, its user:password does not reach the image
@@ -162,9 +158,6 @@ class SessionKeeper:
     # -- replay -------------------------------------------------------------------------------------
     def open_session(self, path) -> None:
         """Replay a saved session in this app: same panes, another event source."""
-        from spectui.store.replay import ReplayControl, SessionBackend
-        from spectui.store.session import load_session
-
         app = self.app
         try:
             session = load_session(path)

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.css.query import NoMatches
+from textual.worker import get_current_worker
 
 from spectui.core.errors import InputError, describe
 from spectui.core.runner import SIDES
@@ -77,7 +78,7 @@ class ServerSupervisor:
 
     # -- connecting ---------------------------------------------------------------------------------
     def make_backend(self, url: str) -> Backend:
-        from spectui.backends.llamacpp import LlamaCppBackend  # with httpx, after the first frame (issue 32)
+        from spectui.backends.llamacpp import LlamaCppBackend  # lazy: httpx with it, after the first frame (issue 32)
 
         app = self.app
         factory = app.config.backend_factory or (lambda u, client: LlamaCppBackend(u, client))
@@ -89,11 +90,11 @@ class ServerSupervisor:
         which needs none of them (they were 0.1 s of a 0.87 s first frame; issue 32)."""
         app = self.app
         try:  # compare's client (kernel arrival stamps), so the panes' TTFT and rates are measured as compare's
-            from spectui.backends.transport import stamped_client
+            from spectui.backends.transport import stamped_client  # lazy: aiohttp, after the 1st frame
 
             app.client = stamped_client()
         except Exception as exc:  # aiohttp missing or broken: plain httpx, timed by the app's own clock
-            import httpx
+            import httpx  # lazy: httpx after the first frame (issue 32)
 
             app.client = httpx.AsyncClient()
             app.notify(f"no stamped client, timing by the app's clock: {describe(exc)}", severity="warning")
@@ -124,7 +125,7 @@ class ServerSupervisor:
             return
         if app.config.backend_factory is None and not app.config.backends:
             # --backend auto: llama.cpp, vLLM, SGLang or OpenAI-compatible, told apart by their endpoints
-            from spectui.backends.detect import resolve
+            from spectui.backends.detect import resolve  # lazy: httpx with it, after the first frame
 
             try:
                 backend, _kind = await resolve(app.config.backend_kind, backend.url, app.client, app.config.api_key)
@@ -315,8 +316,6 @@ class ServerSupervisor:
 
     def _probe_loop(self) -> None:
         """Blocking NVML and psutil calls, in a thread; posts one sample a second."""
-        from textual.worker import get_current_worker
-
         app = self.app
         me = get_current_worker()
         app.config.host_probe()  # prime psutil's CPU percent

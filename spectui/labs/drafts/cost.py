@@ -20,8 +20,12 @@ Counts follow the trainers' own module definitions:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import statistics
+from dataclasses import asdict, dataclass, field
 
+from spectui.core.errors import ServerError
+from spectui.core.runner import run_side
+from spectui.core.types import GenerationParams
 from spectui.labs.memory.shape import ModelShape
 
 GIB = 1024**3
@@ -475,8 +479,6 @@ class CostReport:
     gpu_memory_gib: float | None = None  # the profile's (or the chosen GPU's) memory, for "fits"
 
     def to_json(self) -> dict:
-        from dataclasses import asdict
-
         return {
             "target": self.shape.to_json(),
             "inputs": asdict(self.inputs) | {"tokens": self.inputs.tokens},
@@ -517,12 +519,6 @@ async def measure_prompt_throughput(backend, words: int = 400, repeats: int = 3)
     """The target's prompt (prefill) throughput on this machine, in tokens/s: the median of `repeats`
     cold requests of one generated token each, timed by the server where it reports prompt timings,
     else by the first token's arrival (which includes one decode step)."""
-    import statistics
-
-    from spectui.core.errors import ServerError
-    from spectui.core.runner import run_side
-    from spectui.core.types import GenerationParams
-
     text = " ".join((_PROSE * (words // 30 + 1)).split()[:words])
     params = GenerationParams(max_tokens=1, temperature=0.0, seed=1, cache_prompt=False)
     rates, how = [], "server timings"

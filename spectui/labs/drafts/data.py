@@ -30,7 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import tomli_w
+
 from spectui.core.errors import InputError, Unsupported, describe
+from spectui.core.runner import render_prompt, run_side
 from spectui.core.types import GenerationParams, Prompt
 from spectui.store.locations import atomic_write
 
@@ -241,8 +244,6 @@ def heldout_path(out: Path) -> Path:
 
 
 def heldout_toml(prompts: list[Prompt], source: str) -> str:
-    import tomli_w
-
     items = []
     for p in prompts:
         item: dict = {"id": p.id, "category": p.category or "held-out"}
@@ -290,8 +291,6 @@ Progress = Callable[[int, int, str], None]  # (done, total, prompt id)
 
 async def answer(backend, prompt: Prompt, params: GenerationParams, fmt: str) -> tuple[str, dict | None]:
     """The target's answer to one prompt (and, for the speculators format, the exact token ids)."""
-    from spectui.core.runner import render_prompt, run_side
-
     text = await render_prompt(backend, prompt)
     rec = await run_side("baseline", backend, text, params)
     if rec.failed is not None:

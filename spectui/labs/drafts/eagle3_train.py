@@ -37,7 +37,7 @@ def emit(event: str, **kw) -> None:
 
 def load_target(target: str):
     """The target in float32 with transformers (a GGUF dequantised: from_pretrained(dir, gguf_file=name))."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # lazy: the training extra, only to train
 
     p = Path(target)
     kw = {"gguf_file": p.name} if p.is_file() else {}
@@ -347,7 +347,7 @@ def finish(args, out, model, config, rows, feats, layers, V, target_dir, fkey, t
     t2 = time.monotonic()
     result = train(head, rows, feats, args, out, index, key)
     t_train = time.monotonic() - t2
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # lazy: torch (the training extra), only when the head is saved
 
     hd = out / "head"
     tmp = out / "head.part"

@@ -12,12 +12,16 @@ drafted tokens each accepted. Every step is an argv list, never a shell.
 
 from __future__ import annotations
 
+import os
+import statistics
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from spectui.core.errors import SetupError
+from spectui.core.runner import run_prompts
+from spectui.machine.assets import run_logged
 
 NGRAM_MAX = 4  # LLAMA_NGRAM_MAX (common/ngram-cache.h): a cached n-gram is 4 int32 token slots
 CACHE_FLAGS = ["--spec-type", "ngram-cache"]
@@ -71,10 +75,6 @@ def build_cache(
     advance: Callable[[str, float | None, str], None] | None = None,
 ) -> tuple[list[str], CacheStats]:
     """Run llama-lookup-create on the corpus; the file is written beside `out` and renamed into place."""
-    import os
-
-    from spectui.machine.assets import run_logged
-
     tmp = out.with_name(out.name + ".part")
     argv = lookup_create_argv(tool, model, corpus, tmp)
     with open(log, "w") as fh:
@@ -133,8 +133,6 @@ class SideTotals:
     @property
     def speedup_median(self) -> float | None:
         """One run a prompt on a shared machine: noise-limited, shown beside the counts, never claimed."""
-        import statistics
-
         return statistics.median(self.speedups) if self.speedups else None
 
     def to_json(self) -> dict:
@@ -181,8 +179,6 @@ class Proof:
 
 async def prove(plain, no_static, with_static, prompts, params, observer=None) -> Proof:
     """Each held-out prompt on the plain server and on both n-gram-cache servers, through the run loop."""
-    from spectui.core.runner import run_prompts
-
     proof = Proof(SideTotals("ngram-cache + static cache"), SideTotals("ngram-cache, no static cache"))
     proof.results_with = await run_prompts(plain, with_static, prompts, params, observer=observer)
     proof.results_without = await run_prompts(plain, no_static, prompts, params, observer=observer)

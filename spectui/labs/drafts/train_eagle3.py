@@ -22,9 +22,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
+
+from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.core.errors import InputError, SetupError
+from spectui.core.runner import connect, run_prompts
+from spectui.core.types import GenerationParams
 from spectui.labs.drafts import data as drafts_data
 from spectui.labs.drafts import lookup as lookup_draft
+from spectui.machine import assets
+from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
+from spectui.store import prompts as prompt_sets
+from spectui.store.locations import atomic_write
 
 TRAINER = Path(__file__).with_name("eagle3_train.py")
 Say = Callable[[str], None]
@@ -129,9 +138,6 @@ class Outcome:
 def split_heldout(data: Path, heldout: Path | None, out: Path) -> tuple[Path, list, int, int]:
     """DIR/train.jsonl: the records whose prompt is not held out; returns (its path, the held-out prompts,
     records kept, records dropped). A record is held out by its prompt id or by the same messages."""
-    from spectui.store import prompts as prompt_sets
-    from spectui.store.locations import atomic_write
-
     if not data.is_file():
         raise InputError(f"training data {data} does not exist", hint="write it with `spectui drafts data`")
     hp = heldout or drafts_data.heldout_path(data)
@@ -234,8 +240,6 @@ def eagle3_extra(head: Path, n_max: int) -> list[str]:
 
 def resolve(opts: Options) -> tuple[Path, Path, Path, Path]:
     """(torch Python, converter, llama-server, the GGUF served), or one clear error saying what to do."""
-    from spectui.machine import assets
-
     if not opts.target.exists():
         raise InputError(f"target {opts.target} does not exist", hint="give a GGUF file or a Hugging Face folder")
     if opts.target.is_dir() and not (opts.target / "config.json").is_file():
@@ -254,13 +258,6 @@ def resolve(opts: Options) -> tuple[Path, Path, Path, Path]:
 
 
 async def run_pipeline(opts: Options, say: Say = print, advance=None) -> Outcome:
-    import httpx
-
-    from spectui.backends.llamacpp import LlamaCppBackend
-    from spectui.core.runner import connect, run_prompts
-    from spectui.core.types import GenerationParams
-    from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
-
     python, script, server, serve = resolve(opts)
     if opts.out.exists() and not opts.out.is_dir():
         raise InputError(f"{opts.out} is a file", hint="give -o a folder")

@@ -14,12 +14,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import httpx
+
+from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.core.errors import InputError, SetupError
+from spectui.core.runner import connect
+from spectui.core.types import GenerationParams
 from spectui.labs.drafts import data as drafts_data
 from spectui.labs.drafts import lookup as lookup_draft
+from spectui.machine import assets
+from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
+from spectui.store import notebook
+from spectui.store import prompts as prompt_sets
+from spectui.store.locations import atomic_write
 
 
 @dataclass
@@ -35,8 +45,6 @@ class Outcome:
     infos: dict = field(default_factory=dict)  # server name → ServerInfo
 
     def to_json(self) -> dict:
-        from dataclasses import asdict
-
         return {
             "out_dir": str(self.out_dir),
             "steps": [{"what": w, "argv": a} for w, a in self.steps],
@@ -70,8 +78,6 @@ class Outcome:
 
     def notebook_rows(self, profile: str | None = None) -> list[dict]:
         """One measurement per held-out prompt and candidate, as compare writes them, marked as this lab's."""
-        from spectui.store import notebook
-
         rows: list[dict] = []
         if self.proof is None:
             return rows
@@ -93,8 +99,6 @@ Say = Callable[[str], None]
 async def _tools(model: Path | None, say: Say, advance) -> tuple[Path, Path, Path]:
     """llama-server, the target model (`model` or spectui's) and llama-lookup-create (built where missing),
     or one line saying what is missing."""
-    from spectui.machine import assets
-
     found = assets.find_all()
     model = model or found.model
     server = found.llama_server
@@ -111,8 +115,6 @@ async def _tools(model: Path | None, say: Say, advance) -> tuple[Path, Path, Pat
 def _split_prompts(prompts_source: str, limit: int | None, holdout: float, out_dir: Path):
     """The prompt set split into training and held-out prompts, and the output folder made; one line where
     no prompt is held out or the folder is a file."""
-    from spectui.store import prompts as prompt_sets
-
     source, items = prompt_sets.load_set(prompts_source)
     items = prompt_sets.pick(items, limit)
     plan = drafts_data.plan(items, holdout)
@@ -128,8 +130,6 @@ def _split_prompts(prompts_source: str, limit: int | None, holdout: float, out_d
 
 async def _build_cache(outcome: Outcome, data_path: Path, tool: Path, model: Path, say: Say, advance) -> Path:
     """Steps 2–3: the target's answers as one corpus, and llama-lookup-create's static n-gram cache from it."""
-    from spectui.store.locations import atomic_write
-
     out_dir = outcome.out_dir
     corpus = out_dir / "corpus.txt"
     text = drafts_data.corpus_text(drafts_data.read_records(data_path))
@@ -156,13 +156,6 @@ async def run_pipeline(
     say: Say = print,
     advance=None,
 ) -> Outcome:
-    import httpx
-
-    from spectui.backends.llamacpp import LlamaCppBackend
-    from spectui.core.runner import connect
-    from spectui.core.types import GenerationParams
-    from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
-
     server, model, tool = await _tools(model, say, advance)
     source, items, plan = _split_prompts(prompts_source, limit, holdout, out_dir)
     outcome = Outcome(out_dir, heldout=len(plan.heldout))

@@ -31,6 +31,9 @@ import dataclasses
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import psutil
 
 from spectui.backends.base import Backend
 from spectui.backends.launchspec import flag_value, has_flag
@@ -47,6 +50,7 @@ from spectui.labs.sampling.twosample import (  # noqa: F401  (the lab's statisti
     encode,
     tvd,
 )
+from spectui.machine.probes import pid_listening_on
 
 # -- which promise applies ------------------------------------------------------------------------
 
@@ -65,8 +69,6 @@ class Guarantee:
 
 def _local_process(url: str):
     """The process listening behind `url` where it runs on this machine, else None."""
-    from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(url)
         host, port = parts.hostname, parts.port
@@ -75,10 +77,6 @@ def _local_process(url: str):
     if host not in ("127.0.0.1", "localhost", "::1") or port is None:
         return None
     try:
-        import psutil
-
-        from spectui.machine.probes import pid_listening_on
-
         pid = pid_listening_on(port)
         return psutil.Process(pid) if pid else None
     except Exception:  # psutil.Error, or a platform without connection listing

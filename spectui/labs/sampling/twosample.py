@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 ALPHA = 0.05
@@ -32,8 +33,6 @@ DECIDE_TVD = 0.5
 
 def tvd(a: list, b: list) -> float:
     """Total variation distance between the empirical distributions of two samples."""
-    from collections import Counter
-
     ca, cb = Counter(a), Counter(b)
     na, nb = len(a), len(b)
     return 0.5 * sum(abs(ca[k] / na - cb[k] / nb) for k in ca.keys() | cb.keys())
@@ -43,7 +42,7 @@ def encode(a: list[list], b: list[list], k: int):
     """Samples (token sequences) of both sides as an (len(a)+len(b)) × K integer matrix: per position each
     distinct token is numbered from 1, 0 meaning the sample had ended there. K is the longest sample,
     at most k."""
-    import numpy as np
+    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
 
     samples = list(a) + list(b)
     width = min(k, max((len(s) for s in samples), default=0))
@@ -61,7 +60,7 @@ class _Tables:
     at once (one matrix product per batch)."""
 
     def __init__(self, codes, n_a: int):
-        import numpy as np
+        import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
 
         self.np = np
         self.n, self.width = codes.shape
@@ -84,7 +83,7 @@ class _Tables:
 
 def _random_sides(rng, count: int, n: int, n_a: int):
     """`count` random labellings of n samples into n_a and n − n_a, as 0/1 rows."""
-    import numpy as np
+    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
 
     idx = np.argsort(rng.random((count, n)), axis=1)[:, :n_a]
     member = np.zeros((count, n), dtype=np.float32)
@@ -154,7 +153,7 @@ def distribution_test(
 ) -> DistributionTest:
     """The two sides' samples (token sequences) compared by one permutation test over the whole sequence;
     with `detect`, the smallest TVD at one position it finds with 80 % probability (by simulation)."""
-    import numpy as np
+    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
 
     n_a, n_b = len(a), len(b)
     if n_a < 2 or n_b < 2:
@@ -243,7 +242,7 @@ def _permutation_test(tables: _Tables, n_a: int, n: int, standardised, permutati
 def _untestable(codes, n_a: int, n_b: int, p_floor: float, tested) -> str | None:
     """Why these samples cannot decide at all, whatever they hold: no outcome can reach p < ALPHA, or no
     position where the tokens differ can be tested; None where the test can decide."""
-    import numpy as np
+    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
 
     if p_floor >= ALPHA:
         return (
@@ -262,7 +261,7 @@ def _untestable(codes, n_a: int, n_b: int, p_floor: float, tested) -> str | None
 def _find_detectable(out: DistributionTest, codes, n_a: int, null, exact: bool, tested, seed: int) -> None:
     """The smallest TVD at each position the test finds with POWER probability, the largest of them, and why
     more samples are needed where that is beyond what a decision needs."""
-    import numpy as np
+    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
 
     n_b, p, positions = out.n[1], out.p, out.positions
     crit = _critical(null, exact) if tested.any() else -np.inf  # else each position's own null decides
@@ -289,7 +288,7 @@ def _null_moments(codes, n_a: int, seed: int):
     """Each position's TVD mean and spread over PILOT random relabellings of the pooled samples, taken in
     a canonical order so that they depend on the pool alone, not on which side a sample came from (the
     test stays exact with them fixed)."""
-    import numpy as np
+    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
 
     order = np.lexsort(codes.T[::-1]) if codes.shape[1] else np.arange(len(codes))
     pool = codes[order]
@@ -300,7 +299,7 @@ def _null_moments(codes, n_a: int, seed: int):
 
 def _critical(null, exact: bool) -> float:
     """The smallest standardised TVD whose p in the whole test is below ALPHA."""
-    import numpy as np
+    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
 
     add = 0 if exact else 1
     # p(z) = (#null ≥ z + add)/(len + add) < ALPHA ⇔ #null ≥ z < ALPHA·(len + add) − add
@@ -313,7 +312,7 @@ def _critical(null, exact: bool) -> float:
 def _power_at(codes, n_a: int, pos: int, crit: float, seed: int):
     """The simulation _detectable_at bisects: power(d), the share of SIMULATIONS random splits in which the
     test rejects once the second side's distribution at `pos` is moved by TVD d."""
-    import numpy as np
+    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
 
     n = len(codes)
     n_b = n - n_a

@@ -21,11 +21,15 @@ from typing import TYPE_CHECKING
 from spectui.backends.base import Backend
 from spectui.backends.sse import READ_LAG
 from spectui.core.compare import Divergence
+from spectui.core.errors import InputError, describe
+from spectui.core.events import StreamFailed
 from spectui.core.figures import SideRecorder
 from spectui.core.report import fmt
 from spectui.core.runner import bounded, counters_or_none, render_prompt, same_tokenizer
+from spectui.core.stats import quantile, ratio_interval
 from spectui.core.types import GenerationParams, Prompt
 from spectui.core.verdict import Verdict, judge
+from spectui.labs.sweep import predict as sweep_predict
 
 if TYPE_CHECKING:
     from spectui.labs.theory.curve import CostCurve
@@ -42,8 +46,6 @@ class SideLevel:
     @cached_property
     def read_lag_ms(self) -> tuple[float, float] | None:
         """(p50, p99) of how long events waited between arriving and spectui reading them."""
-        from spectui.core.stats import quantile
-
         if not self.read_lag_ns:
             return None
         v = sorted(float(x) for x in self.read_lag_ns)
@@ -164,8 +166,6 @@ class Level:
     def spread(self):
         """The speed-up as the geometric mean of the runs' paired ratios, with its 95 % t-interval on their
         logs (core.stats: coverage holds from 2 runs; computed once: the level is complete when anything reads it)."""
-        from spectui.core.stats import ratio_interval
-
         return ratio_interval(self.ratios) if len(self.ratios) > 1 else None
 
     @property
@@ -328,9 +328,7 @@ async def sweep(
         if on_level:
             on_level(level)
     if predict and out:
-        from spectui.labs.sweep.predict import predict_levels
-
-        await predict_levels(out, baseline, candidate, rendered["baseline"][prompts[0].id])
+        await sweep_predict.predict_levels(out, baseline, candidate, rendered["baseline"][prompts[0].id])
     return out
 
 
@@ -369,9 +367,6 @@ async def sweep_alone(
     Each level's speed-up is still paired run by run and every output judged against the other side's of
     the same run and request. The batch-time prediction needs both servers up: not made. Returns the
     levels and each side's ServerInfo."""
-    from spectui.core.errors import describe
-    from spectui.core.events import StreamFailed
-
     say = say or (lambda line: None)
     done: dict[tuple[str, int, int], SideLevel] = {}
     infos: dict = {}
@@ -409,8 +404,6 @@ async def sweep_alone(
 
 
 def parse_levels(text: str) -> list[int]:
-    from spectui.core.errors import InputError
-
     try:
         levels = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
+import httpx
+
 from spectui.backends.launchspec import LaunchSpec
 from spectui.backends.llamacpp_timing import CompletionTimings
 from spectui.core.errors import describe
@@ -41,6 +43,7 @@ from spectui.labs.theory.head_cost import add_head_decode
 from spectui.labs.theory.outputs import add_draft_decode, add_outputs
 from spectui.labs.theory.steps import RunSteps, run_steps
 from spectui.labs.theory.terms import StepCosts
+from spectui.machine.drafter import start_drafter
 
 Timer = Callable[[list[int], int], Awaitable[CompletionTimings]]  # (prompt ids, n_predict) → the reply's timings
 
@@ -286,8 +289,6 @@ async def _draft_terms(client, candidate, drafting: str, draft_model, draft_name
 async def _draft_server(client, draft_model, settings: list[str], which: str, sources: dict, say):
     """The draft model on a llama-server of its own with the candidate's settings: (its launcher, a timer
     of its requests, its model file); its sources written into `sources`."""
-    from spectui.machine.drafter import start_drafter
-
     if say is not None:
         say("starting the draft model on a llama-server of its own, to time it …")
     launcher, drafter = await start_drafter(client, draft_model, settings=settings)
@@ -350,8 +351,6 @@ async def check_prompt(
     if not measure_terms:
         return terms.check_runs(runs, StepCosts.ideal(0.0, "not measured (--no-measure)")), None
     if client is None:  # a driver that holds no HTTP client of its own (the TUI): one for the draft server
-        import httpx
-
         async with httpx.AsyncClient() as own:
             return await check_prompt(
                 own, baseline, candidate, runs, draft_model, repeats, say, measure_terms, draft_named, launched

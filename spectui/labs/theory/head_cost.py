@@ -26,8 +26,10 @@ import re
 from collections.abc import Callable, Sequence
 
 from spectui.backends.launchspec import LaunchSpec, without_flags
+from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.core.errors import describe
 from spectui.labs.theory.curve import CostCurve, Samples
+from spectui.machine.launcher import Launcher, ServerProcess
 
 HEAD_TYPES = ("draft-eagle3",)
 _STATS = re.compile(
@@ -122,9 +124,6 @@ async def _draft_times_on_twin(
 ) -> list[float]:
     """The head's draft ms per drafted token, one a request, from the statistics a twin of the candidate (its
     command line, another port, -lv 4) logs as each slot is released; the twin stopped after."""
-    from spectui.backends.llamacpp import LlamaCppBackend  # lazy: httpx with it, only where a head is timed
-    from spectui.machine.launcher import Launcher, ServerProcess  # lazy: as the backend
-
     launcher = Launcher()
     proc = launcher.add(ServerProcess("head-twin", []))
     proc.argv = twin_argv(candidate.argv, proc.port)

@@ -15,11 +15,18 @@ take the session's own record first, then the side file.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
 
 from spectui.core.errors import InputError
+from spectui.core.runner import grouped
+from spectui.labs.theory.costs import check_prompt
+from spectui.labs.theory.curve import CostCurve
+from spectui.labs.theory.terms import check_runs
+from spectui.store.locations import atomic_write
+from spectui.store.session import append_terms, read_terms, results_for
 
 FORMAT = "spectui-terms"
 VERSION = 1
@@ -71,8 +78,6 @@ async def measure(
 ) -> dict:
     """The terms of each prompt's runs (core.runner.Repeated groups, as read back from the session file),
     measured on the live servers (labs.theory.costs.check_prompt), as a record."""
-    from spectui.labs.theory.costs import check_prompt
-
     entries = []
     for i, g in enumerate(groups, 1):
         chk, curve = await check_prompt(
@@ -87,14 +92,10 @@ async def measure(
 def runs_by_prompt(sessions) -> dict[str, list]:
     """Each prompt's recorded runs (core.runner.PromptResult) across sessions (a merged certificate's
     shards hold disjoint prompts)."""
-    from spectui.store.session import results_for
-
     return runs_of([r for s in sessions for r in results_for(s)])
 
 
 def runs_of(results: list) -> dict[str, list]:
-    from spectui.core.runner import grouped
-
     out: dict[str, list] = {}
     for g in grouped(results):
         out.setdefault(g.prompt.id, []).extend(g.runs)
@@ -104,9 +105,6 @@ def runs_of(results: list) -> dict[str, list]:
 def rederive(e: dict, runs: list):
     """The check of one entry derived again from its recorded times and the session's runs (TheoryCheck, or
     None where no run drafted)."""
-    from spectui.labs.theory.curve import CostCurve
-    from spectui.labs.theory.terms import check_runs
-
     m = e.get("measurement")
     if m is None or not runs:
         return None
@@ -118,8 +116,6 @@ def from_stored(rec: dict, groups) -> tuple[dict, dict]:
     """Each group's check and curve from a kept record (core.runner.Repeated groups, as read back from the
     session): the times as measured then, the check derived again from them and the runs now. A prompt the
     record does not hold gets (None, None)."""
-    from spectui.labs.theory.curve import CostCurve
-
     by_id = {e.get("id"): e for e in rec.get("prompts") or [] if isinstance(e, dict)}
     checks: dict = {}
     curves: dict = {}
@@ -154,8 +150,6 @@ def _certified(p: Path) -> bool:
 def save(session_path: str | Path, rec: dict) -> Path:
     """Append the record to the session as a "terms" record; beside it (atomically, naming the session file
     and its sha256) where a certificate references the session or its last line was cut. Returns where."""
-    from spectui.store.session import append_terms
-
     p = Path(session_path).expanduser()
     if not _certified(p) and append_terms(p, rec):
         return p
@@ -164,10 +158,6 @@ def save(session_path: str | Path, rec: dict) -> Path:
 
 def save_beside(session_path: str | Path, rec: dict) -> Path:
     """Write the record beside the session (atomically), naming the session file and its sha256."""
-    import hashlib
-
-    from spectui.store.locations import atomic_write
-
     p = Path(session_path).expanduser()
     data = p.read_bytes()
     doc = {**rec, "session": {"file": p.name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}}
@@ -177,8 +167,6 @@ def save_beside(session_path: str | Path, rec: dict) -> Path:
 def load_beside(session_path: str | Path) -> tuple[dict | None, list[str]]:
     """The record saved beside a session, or None; warnings (one line each) where it cannot be used or the
     session was recorded to since."""
-    import hashlib
-
     side = side_path(session_path)
     if not side.is_file():
         return None, []
@@ -227,8 +215,6 @@ def entries_for(rec: dict, checks: dict) -> list[dict]:
 def stored(session_path: str | Path, in_session: dict | None = None) -> tuple[dict | None, list[str]]:
     """The terms kept with a session: its own "terms" record (`in_session` where the session is loaded
     already), else the side file; warnings where one cannot be used."""
-    from spectui.store.session import read_terms
-
     rec = in_session if in_session is not None else read_terms(session_path)
     if rec is None:
         return load_beside(session_path)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from spectui.core.stats import ratio_interval
 from spectui.labs.theory.formula import real_gamma_tokens, tokens_per_step
 from spectui.labs.theory.steps import RunSteps, run_steps
 
@@ -464,7 +465,7 @@ def _which_term(
             head
             + "; the run's steps all drafted alike, so the missing time cannot be split into per token and per step"
         )
-    import numpy as np
+    import numpy as np  # lazy: numpy (~0.5 s) only for this fit; the TUI's theory screen imports terms
 
     ms = np.asarray(t, dtype=float)
     unit = ms.sum() / t_meas  # ms of one target step, so that the groups' times add up to the run's decode time
@@ -495,8 +496,6 @@ def check_runs(runs, costs: StepCosts, costs_each: list[StepCosts] | None = None
     """check() for the N runs of one prompt (core.runner.PromptResult): the run's steps from the last run
     that finished (acceptance at temperature 0 is the same each run), the measured speed-up as the median
     of the runs' ratios with its 95 % interval (core.stats). None where no run drafted or finished."""
-    from spectui.core.stats import ratio_interval
-
     done = [r for r in runs if r.speedup]
     if not done:
         return None

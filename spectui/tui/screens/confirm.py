@@ -10,6 +10,10 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from spectui.labs.memory.kv import server_cost
+from spectui.machine.drafter import DRAFTER_CTX, draft_model_path
+from spectui.run.probe import drafter_kind
+
 if TYPE_CHECKING:
     from spectui.core.types import ServerInfo
     from spectui.run.session import RunSession
@@ -44,17 +48,12 @@ class ConfirmScreen(ModalScreen[bool]):
 def draft_server_question(session: RunSession, candidate: ServerInfo | None) -> str | None:
     """What the draft probe of a draft-model candidate starts (the draft's own llama-server, beside the two
     running) and what that holds, asked before it starts; None where the probe starts no server (n-gram)."""
-    from spectui.machine.drafter import DRAFTER_CTX, draft_model_path
-    from spectui.run.probe import drafter_kind
-
     if drafter_kind(candidate.speculative if candidate is not None else {}) != "draft-simple":
         return None
     model = draft_model_path(session.options.draft_model or session.launched("candidate").draft_model)
     if model is None or not model.is_file():
         cost = f"the draft model {model or '(none found)'} is not on this machine: the probe will say so"
     else:
-        from spectui.labs.memory.kv import server_cost
-
         cost = f"It holds {server_cost(model, DRAFTER_CTX)}, on the GPU or in RAM where llama-server puts it."
     return (
         "The draft probe asks the draft model what it proposed where the target said no. For that it starts "

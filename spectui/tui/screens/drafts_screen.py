@@ -6,6 +6,8 @@ acceptance per position, the n_max chosen, the certificate's verdict line)."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
+from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,24 +16,21 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static
 
 from spectui.core.errors import SpectuiError
+from spectui.labs.drafts import cost as drafts
+from spectui.labs.drafts.cost_text import text
+from spectui.labs.drafts.lesson import latest_lesson, measured_text
+from spectui.labs.memory.shape import read_shape
 from spectui.machine.assets import find_model
+from spectui.store.profiles import load_profiles
 from spectui.tui.context import LabContext
 
 
 def cost_text(target: str, profile: str | None, seq_len: int, samples: int) -> str:
     """The report `spectui drafts cost --target T --profile P --seq-len S --samples N` prints."""
-    from dataclasses import replace
-
-    from spectui.labs.drafts import cost as drafts
-    from spectui.labs.drafts.cost_text import text
-    from spectui.labs.memory.shape import read_shape
-
     shape = read_shape(target)
     inputs = drafts.CostInputs(seq_len=seq_len, samples=samples)
     memory = None
     if profile:
-        from spectui.store.profiles import load_profiles
-
         profiles, _ = load_profiles()
         if profile in profiles:
             memory = profiles[profile].min_gpu_memory_gib or None
@@ -44,10 +43,6 @@ def cost_text(target: str, profile: str | None, seq_len: int, samples: int) -> s
 
 def lesson_text(folder: str) -> str:
     """What `spectui drafts lesson` measured in this folder (labs.drafts.lesson.measured_text)."""
-    from pathlib import Path
-
-    from spectui.labs.drafts.lesson import measured_text
-
     if not folder:
         return "no trained draft measured yet: `spectui drafts lesson` trains, serves and proves one"
     return measured_text(Path(folder).expanduser())
@@ -73,7 +68,6 @@ class DraftsScreen(Screen):
         """F3: the model on screen where its file is readable here, else the bundled SmolLM2."""
         path = context.model_path
         target = path if path and os.path.isfile(path) else find_model()
-        from spectui.labs.drafts.lesson import latest_lesson
 
         lesson = latest_lesson()  # the newest lesson under the data folder's lessons/
         return cls(str(target) if target else None, context.profile, str(lesson) if lesson else None)

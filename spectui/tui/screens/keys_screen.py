@@ -4,6 +4,7 @@ does in one sentence, greyed-out ones with why (k9s's and lazygit's `?`)."""
 from __future__ import annotations
 
 from rich.table import Table
+from textual.actions import parse
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -17,9 +18,6 @@ def key_rows(screen: Screen) -> list[tuple[str, str, str, str]]:
     """(key, name, sentence, why greyed: "" where enabled) for each action the screen and the app bind, the
     footer's first ones first; one row per action (its keys joined), hidden keys included. The text box's
     own editing keys are not listed, and an app key a text box shadows (Enter) is."""
-    from textual.actions import parse
-    from textual.binding import Binding
-
     app = screen.app
     by_action: dict[str, list] = {}
     for node in (screen, app):

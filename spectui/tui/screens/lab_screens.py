@@ -4,6 +4,7 @@ one server at a time (labs.sweep.levels.sweep_alone through the supervisor's ope
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,9 +16,16 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual_plotext import PlotextPlot
 
+from spectui.core.errors import describe
 from spectui.core.report import cache_text
+from spectui.core.runner import PromptResult, render_prompt
 from spectui.core.types import GenerationParams
+from spectui.labs.memory.kv import kv_text
+from spectui.labs.prefix import FOLLOW_UPS, run_prefix, turn_triage, why_reuse_differs
+from spectui.labs.sweep import levels as sweep_lab
+from spectui.run import triage as run_triage
 from spectui.tui.context import LabContext
+from spectui.tui.screens.diff import DiffScreen
 from spectui.tui.widgets.fit_table import FitTable
 
 
@@ -72,8 +80,6 @@ class PrefixScreen(Screen):
         self._show_kv()
 
     def _show_kv(self) -> None:
-        from spectui.labs.memory.kv import kv_text
-
         info = self.backends["candidate"].info
         path = getattr(info, "model_path", None) if info else None
         if path and Path(path).is_file():
@@ -93,8 +99,6 @@ class PrefixScreen(Screen):
 
     @work(exclusive=True, group="prefix", exit_on_error=False)
     async def run_turns(self) -> None:
-        from spectui.labs.prefix import FOLLOW_UPS, run_prefix
-
         table = self.query_one(DataTable)
         table.clear()
         self.turns = []
@@ -129,7 +133,6 @@ class PrefixScreen(Screen):
         except Exception as exc:
             self.query_one("#status", Static).update(Text(f"failed: {exc}", style="bold red"))
             return
-        from spectui.labs.prefix import why_reuse_differs
 
         kind = self.backends["candidate"].info.backend if self.backends["candidate"].info else None
         note = (
@@ -147,9 +150,6 @@ class PrefixScreen(Screen):
 
     def action_diff(self, row: int | None = None) -> None:
         """The diff and the cause of the turn under the cursor (the first that differs where none is)."""
-        from spectui.labs.prefix import turn_triage
-        from spectui.tui.screens.diff import DiffScreen
-
         turn = pick_differing(self.turns, self.query_one(DataTable).cursor_row if row is None else row)
         if turn is None:
             self.notify("no turn differs: nothing to diff (Enter runs the turns)")
@@ -162,10 +162,6 @@ class PrefixScreen(Screen):
 
     @work(exclusive=True, group="slot", exit_on_error=False)
     async def action_slot(self, action: str) -> None:
-        import time
-
-        from spectui.core.errors import describe
-
         b = self.backends["candidate"]
         if not b.capabilities.slots:
             self.query_one("#status", Static).update(
@@ -278,8 +274,6 @@ class SweepScreen(Screen):
 
     @work(exclusive=True, group="sweep", exit_on_error=False)
     async def run_sweep(self) -> None:
-        from spectui.labs.sweep.levels import sweep
-
         self.query_one(DataTable).clear()
         self.levels, self.finished = [], False
         # the prompt cache as the main screen asks (off unless asked, as `spectui sweep`), said in the status
@@ -291,10 +285,8 @@ class SweepScreen(Screen):
                 warn = await self._sweep_alone(params)
             else:
                 base, cand = self.backends["baseline"], self.backends["candidate"]
-                await sweep(base, cand, self.prompts, self.LEVELS, params, self._add_level)
+                await sweep_lab.sweep(base, cand, self.prompts, self.LEVELS, params, self._add_level)
         except Exception as exc:
-            from spectui.core.errors import describe
-
             self.query_one("#status", Static).update(Text(f"failed: {describe(exc)}", style="bold red"))
             self.finished = True
             return
@@ -306,12 +298,11 @@ class SweepScreen(Screen):
 
     async def _sweep_alone(self, params: GenerationParams) -> str:
         """The levels one server at a time (each side started alone for all its levels); the slots warning."""
-        from spectui.labs.sweep.levels import sweep_alone
 
         def say(line: str) -> None:
             self.query_one("#sweep-alone", Static).update(f"one server at a time · {line}")
 
-        done, infos = await sweep_alone(self.open_alone, self.prompts, self.LEVELS, params, 1, say)
+        done, infos = await sweep_lab.sweep_alone(self.open_alone, self.prompts, self.LEVELS, params, 1, say)
         for lv in done:
             self._add_level(lv)
         return self.few_slots([infos.get("baseline"), infos.get("candidate")])
@@ -339,8 +330,6 @@ class SweepScreen(Screen):
 
     def action_diff(self) -> None:
         """The diff of the first request that differs at the level under the cursor, then triage's cause."""
-        from spectui.tui.screens.diff import DiffScreen
-
         row = self.query_one(DataTable).cursor_row
         level = pick_differing(self.levels, row, lambda lv: lv.differing > 0)
         if level is None:
@@ -362,9 +351,6 @@ class SweepScreen(Screen):
         if self.open_alone is not None or not self.backends:
             screen.show_triage(None, "triage needs both servers up: not run one at a time")
             return
-        from spectui.core.errors import describe
-        from spectui.core.runner import PromptResult, render_prompt
-        from spectui.run.triage import triage
 
         base, cand = self.backends["baseline"], self.backends["candidate"]
         params = GenerationParams(
@@ -373,7 +359,9 @@ class SweepScreen(Screen):
         screen.show_triage(None, "triage: rerunning this request on each side to find the cause…")
         try:
             rendered = {"baseline": await render_prompt(base, prompt), "candidate": await render_prompt(cand, prompt)}
-            found = await triage(base, cand, PromptResult(prompt, rb, rc, verdict, rendered=rendered), params)
+            found = await run_triage.triage(
+                base, cand, PromptResult(prompt, rb, rc, verdict, rendered=rendered), params
+            )
         except Exception as exc:  # a server gone: the diff stays, with why there is no cause
             screen.show_triage(None, f"triage stopped: {describe(exc)}")
             return

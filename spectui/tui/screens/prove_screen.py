@@ -8,6 +8,7 @@ open_alone) when a phase needs it and stopped after, as `spectui prove --one-at-
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from rich.text import Text
@@ -18,7 +19,14 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
 
+from spectui.backends.launchspec import LaunchSpec
+from spectui.core import terms_table
+from spectui.core.errors import describe
 from spectui.core.types import GenerationParams, Prompt
+from spectui.run.prove import prove
+from spectui.run.prove.prove import TRIAGE_SKIPPED, OneAtATime, ProveOptions, Prover, default_dir
+from spectui.run.prove.terms import add_terms
+from spectui.store import notebook
 from spectui.tui.context import LabContext
 
 NOT_ASKED = "not asked for (measure terms: no)"
@@ -115,7 +123,6 @@ class ProveScreen(Screen):
     def alone_line(self) -> str:
         if self.open_alone is None:
             return ""
-        from spectui.run.prove.prove import TRIAGE_SKIPPED
 
         return (
             f"one server at a time ({self.alone_why}): each side is started when a phase needs it and stopped "
@@ -135,7 +142,6 @@ class ProveScreen(Screen):
         if terms not in ("yes", "no"):
             self.notify("measure terms: yes or no", severity="error")
             return
-        from spectui.run.prove.prove import ProveOptions
 
         options = ProveOptions(runs=runs, sampled=sampled, samples=samples)
         try:
@@ -153,13 +159,6 @@ class ProveScreen(Screen):
 
     @work(exclusive=True, group="prove", exit_on_error=False)
     async def run_prove(self, options, max_tokens: int, terms: bool = True) -> None:
-        from dataclasses import replace
-
-        from spectui.backends.launchspec import LaunchSpec
-        from spectui.core.errors import describe
-        from spectui.run.prove.prove import OneAtATime, Prover, default_dir
-        from spectui.run.prove.terms import add_terms
-
         bar = self.query_one(ProgressBar)
         launched = {s: LaunchSpec.from_argv(p.argv) for s, p in self.launched.items() if getattr(p, "argv", None)}
         alone = None
@@ -208,8 +207,6 @@ class ProveScreen(Screen):
         self.query_one("#prove-alone", Static).update(f"one server at a time · {line}")
 
     def on_prove_event(self, ev) -> None:
-        from spectui.run.prove import prove
-
         if isinstance(ev, prove.Progressed):
             if ev.phase in ("greedy", "sampled"):
                 self._done += 1
@@ -230,7 +227,6 @@ class ProveScreen(Screen):
             + f"certificate saved: {path} (+ {path.with_suffix('.md').name}, {path.with_suffix('.html').name}), "
             f"beside its sessions; `spectui verify {path}` re-derives it"
         )
-        from spectui.core import terms_table
 
         self.query_one("#prove-terms-table", Static).update(
             Text("\n".join(terms_table.text(doc.get("terms"))).strip("\n"))
@@ -238,8 +234,6 @@ class ProveScreen(Screen):
         self.query_one("#status", Static).update("done; Enter to prove again, Esc to go back")
 
     def note(self, doc: dict) -> None:
-        from spectui.store import notebook
-
         try:
             where, warning = notebook.append(notebook.notebook_path(self.notebook), [notebook.certificate_entry(doc)])
         except Exception as exc:  # the certificate stands without its notebook entry

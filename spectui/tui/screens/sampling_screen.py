@@ -24,6 +24,7 @@ from textual_plotext import PlotextPlot
 
 from spectui.core.compare import escape_bytes
 from spectui.core.types import GenerationParams, Prompt
+from spectui.labs.sampling.exact import ALPHA, NOT_ENOUGH, sampling
 from spectui.tui.context import LabContext
 
 if TYPE_CHECKING:
@@ -113,8 +114,6 @@ class SamplingScreen(Screen):
 
     @work(exclusive=True, group="sampling", exit_on_error=False)
     async def run_sampling(self, temperature: float, samples: int, max_tokens: int) -> None:
-        from spectui.labs.sampling.exact import sampling
-
         bar = self.query_one(ProgressBar)
         bar.update(total=samples, progress=0)
         started = time.monotonic()
@@ -144,8 +143,6 @@ class SamplingScreen(Screen):
         self._show(res)
 
     def _show(self, res) -> None:
-        from spectui.labs.sampling.exact import ALPHA, NOT_ENOUGH
-
         t = Text()
         answer, overall = res.overall()  # one verdict over the seeds, the distributions and the promise (labs)
         t.append(overall + "\n", style={"same": "bold green", "different": "bold red"}.get(answer, "bold yellow"))

@@ -12,8 +12,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static
 from textual_plotext import PlotextPlot
 
+from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import InputError, describe
+from spectui.core.runner import grouped
 from spectui.labs.theory import formula as theory
+from spectui.labs.theory.costs import check_prompt
 from spectui.labs.theory.terms import TheoryCheck
 from spectui.tui.context import LabContext
 
@@ -37,8 +40,6 @@ class TheoryScreen(Screen):
     @classmethod
     def open(cls, context: LabContext) -> TheoryScreen:
         """ctrl+y: the runs on screen as the measured point; Enter measures the terms where both servers are up."""
-        from spectui.backends.launchspec import LaunchSpec
-
         launched = context.launched.get("candidate")
         draft = LaunchSpec.from_argv(launched.argv).draft_model if launched is not None else None
         screen = cls.for_results(context.results, context.live_backends(), draft)
@@ -51,9 +52,6 @@ class TheoryScreen(Screen):
         """The screen with the last run as its measured point (α per position and γ from the server's
         counters, labs.theory.formula.from_result), and the interval of its speed-up where the prompt ran several
         times. With live `backends`, Enter measures the terms on them (labs.theory.costs)."""
-        from spectui.core.runner import grouped
-        from spectui.labs.theory import formula as theory
-
         measured = None
         runs = None
         if results:
@@ -139,8 +137,6 @@ class TheoryScreen(Screen):
 
     @work(exclusive=True, group="theory-terms", exit_on_error=False)
     async def measure_terms(self) -> None:
-        from spectui.labs.theory.costs import check_prompt
-
         assert self.backends is not None and self.runs is not None  # action_measure checked both
 
         def say(line: str) -> None:

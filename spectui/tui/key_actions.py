@@ -55,4 +55,7 @@ class KeysMixin:
             v = app.pane(side).view  # type: ignore[attr-defined]
             v.mark_mode = mode
             v.rebuild()
-        app.query_one("#legend", Label).update(legend_text(app.marks, mode))  # type: ignore[attr-defined]
+        legend = app.query_one("#legend", Label)
+        legend.update(legend_text(app.marks, mode))  # type: ignore[attr-defined]
+        if not legend.display:  # a short terminal hides the legend: the switch is said, not silent
+            app.notify(legend_text(app.marks, mode), title="marks", markup=True)  # type: ignore[attr-defined]

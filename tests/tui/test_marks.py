@@ -110,3 +110,20 @@ async def test_colour_only_marks_each_rejection_on_a_character_without_writing_i
         assert f"[reverse {view.marks['rejected']}]d[/reverse {view.marks['rejected']}]rafts rejected" in str(
             app.q("#legend").render().markup
         )
+
+
+async def test_on_a_short_terminal_the_marks_key_says_the_mode_it_chose():
+    """At 80x24 the legend is folded away, so alt+k changed the marks without a word: a notice says the mode."""
+    app = make()
+    said: list[str] = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_and_wait(pilot)
+        assert not app.q("#legend").display
+        real = app.notify
+        app.notify = lambda message, *a, **kw: (said.append(str(message)), real(message, *a, **kw))[1]
+        await pilot.press("alt+k")
+        await settled(pilot)
+        assert len(said) == 1 and "rafts rejected" in said[0] and "alt+k: off" in said[0]
+        await pilot.press("alt+k")
+        await settled(pilot)
+        assert len(said) == 2 and "marks off" in said[1]

@@ -25,7 +25,8 @@ SENTENCES = {
     "run_all": "run every prompt of the chosen set, then show the whole set's speed-up",
     "switch('order')": "sequential (one side, then the other) or concurrent: concurrent runs share the machine",
     "switch('boundaries')": "show where each token starts in both outputs",
-    "switch('marks')": "the candidate's marks: all (✗n before a rejection), colours only (the text as sent), or off",
+    "switch('marks')": "the candidate's marks: all (✗n before a rejection), colours only (the text as sent, "
+    "a rejection shown reversed on the character where it happened), or off",
     "switch('logs')": "show or hide the last lines of the launched servers' logs",
     "toggle_live": "fold the live panel (GPU, RAM, KV, each server's memory) to one line, or unfold it",
     "diff": "the two outputs side by side from where they part, with the cause triage found",

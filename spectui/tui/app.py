@@ -60,6 +60,7 @@ class SpectuiApp(KeysMixin, App):
     CSS = """
     #prompt-row { height: 3; }
     #prompt { width: 1fr; }
+    #prompt.-textual-compact { margin-right: 1; }  /* one line, no border: a gap before the set picker */
     #prompt-set { width: 36; }
     #set-picker { width: 26; }
     #prompt-row.-narrow #set-picker { width: 18; }

@@ -77,3 +77,15 @@ async def test_the_main_screen_says_the_prompt_cache_within_80_columns():
         await settled(pilot)
         assert str(label.render()) == "order: concurrent · prompt cache off" and label.region.right <= 120
         assert str(app.query_one("#settings FitLabel").render()) == "max tokens"
+
+
+async def test_on_a_short_terminal_the_prompt_keeps_a_gap_before_the_set_picker():
+    """At 24 rows the prompt row is one line without borders, and the prompt's last word ran into the set
+    picker ('…fizzbuzz(n) thatset: default'): a cell is kept between them."""
+    from textual.widgets import Input, Select
+
+    app = make()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await steady(pilot)
+        prompt, picker = app.query_one("#prompt", Input), app.query_one("#set-picker", Select)
+        assert prompt.compact and picker.region.x - prompt.region.right >= 1

@@ -80,6 +80,14 @@ def test_the_twin_is_the_candidates_command_on_another_port_at_trace_level():
     assert head_type(LaunchSpec()) is None
 
 
+def test_the_twin_drafts_to_n_max_so_its_time_per_token_is_per_decode():
+    # a draft stopped early under p_min decodes d + 1 times for d tokens; the terms' c is per decode
+    twin = twin_argv([*ARGV, "--draft-p-min", "0.75"], 50123)
+    assert "--draft-p-min" not in twin and "0.75" not in twin
+    assert twin.count("--spec-draft-p-min") == 1 and twin[twin.index("--spec-draft-p-min") + 1] == "0"
+    assert twin_argv(ARGV, 50123).count("--spec-draft-p-min") == 1
+
+
 def head_curve() -> CostCurve:
     return CostCurve(
         context=100,

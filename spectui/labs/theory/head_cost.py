@@ -11,7 +11,11 @@ So the candidate's own command line is started once more beside it ("the twin": 
 n-max; another port; -lv 4), asked to decode the run's context, and the draft time per drafted token is read
 from the change in those two counters per request: the head's decode steps and their sampling as the
 candidate runs them. c is that over t (the target's decode step). The candidate itself is never restarted
-with -lv 4, so its own runs are not slowed by logging.
+with -lv 4, so its own runs are not slowed by logging. The twin drafts with --spec-draft-p-min 0: the terms'
+c is one draft *decode* (n_dec(d)·c, labs.theory.terms), and a draft that stops early under p_min decodes
+d + 1 times for d tokens (speculative.cpp, common_speculative_impl_draft_eagle3::draft: the boundary decode,
+then one a token kept short of n_max), so time per drafted token would count that extra decode twice; with
+p_min 0 every draft reaches n_max, n_max decodes for n_max tokens, and time per token is time per decode.
 
 R(k): the head's process() runs on every batch the target decodes (the encoder on the k tokens' features,
 then one decoder batch; speculative.cpp process()), and llama.cpp times it nowhere. The candidate's prompt
@@ -37,6 +41,7 @@ _STATS = re.compile(
     r"(?P<b>[\d.]+), (?P<g>[\d.]+), (?P<a>[\d.]+) ms"
 )
 _LOG_FLAGS = frozenset({"--port", "--host", "-lv", "--verbosity", "--log-verbosity", "--log-file"})
+_P_MIN_FLAGS = frozenset({"--spec-draft-p-min", "--draft-p-min"})
 
 
 def head_type(spec: LaunchSpec) -> str | None:
@@ -55,9 +60,10 @@ def draft_counters(lines: Sequence[str], kind: str) -> tuple[int, float] | None:
 
 
 def twin_argv(argv: Sequence[str], port: int) -> list[str]:
-    """The candidate's command line on another port, logging at trace level (-lv 4) so its statistics show."""
-    kept = without_flags(list(argv), _LOG_FLAGS)
-    return [*kept, "--host", "127.0.0.1", "--port", str(port), "-lv", "4"]
+    """The candidate's command line on another port, logging at trace level (-lv 4) so its statistics show,
+    drafting to n_max every step (--spec-draft-p-min 0) so that its time per drafted token is per decode."""
+    kept = without_flags(list(argv), _LOG_FLAGS | _P_MIN_FLAGS)
+    return [*kept, "--host", "127.0.0.1", "--port", str(port), "-lv", "4", "--spec-draft-p-min", "0"]
 
 
 def per_token(before: tuple[int, float] | None, after: tuple[int, float] | None) -> float | None:
@@ -114,7 +120,7 @@ async def add_head_decode(
     curve.draft_decode = Samples(tuple(got))
     curve.sources["c"] = (
         f"measured: the {kind} head's draft time per drafted token (llama.cpp's own t_draft_us / n_gen_tokens, "
-        f"common/speculative.cpp, logged at -lv 4) on a twin of the candidate (its command line, another port), "
+        f"common/speculative.cpp, logged at -lv 4) on a twin of the candidate (its command line, another port, p_min 0: one decode a drafted token), "
         f"{len(got)} requests of {decode_tokens} tokens on the run's context, over t"
     )
 

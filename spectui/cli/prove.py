@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, PairOptions, connect_pair, params_from, prompts_from
 from spectui.cli.options import add_run_options
-from spectui.core.errors import InputError
+from spectui.core.errors import InputError, describe
 from spectui.run.prove.shard import parse_shard
 
 if TYPE_CHECKING:
@@ -343,7 +343,11 @@ async def _three_way(doc: dict, prover, prompt_list, params, args, out, both_up:
         return None
     from spectui.run.three_way import beside  # lazy: platformdirs (~53 ms cold)
 
-    return await beside(doc, prover.baseline, prompt_list, params, args.runs, out, None if args.json else _say)
+    try:
+        return await beside(doc, prover.baseline, prompt_list, params, args.runs, out, None if args.json else _say)
+    except Exception as exc:  # a measurement beside a certificate already written: it never hides the verdict
+        _say(f"the three-way table was not measured: {describe(exc)} (the certificate stands)")
+        return None
 
 
 def _not_written(prover, exc, params, as_json: bool) -> None:

@@ -258,6 +258,9 @@ class SamplingResult:
             answer, line = "undecided", "NOT DECIDED — not enough samples to test the distributions"
         elif k < n and promise != "distribution only":
             answer, line = "undecided", f"NOT DECIDED — {differ}; whether the drafting promises them is unknown"
+        elif k < n and t is None:  # no distribution test ran (prove's sampled pass skips it after a failure)
+            answer = "undecided"
+            line = f"NOT DECIDED — {differ}, which this drafting does not promise; the distributions were not tested"
         elif k < n:
             answer = "same"
             line = f"CONSISTENT — {differ}, which this drafting does not promise; the distributions are consistent"

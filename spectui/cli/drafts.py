@@ -325,11 +325,7 @@ async def cmd_train_lookup(args) -> int:
 
     check_gguf(args.model, "--model")  # before any server is started to find out (issue 40, item 7)
     bar = Advance("spectui drafts train-lookup")
-
-    def say(msg: str) -> None:
-        bar.close()
-        if not args.json:
-            print(f"spectui drafts train-lookup: {msg}", file=sys.stderr)
+    say = bar.sayer(quiet=args.json)
 
     try:
         outcome = await run_pipeline(
@@ -379,11 +375,7 @@ async def cmd_train_eagle3(args) -> int:
         lr=args.lr,
     )
     bar = Advance("spectui drafts train-eagle3")
-
-    def say(msg: str) -> None:
-        bar.close()
-        if not args.json:
-            print(f"spectui drafts train-eagle3: {msg}", file=sys.stderr)
+    say = bar.sayer(quiet=args.json)
 
     try:
         outcome = await run_pipeline(opts, say=say, advance=None if args.json else bar)

@@ -63,11 +63,7 @@ async def cmd_lesson(args) -> int:
         threads=args.threads,
     )
     bar = Advance("spectui drafts lesson")
-
-    def say(msg: str) -> None:
-        bar.close()
-        if not args.json:
-            print(f"spectui drafts lesson: {msg}", file=sys.stderr)
+    say = bar.sayer(quiet=args.json)
 
     if not args.output and not args.json:
         print(f"spectui drafts lesson: the lesson's folder: {out}", file=sys.stderr)

@@ -78,3 +78,14 @@ class Advance:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+
+    def sayer(self, quiet: bool = False):
+        """A phase's one-line reporter beside the bar: the bar closed first (its line stays), then
+        '<label>: <line>' on stderr; nothing where `quiet` (--json)."""
+
+        def say(msg: str) -> None:
+            self.close()
+            if not quiet:
+                print(f"{self.label}: {msg}", file=sys.stderr)
+
+        return say

@@ -38,3 +38,19 @@ def test_not_a_terminal_prints_a_line_per_tenth(capsys):
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "spectui setup: building llama-server …"
     assert lines[1:] == [f"spectui setup: building llama-server {p}%" for p in range(0, 101, 10)]
+
+
+def test_a_phase_line_closes_the_bar_and_names_the_command(capsys):
+    class Bar:
+        stopped = 0
+
+        def stop(self):
+            Bar.stopped += 1
+
+    adv = Advance("spectui drafts lesson")
+    adv._bar = Bar()  # a bar on the screen
+    adv.sayer()("measure: kept from the last run")
+    assert Bar.stopped == 1 and adv._bar is None
+    assert capsys.readouterr().err == "spectui drafts lesson: measure: kept from the last run\n"
+    adv.sayer(quiet=True)("said nothing")  # --json: stderr stays empty
+    assert capsys.readouterr().err == ""

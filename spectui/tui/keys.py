@@ -44,7 +44,8 @@ SENTENCES = {
     "lab('sampling')": "the prompt many times at temperature > 0: seeded bytes and the output distribution",
     "lab('drafts_cost')": "what a draft model costs to run beside the target",
     "lab('prove')": "a certificate for the prompt set: verdict, speed-up and acceptance, from saved sessions",
-    "show_keys": "this list of the keys of the screen you are on",
+    "show_keys": "this list of the keys of the screen you are on (? only outside a text box: the prompt takes it "
+    "as text; F1 works everywhere)",
     "quit": "quit (servers spectui launched are stopped)",
     "command_palette": "search every action by name",
 }

@@ -89,3 +89,20 @@ async def test_on_a_short_terminal_the_prompt_keeps_a_gap_before_the_set_picker(
         await steady(pilot)
         prompt, picker = app.query_one("#prompt", Input), app.query_one("#set-picker", Select)
         assert prompt.compact and picker.region.x - prompt.region.right >= 1
+
+
+async def test_the_keys_screen_says_where_question_mark_opens_it():
+    """The prompt has the focus when the app opens, so `?` there is typed into it: the keys screen, which
+    lists `f1 / ?`, says so and names F1 as the key that works everywhere."""
+    from spectui.tui.screens.keys_screen import KeysScreen
+
+    app = make()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await steady(pilot)
+        await pilot.press("question_mark")
+        await settled(pilot)
+        assert app.query_one("#prompt").value.endswith("?") and not isinstance(app.screen, KeysScreen)
+        await pilot.press("f1")
+        await until(pilot, lambda: isinstance(app.screen, KeysScreen), 10, "the keys screen")
+        keys = {r[1]: r for r in app.screen.rows}["Keys"]
+        assert "?" in keys[0] and "outside a text box" in keys[2] and "F1" in keys[2]

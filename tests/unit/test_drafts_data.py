@@ -265,3 +265,26 @@ def test_killed_and_resumed_every_record_whole_and_once(tmp_path):
     ids = [r["primary_id"] for r in recs]
     assert len(ids) == len(set(ids)) == 36  # 40 prompts, 4 held out, each answered once
     assert all(len(r["input_ids"]) == len(r["loss_mask"]) for r in recs)
+
+
+class Regreedy:
+    """A target asked again for its greedy ids (llama.cpp withholds an id in the stream: see answer_ids)."""
+
+    def __init__(self, ids):
+        self.ids = ids
+
+    async def greedy_ids(self, context, n, top=2):
+        return [(i, []) for i in self.ids[:n]]
+
+
+def test_withheld_ids_are_filled_only_when_the_greedy_answer_agrees():
+    greedy = GenerationParams(max_tokens=8, temperature=0.0)
+    assert run(drafts_data.answer_ids(Regreedy([5, 6, 7]), [1], [5, None, 7], greedy)) == [5, 6, 7]
+    assert run(drafts_data.answer_ids(object(), [1], [5, 6], greedy)) == [5, 6]  # nothing missing: not asked
+    with pytest.raises(RuntimeError, match="changed when asked again"):
+        run(drafts_data.answer_ids(Regreedy([5, 6, 8]), [1], [5, None, 7], greedy))
+    with pytest.raises(RuntimeError, match="changed when asked again"):
+        run(drafts_data.answer_ids(Regreedy([5, 6]), [1], [5, None, 7], greedy))
+    sampled = GenerationParams(max_tokens=8, temperature=0.7)  # a sampled answer cannot be asked again
+    with pytest.raises(RuntimeError, match="no token ids for part of the answer"):
+        run(drafts_data.answer_ids(Regreedy([5, 6, 7]), [1], [5, None, 7], sampled))

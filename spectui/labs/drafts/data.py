@@ -289,6 +289,22 @@ class DataResult:
 Progress = Callable[[int, int, str], None]  # (done, total, prompt id)
 
 
+async def answer_ids(backend, prompt_ids: list[int], ids: list[int | None], params: GenerationParams) -> list[int]:
+    """The answer's token ids. llama.cpp's stream withholds a token whose bytes end inside a UTF-8 character
+    and sends its text with the next one, without its id (tools/server: validate_utf8; e.g. ' ≈' is two
+    tokens), so a greedy answer's missing ids are asked for again, in one request without streaming, and
+    must agree with every id the stream did give."""
+    if all(i is not None for i in ids):
+        return ids  # type: ignore[return-value]
+    again_for = getattr(backend, "greedy_ids", None)
+    if again_for is None or params.temperature != 0:
+        raise RuntimeError("the server gave no token ids for part of the answer (the speculators format needs them)")
+    again = [tid for tid, _ in await again_for(prompt_ids, len(ids), top=1)]
+    if len(again) != len(ids) or any(a != b for a, b in zip(again, ids, strict=True) if b is not None):
+        raise RuntimeError("the server's greedy answer changed when asked again for its token ids")
+    return again
+
+
 async def answer(backend, prompt: Prompt, params: GenerationParams, fmt: str) -> tuple[str, dict | None]:
     """The target's answer to one prompt (and, for the speculators format, the exact token ids)."""
     text = await render_prompt(backend, prompt)
@@ -300,10 +316,8 @@ async def answer(backend, prompt: Prompt, params: GenerationParams, fmt: str) ->
         raise RuntimeError("the server generated no tokens")
     extra = None
     if fmt == "speculators":
-        ids = [t.token_id for t in rec.tokens]
-        if any(i is None for i in ids):
-            raise RuntimeError("the server gave no token ids for the answer (the speculators format needs them)")
         prompt_ids = await backend.tokenize(text)
+        ids = await answer_ids(backend, prompt_ids, [t.token_id for t in rec.tokens], params)
         extra = {
             "prompt_ids": prompt_ids,
             "answer_ids": ids,

@@ -64,11 +64,13 @@ def test_one_prompt_gives_its_geometric_mean_and_says_why_there_is_no_interval()
 
 
 def test_no_values_at_all_is_refused_in_those_words():
-    from spectui.core.stats import unit_geomean
+    from spectui.core.stats import interval, unit_geomean
 
     for empty in ([], [[], []]):  # units with no runs are dropped first
         with pytest.raises(ValueError, match="^no values$"):
             unit_geomean(empty)
+    with pytest.raises(ValueError, match="^no values$"):
+        interval([])
 
 
 def test_a_speedups_interval_at_another_level_and_its_point_the_geometric_mean():
@@ -80,7 +82,9 @@ def test_a_speedups_interval_at_another_level_and_its_point_the_geometric_mean()
     assert (s.n, s.level, s.method) == (3, 0.9, "geometric mean, t-interval on log values")
     assert s.low == pytest.approx(math.exp(0.1 - 0.168585), rel=1e-5)
     one = ratio_interval([1.5])
-    assert one.median == pytest.approx(1.5) and (one.low, one.method) == (None, None)
+    assert one.median == pytest.approx(1.5)
+    assert (one.low, one.high, one.n, one.level, one.method) == (None, None, 1, 0.95, None)
+    assert ratio_interval([1.5], level=0.9).level == 0.9
     assert one.reason == "1 run: no spread measured; too few for a 95 % interval, it needs 2"
 
 
@@ -91,3 +95,4 @@ def test_a_speedup_with_no_logarithm_is_the_plain_median_without_an_interval(bad
     s = ratio_interval([1.0, bad, 2.0])  # sorted (bad, 1, 2): median 1
     assert (s.median, s.low, s.n) == (1.0, None, 3)
     assert s.reason == "a value is not positive: no interval on its log"
+    assert ratio_interval([1.0, bad, 2.0], level=0.9).level == 0.9

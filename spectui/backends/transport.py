@@ -133,6 +133,20 @@ def _carry_arrivals(response: httpx.Response, aio) -> None:
         response.extensions[BODY_CHUNKS] = lambda: _chunks(aio.content)
 
 
+def _unsent(exc: Exception, request: httpx.Request) -> bool:
+    """Whether a request failed before the server took it, on a connection it had already closed, and can be
+    sent again as it was: aiohttp's 'Server disconnected' before any response, or its 'Can not write request
+    body' (the connection closing as the request went out), for a request whose body is in memory. A
+    server that is down fails again at connect, so its error still reaches the caller."""
+    from aiohttp import ClientOSError, ServerDisconnectedError  # lazy: aiohttp, only for the stamped client
+
+    cause = exc.__cause__
+    closed = isinstance(cause, ServerDisconnectedError) or (
+        isinstance(cause, ClientOSError) and "Can not write request body" in str(cause)
+    )
+    return closed and isinstance(request.stream, httpx.ByteStream)
+
+
 @functools.cache
 def _transport_class():
     from httpx_aiohttp import AiohttpTransport  # lazy: aiohttp (~0.8 s) only for the stamped client
@@ -148,7 +162,15 @@ def _transport_class():
             if request.url.userinfo:  # httpx has made it the Authorization header already; aiohttp
                 # refuses a URL's credentials beside that header (ValueError, not a connection error)
                 request.url = request.url.copy_with(userinfo=b"")
-            response = await super().handle_async_request(request)
+            try:
+                response = await super().handle_async_request(request)
+            except httpx.TransportError as exc:
+                if getattr(self.client, "closed", True) or not _unsent(exc, request):
+                    raise  # a client being closed ends its requests, never sends them again
+                # the pooled connection was closed by the server before it took the request: once more, on
+                # a new connection (llama-server closes a connection after a streamed answer, b11434: half
+                # of back-to-back template + stream pairs failed so, tests/real/test_keepalive.py)
+                response = await super().handle_async_request(request)
             aio = getattr(response.stream, "_aiohttp_response", None)  # httpx-aiohttp's hold on aiohttp's
             if aio is None:
                 return response

@@ -99,10 +99,16 @@ def head_curve() -> CostCurve:
     )
 
 
-def test_r_is_the_candidates_batch_minus_the_targets_clipped_at_zero():
+def test_r_is_the_candidates_batch_minus_the_targets_clipped_at_zero_after_the_median():
     got = reeval_from_batches(head_curve())
-    # k = 1: 55 - 52 = 3, 53 - 54 < 0 → 0; k = 4: 80 - 70 = 10, 77 - 72 = 5
-    assert got is not None and got[1].values == (3.0, 0.0) and got[4].values == (10.0, 5.0)
+    # k = 1: 55 - 52 = 3, 53 - 54 = -1 (kept: clipping each repeat first would move the median up); k = 4: 10, 5
+    assert got is not None and got[1].values == (3.0, -1.0) and got[4].values == (10.0, 5.0)
+    c = head_curve()
+    c.draft_batch = got
+    assert c.draft_ms(1) == 1.0  # median(3, -1)
+    assert c.draft_ms(1, 1) == 0.0  # one repeat's own value, below 0, clipped
+    c.draft_batch = {1: s(-3.0, -1.0)}
+    assert c.draft_ms(1) == 0.0
 
 
 def test_a_heads_measured_c_and_r_enter_the_terms():
@@ -110,9 +116,9 @@ def test_a_heads_measured_c_and_r_enter_the_terms():
     c.draft_batch = reeval_from_batches(c)
     c.draft_decode = s(11.0, 9.0)
     t = c.terms()
-    # c = median(11, 9) / median(50, 50) = 0.2; R(4) = median(10, 5) / 50 = 0.15; R(1) = median(3, 0) / 50 = 0.03
+    # c = median(11, 9) / median(50, 50) = 0.2; R(4) = median(10, 5) / 50 = 0.15; R(1) = median(3, -1) / 50 = 0.02
     assert abs(t.c - 0.2) < 1e-9
-    assert abs(t.R(4) - 0.15) < 1e-9 and abs(t.R(1) - 0.03) < 1e-9
+    assert abs(t.R(4) - 0.15) < 1e-9 and abs(t.R(1) - 0.02) < 1e-9
 
 
 def test_a_candidate_not_launched_with_a_head_leaves_c_unmeasured():

@@ -67,7 +67,8 @@ class CostCurve:
         return _interp(self.target_batch, k, i)
 
     def draft_ms(self, k: float, i: int | None = None) -> float:
-        return _interp(self.draft_batch, k, i) if self.draft_batch else 0.0
+        # never below 0: a head's R(k) is a difference of two batch times (labs.theory.head_cost)
+        return max(0.0, _interp(self.draft_batch, k, i)) if self.draft_batch else 0.0
 
     def step_ms(self, i: int | None = None) -> float:
         assert self.target_step is not None

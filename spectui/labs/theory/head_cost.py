@@ -74,8 +74,9 @@ def per_token(before: tuple[int, float] | None, after: tuple[int, float] | None)
 
 
 def reeval_from_batches(curve: CostCurve) -> dict[int, Samples] | None:
-    """k → the candidate's prompt batch minus the target's (ms, per repeat, clipped at 0): what the head's
-    process() adds to a batch of k tokens."""
+    """k → the candidate's prompt batch minus the target's (ms, per repeat): what the head's process() adds to
+    a batch of k tokens. A repeat may come out below 0 (two noisy times); the curve clips the median, or a
+    run's own value, at 0 (CostCurve.draft_ms) — clipping each repeat first would bias the median upward."""
     cand = curve.candidate_batch or {}
     ks = [k for k in sorted(cand) if k in curve.target_batch]
     if not ks:
@@ -83,7 +84,7 @@ def reeval_from_batches(curve: CostCurve) -> dict[int, Samples] | None:
     out = {}
     for k in ks:
         c, t = cand[k].values, curve.target_batch[k].values
-        out[k] = Samples(tuple(max(0.0, c[i % len(c)] - t[i % len(t)]) for i in range(max(len(c), len(t)))))
+        out[k] = Samples(tuple(c[i % len(c)] - t[i % len(t)] for i in range(max(len(c), len(t)))))
     return out
 
 

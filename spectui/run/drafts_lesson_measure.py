@@ -80,6 +80,10 @@ async def phase_measure(opts: LessonOptions, tools: Tools, les: Lesson, say: Say
             hint=f"see the servers' counters; the draft may not have drafted on {len(held)} prompt(s)",
         )
     target = curve.terms(k_max=n + 1) if curve is not None and curve.measured else StepCosts.ideal(0.0)
+    if target.sources.get("verify", "").startswith("ideal"):
+        say(
+            "measure: V(k) was not measured: the choice below takes verification as free (V = 1), which favours longer drafts"
+        )
     rc = run_cost(results)
     c, how = draft_cost(rc, target)
     costs = StepCosts(c or 0.0, target.verify, (), {**target.sources, "c": how})
@@ -96,6 +100,8 @@ async def phase_measure(opts: LessonOptions, tools: Tools, les: Lesson, say: Say
     same = sum(1 for r in results if r.identical)
     tokens = sum(r.baseline.figures.tokens + r.candidate.figures.tokens for r in results)
     note = f"{same}/{len(results)} identical; n_max {les.choice.n_max} chosen"
+    if target.sources.get("verify", "").startswith("ideal"):
+        note += " (V(k) not measured: taken as 1)"
     les.record(Phase("measure", time.monotonic() - t0, srv.peak, tokens, note, "llama-server"))
 
 

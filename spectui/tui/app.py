@@ -7,6 +7,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from textual import on
+from textual.actions import parse
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Container, Horizontal
@@ -25,7 +26,7 @@ from spectui.tui.config import AppConfig
 from spectui.tui.context import LabContext
 from spectui.tui.controller import FLUSH_S, RunController
 from spectui.tui.key_actions import KeysMixin
-from spectui.tui.keys import sentence
+from spectui.tui.keys import main_screen_only, sentence
 from spectui.tui.messages import ProbeSampled, RunMessage
 from spectui.tui.recording import SessionKeeper
 from spectui.tui.screens.diff import DiffScreen
@@ -323,7 +324,7 @@ class SpectuiApp(KeysMixin, App):
         for b in self.BINDINGS:
             if b.action.startswith("replay(") and not self.replaying:
                 continue
-            if b.action in ("quit",):
+            if b.action in ("quit",) or self.check_action(*parse(b.action)[1:]) is False:  # not on this screen
                 continue
             # the palette's help line is the action's one sentence (tui.keys.SENTENCES), as on the `?` screen
             yield SystemCommand(
@@ -337,11 +338,8 @@ class SpectuiApp(KeysMixin, App):
 
     def check_action(self, action: str, parameters) -> bool | None:
         # True: shown; None: shown greyed out; False: hidden (Textual's convention)
-        if action == "diff" and self.screen is not self.main_screen:
-            from spectui.tui.screens.lab_screens import PrefixScreen, SweepScreen  # lazy: textual_plotext (~1 s)
-
-            if isinstance(self.screen, (PrefixScreen, SweepScreen)):  # Ctrl+D there: the lab's own DIFFERS row
-                return False
+        if main_screen_only(self, action, parameters):  # a lab's footer and `?`: its own keys (Ctrl+D: its DIFFERS)
+            return False
         if action == "replay":
             return True if self.replaying else False
         if action == "triage":

@@ -10,12 +10,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from textual.actions import parse
+from textual.binding import Binding
+
 if TYPE_CHECKING:
     from textual.app import App
 
 # the footer's first keys, in this order; the rest follow as bound (the marks' key early: code in the candidate's
 # pane reads as code only with the marks off or colour-only, issue 39)
 FOOTER_FIRST = ("run", "lab('prove')", "lab('sampling')", "lab('theory')", "show_keys", "switch('marks')")
+
+# the app's keys that work on every screen (F1/? lists the keys, Ctrl+Q quits, F12 saves a picture of it); its
+# other keys are the main screen's, hidden on a sub-screen (a lab, the sessions, the picker), whose footer and
+# `?` list its own keys and these (issue 39: "per-screen bindings only")
+ANYWHERE = {("show_keys", ()), ("quit", ()), ("keep", ("screenshot",))}
 
 # one sentence per action: the `?` screen, the command palette and the footer's tooltips
 SENTENCES = {
@@ -53,6 +61,25 @@ SENTENCES = {
 
 def sentence(action: str, description: str = "") -> str:
     return SENTENCES.get(action, description.lower() if description else action)
+
+
+def in_footer_order(actions: list[str], main_screen: bool) -> list[str]:
+    """The main screen's keys with FOOTER_FIRST first; a sub-screen's as bound: its own, then the app's few."""
+    if main_screen:
+        first = {a: i for i, a in enumerate(FOOTER_FIRST)}
+        return sorted(actions, key=lambda a: first.get(a, len(first)))
+    last = {a: i for i, a in enumerate(("keep('screenshot')", "show_keys", "quit"), 1)}
+    return sorted(actions, key=lambda a: last.get(a, 0))
+
+
+def main_screen_only(app: App, action: str, parameters: tuple) -> bool:
+    """An app key of the main screen's asked about while a sub-screen is the one shown (a modal on top of it,
+    the `?` screen, counts as that screen): hidden there, as it acts on the main screen's panes and runs.
+    A sub-screen's own keys in the app's namespace (`app.pop_screen`, its Back) are not the app's keys."""
+    shown = next((s for s in reversed(app.screen_stack) if not s.is_modal), None)
+    if shown is None or shown is app.screen_stack[0] or (action, tuple(parameters)) in ANYWHERE:
+        return False
+    return any(parse(b.action)[1] == action for b in type(app).BINDINGS if isinstance(b, Binding))
 
 
 def greyed_reason(app: App, action: str) -> str:

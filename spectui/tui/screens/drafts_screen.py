@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, Static
+from textual.widgets import Input, Label, Static
 
 from spectui.core.errors import SpectuiError
 from spectui.labs.drafts import cost as drafts
@@ -23,6 +23,7 @@ from spectui.labs.memory.shape import read_shape
 from spectui.machine.assets import find_model
 from spectui.store.profiles import load_profiles
 from spectui.tui.context import LabContext
+from spectui.tui.widgets.footer import KeysFooter
 
 
 def cost_text(target: str, profile: str | None, seq_len: int, samples: int) -> str:
@@ -88,7 +89,7 @@ class DraftsScreen(Screen):
         with VerticalScroll():
             yield Static(id="lesson-report", markup=False)
             yield Static(id="report", markup=False)
-        yield Footer()
+        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
 
     def on_mount(self) -> None:
         self.refresh_report()

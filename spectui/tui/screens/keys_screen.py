@@ -11,12 +11,12 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-from spectui.tui.keys import FOOTER_FIRST, greyed_reason, sentence
+from spectui.tui.keys import greyed_reason, in_footer_order, sentence
 
 
 def key_rows(screen: Screen) -> list[tuple[str, str, str, str]]:
-    """(key, name, sentence, why greyed: "" where enabled) for each action the screen and the app bind, the
-    footer's first ones first; one row per action (its keys joined), hidden keys included. The text box's
+    """(key, name, sentence, why greyed: "" where enabled) for each action the screen and the app bind (on a
+    sub-screen the app's few that work there: tui.keys.ANYWHERE), in the footer's order; one row per action (its keys joined), hidden keys included. The text box's
     own editing keys are not listed, and an app key a text box shadows (Enter) is."""
     app = screen.app
     by_action: dict[str, list] = {}
@@ -31,8 +31,7 @@ def key_rows(screen: Screen) -> list[tuple[str, str, str, str]]:
             keys = [app.get_key_display(Binding(k.strip(), b.action)) for k in b.key.split(",")]
             row = by_action.setdefault(b.action, [[], b.description, "" if state else greyed_reason(app, name)])
             row[0].extend(k for k in keys if k not in row[0])
-    order = {a: i for i, a in enumerate(FOOTER_FIRST)}
-    actions = sorted(by_action, key=lambda a: order.get(a, len(order)))
+    actions = in_footer_order(list(by_action), screen is app.screen_stack[0])
     return [
         (" / ".join(by_action[a][0]), by_action[a][1] or a, sentence(a, by_action[a][1]), by_action[a][2])
         for a in actions

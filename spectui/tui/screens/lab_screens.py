@@ -13,7 +13,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 from textual_plotext import PlotextPlot
 
 from spectui.core.errors import describe
@@ -27,6 +27,7 @@ from spectui.run import triage as run_triage
 from spectui.tui.context import LabContext
 from spectui.tui.screens.diff import DiffScreen
 from spectui.tui.widgets.fit_table import FitTable
+from spectui.tui.widgets.footer import KeysFooter
 
 
 def _fmt(v, spec=".0f"):
@@ -70,7 +71,7 @@ class PrefixScreen(Screen):
         )
         yield FitTable(id="turns")
         yield Static("", id="kv")
-        yield Footer()
+        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
 
     def on_mount(self) -> None:
         t = self.query_one(DataTable)
@@ -255,7 +256,7 @@ class SweepScreen(Screen):
         )
         yield FitTable(id="levels")
         yield PlotextPlot(id="sweep-plot")
-        yield Footer()
+        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns(

@@ -7,11 +7,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Label, OptionList, Static
+from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from spectui.labs.memory.plan import MemoryPlan, floor_gpu, plan_profile, summary
 from spectui.store.profiles import Hardware, Profile, fits, profile_text
+from spectui.tui.widgets.footer import KeysFooter
 
 _DECISION = {"together": "both at once", "one-at-a-time": "one at a time", "too-big": "does not fit"}
 
@@ -47,7 +48,7 @@ class ProfilePicker(Screen[tuple[Profile, str] | None]):
             yield OptionList(id="comparison-list")
         with Vertical():
             yield Static("", id="detail")
-        yield Footer()
+        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
 
     def on_mount(self) -> None:
         for problem in self.problems:

@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, ProgressBar, Static
+from textual.widgets import Input, Label, ProgressBar, Static
 
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core import terms_table
@@ -28,6 +28,7 @@ from spectui.run.prove.prove import TRIAGE_SKIPPED, OneAtATime, ProveOptions, Pr
 from spectui.run.prove.terms import add_terms
 from spectui.store import notebook
 from spectui.tui.context import LabContext
+from spectui.tui.widgets.footer import KeysFooter
 
 NOT_ASKED = "not asked for (measure terms: no)"
 STYLE = {"identical": "bold green", "different": "bold red", "incomplete": "bold yellow"}
@@ -118,7 +119,7 @@ class ProveScreen(Screen):
         yield Static("", id="prove-saved")
         with VerticalScroll(id="prove-terms-box"):
             yield Static("", id="prove-terms-table")
-        yield Footer()
+        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
 
     def alone_line(self) -> str:
         if self.open_alone is None:

@@ -19,13 +19,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, ProgressBar, Static
+from textual.widgets import Input, Label, ProgressBar, Static
 from textual_plotext import PlotextPlot
 
 from spectui.core.compare import escape_bytes
 from spectui.core.types import GenerationParams, Prompt
 from spectui.labs.sampling.exact import ALPHA, NOT_ENOUGH, sampling
 from spectui.tui.context import LabContext
+from spectui.tui.widgets.footer import KeysFooter
 
 if TYPE_CHECKING:
     from spectui.labs.sampling.exact import SamplingResult
@@ -94,7 +95,7 @@ class SamplingScreen(Screen):
         yield Static("", id="sampling-eta")
         yield Static("", id="sampling-result")
         yield PlotextPlot(id="sampling-plot")
-        yield Footer()
+        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
 
     def action_run(self) -> None:
         try:

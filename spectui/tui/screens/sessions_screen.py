@@ -8,10 +8,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Input, Label
+from textual.widgets import DataTable, Input, Label
 
 from spectui.store.session_list import list_sessions
 from spectui.tui.widgets.fit_table import FitTable
+from spectui.tui.widgets.footer import KeysFooter
 
 
 class RenameScreen(ModalScreen[str | None]):
@@ -53,7 +54,7 @@ class SessionBrowser(Screen):
     def compose(self) -> ComposeResult:
         yield Label(f"sessions in {self.folder}", id="where")
         yield FitTable(cursor_type="row", id="sessions")
-        yield Footer()
+        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

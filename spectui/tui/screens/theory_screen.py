@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, Static
+from textual.widgets import Input, Label, Static
 from textual_plotext import PlotextPlot
 
 from spectui.backends.launchspec import LaunchSpec
@@ -19,6 +19,7 @@ from spectui.labs.theory import formula as theory
 from spectui.labs.theory.costs import check_prompt
 from spectui.labs.theory.terms import TheoryCheck
 from spectui.tui.context import LabContext
+from spectui.tui.widgets.footer import KeysFooter
 
 
 class TheoryScreen(Screen):
@@ -110,7 +111,7 @@ class TheoryScreen(Screen):
             yield PlotextPlot(id="plot")
             yield Static("", id="table")
         yield Static("", id="measured")
-        yield Footer()
+        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
 
     def on_mount(self) -> None:
         self.redraw()

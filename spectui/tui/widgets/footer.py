@@ -1,5 +1,5 @@
 """The footer in the order a newcomer needs it: Run, Prove, Sampling, Theory first (tui.keys.FOOTER_FIRST),
-then the rest as bound. Textual's Footer orders keys by where they were first bound along the focus chain,
+then the rest as bound; on a sub-screen its own keys, then the app's few that work there (tui.keys.ANYWHERE). Textual's Footer orders keys by where they were first bound along the focus chain,
 so keys the prompt's text box also binds (Ctrl+E, Ctrl+D, …) came first and Enter/Run, which the text box
 binds hidden (it submits, and submitting runs), was never shown."""
 
@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
-from spectui.tui.keys import FOOTER_FIRST, sentence
+from spectui.tui.keys import in_footer_order, sentence
 
 
 class KeysFooter(Footer):
@@ -30,9 +30,7 @@ class KeysFooter(Footer):
                 shadow = active.get(b.key)
                 if shadow is not None and not shadow.binding.show and self.app.check_action(b.action, ()):
                     seen[b.action] = (b, True)
-        order = {a: i for i, a in enumerate(FOOTER_FIRST)}
-        actions = sorted(seen, key=lambda a: order.get(a, len(order)))
-        return [seen[a] for a in actions]
+        return [seen[a] for a in in_footer_order(list(seen), self.screen is self.app.screen_stack[0])]
 
     def compose(self) -> ComposeResult:
         if not self._bindings_ready:

@@ -27,9 +27,10 @@ def human_seconds(t: float) -> str:
     return f"{t / 86400:,.1f} days"
 
 
-def text(r: CostReport) -> str:
-    """The cost report: the target's shape, the inputs, one table row per method, then each method's working."""
-    out = _shape_and_inputs(r) + _method_table(r)
+def text(r: CostReport, width: int | None = None) -> str:
+    """The cost report: the target's shape, the inputs, one table row per method, then each method's working.
+    `width` (the TUI's F3 screen): the method table fits it, one line a method (_method_table)."""
+    out = _shape_and_inputs(r) + _method_table(r, width)
     for m in r.methods:
         out += ["", f"── {m.title}"] + _method_working(m, r.inputs)
     out += ["", "what each method needs, and which servers serve it:"]
@@ -52,25 +53,41 @@ def _shape_and_inputs(r: CostReport) -> list[str]:
     return out + [f"  note: {x}" for x in s.notes]
 
 
-def _method_table(r: CostReport) -> list[str]:
-    """One row a method: trainable parameters, training memory, disk a sample, and whether it fits the GPU."""
+METHOD_MIN = 24  # the method column's narrowest: below it a figure column goes (disk, then memory), as fit_table
+
+
+def _method_table(r: CostReport, width: int | None = None) -> list[str]:
+    """One row a method: trainable parameters, training memory, disk a sample, and whether it fits the GPU.
+    Narrower than the full row (an 80-column terminal wrapped each row onto two lines), the method's title is
+    cut with "…" first, then disk a sample goes, then training memory; trainable and fits stay."""
     inp, fits = r.inputs, r.gpu_memory_gib
-    out = [
-        "",
-        f"{'method':<62} {'trainable':>10} {'train memory':>13} {'disk/sample':>12}" + ("  fits" if fits else ""),
-    ]
+    figures = {"trainable": 10, "train memory": 13, "disk/sample": 12}
+    extra = 6 if fits else 0
+    for gone in ("disk/sample", "train memory"):
+        if width is None or width - extra - sum(w + 1 for w in figures.values()) >= METHOD_MIN:
+            break
+        del figures[gone]
+    title_w = 62 if width is None else max(METHOD_MIN, min(62, width - extra - sum(w + 1 for w in figures.values())))
+
+    def row(title: str, cells: dict[str, str], fit: str = "") -> str:
+        title = title if len(title) <= title_w else title[: title_w - 1] + "…"
+        return f"{title:<{title_w}}" + "".join(f" {cells[k]:>{w}}" for k, w in figures.items()) + fit
+
+    out = ["", row("method", {k: k for k in figures}, "  fits" if fits else "")]
     for m in r.methods:
         if not m.trainable:
-            out.append(f"{m.title:<62} {'—':>10} {'—':>13} {'—':>12}")
+            out.append(row(m.title, dict.fromkeys(figures, "—")))
             continue
         disk = m.disk_per_token.value * (inp.tokens_per_sample or inp.seq_len) if m.disk_per_token else 0
         fit = ""
         if fits:
             fit = "  yes" if m.memory_bytes <= fits * GIB else "  no"
-        out.append(
-            f"{m.title:<62} {human_params(m.trainable_params):>10} {m.memory_bytes / GIB:>9.1f} GiB "
-            f"{human_bytes(disk):>12}{fit}"
-        )
+        cells = {
+            "trainable": human_params(m.trainable_params),
+            "train memory": f"{m.memory_bytes / GIB:.1f} GiB",
+            "disk/sample": human_bytes(disk),
+        }
+        out.append(row(m.title, cells, fit))
     if fits:
         out.append(
             f"(fits: online training, target resident, on one {fits:g} GiB GPU{f' ({r.profile})' if r.profile else ''})"

@@ -26,8 +26,9 @@ from spectui.tui.context import LabContext
 from spectui.tui.widgets.footer import KeysFooter
 
 
-def cost_text(target: str, profile: str | None, seq_len: int, samples: int) -> str:
-    """The report `spectui drafts cost --target T --profile P --seq-len S --samples N` prints."""
+def cost_text(target: str, profile: str | None, seq_len: int, samples: int, width: int | None = None) -> str:
+    """The report `spectui drafts cost --target T --profile P --seq-len S --samples N` prints; `width`: its
+    method table fits that many columns (one line a method, labs.drafts.cost_text._method_table)."""
     shape = read_shape(target)
     inputs = drafts.CostInputs(seq_len=seq_len, samples=samples)
     memory = None
@@ -39,7 +40,7 @@ def cost_text(target: str, profile: str | None, seq_len: int, samples: int) -> s
                 inputs = replace(inputs, gpu=drafts.PROFILE_GPU[profile])
         else:
             profile = None
-    return text(drafts.estimate(shape, inputs, None, profile, memory))
+    return text(drafts.estimate(shape, inputs, None, profile, memory), width)
 
 
 def lesson_text(folder: str) -> str:
@@ -47,6 +48,9 @@ def lesson_text(folder: str) -> str:
     if not folder:
         return "no trained draft measured yet: `spectui drafts lesson` trains, serves and proves one"
     return measured_text(Path(folder).expanduser())
+
+
+REPORT_MARGIN = 4  # the report's padding (one each side) and its scroll bar's two columns
 
 
 class DraftsScreen(Screen):
@@ -94,6 +98,9 @@ class DraftsScreen(Screen):
     def on_mount(self) -> None:
         self.refresh_report()
 
+    def on_resize(self) -> None:
+        self.refresh_report()  # the method table fits the new width
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.refresh_report()
@@ -113,6 +120,7 @@ class DraftsScreen(Screen):
             report.update("sequence length and samples must be whole numbers of at least 1")
             return
         try:
-            report.update(cost_text(values["target"], values["profile"] or None, seq_len, samples))
+            width = self.app.size.width - REPORT_MARGIN
+            report.update(cost_text(values["target"], values["profile"] or None, seq_len, samples, width))
         except SpectuiError as exc:
             report.update(f"cannot cost {values['target']}: {exc.one_line()}")

@@ -380,3 +380,12 @@ def report(tree: dict[str, Module] = TREE) -> str:
 
 if __name__ == "__main__":
     print(report())
+
+
+def test_no_two_test_files_share_a_name():
+    """pytest imports test files by their base name (no packages under tests/): two files of one name in
+    different folders stop the whole run at collection ('import file mismatch')."""
+    names: dict[str, list[str]] = {}
+    for path in Path(__file__).resolve().parents[1].rglob("test_*.py"):
+        names.setdefault(path.name, []).append(str(path))
+    assert {n: p for n, p in names.items() if len(p) > 1} == {}

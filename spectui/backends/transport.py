@@ -147,6 +147,18 @@ def _unsent(exc: Exception, request: httpx.Request) -> bool:
     return closed and isinstance(request.stream, httpx.ByteStream)
 
 
+async def _sent_once_more_if_unsent(send, request: httpx.Request, session) -> httpx.Response:
+    try:
+        return await send(request)
+    except httpx.TransportError as exc:
+        if getattr(session, "closed", True) or not _unsent(exc, request):
+            raise  # a client being closed ends its requests, never sends them again
+        # the pooled connection was closed by the server before it took the request: once more, on a new
+        # connection (llama-server closes a connection after a streamed answer, b11434: half of back-to-back
+        # template + stream pairs failed so, tests/real/test_keepalive.py)
+        return await send(request)
+
+
 @functools.cache
 def _transport_class():
     from httpx_aiohttp import AiohttpTransport  # lazy: aiohttp (~0.8 s) only for the stamped client
@@ -162,15 +174,7 @@ def _transport_class():
             if request.url.userinfo:  # httpx has made it the Authorization header already; aiohttp
                 # refuses a URL's credentials beside that header (ValueError, not a connection error)
                 request.url = request.url.copy_with(userinfo=b"")
-            try:
-                response = await super().handle_async_request(request)
-            except httpx.TransportError as exc:
-                if getattr(self.client, "closed", True) or not _unsent(exc, request):
-                    raise  # a client being closed ends its requests, never sends them again
-                # the pooled connection was closed by the server before it took the request: once more, on
-                # a new connection (llama-server closes a connection after a streamed answer, b11434: half
-                # of back-to-back template + stream pairs failed so, tests/real/test_keepalive.py)
-                response = await super().handle_async_request(request)
+            response = await _sent_once_more_if_unsent(super().handle_async_request, request, self.client)
             aio = getattr(response.stream, "_aiohttp_response", None)  # httpx-aiohttp's hold on aiohttp's
             if aio is None:
                 return response

@@ -38,7 +38,9 @@ def test_lookup_lesson_on_the_f32_copy_measures_chooses_proves_and_resumes(tmp_p
     assert les.probe_n_max == 3 and les.per_position is not None and len(les.per_position) <= 3
     assert les.cost is not None and les.cost["verify"][0] == 1.0 and len(les.cost["verify"]) == 4
     assert les.choice is not None and 1 <= les.choice.n_max <= len(les.per_position)
-    assert les.choice.speedups[les.choice.n_max - 1] == max(les.choice.speedups)
+    best = max(les.choice.speedups)  # the fastest length where one pays, else 1 (labs.theory.draft_length)
+    assert les.choice.pays is (best > 1)
+    assert les.choice.speedups[les.choice.n_max - 1] == best if les.choice.pays else les.choice.n_max == 1
     # the proof ran at that n_max, on the held-out prompts, and its verdict line is kept
     cert = json.loads((out / f"certificate-nmax{les.choice.n_max}" / "certificate.json").read_text())
     assert les.verdict == cert["derived"]["verdict"]["line"] and les.verdict.startswith("IDENTICAL on 2/2")

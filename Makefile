@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# pytest processes for `make test` and `make check` (pytest-xdist; 2 = the cores of the machine it was sized on)
+TEST_WORKERS ?= 2
 
 .PHONY: venv setup demo test check lint bench clean browser mutate
 
@@ -35,13 +37,14 @@ browser:
 	  else echo "make test needs Debian's chromium: sudo apt-get install chromium" >&2; exit 1; fi; }
 
 # the tests also run a real vLLM for CPU (its own environment in the cache, installed once)
+# in TEST_WORKERS processes (pytest-xdist): a file's tests stay on one worker, with their module's servers
 test: setup lint browser
 	$(PY) -m spectui setup --vllm
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # the inner loop: lint and the fast tests (unit + contract), which need no server, model or browser built
 check: lint
-	$(PY) -m pytest -q tests/unit tests/contract
+	$(PY) -m pytest -q -n $(TEST_WORKERS) tests/unit tests/contract
 
 # mutation testing (mutmut) of the verdict and figure modules against the fast tests, one module at a time;
 # slow (about an hour on 2 cores), so not part of `make test`; results and survivors in MUTATION.md

@@ -50,6 +50,44 @@ def wait_idle(*urls: str, timeout: float = 120.0) -> None:
         time.sleep(0.1)  # polling the condition, not a fixed wait
 
 
+# Under pytest-xdist (`make test` runs two workers, `--dist loadfile`: a file's tests, and so its module-scoped
+# servers, stay on one worker) files are handed out in collection order; the longest ones first keeps one worker
+# from finishing alone on a long file while the other idles. The order is by measured time (`pytest
+# --durations=0`, docs/development.md); a file not named here keeps its place after them.
+LONGEST_FIRST = (
+    "real/test_vllm_real.py",
+    "real/test_eagle3_train.py",
+    "real/test_probe.py",
+    "real/test_tui_labs_one_at_a_time.py",
+    "real/test_prove.py",
+    "real/test_prove_terms.py",
+    "real/test_prove_one_at_a_time.py",
+    "real/test_lookup_draft.py",
+    "tui/test_tui_real.py",
+    "real/test_sampling.py",
+    "real/test_costs_real.py",
+    "real/test_drafts_lesson_real.py",
+    "real/test_sweep_theory.py",
+    "real/test_one_at_a_time.py",
+    "real/test_triage.py",
+)
+DIRECTORY_ORDER = ("real", "tui", "unit", "contract")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not hasattr(config, "workerinput"):  # one process: the order pytest collected
+        return
+
+    def rank(item):
+        rel = item.path.relative_to(config.rootpath / "tests").as_posix()
+        if rel in LONGEST_FIRST:
+            return (0, LONGEST_FIRST.index(rel))
+        top = rel.split("/", 1)[0]
+        return (1, DIRECTORY_ORDER.index(top) if top in DIRECTORY_ORDER else len(DIRECTORY_ORDER))
+
+    items.sort(key=rank)  # stable: a file's own tests keep their order
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_dirs(tmp_path_factory):
     """Tests never touch the user's settings, sessions or notebook."""

@@ -60,7 +60,8 @@ def alpha_by_hand(accepted: float, drafted: float, steps: float) -> float:
 
 @pytest.fixture(scope="module")
 def draft_cert(llama_servers, tmp_path_factory):
-    """baseline vs draft-simple (n-max 8) on the quick set, 2 interleaved runs, 24 tokens; the candidate's
+    """baseline vs draft-simple (n-max 8) on the quick set, 2 interleaved runs, 16 tokens (0.45–0.51× here:
+    no promise below needs more, and the servers' decoding is most of the suite's CPU); the candidate's
     /metrics read before and after (nothing else asks it in between: greedy only, nothing to triage). The
     measured terms are test_prove_terms.py's promise: --no-terms here, as in every prove below that is not
     about them (each measurement launches servers of its own and times batches on them)."""
@@ -73,7 +74,7 @@ def draft_cert(llama_servers, tmp_path_factory):
     with contextlib.redirect_stdout(buf):
         code = main(
             ["prove", "--baseline", llama_servers["baseline"], "--candidate", llama_servers["draft"]]
-            + ["--prompts", "quick", "--max-tokens", "24", "--runs", "2", "--sampled", "0", "--no-terms"]
+            + ["--prompts", "quick", "--max-tokens", "16", "--runs", "2", "--sampled", "0", "--no-terms"]
             + ["-o", str(out), "--no-notebook"]
         )
     after = metrics(llama_servers["draft"])
@@ -164,7 +165,7 @@ def test_q4_kv_cache_is_different_with_byte_offsets_and_causes(llama_servers, tm
         "--prompts",
         "quick",
         "--max-tokens",
-        "48",
+        "32",  # q4_0 parts from f16 at bytes 39 and 84 of the two quick prompts (about token 20): both differ
         "--runs",
         "1",
         "--sampled",
@@ -207,7 +208,7 @@ def test_regress_does_not_judge_a_shorter_draft_on_mean_accepted_length(draft_ce
     """n-max 8 → 2: mean accepted length (1 + Σᵢ P(positions 1…i accepted)) falls by itself when fewer
     positions are drafted, so it is shown, not judged (issue 36); positions 1 and 2, drafted by both, are."""
     *_, out, _, _ = draft_cert
-    args = ("--prompts", "quick", "--max-tokens", "24", "--runs", "2", "--sampled", "0", "--no-terms")
+    args = ("--prompts", "quick", "--max-tokens", "16", "--runs", "2", "--sampled", "0", "--no-terms")
     code, _, same = prove(capsys, llama_servers["baseline"], llama_servers["draft"], tmp_path / "same", *args)
     assert code == 0
     assert main(["regress", str(out), str(tmp_path / "same")]) == 0
@@ -236,7 +237,8 @@ def test_regress_does_not_judge_a_shorter_draft_on_mean_accepted_length(draft_ce
 
 
 def test_three_shards_in_separate_processes_merge_to_the_unsharded_run(llama_servers, tmp_path, capsys):
-    args = ["--prompts", "default", "--limit", "3", "--max-tokens", "16", "--runs", "1", "--sampled", "0"]
+    # 8 tokens: every prompt still drafts, and what the merge must reproduce does not depend on the length
+    args = ["--prompts", "default", "--limit", "3", "--max-tokens", "8", "--runs", "1", "--sampled", "0"]
     whole_args = [*args, "--no-terms"]  # the unsharded run is compared on its verdicts and acceptance only
     code, _, whole = prove(capsys, llama_servers["baseline"], llama_servers["draft"], tmp_path / "whole", *whole_args)
     assert code == 0
@@ -289,19 +291,23 @@ def test_prove_launches_a_profile_pair_and_stops_it(tmp_path, capsys):
 assert set(CANDIDATES) >= {"baseline", "draft", "ngram", "kvq4"}
 
 
-def test_a_full_disk_during_prove_is_one_line_the_text_report_and_exit_5(llama_servers, tmp_path):
+def test_a_full_disk_during_prove_is_one_line_the_text_report_and_exit_5(draft_cert, llama_servers, tmp_path):
     """A file-size limit in the child (RLIMIT_FSIZE: EFBIG, as a full disk's ENOSPC) cuts greedy.jsonl
     mid-run: prove prints the text report of the runs it has, one error line naming the session and the
-    disk, exits 5, and writes no certificate over the cut session (issue 36)."""
+    disk, exits 5, and writes no certificate over the cut session (issue 36). One run of draft_cert's
+    prove, cut about halfway: the limit is taken from draft_cert's own session (a header line, two runs)."""
     import resource
 
     out = tmp_path / "c"
+    whole = (draft_cert[3] / "greedy.jsonl").read_bytes()
+    header = len(whole.splitlines(keepends=True)[0])
+    cut = header + (len(whole) - header) // 4  # half of one run's lines past the header
 
     def limit():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (cut, cut))
 
     cmd = [sys.executable, "-m", "spectui", "prove", "--baseline", llama_servers["baseline"]]
-    cmd += ["--candidate", llama_servers["draft"], "--prompts", "quick", "--max-tokens", "24", "--runs", "2"]
+    cmd += ["--candidate", llama_servers["draft"], "--prompts", "quick", "--max-tokens", "16", "--runs", "1"]
     cmd += ["--sampled", "0", "-o", str(out), "--no-notebook", "--no-terms"]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, preexec_fn=limit)
     assert "Traceback" not in r.stderr, r.stderr[-3000:]
@@ -311,3 +317,4 @@ def test_a_full_disk_during_prove_is_one_line_the_text_report_and_exit_5(llama_s
     assert "the disk is full" in line and "no certificate was made" in line
     assert r.stdout.startswith("baseline ") and "prompt " in r.stdout  # the text report of the finished runs
     assert not (out / "certificate.json").exists()
+    assert header < (out / "greedy.jsonl").stat().st_size <= cut  # cut mid-run, past the header

@@ -2,7 +2,8 @@
 certificate carries the terms table (c, V(k), R(k), α per position, predicted against measured), verify
 derives each check again, and an n-gram candidate has c = 0 and says so.
 
-Small (2 prompts, 32 tokens, 2 runs, no sampled pass): the machine is 2 shared cores.
+Small (2 prompts, 16 tokens, 2 runs, no sampled pass): the machine is 2 shared cores, and the servers' decoding
+and timing is most of the suite's CPU (every prompt still drafts: each certificate below checks each prompt).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.server
 def prove(capsys, baseline: str, candidate: str, out: Path, prompts: str) -> dict:
     code = main(
         ["prove", "--baseline", baseline, "--candidate", candidate, "--prompts", prompts]
-        + ["--max-tokens", "32", "--runs", "2", "--sampled", "0", "-o", str(out), "--no-notebook"]
+        + ["--max-tokens", "16", "--runs", "2", "--sampled", "0", "-o", str(out), "--no-notebook"]
     )
     captured = capsys.readouterr()
     assert code in (0, 1), captured.err  # 0 identical; 1 where a run did not finish (a loaded machine)
@@ -84,7 +85,7 @@ def test_theory_save_then_report_shows_the_measured_terms(llama_servers, capsys,
     session = tmp_path / "run.jsonl"
     code = main(
         ["compare", "--baseline", llama_servers["baseline"], "--candidate", llama_servers["draft"]]
-        + ["--prompt", "Name three colours.", "--max-tokens", "32", "--repeat", "2", "--save", str(session)]
+        + ["--prompt", "Name three colours.", "--max-tokens", "16", "--repeat", "2", "--save", str(session)]
     )
     assert code == 0, capsys.readouterr().err
     capsys.readouterr()

@@ -30,7 +30,7 @@ def app_for(baseline, candidate, **kw):
     cfg = AppConfig(
         baseline,
         candidate,
-        params=GenerationParams(max_tokens=kw.pop("max_tokens", 64), cache_prompt=False),
+        params=GenerationParams(max_tokens=kw.pop("max_tokens", 32), cache_prompt=False),
         gpu_probe=GPUProbe(NoNVML()),
         autosave=False,
         **kw,

@@ -78,7 +78,12 @@ def check_prompt(p, exact: bool):
     assert c["metrics_check"].startswith("ok"), c["metrics_check"]
     assert c["drafted"] == c["metrics_drafted"] and c["accepted"] == c["metrics_accepted"]
     if exact:
-        assert c["labels"].startswith("exact (vLLM per-step counts)")
+        # exact where the stream's chunks fit the per-step counts; under CPU load vLLM's API process can
+        # send two engine steps in one chunk, and then the labels must say they are placed in order, not
+        # claim exactness (exact labels on recorded vLLM streams: unit/test_figures_oracle.py, contract tests)
+        assert c["labels"].startswith("exact (vLLM per-step counts)") or c["labels"].startswith(
+            "inferred (vLLM per-step counts placed in order: the chunks do not match them"
+        ), c["labels"]
     else:
         assert c["labels"].startswith("inferred from chunking")
     # byte-for-byte verdict: identical, or a divergence at an exact byte

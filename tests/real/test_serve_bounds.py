@@ -12,6 +12,7 @@ import socket
 import time
 
 import aiohttp
+import psutil
 
 from spectui.cli.serve_guard import HEADER_TIMEOUT_S, MAX_CONNECTIONS, MAX_HEIGHT, MAX_WIDTH
 from tests.real.test_serve import serving, wait_until
@@ -39,11 +40,20 @@ async def test_a_huge_terminal_asked_at_start_is_clamped(tmp_path):
         async with aiohttp.ClientSession() as http_:
             url = f"ws://{s.host}/ws/{s.token}?width=20000&height=20000"
             ws = await http_.ws_connect(url, origin=f"http://{s.host}")
-            await wait_until(lambda: len(s.apps()) == 1, 120, "the app process")
+            # the child is listed from its fork on, and holds the parent's environment until its exec: wait
+            # for the environment serve gave it (a read between fork and exec found no ROWS under load)
+            await wait_until(lambda: len(s.apps()) == 1 and "ROWS" in _environ(s.apps()), 120, "the app process")
             env = s.apps()[0].environ()
             assert (int(env["COLUMNS"]), int(env["ROWS"])) == (MAX_WIDTH, MAX_HEIGHT)
             await ws.close()
             await wait_until(lambda: not s.apps(), 120, "the app to end with its websocket")
+
+
+def _environ(apps) -> dict:
+    try:
+        return apps[0].environ() if apps else {}
+    except psutil.Error:  # it ended or is still being set up
+        return {}
 
 
 def _closed_by_peer(sock: socket.socket, within: float) -> bool:

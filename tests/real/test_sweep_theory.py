@@ -56,7 +56,7 @@ def test_sweep_repeat_gives_each_level_its_interval_and_compares_every_run(four_
             "--prompts",
             "quick",
             "--max-tokens",
-            "16",
+            "8",  # the interval needs its 3 runs, not long outputs
             "--repeat",
             "3",
             "--json",
@@ -108,7 +108,7 @@ def test_sweep_1_2_4_completes_with_every_output_compared(four_slot_servers, cap
             "--prompts",
             "quick",
             "--max-tokens",
-            "32",
+            "16",
             "--json",
             "--svg",
             str(svg),
@@ -196,7 +196,7 @@ async def test_sweep_screen_fills_every_level(four_slot_servers, monkeypatch):
             base,
             cand,
             prompt_set="quick",
-            params=GenerationParams(max_tokens=16),
+            params=GenerationParams(max_tokens=8),
             autosave=False,
             gpu_probe=GPUProbe(FakeNVML(fail_init=True)),
         )

@@ -3,7 +3,7 @@ on a copying prompt, through `spectui theory --from SESSION`; the measurement le
 and the candidate's speculation counters where they were; a sweep at 1, 2, 4 prints the predicted and
 the measured speed-up per level; the theory screen measures on Enter.
 
-Kept short (32 tokens, 2 runs, 2 repeats): the machine is 2 shared cores.
+Kept short (16 tokens, 2 runs, 2 repeats): the machine is 2 shared cores.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def spec_counters(url: str) -> dict[str, float]:
 def run_and_check(capsys, tmp_path, baseline, candidate, *prompt):
     session = tmp_path / "run.jsonl"
     code = main(
-        ["compare", "--baseline", baseline, "--candidate", candidate, *prompt, "--max-tokens", "32"]
+        ["compare", "--baseline", baseline, "--candidate", candidate, *prompt, "--max-tokens", "16"]
         + ["--repeat", "2", "--json", "--save", str(session)]
     )
     assert code == 0, capsys.readouterr().err

@@ -198,7 +198,7 @@ def test_vllm_draft_model_speculation(vllm_pair, capsys):
         ngram.stop()  # make room: ~5 GB a server on a 24 GB machine (vllm_pair restarts it for a later test)
         second.start_all()
         code, doc = compare_json(
-            capsys, "--baseline", base, "--candidate", draft.url, "--prompts", "quick", "--max-tokens", "48"
+            capsys, "--baseline", base, "--candidate", draft.url, "--prompts", "quick", "--max-tokens", "24"
         )
     assert code == (0 if all(p["identical"] for p in doc["prompts"]) else 3)
     for p in doc["prompts"]:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from spectui.core.compare import Divergence
+from spectui.core.events import StreamFinished
 from spectui.core.figures import SideRecorder
 from spectui.core.findings import Triage
 from spectui.core.runner import PromptResult
@@ -17,10 +20,14 @@ from spectui.run.prove.derive import (
     PromptRuns,
     _cache,
     _differences,
+    _per_position,
+    acceptance_summary,
     counts_of,
     difference_json,
     one_at_a_time,
     sampled_words,
+    schedule,
+    speed_words,
 )
 
 ALONE = "one-at-a-time"  # run.phased.ORDER, as sessions record it (store/session.py's allowed orders)
@@ -195,3 +202,202 @@ def test_sampled_words_name_each_outcome_with_its_count_where_not_all():
     assert sampled_words({"counts": sampled(2, consistent=2)["counts"], "total": 2}) == (
         "distribution consistent, detectable TVD not computed"  # no detectable_tvd recorded at all
     )
+
+
+# -- PromptRuns.to_json: one prompt's runs -------------------------------------------------------------
+def finished(name: str, **figures) -> SideRecorder:
+    rec = side(name, **figures)
+    rec.finished = StreamFinished(0, "eos")
+    return rec
+
+
+def measured(verdict: Verdict, b_tps: float, c_tps: float, b_cached=None, c_cached=None, **cand) -> PromptResult:
+    b = finished("baseline", decode_tps=b_tps, prompt_cached=b_cached)
+    return result(verdict, b=b, c=finished("candidate", decode_tps=c_tps, prompt_cached=c_cached, **cand))
+
+
+def test_a_prompts_record_holds_its_runs_ratios_cache_and_first_difference():
+    g = PromptRuns(3, "p", "code")
+    g.runs.append(GreedyRun(measured(Verdict("identical", "text+ids"), 10.0, 15.0, b_cached=4), 1))
+    g.runs.append(GreedyRun(measured(differs(), 10.0, 12.0, c_cached=3), 2))
+    out = g.to_json()
+    assert (out["id"], out["category"], out["runs"], out["status"]) == ("p", "code", 2, "differs")
+    assert out["verdicts"] == ["identical", "differs"]
+    assert out["reasons"] == ["output differs at byte 7"]  # the identical run's empty reason is not one
+    assert out["speedups"] == [1.5, 1.2]  # 15/10, 12/10
+    assert out["speedup"]["value"] == pytest.approx((1.5 * 1.2) ** 0.5)  # their geometric mean
+    assert out["decode_tps"] == {"baseline": [10.0, 10.0], "candidate": [15.0, 12.0]}
+    assert out["prompt_cached"] == {"baseline": 4, "candidate": 3}  # a missing figure counts 0
+    assert (out["difference"]["run"], out["difference"]["byte"]) == (2, 7)  # the differing run, not run 1
+
+
+def test_a_prompt_with_no_finished_run_has_no_cache_figure_and_no_difference():
+    g = PromptRuns(0, "q", "", [GreedyRun(result(None), 1), GreedyRun(result(Verdict("identical", "text+ids")), 2)])
+    out = g.to_json()
+    assert out["verdicts"] == [None, "identical"] and out["status"] == "incomplete"
+    assert out["prompt_cached"] == {"baseline": None, "candidate": None}
+    assert (out["speedups"], out["speedup"], out["difference"], out["reasons"]) == ([], None, None, [])
+
+
+# -- acceptance_summary and _per_position ------------------------------------------------------------
+T_975 = {1: 12.706, 2: 4.303}  # Student's t, 97.5 % quantile, by degrees of freedom (any t table)
+
+
+def drafting_runs(accepted: list[int], steps: int, metrics: bool = True) -> PromptRuns:
+    """One prompt run once per entry: each run drafts one token a step (γ = 1) and accepts `accepted`."""
+    g = PromptRuns(0, "p", "")
+    for k, a in enumerate(accepted, start=1):
+        figs = {"drafted": steps, "accepted": a, "steps": steps}
+        if metrics:
+            figs |= {"metrics_drafted": float(steps), "metrics_accepted": float(a), "metrics_steps": float(steps)}
+        r = measured(Verdict("identical", "text+ids"), 10.0, 12.0, **figs)
+        r.candidate.figures.accepted_per_position = [float(a)]
+        g.runs.append(GreedyRun(r, k))
+    return g
+
+
+def test_acceptance_over_three_runs_with_its_interval_capped_at_one_plus_gamma():
+    # γ = 1; the runs accept 4, 8, 12 of 16: per run 0.25, 0.5, 0.75, mean 0.5, sd 0.25
+    acc = acceptance_summary([drafting_runs([4, 8, 12], 16)])
+    assert (acc["drafted"], acc["accepted"], acc["steps"], acc["acceptance_rate"]) == (48, 24, 48, 0.5)
+    half = T_975[2] * 0.25 / 3**0.5  # 0.621: the interval runs past 1 + γ = 2, and stops there
+    mal = acc["mean_accepted_length"]
+    assert (mal["value"], mal["high"], mal["n"]) == (1.5, 2.0, 3)
+    assert mal["low"] == pytest.approx(1.0 + max(0.0, 0.5 - half)) and 0.5 + half > 1.0
+    # at γ = 1, Σ_{i=1..γ} α^i = α: α is accepted/steps, 0 at the low end and 1 at the capped high end
+    assert acc["alpha"] == {"value": pytest.approx(0.5), "low": 0.0, "high": 1.0, "gamma": 1.0}
+    [pos] = acc["per_position"]
+    assert (pos["position"], pos["accepted"], pos["value"], pos["high"]) == (0, 24, 0.5, 1.0)
+    assert (acc["per_position_note"], acc["source"]) == (None, "server /metrics")
+
+
+def test_acceptance_without_per_position_counters_or_metrics_says_so():
+    g = drafting_runs([4, 8], 16, metrics=False)
+    g.runs[1].result.candidate.figures.accepted_per_position = None
+    acc = acceptance_summary([g])
+    assert acc["per_position"] is None and acc["source"] == "stream"
+    assert acc["per_position_note"] == (
+        "the server gave no per-position counters (llama.cpp: --metrics; vLLM: spec_decode per-position metrics)"
+    )
+    idle = acceptance_summary([drafting_runs([0], 0)])
+    assert idle == {"drafted": 0, "accepted": 0, "steps": 0, "note": "the candidate drafted nothing"}
+    assert acceptance_summary([PromptRuns(0, "q", "")]) is None
+
+
+def test_alpha_at_a_gamma_above_one_solves_the_geometric_sum():
+    # γ = 64/16 = 4 and accepted/steps = 15/16 = α + α² + α³ + α⁴ at α = 1/2
+    g = PromptRuns(0, "p", "")
+    for k, a in enumerate((15, 15), start=1):
+        r = measured(Verdict("identical", "text+ids"), 10.0, 12.0, drafted=64, accepted=a, steps=16)
+        g.runs.append(GreedyRun(r, k))
+    acc = acceptance_summary([g])
+    assert acc["alpha"]["gamma"] == 4.0 and acc["alpha"]["value"] == pytest.approx(0.5, abs=1e-9)
+    assert acc["mean_accepted_length"]["value"] == pytest.approx(1 + 15 / 16)
+
+
+def test_each_positions_acceptance_with_its_interval_over_the_passes():
+    # one prompt: 3 of 4 steps accepted the first draft, 1 the second; pass 1 gave 2 and 1 of 2, pass 2 1 and 0
+    per = [
+        {"drafted": 8, "accepted": 4, "steps": 4, "accepted_per_position": [3, 1]},
+        {"drafted": 0, "accepted": 0, "steps": 2, "accepted_per_position": None},  # drafted nothing: fine
+    ]
+    per_pass = [
+        {"drafted": 4, "accepted": 3, "steps": 2, "accepted_per_position": [2, 1]},
+        {"drafted": 4, "accepted": 1, "steps": 2, "accepted_per_position": [1, 0]},
+    ]
+    out = _per_position(per, per_pass)
+    half = T_975[1] * 0.5 / 2**0.5 / 2**0.5  # t · sd(pass values) / √2; each position's sd is 0.5/√2
+    assert [(p["position"], p["accepted"]) for p in out] == [(0, 3), (1, 1)]
+    assert [p["value"] for p in out] == [0.5, 1 / 6]  # 3/6 and 1/6 over all 6 steps
+    assert [p["high"] for p in out] == [1.0, 1.0]  # capped: a position accepts at most every step
+    assert [p["low"] for p in out] == [0.0, 0.0] and half > 1.0
+    assert _per_position([{**per[0], "accepted_per_position": None}], per_pass) is None
+
+
+# -- speed_words: the verdict line's speed part --------------------------------------------------------
+H200 = {"hardware": {"gpus": [{"name": "NVIDIA H200"}]}}
+
+
+def speed(word: str | None, sp: dict | None, acc: dict | None = None, **more) -> dict:
+    return {"speedup": {"overall": sp, "speed": word, **more}, "acceptance": acc}
+
+
+def test_speed_words_say_the_word_the_interval_the_acceptance_and_where():
+    sp = {"value": 0.8, "low": 0.7, "high": 0.9}
+    acc = {"drafted": 10, "alpha": {"value": 0.5}, "mean_accepted_length": {"value": 1.75}}
+    assert speed_words(speed("slower", sp, acc), H200) == (
+        " · SLOWER 0.80× [0.70–0.90] at α 0.50 (mean accepted length 1.75) on NVIDIA H200"
+    )
+    nothing = " (the candidate drafted nothing)"
+    assert speed_words(speed("faster", sp, None), {}) == f" · 0.80× [0.70–0.90]{nothing} on this CPU"
+    assert speed_words(speed("no measurable difference", sp, {"drafted": 0}), {}) == (
+        f" · NO MEASURABLE DIFFERENCE 0.80× [0.70–0.90]{nothing} on this CPU"
+    )
+    for alpha, mal in ((None, 1.5), (0.5, None)):
+        unknown = {"drafted": 3, "alpha": {"value": alpha}, "mean_accepted_length": {"value": mal}}
+        assert speed_words(speed("too few runs to judge", sp, unknown), {}) == (
+            " · TOO FEW RUNS TO JUDGE 0.80× [0.70–0.90] on this CPU"
+        )
+    assert speed_words(speed(None, None), {}) == " · no speed-up measured (no run where both sides finished)"
+
+
+def test_speed_words_per_machine_for_shards_on_two_machines():
+    on_two = {
+        "shards": [
+            {"hardware": {"gpus": [{"name": "NVIDIA H200"}]}, "shard": {"index": 0, "of": 2}},
+            {"hardware": {"cpu": "Xeon"}, "shard": {"index": 1, "of": 2}},
+        ]
+    }
+    per = [
+        {"machine": "NVIDIA H200", "speedup": {"value": 1.5, "low": 1.2, "high": 1.8}},
+        {"machine": "CPU Xeon", "speedup": {"value": 1.1, "low": None, "reason": "1 run"}},
+    ]
+    sp = {"value": 1.3, "low": 1.0, "high": 1.6}
+    assert speed_words(speed("faster", sp, None, by_machine=per), on_two) == (
+        " · speed-up per machine: NVIDIA H200 1.50× [1.20–1.80]; CPU Xeon 1.10× (1 run)"
+        " (the candidate drafted nothing) (on 2 machines: NVIDIA H200; CPU Xeon)"
+    )
+
+
+# -- schedule: the share is the denominator -----------------------------------------------------------
+IDS = ["e", "d", "c", "b", "a"]  # the set's order is not the ids' order, nor their categories' (z … v)
+ORDER_OF = {pid: (i, "zyxwv"[i]) for i, pid in enumerate(IDS)}
+
+
+def ran(pid: str, *runs: int) -> PromptRuns:
+    return PromptRuns(ORDER_OF[pid][0], pid, ORDER_OF[pid][1], [GreedyRun(result(), k) for k in runs])
+
+
+def inputs_for(share: list[str] | None = None, runs: int = 2) -> dict:
+    return {"prompt_set": {"prompts": [{"id": i} for i in IDS]}, "runs": runs, **({"share": share} if share else {})}
+
+
+def test_prompts_of_the_share_never_run_are_named_in_the_sets_order():
+    assert schedule([], inputs_for(), ORDER_OF) == (
+        IDS,
+        [f"prompt {i}: in the share, but the sessions hold no run of it" for i in IDS],
+    )
+    # an id of the share that is not in the set comes last
+    assert schedule([], inputs_for(["a", "zz", "e"]), ORDER_OF)[0] == ["e", "a", "zz"]
+
+
+def test_runs_recorded_twice_or_too_few_leave_the_prompt_not_compared():
+    twice, few, fine = ran("d", 1, 1, 2, 2), ran("c", 1), ran("b", 1, 2)
+    not_run, problems = schedule([twice, few, fine], inputs_for(["e", "d", "c", "b"]), ORDER_OF)
+    assert not_run == ["e", "d", "c"]
+    assert problems == [
+        "prompt e: in the share, but the sessions hold no run of it",
+        "prompt d: run 1, 2 recorded twice",
+        "prompt c: runs [1] recorded; inputs.runs says 2",
+    ]
+    assert (twice.off_schedule, few.off_schedule, fine.off_schedule) == (True, True, False)
+
+
+def test_a_prompt_run_outside_the_share_is_a_problem_and_not_compared():
+    inside, outside = ran("e", 1, 2), ran("d", 1, 2)
+    outside.runs[0].result.verdict = outside.runs[1].result.verdict = Verdict("identical", "text+ids")
+    assert schedule([inside, outside], inputs_for(["e"]), ORDER_OF) == (
+        [],
+        ["prompt d: run, but not in the certificate's share"],
+    )
+    assert outside.off_schedule is True and outside.status == "incomplete"

@@ -4,6 +4,7 @@ difference record, draft counters, cache totals, one-server-at-a-time checks and
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -13,22 +14,27 @@ from spectui.core.events import StreamFinished
 from spectui.core.figures import SideRecorder
 from spectui.core.findings import Triage
 from spectui.core.runner import PromptResult
-from spectui.core.types import Prompt
+from spectui.core.types import Prompt, ServerInfo
 from spectui.core.verdict import Verdict
 from spectui.run.prove.derive import (
     GreedyRun,
     PromptRuns,
+    _by_category,
     _cache,
     _differences,
     _per_position,
     acceptance_summary,
     counts_of,
     difference_json,
+    load_sessions,
     one_at_a_time,
     sampled_words,
     schedule,
+    servers_of,
     speed_words,
+    verdict_of,
 )
+from tests.recordings import DATA
 
 ALONE = "one-at-a-time"  # run.phased.ORDER, as sessions record it (store/session.py's allowed orders)
 
@@ -401,3 +407,131 @@ def test_a_prompt_run_outside_the_share_is_a_problem_and_not_compared():
         ["prompt d: run, but not in the certificate's share"],
     )
     assert outside.off_schedule is True and outside.status == "incomplete"
+
+
+# -- verdict_of: the one verdict line ------------------------------------------------------------------
+NO_SPEED = " · no speed-up measured (no run where both sides finished)"
+
+
+def derived(identical: int, differs: int, ids: list[str], not_run=(), causes=(), s=None, alone=False, **more) -> dict:
+    """A derivation as verdict_of reads it, with no speed-up measured."""
+    greedy = {"prompts": len(ids), "identical": identical, "differs": differs, "per_prompt": [{"id": i} for i in ids]}
+    return {
+        "greedy": {**greedy, **({"not_run": list(not_run)} if not_run else {})},
+        "differences": [{"cause": c} for c in causes],
+        "sampled": s,
+        "speedup": {"overall": None, "speed": None},
+        "acceptance": None,
+        **({"one_at_a_time": {"servers": "one at a time"}} if alone else {}),
+        **more,
+    }
+
+
+def line(d: dict) -> str:
+    return verdict_of(d, {})["line"]
+
+
+def test_greedy_differences_are_counted_by_cause_most_first():
+    # found in the order cache, nondeterminism, nondeterminism, untriaged: most first, ties as found
+    d = derived(1, 4, list("abcde"), causes=("cache", "nondeterminism", "nondeterminism", None), alone=True)
+    d["sampled"] = sampled(1, identical=1)
+    assert verdict_of(d, {}) == {
+        "status": "different",
+        "line": "DIFFERENT on 4/5 (greedy; causes: nondeterminism 2, cache 1, not triaged, one server at a time 1)"
+        " · sampled seeded bytes identical",
+    }
+    two = derived(0, 2, ["a", "b"], causes=("cache", None))
+    assert line(two) == "DIFFERENT on 2/2 (greedy; causes: cache 1, not triaged 1)"
+    assert line(derived(0, 1, ["a"], causes=(None,))) == "DIFFERENT on 1/1 (greedy; cause: not triaged)"
+
+
+def test_a_difference_found_only_by_the_sampled_pass():
+    s = {**sampled(2, identical=1, different=1), "passed": 1}
+    assert verdict_of(derived(3, 0, list("abc"), s=s), {}) == {
+        "status": "different",
+        "line": "DIFFERENT on 1/2 (sampled: seeded bytes identical on 1, 1 different) · greedy identical on 3/3",
+    }
+
+
+def test_identical_needs_every_prompt_compared_and_at_least_one():
+    assert verdict_of(derived(1, 0, ["a"]), {}) == {
+        "status": "identical",
+        "line": "IDENTICAL on 1/1 (greedy)" + NO_SPEED,
+    }
+    assert verdict_of(derived(0, 0, []), {}) == {
+        "status": "incomplete",
+        "line": "INCOMPLETE: identical on 0/0 (greedy)" + NO_SPEED,
+    }
+    assert line(derived(2, 0, list("abc"))) == (
+        "INCOMPLETE: identical on 2/3 (greedy; 1 not compared: a side failed or was cut off)" + NO_SPEED
+    )
+
+
+def test_prompts_not_run_are_named_three_at_most():
+    assert (
+        line(derived(1, 0, ["x"], not_run="abcd"))
+        == "INCOMPLETE: identical on 1/5 (greedy; 4 not run: a, b, c …)" + NO_SPEED
+    )
+    assert (
+        line(derived(1, 0, ["x"], not_run="abc"))
+        == "INCOMPLETE: identical on 1/4 (greedy; 3 not run: a, b, c)" + NO_SPEED
+    )
+
+
+def test_a_sampled_part_only_consistent_without_a_detectable_tvd_says_so():
+    s = {**sampled(1, consistent=1), "passed": 1}
+    assert line(derived(2, 0, ["a", "b"], s=s)) == (
+        "IDENTICAL (greedy) on 2/2 · CONSISTENT (sampled, detectable TVD not computed) on 1/1"
+        " (distribution consistent, detectable TVD not computed)" + NO_SPEED
+    )
+
+
+# -- _by_category: each category in the set's order -----------------------------------------------------
+def test_categories_in_the_sets_order_with_their_own_prompts_and_speed():
+    def prompt(index: int, category: str, identical: bool, ratios=()) -> PromptRuns:
+        v = Verdict("identical", "text+ids") if identical else differs()
+        runs = [GreedyRun(measured(v, 10.0, 10.0 * r), k) for k, r in enumerate(ratios or (1.0,), start=1)]
+        return PromptRuns(index, f"p{index}", category, runs)
+
+    groups = [
+        prompt(0, "zeta", True, (2.0, 2.1, 1.9)),  # three runs, all about twice as fast: faster
+        prompt(1, "", True),
+        prompt(2, "alpha", False),
+        prompt(3, "zeta", True, (2.0, 2.2, 1.8)),
+    ]
+    out = _by_category(groups)
+    assert list(out) == ["zeta", "(none)", "alpha"]  # first prompt of each, in the set's order
+    assert [(c["prompts"], c["identical"]) for c in out.values()] == [(2, 2), (1, 1), (1, 0)]
+    assert out["zeta"]["speedup"]["value"] == pytest.approx((2.0 * 2.1 * 1.9 * 2.0 * 2.2 * 1.8) ** (1 / 6))
+    assert out["zeta"]["speed"] == "faster"
+
+
+# -- load_sessions and servers_of ----------------------------------------------------------------------
+def test_sessions_are_loaded_by_phase_and_their_servers_compared():
+    assert load_sessions([], DATA) == {"greedy": [], "sampled": []}
+    name = "session-kvq4-mixed.jsonl"
+    loaded = load_sessions([{"phase": "warm-up", "path": name}, {"phase": "greedy", "path": name}], DATA)
+    assert [(k, [s.path.name for s in v]) for k, v in loaded.items()] == [
+        ("greedy", [name]),
+        ("sampled", []),
+        ("warm-up", [name]),
+    ]
+
+
+def test_servers_are_named_once_and_a_session_that_disagrees_is_a_problem():
+    def session(name: str, url: str, model: str, n_ctx: int):
+        infos = {
+            "baseline": ServerInfo("http://b", model="base"),
+            "candidate": ServerInfo(url, model=model, n_ctx=n_ctx),
+        }
+        return SimpleNamespace(path=Path(name), infos=infos)
+
+    found, problems = servers_of(
+        [session("one.jsonl", "http://a:1", "m", 4096), session("two.jsonl", "http://b:2", "m", 4096)]
+    )
+    assert problems == [] and "url" not in found["candidate"] and found["candidate"]["model"] == "m"
+    assert found["baseline"]["model"] == "base"
+    _, problems = servers_of(
+        [session("one.jsonl", "http://a:1", "m", 4096), session("two.jsonl", "http://a:1", "n", 2048)]
+    )
+    assert problems == ["two.jsonl: the candidate differs from the other sessions' in model, n_ctx"]

@@ -152,9 +152,10 @@ def test_a_run_that_drafted_nothing_needs_no_per_position_counters_and_none_draf
 def test_cache_totals_count_a_missing_figure_as_zero():
     one = result(b=side("baseline", prompt_tokens=10, prompt_cached=4), c=side("candidate", prompt_tokens=7))
     two = result(b=side("baseline", prompt_tokens=3), c=side("candidate", prompt_tokens=2, prompt_cached=11))
-    assert _cache({"params": {"cache_prompt": True}}, [one, two]) == {
+    three = result(b=side("baseline", prompt_cached=1), c=side("candidate"))  # no prompt_tokens on either
+    assert _cache({"params": {"cache_prompt": True}}, [one, two, three]) == {
         "requested": True,
-        "baseline": {"prompt_tokens": 13, "prompt_cached": 4},
+        "baseline": {"prompt_tokens": 13, "prompt_cached": 5},
         "candidate": {"prompt_tokens": 9, "prompt_cached": 11},
     }
     assert _cache({"params": {}}, [])["requested"] is None

@@ -1,0 +1,142 @@
+"""The certificate's derivation (run/prove/derive.derive) from sessions recorded on real vLLM servers
+(tests/data/README.md), against what their raw lines say: the servers record, each run's verdict and ratio as
+the run recorded them, the first difference's byte from the outputs' bytes, triage's recorded cause, one
+server at a time from the recorded order — and each problem a damaged or mismatched set of sessions gives,
+in the order derive finds them (issue 41: the mutation table's survivors in derive and greedy_groups)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections import defaultdict
+
+from spectui.run.prove.derive import derive
+from spectui.store.session import load_session
+from tests.oracles import first_difference
+from tests.recordings import DATA
+
+BOTH_UP = DATA / "session-vllm-ngram-quick2-runs2.jsonl"  # prove --runs 2: code-fizzbuzz, qa-capital
+ALONE = DATA / "session-vllm-ngram-alone-repeat2.jsonl"  # --one-at-a-time --repeat 2: code-fizzbuzz
+
+
+def raw(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def outputs(path) -> dict[tuple[int, str], bytes]:
+    """Each (prompt record, side)'s output bytes, joined from its recorded token events."""
+    out: dict[tuple[int, str], bytes] = defaultdict(bytes)
+    for r in raw(path):
+        if r.get("type") == "event" and r["ev"] == "token":
+            out[(r["n"], r["side"])] += r["d"].encode("utf-8")
+    return out
+
+
+def inputs(*prompts: dict, runs: int = 2, order: str = "sequential", **more) -> dict:
+    return {"prompt_set": {"prompts": list(prompts)}, "runs": runs, "params": {"order": order}, **more}
+
+
+def test_a_set_with_one_difference_is_derived_as_its_sessions_recorded_it():
+    lines = raw(BOTH_UP)
+    results = [r for r in lines if r.get("type") == "result"]
+    prompt_of = {r["n"]: r["prompt"]["id"] for r in lines if r.get("type") == "prompt"}
+    triage = next(r["triage"] for r in lines if r.get("type") == "triage")
+    # qa-capital given no category: the certificate's set says which, not the session
+    d = derive(
+        {"greedy": [load_session(BOTH_UP)], "sampled": []},
+        inputs({"id": "code-fizzbuzz", "category": "code"}, {"id": "qa-capital"}),
+        {"servers": {"candidate": {}}},
+    )
+    servers = next(r for r in lines if r.get("type") == "servers")
+    assert d["servers"] == {
+        side: {k: v for k, v in servers[side].items() if k != "url"} for side in servers if side != "type"
+    }
+    g = d["greedy"]
+    assert {k: g[k] for k in ("prompts", "identical", "differs", "failed", "incomplete", "runs")} == {
+        "prompts": 2,
+        "identical": 1,
+        "differs": 1,
+        "failed": 0,
+        "incomplete": 0,
+        "runs": 4,
+    }
+    assert [(p["id"], p["category"], p["verdicts"]) for p in g["per_prompt"]] == [
+        ("code-fizzbuzz", "code", [r["verdict"]["status"] for r in results if prompt_of[r["n"]] == "code-fizzbuzz"]),
+        ("qa-capital", "", [r["verdict"]["status"] for r in results if prompt_of[r["n"]] == "qa-capital"]),
+    ]
+    for p in g["per_prompt"]:  # each run's ratio as the run itself recorded it
+        recorded = [r["speedup"] for r in results if prompt_of[r["n"]] == p["id"]]
+        assert [round(x, 9) for x in p["speedups"]] == [round(x, 9) for x in recorded]
+    every = [r["speedup"] for r in results]
+    assert math.isclose(d["speedup"]["overall"]["value"], math.exp(sum(map(math.log, every)) / 4), rel_tol=1e-9)
+    assert d["speedup"]["overall"]["method"].startswith("this prompt set: geometric mean")  # both up: pooled
+    [diff] = d["differences"]
+    n = next(r["n"] for r in results if prompt_of[r["n"]] == "qa-capital" and r["run"] == 1)
+    out = outputs(BOTH_UP)
+    assert (diff["id"], diff["category"], diff["run"]) == ("qa-capital", "", 1)
+    assert diff["byte"] == first_difference(out[(n, "baseline")], out[(n, "candidate")])
+    assert (diff["cause"], diff["cause_summary"]) == (triage["cause"], triage["summary"])
+    assert "one_at_a_time" not in d and d["problems"] == []
+    assert d["verdict"]["status"] == "different"
+    assert d["verdict"]["line"].startswith(f"DIFFERENT on 1/2 (greedy; cause: {triage['cause']})")
+
+
+def test_one_server_at_a_time_is_said_and_its_interval_is_over_the_runs():
+    lines = raw(ALONE)
+    ratios = [r["speedup"] for r in lines if r.get("type") == "result"]
+    d = derive(
+        {"greedy": [load_session(ALONE)], "sampled": []},
+        inputs({"id": "code-fizzbuzz", "category": "code"}, order="one-at-a-time"),
+        {"servers": {"candidate": {}}},
+    )
+    assert d["one_at_a_time"] == {
+        "servers": "one at a time",
+        "line": "the baseline and the candidate were measured one after the other, never both up: each side "
+        "started alone, whole phases alternating B C | C B, and each pair judged from the two recordings as "
+        "side by side",
+    }
+    sp = d["speedup"]["overall"]
+    assert len(ratios) == 2 and sp["runs"] == 2 and sp["df"] == 1
+    assert sp["method"].startswith("this prompt set, runs sharing launches")  # over the runs, not pooled
+    assert d["problems"] == [] and d["verdict"]["status"] == "identical"
+
+
+def test_each_step_names_its_problems_in_order():
+    both, alone = load_session(BOTH_UP), load_session(ALONE)
+    cand = alone.infos["candidate"]
+    alone.infos["candidate"] = dataclasses.replace(cand, n_ctx=(cand.n_ctx or 0) + 1)
+    d = derive(
+        {"greedy": [both, alone], "sampled": []},
+        inputs({"id": "code-fizzbuzz", "category": "code"}, {"id": "other"}),
+        {"servers": {"candidate": {}}},
+    )
+    not_in_set = f"{BOTH_UP.name}: prompt 'qa-capital' is not in the certificate's prompt set"
+    assert d["problems"] == [
+        f"{ALONE.name}: the candidate differs from the other sessions' in n_ctx",
+        not_in_set,
+        not_in_set,
+        "prompt code-fizzbuzz: run 1, 2 recorded twice",
+        "prompt other: in the share, but the sessions hold no run of it",
+        "some runs were measured one server at a time and some with both up (one-at-a-time, sequential)",
+    ]
+    assert d["greedy"]["not_run"] == ["code-fizzbuzz", "other"]
+
+
+def test_a_recorded_verdict_its_events_contradict_and_runs_without_a_number():
+    s = load_session(BOTH_UP)
+    first = s.prompts[0]  # code-fizzbuzz run 1, recorded identical: record it as differing instead
+    assert isinstance(first.result, dict) and first.result["verdict"]["status"] == "identical"
+    qa = next(sp for sp in s.prompts if sp.prompt.id == "qa-capital" and sp.result["run"] == 1)
+    first.result = {**first.result, "verdict": qa.result["verdict"]}
+    for sp in s.prompts[2:]:
+        sp.result = None if sp is qa else {k: v for k, v in sp.result.items() if k != "run"}  # both read as run 1
+    d = derive(
+        {"greedy": [s], "sampled": []},
+        inputs({"id": "code-fizzbuzz"}, {"id": "qa-capital"}),
+        {"servers": {"candidate": {}}},
+    )
+    [contradicted, twice] = d["problems"]
+    assert contradicted.startswith(f"{BOTH_UP.name}: code-fizzbuzz: the run recorded DIFFERS")
+    assert "; its events give IDENTICAL" in contradicted
+    assert twice == "prompt qa-capital: run 1 recorded twice"

@@ -11,10 +11,11 @@ import json
 import math
 from collections import defaultdict
 
-from spectui.run.prove.derive import derive
+from spectui.run.prove.derive import derive, load_sessions
 from spectui.store.session import load_session
 from tests.oracles import first_difference
 from tests.recordings import DATA
+from tests.unit.test_certificate import prove
 
 BOTH_UP = DATA / "session-vllm-ngram-quick2-runs2.jsonl"  # prove --runs 2: code-fizzbuzz, qa-capital
 ALONE = DATA / "session-vllm-ngram-alone-repeat2.jsonl"  # --one-at-a-time --repeat 2: code-fizzbuzz
@@ -140,3 +141,25 @@ def test_a_recorded_verdict_its_events_contradict_and_runs_without_a_number():
     assert contradicted.startswith(f"{BOTH_UP.name}: code-fizzbuzz: the run recorded DIFFERS")
     assert "; its events give IDENTICAL" in contradicted
     assert twice == "prompt qa-capital: run 1 recorded twice"
+
+
+def test_the_sampled_sessions_count_for_the_servers_the_order_and_the_candidates_promise(tmp_path):
+    # a certificate made here from the recorded llama.cpp streams, with a sampled pass over one prompt
+    doc = prove(tmp_path / "c", sampled=1, samples=4)
+    base = tmp_path / "c"
+    probabilistic = ["llama-server", "-m", "t.gguf", "-md", "d.gguf", "--spec-draft-sampling", "probabilistic"]
+    mo = {**doc["measured_on"], "servers": {"candidate": {"launch_argv": probabilistic}}}
+    d = derive(load_sessions(doc["sessions"], base), doc["inputs"], mo)
+    # the launch command line says how it verifies drafts under sampling (labs/sampling/exact.py)
+    assert [p["guarantee"]["promise"] for p in d["sampled"]["prompts"]] == ["distribution only"]
+    assert d["problems"] == []
+    sessions = load_sessions(doc["sessions"], base)
+    [sampled] = sessions["sampled"]
+    cand = sampled.infos["candidate"]
+    sampled.infos["candidate"] = dataclasses.replace(cand, n_ctx=(cand.n_ctx or 0) + 1)
+    for sp in sampled.prompts:
+        sp.order = "one-at-a-time"
+    assert derive(sessions, doc["inputs"], doc["measured_on"])["problems"] == [
+        "sampled.jsonl: the candidate differs from the other sessions' in n_ctx",
+        "some runs were measured one server at a time and some with both up (one-at-a-time, sequential)",
+    ]

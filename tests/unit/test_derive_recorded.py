@@ -62,6 +62,7 @@ def test_a_set_with_one_difference_is_derived_as_its_sessions_recorded_it():
         "incomplete": 0,
         "runs": 4,
     }
+    assert "not_run" not in g  # every prompt of the share run as scheduled
     assert [(p["id"], p["category"], p["verdicts"]) for p in g["per_prompt"]] == [
         ("code-fizzbuzz", "code", [r["verdict"]["status"] for r in results if prompt_of[r["n"]] == "code-fizzbuzz"]),
         ("qa-capital", "", [r["verdict"]["status"] for r in results if prompt_of[r["n"]] == "qa-capital"]),
@@ -162,4 +163,29 @@ def test_the_sampled_sessions_count_for_the_servers_the_order_and_the_candidates
     assert derive(sessions, doc["inputs"], doc["measured_on"])["problems"] == [
         "sampled.jsonl: the candidate differs from the other sessions' in n_ctx",
         "some runs were measured one server at a time and some with both up (one-at-a-time, sequential)",
+    ]
+
+
+def test_a_token_id_changed_under_the_same_text_is_a_difference_and_a_damaged_prompt_is_not_compared(tmp_path):
+    # code-fizzbuzz run 1: the candidate's 4th token given another id, its text kept (both sides share a
+    # tokenizer: the same model on the same vLLM build, so the ids are compared)
+    lines = raw(BOTH_UP)
+    n = next(r["n"] for r in lines if r.get("type") == "prompt" and r["prompt"]["id"] == "code-fizzbuzz")
+    tokens = [r for r in lines if r.get("type") == "event" and r["n"] == n and r["ev"] == "token"]
+    changed = next(r for r in tokens if r["side"] == "candidate" and r["i"] == 3)
+    changed["id"] += 1
+    before = sum(len(r["d"].encode("utf-8")) for r in tokens if r["side"] == "candidate" and r["i"] < 3)
+    path = tmp_path / BOTH_UP.name
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    s = load_session(path)
+    s.prompts[1].damaged = True  # code-fizzbuzz run 2: a record of it unreadable
+    d = derive({"greedy": [s], "sampled": []}, inputs({"id": "code-fizzbuzz"}, {"id": "qa-capital"}), {})
+    code = d["greedy"]["per_prompt"][0]
+    assert code["verdicts"] == ["differs", "incomplete"]
+    first = d["differences"][0]
+    assert (first["id"], first["run"], first["kind"]) == ("code-fizzbuzz", 1, "ids")
+    assert (first["byte"], first["baseline_token"], first["candidate_token"]) == (before, 3, 3)
+    assert [p.split(": ")[1:3] for p in d["problems"]] == [
+        ["code-fizzbuzz", "the run recorded IDENTICAL (compared text+ids); its events give DIFFERS"],
+        ["code-fizzbuzz", "the run recorded IDENTICAL (compared text+ids); its events give INCOMPLETE"],
     ]

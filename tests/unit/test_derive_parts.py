@@ -536,3 +536,14 @@ def test_servers_are_named_once_and_a_session_that_disagrees_is_a_problem():
         [session("one.jsonl", "http://a:1", "m", 4096), session("two.jsonl", "http://a:1", "n", 2048)]
     )
     assert problems == ["two.jsonl: the candidate differs from the other sessions' in model, n_ctx"]
+
+
+def test_drafts_without_a_step_count_give_no_gamma_alpha_or_mean_accepted_length():
+    # a server that reports drafted and accepted tokens but no verification steps
+    g = PromptRuns(
+        0, "p", "", [GreedyRun(measured(Verdict("identical", "text+ids"), 10.0, 12.0, drafted=4, accepted=2), 1)]
+    )
+    acc = acceptance_summary([g])
+    assert (acc["drafted"], acc["accepted"], acc["steps"], acc["acceptance_rate"]) == (4, 2, 0, 0.5)
+    assert acc["alpha"] == {"value": None, "low": None, "high": None, "gamma": None}
+    assert acc["mean_accepted_length"]["value"] is None

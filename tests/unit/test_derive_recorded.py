@@ -189,3 +189,36 @@ def test_a_token_id_changed_under_the_same_text_is_a_difference_and_a_damaged_pr
         ["code-fizzbuzz", "the run recorded IDENTICAL (compared text+ids); its events give DIFFERS"],
         ["code-fizzbuzz", "the run recorded IDENTICAL (compared text+ids); its events give INCOMPLETE"],
     ]
+
+
+def test_one_at_a_time_an_untriaged_difference_says_triage_was_skipped_and_mixed_clocks_are_noted(tmp_path):
+    lines = raw(ALONE)
+    first, second = [r["n"] for r in lines if r.get("type") == "prompt"]
+    # run 1: the candidate's 3rd token gets one more character; its rate timed by the server (llama.cpp's
+    # timings: 31 tokens in 1 s after the first), the baseline's observed. Run 2: the other way round.
+    token = next(
+        r for r in lines if r.get("type") == "event" and (r["n"], r["side"], r.get("i")) == (first, "candidate", 2)
+    )
+    token["d"] += "!"
+    for n, side in ((first, "candidate"), (second, "baseline")):
+        finish = next(
+            r for r in lines if r.get("type") == "event" and (r["n"], r["side"], r["ev"]) == (n, side, "finish")
+        )
+        finish["timings"] |= {"predicted_n": 32, "predicted_ms": 1000.0}
+    path = tmp_path / ALONE.name
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    skipped = {"triage": "skipped: one server at a time"}
+    d = derive(
+        {"greedy": [load_session(path)], "sampled": []},
+        inputs({"id": "code-fizzbuzz"}, order="one-at-a-time", one_at_a_time=skipped),
+        {},
+    )
+    out = outputs(path)
+    [diff] = d["differences"]
+    assert diff["byte"] == first_difference(out[(first, "baseline")], out[(first, "candidate")])
+    assert (diff["cause"], diff["cause_summary"]) == (None, "triage skipped: one server at a time")
+    assert d["verdict"]["line"].startswith("DIFFERENT on 1/1 (greedy; cause: not triaged, one server at a time)")
+    assert d["speedup"]["note"] == (
+        "the baseline's rate is from observed, the candidate's from server timings: the ratio mixes two clocks; "
+        "the baseline's rate is from server timings, the candidate's from observed: the ratio mixes two clocks"
+    )

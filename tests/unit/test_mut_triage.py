@@ -1,0 +1,411 @@
+"""run/triage's steps one at a time, on backends written here (in-process objects that answer top
+log-probabilities as told and record what they were asked): the margins and their bounds, the lossy step,
+the batch shapes and their words, the configuration's differences. Log-probabilities are binary fractions
+(−0.25, −0.75 …) so every expected margin is exact and worked by hand."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+from spectui.backends.launchspec import LaunchSpec
+from spectui.core.types import GenerationParams, ServerInfo
+from spectui.run import triage as tr
+
+
+class Fake:
+    """A backend that answers top log-probabilities (and per batch shape) from what it was given."""
+
+    def __init__(self, top=None, *, logprobs=True, shapes=None, fail=None, info=None, fail_batch_at=None):
+        self.capabilities = SimpleNamespace(logprobs=logprobs, cache_reset=False, cache_prompt_control=False)
+        self.top, self.shapes, self.fail, self.fail_batch_at = top, shapes or {}, fail, fail_batch_at
+        self.info = info
+        self.asked: list[tuple] = []
+        self.batches: list[tuple] = []
+
+    async def top_logprobs(self, text, prefix, n):
+        self.asked.append((text, list(prefix), n))
+        if self.fail is not None:
+            raise self.fail
+        return self.top
+
+    async def top_logprobs_in_batch(self, text, prefix, n, m):
+        self.batches.append((text, list(prefix), n, m))
+        if m == self.fail_batch_at:
+            raise RuntimeError("no batch")
+        return self.shapes.get(m, ([], 0))
+
+
+def tok(tid, label="target", step=None):
+    return SimpleNamespace(token_id=tid, label=label, step=step)
+
+
+def result(b_ids, c_ids, at, c_labels=None, c_steps=None, at_b=None):
+    """A divergent result: the two sides' token ids, the divergence at token `at` (both sides, unless `at_b`)."""
+    labels = c_labels or ["target"] * len(c_ids)
+    steps = c_steps or [None] * len(c_ids)
+    return SimpleNamespace(
+        divergence=SimpleNamespace(baseline_token=at if at_b is None else at_b, candidate_token=at),
+        baseline=SimpleNamespace(tokens=[tok(i) for i in b_ids]),
+        candidate=SimpleNamespace(tokens=[tok(i, lab, s) for i, lab, s in zip(c_ids, labels, steps, strict=True)]),
+        rendered={"baseline": "B text", "candidate": "C text"},
+    )
+
+
+TEXT = {"baseline": "B text", "candidate": "C text"}
+
+
+def sides(b, c):
+    return {"baseline": (b, None), "candidate": (c, None)}
+
+
+def go(coro):
+    return asyncio.run(coro)
+
+
+# ------------------------------------------------------------------ pure helpers
+
+
+def test_margins_exact_bounded_and_unknown():
+    top = [(5, "a", -0.25), (6, "b", -0.75), (7, "c", -2.0)]
+    assert tr._margins(top, 5, 6) == (0.5, True)
+    assert tr._margins(top, 6, 5) == (-0.5, True)
+    assert tr._margins(top, 5, 99) == (1.75, False)  # −0.25 − (−2.0): the missing one is at most −2.0
+    assert tr._margins(top, 99, 6) == (-1.25, False)  # −2.0 − (−0.75)
+    assert tr._margins(top, 98, 99) == (None, False)
+    assert tr._margins([], 5, 6) == (None, False)
+    # an entry without an id is never either side's token: a chosen token past the end (None) is not it
+    assert tr._margins([(None, "x", -0.5), (5, "a", -0.25)], None, 5) == (-0.25, False)
+
+
+def test_below_first_exact_bounded_and_none():
+    top = [(6, "b", -0.75), (5, "a", -0.25), (None, "?", -2.0)]
+    assert tr._below_first(top, 6) == (0.5, True)
+    assert tr._below_first(top, 5) == (0.0, True)
+    assert tr._below_first(top, 99) == (1.75, False)
+    assert tr._below_first(top, None) is None
+    assert tr._below_first([], 5) is None
+
+
+def test_config_differences_name_each_differing_field():
+    a = ServerInfo(url="a", build="b1", model="m.gguf")
+    b = ServerInfo(url="b", build=None, model="n.gguf", speculative={"type": "draft-simple"})
+    assert tr._config_differences(Fake(info=a), Fake(info=b)) == [
+        "model m.gguf vs n.gguf",
+        "build b1 vs ?",
+        "configuration no speculation vs spec draft-simple",
+    ]
+    assert tr._config_differences(Fake(info=a), Fake(info=a)) == []
+    assert tr._config_differences(Fake(info=None), Fake(info=a)) == []
+    assert tr._config_differences(Fake(info=a), Fake(info=None)) == []
+
+
+def test_verify_width_from_the_launch_then_the_steps_then_the_default():
+    r = result([1, 2, 3, 4, 5], [1, 2, 3, 4, 5], 0, c_steps=[1, 1, 1, 2, 2])
+    assert tr._verify_width({"candidate": LaunchSpec(values={"n_max": "7"})}, r) == 8
+    assert tr._verify_width({"candidate": LaunchSpec(values={"n_max": "many"})}, r) == 3  # 3 tokens in step 1
+    assert tr._verify_width({"candidate": LaunchSpec(values={})}, r) == 3
+    assert tr._verify_width({"baseline": LaunchSpec(values={"n_max": "7"})}, r) == 3
+    one_each = result([1, 2], [1, 2], 0, c_steps=[1, 2])
+    assert tr._verify_width({}, one_each) == 4  # no step above one token: llama.cpp's default of 3 drafts
+    assert tr._verify_width({}, result([1], [1], 0)) == 4
+
+
+def test_shape_words_name_each_flip_or_say_there_is_none():
+    assert tr._shape_words(None) == ""
+    assert tr._shape_words({"batch_shapes": {}}) == ""
+    flip = {"1": {"top": 5, "top_text": "a", "margin": 0.0101}, "4": {"top": 6, "top_text": "b", "margin": 0.0042}}
+    steady = {"1": {"top": 5, "top_text": "a", "margin": 0.5}, "4": {"top": 5, "top_text": "a", "margin": 0.25}}
+    half = {"1": {"top": 5, "top_text": "a", "margin": 0.5}}
+    ev = {"batch_width": 4, "batch_shapes": {"baseline": flip, "candidate": flip}}
+    assert tr._shape_words(ev) == (
+        "; batch shape: the baseline's target picks 'a' at M = 1 and 'b' at M = 4 (margins 0.010, 0.004 nats)"
+        "; the candidate's target picks 'a' at M = 1 and 'b' at M = 4 (margins 0.010, 0.004 nats)"
+    )
+    ev = {"batch_width": 4, "batch_shapes": {"baseline": steady, "candidate": half}}
+    assert tr._shape_words(ev) == "; batch shape: no side's argmax moves between M = 1 and M = 4"
+
+
+# ------------------------------------------------------------------ near-tie evidence
+
+
+def test_near_tie_asks_each_side_at_the_common_prefix_and_keeps_its_margins():
+    b = Fake([(30, "x", -0.25), (40, "y", -0.75), (50, "z", -2.0)])
+    c = Fake([(40, "y", -0.25), (30, "x", -0.5), (50, "z", -2.0)])
+    r = result([10, 20, 30], [10, 20, 40], 2)
+    notes: list[str] = []
+    ev = go(tr._near_tie(sides(b, c), r, TEXT, notes))
+    assert b.asked == [("B text", [10, 20], 3)] and c.asked == [("C text", [10, 20], 3)]
+    assert notes == []
+    assert ev == {
+        "position": 2,
+        "baseline_token": 30,
+        "candidate_token": 40,
+        "baseline": [["x", -0.25], ["y", -0.75], ["z", -2.0]],
+        "baseline_candidate_below_first": 0.5,
+        "baseline_candidate_below_first_exact": True,
+        "baseline_margin": 0.5,
+        "baseline_margin_exact": True,
+        "candidate": [["y", -0.25], ["x", -0.5], ["z", -2.0]],
+        "candidate_candidate_below_first": 0.0,
+        "candidate_candidate_below_first_exact": True,
+        "candidate_margin": -0.25,
+        "candidate_margin_exact": True,
+        "margin": -0.25,  # the smaller of 0.5 and −0.25 by size
+    }
+
+
+def test_near_tie_a_bound_below_the_exact_margin_leaves_only_a_bound():
+    b = Fake([(30, "x", -0.25), (60, "p", -0.375), (50, "z", -0.5)])  # 40 missing: margin ≥ 0.25 (a bound)
+    c = Fake([(40, "y", -0.25), (30, "x", -0.75), (50, "z", -2.0)])  # exact −0.5
+    ev = go(tr._near_tie(sides(b, c), result([10, 30], [10, 40], 1), TEXT, []))
+    assert (ev["baseline_margin"], ev["baseline_margin_exact"]) == (0.25, False)
+    assert (ev["margin"], ev["margin_bound"]) == (None, 0.25)
+    # the bound equal to the exact margin's size is no lower: the margin is exact
+    b = Fake([(30, "x", -0.25), (50, "z", -0.75)])
+    ev = go(tr._near_tie(sides(b, c), result([10, 30], [10, 40], 1), TEXT, []))
+    assert ev["margin"] == -0.5 and "margin_bound" not in ev
+    # bounds only: the smallest of them
+    c = Fake([(40, "y", -0.25), (50, "z", -1.25)])
+    ev = go(tr._near_tie(sides(b, c), result([10, 30], [10, 40], 1), TEXT, []))
+    assert (ev["margin"], ev["margin_bound"]) == (None, 0.5)
+
+
+def test_near_tie_says_why_it_asked_nothing():
+    notes: list[str] = []
+    r = result([10], [10], None, at_b=None)
+    r.divergence = SimpleNamespace(baseline_token=None, candidate_token=None)
+    assert go(tr._near_tie(sides(Fake(), Fake()), r, TEXT, notes)) is None
+    assert notes == ["near-tie: the divergence is past the end of both outputs; no position to ask about"]
+    for b_ids, c_ids in (([10, 30], [11, 40]), ([None, 30], [None, 40])):
+        notes = []
+        assert go(tr._near_tie(sides(Fake(), Fake()), result(b_ids, c_ids, 1), TEXT, notes)) is None
+        assert notes == ["near-tie: the sides' token ids before the divergence are unknown or differ; not asked"]
+
+
+def test_near_tie_goes_on_past_a_side_that_cannot_answer():
+    b = Fake(logprobs=False)
+    c = Fake(fail=RuntimeError("boom"))
+    notes: list[str] = []
+    assert go(tr._near_tie(sides(b, c), result([10, 30], [10, 40], 1), TEXT, notes)) is None
+    assert notes == [
+        "baseline: gives no log-probabilities; near-tie not checked on this side",
+        "candidate: log-probabilities unavailable (RuntimeError: boom)",
+    ]
+    assert b.asked == []
+
+
+def test_near_tie_without_either_chosen_token_listed_keeps_the_lists_only():
+    b = Fake([(50, "z", -0.25)])
+    ev = go(tr._near_tie(sides(b, Fake(logprobs=False)), result([10, 30], [10, 40], 1), TEXT, []))
+    assert ev == {
+        "position": 1,
+        "baseline_token": 30,
+        "candidate_token": 40,
+        "baseline": [["z", -0.25]],
+        "baseline_candidate_below_first": 0.0,
+        "baseline_candidate_below_first_exact": False,
+    }
+
+
+def test_near_tie_past_one_sides_end_and_a_margin_that_is_not_finite():
+    # the divergence at the baseline's end: it chose nothing there (None), the candidate token 40
+    b = Fake([(40, "y", -0.25), (50, "z", float("-inf"))])
+    r = result([10], [10, 40], 1)
+    ev = go(tr._near_tie(sides(b, Fake(logprobs=False)), r, TEXT, []))
+    assert (ev["baseline_token"], ev["candidate_token"]) == (None, 40)
+    assert "baseline_margin" not in ev  # −inf − (−0.25): no finite margin, none kept
+    r = result([10, 30], [10], 1)
+    ev = go(tr._near_tie(sides(Fake([(30, "x", -0.25)]), Fake(logprobs=False)), r, TEXT, []))
+    assert (ev["baseline_token"], ev["candidate_token"]) == (30, None)
+
+
+# ------------------------------------------------------------------ lossy verification
+
+
+def lossy_case(c_top, b_top=None, labels=("target", "target", "accepted"), b_info=None, c_info=None):
+    b = Fake(b_top, logprobs=b_top is not None, info=b_info)
+    c = Fake(c_top, logprobs=c_top is not None, info=c_info)
+    r = result([10, 20, 30], [10, 20, 40], 2, c_labels=list(labels))
+    return b, c, r
+
+
+def test_lossy_from_the_candidates_own_target():
+    b, c, r = lossy_case([(30, "x", -0.25), (40, "y", -0.75)])
+    notes: list[str] = []
+    t = go(tr._lossy(sides(b, c), r, TEXT, notes, 0.5, {}, b, c))
+    assert t.cause == "lossy verification" and t.reruns == [] and t.notes is notes
+    assert t.summary == (
+        "the candidate accepted a draft the target would not choose at token 2 (margin 0.500 nats below the first "
+        "choice, from its own target's log-probabilities); spectui recognises no lossy setting on its command line "
+        "(a relaxed or typical acceptance, or a server spectui did not launch)"
+    )
+    assert (t.logprobs["lossy_margin"], t.logprobs["lossy_margin_exact"], t.logprobs["lossy_settings"]) == (
+        0.5,
+        True,
+        [],
+    )
+    # a margin under the threshold is no lossy verification
+    assert go(tr._lossy(sides(b, c), r, TEXT, [], 0.625, {}, b, c)) is None
+
+
+def test_lossy_names_the_setting_and_a_bound():
+    b, c, r = lossy_case([(30, "x", -0.25), (50, "z", -1.0)])  # 40 missing: at least 0.75 below
+    spec = LaunchSpec(argv=("llama-server", "--spec-synth-len", "4"))
+    t = go(tr._lossy(sides(b, c), r, TEXT, [], 0.05, {"candidate": spec}, b, c))
+    assert t.summary == (
+        "the candidate accepted a draft the target would not choose at token 2 (margin ≥ 0.750 nats below the "
+        "first choice, from its own target's log-probabilities); the candidate runs with --spec-synth-len 4, "
+        "which accepts drafts without the target's agreement"
+    )
+    assert (t.logprobs["lossy_margin_exact"], t.logprobs["lossy_settings"]) == (False, ["--spec-synth-len 4"])
+
+
+def test_lossy_from_the_baselines_log_probabilities_only_where_the_servers_agree():
+    same = ServerInfo(url="a", build="b1", model="m.gguf")
+    b, c, r = lossy_case(None, b_top=[(30, "x", -0.25), (40, "y", -1.25)], b_info=same, c_info=same)
+    t = go(tr._lossy(sides(b, c), r, TEXT, [], 0.05, {}, b, c))
+    assert "(margin 1.000 nats below the first choice, from the baseline's log-probabilities)" in t.summary
+    other = ServerInfo(url="c", build="b2", model="m.gguf")
+    b, c, r = lossy_case(None, b_top=[(30, "x", -0.25), (40, "y", -1.25)], b_info=same, c_info=other)
+    assert go(tr._lossy(sides(b, c), r, TEXT, [], 0.05, {}, b, c)) is None
+
+
+def test_lossy_only_for_an_accepted_draft_with_evidence():
+    top = [(30, "x", -0.25), (40, "y", -0.75)]
+    for labels in (("target", "target", "target"), ("target", "target", "first")):
+        b, c, r = lossy_case(top, labels=labels)
+        assert go(tr._lossy(sides(b, c), r, TEXT, [], 0.05, {}, b, c)) is None
+        assert c.asked == []  # not even asked
+    b, c, r = lossy_case(top)
+    r.divergence = SimpleNamespace(baseline_token=2, candidate_token=3)  # past the candidate's end
+    assert go(tr._lossy(sides(b, c), r, TEXT, [], 0.05, {}, b, c)) is None
+    r.divergence = SimpleNamespace(baseline_token=2, candidate_token=None)
+    assert go(tr._lossy(sides(b, c), r, TEXT, [], 0.05, {}, b, c)) is None
+    b, c, r = lossy_case(None)
+    notes: list[str] = []
+    assert go(tr._lossy(sides(b, c), r, TEXT, notes, 0.05, {}, b, c)) is None
+    assert notes == ["lossy verification: the divergent token was an accepted draft, but no log-probabilities"]
+
+
+# ------------------------------------------------------------------ batch shapes
+
+
+def test_batch_shapes_ask_each_side_at_one_token_and_a_verification_batch():
+    shapes = {1: ([(6, "b", -0.75), (5, "a", -0.25), (7, "c", -2.0)], 12), 4: ([(6, "b", -0.5), (5, "a", -0.75)], 15)}
+    b, c = Fake(shapes=shapes), Fake(shapes=shapes, fail_batch_at=1)
+    r = result([10, 20, 30], [10, 20, 40], 2)
+    ev = {"position": 2}
+    notes: list[str] = []
+    go(tr._batch_shapes(sides(b, c), r, TEXT, ev, {}, notes))
+    assert b.batches == [("B text", [10, 20], 3, 1), ("B text", [10, 20], 3, 4)]
+    assert c.batches == [("C text", [10, 20], 3, 1)]  # its first shape failed: not asked again
+    assert notes == ["candidate: batch shape M = 1 not checked (RuntimeError: no batch)"]
+    assert ev == {
+        "position": 2,
+        "batch_width": 4,
+        "batch_shapes": {
+            "baseline": {
+                "1": {"top": 5, "top_text": "a", "margin": 0.5, "processed": 12},
+                "4": {"top": 6, "top_text": "b", "margin": 0.25, "processed": 15},
+            }
+        },
+    }
+
+
+def test_batch_shapes_skip_what_cannot_be_asked():
+    r = result([10, 20, 30], [10, 20, 40], 2)
+    b = Fake(shapes={1: ([(5, "a", -0.25)], 1), 8: ([], 0)})
+    ev = {"position": 2}
+    go(
+        tr._batch_shapes(
+            sides(b, Fake()), r, {"baseline": "B"}, ev, {"candidate": LaunchSpec(values={"n_max": "7"})}, []
+        )
+    )
+    assert b.batches == [("B", [10, 20], 3, 1), ("B", [10, 20], 3, 8)]
+    assert ev == {"position": 2}  # one entry is no margin: nothing kept
+    ev = {"position": 2, "batch_shapes": {"x": 1}}
+    b = Fake()
+    go(tr._batch_shapes(sides(b, Fake()), r, TEXT, ev, {}, []))
+    assert b.batches == []  # asked already
+    r = result([None, 20, 30], [None, 20, 40], 2)
+    go(tr._batch_shapes(sides(b, Fake()), r, TEXT, {"position": 2}, {}, []))
+    assert b.batches == []  # no prefix to ask at
+    r = result([10, 20, 30], [10, 20, 40], 2)
+    go(
+        tr._batch_shapes(
+            sides(b, Fake()), r, TEXT, {"position": 2}, {"candidate": LaunchSpec(values={"n_max": "0"})}, []
+        )
+    )
+    assert [x[3] for x in b.batches] == [1]  # a width of one: one shape
+
+
+# ------------------------------------------------------------------ numerics: near-tie or configuration
+
+
+def steps(b, c, r, threshold=0.05, specs=None):
+    return tr._Steps(b, c, r, GenerationParams(max_tokens=8), threshold, specs or {})
+
+
+def test_numerics_an_exact_small_margin_is_a_near_tie():
+    b = Fake([(30, "x", -0.25), (40, "y", -0.28125)])
+    c = Fake([(40, "y", -0.25), (30, "x", -0.3125)])
+    t = go(steps(b, c, result([10, 30], [10, 40], 1), threshold=0.05).numerics(None))
+    assert t.cause == "near-tie"
+    assert t.summary == (
+        "the two chosen tokens were 0.031 nats apart at token 1 (under 0.05): a numerical difference between two "
+        "almost equally likely tokens"
+    )  # neither side answers a batch shape: no words about it
+
+
+def test_numerics_at_the_threshold_is_a_configuration_with_its_differences():
+    b = Fake([(30, "x", -0.25), (40, "y", -0.5)], info=ServerInfo(url="a", build="b1", model="m"))
+    c = Fake([(40, "y", -0.25), (30, "x", -0.5)], info=ServerInfo(url="b", build="b2", model="m"))
+    t = go(steps(b, c, result([10, 30], [10, 40], 1), threshold=0.25).numerics({"baseline": "--flash-attn on"}))
+    assert t.cause == "configuration"
+    assert t.summary == (
+        "the two servers compute different distributions: build b1 vs b2; --flash-attn on vs not launched by "
+        "spectui (margin at the divergence 0.250 nats)"
+    )
+    assert t.logprobs["margin"] == 0.25
+
+
+def test_numerics_without_differences_or_evidence_says_so():
+    b, c = Fake(logprobs=False), Fake(logprobs=False)
+    s = steps(b, c, result([10, 30], [10, 40], 1))
+    t = go(s.numerics({"baseline": "same", "candidate": "same"}))
+    assert (t.cause, t.logprobs) == ("configuration", None)
+    assert t.summary == "the two servers compute different distributions: no configuration difference is reported"
+    t = go(steps(b, c, result([10, 30], [10, 40], 1)).numerics({"candidate": "--spec x"}))
+    assert t.summary == ("the two servers compute different distributions: not launched by spectui vs --spec x")
+
+
+def test_numerics_with_only_a_bound_says_it_is_a_bound():
+    b = Fake([(30, "x", -0.25), (50, "z", -0.375)])  # 40 missing: ≥ 0.125
+    c = Fake([(40, "y", -0.25), (30, "x", -0.75)])  # exact −0.5
+    t = go(steps(b, c, result([10, 30], [10, 40], 1)).numerics(None))
+    assert t.cause == "configuration"
+    assert t.summary == (
+        "the two servers compute different distributions: no configuration difference is reported (margin at the "
+        "divergence ≥ 0.125 nats: a chosen token was outside a side's top log-probabilities, so only a bound is "
+        "known)"
+    )
+
+
+# ------------------------------------------------------------------ promises
+
+
+@pytest.mark.parametrize("cause", ["near-tie", "configuration", "nondeterminism", "cache"])
+def test_a_determinism_promise_is_named_beside_the_cause(cause):
+    from spectui.core.findings import Triage
+
+    spec = LaunchSpec(argv=("python", "-m", "sglang.launch_server", "--enable-deterministic-inference"))
+    t = tr._against_promises(Triage(cause, "why"), {"baseline": spec, "candidate": LaunchSpec(argv=("x",))})
+    assert t.summary == (
+        "why; the baseline runs with SGLang --enable-deterministic-inference: this difference breaks its promise"
+    )
+    assert tr._against_promises(Triage(cause, "why"), {"candidate": LaunchSpec(argv=("x",))}).summary == "why"
+    lossy = Triage("lossy verification", "why")
+    assert tr._against_promises(lossy, {"baseline": spec}).summary == "why"

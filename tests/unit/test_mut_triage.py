@@ -409,3 +409,165 @@ def test_a_determinism_promise_is_named_beside_the_cause(cause):
     assert tr._against_promises(Triage(cause, "why"), {"candidate": LaunchSpec(argv=("x",))}).summary == "why"
     lossy = Triage("lossy verification", "why")
     assert tr._against_promises(lossy, {"baseline": spec}).summary == "why"
+
+
+# ------------------------------------------------------------------ the cache step (reruns written here)
+
+
+class Side:
+    """A side's recorded output: its tokens' bytes and its prompt-cache count."""
+
+    def __init__(self, name, data, cached=0):
+        self.name, self.data = name, data
+        self.figures = SimpleNamespace(prompt_cached=cached)
+        self.failed = None
+
+    def token_bytes(self):
+        return list(self.data)
+
+
+class CacheFake(Fake):
+    def __init__(self, reset=False, control=False):
+        super().__init__()
+        self.capabilities = SimpleNamespace(logprobs=False, cache_reset=reset, cache_prompt_control=control)
+        self.resets = 0
+
+    async def reset_cache(self):
+        self.resets += 1
+        return "slot 0 erased"
+
+
+def cache_steps(monkeypatch, b_side, c_side, reruns, b=None, c=None, text=TEXT):
+    """_Steps over two recorded sides; each rerun answers the next of `reruns` (None: it failed)."""
+    asked = []
+    answers = list(reruns)
+
+    async def rerun(name, backend, prompt_text, params):
+        asked.append((name, backend, prompt_text, params))
+        return answers.pop(0)
+
+    monkeypatch.setattr(tr, "_rerun", rerun)
+    r = SimpleNamespace(baseline=b_side, candidate=c_side, rendered=dict(text))
+    s = tr._Steps(b or CacheFake(), c or CacheFake(), r, GenerationParams(max_tokens=8, cache_prompt=True), 0.05, {})
+    return s, asked
+
+
+def test_a_cached_side_recomputed_cold_that_matches_is_the_cache(monkeypatch):
+    b_side, c_side = Side("baseline", [b"ab", b"cd"], cached=56), Side("candidate", [b"ab", b"ce"])
+    b = CacheFake(reset=True, control=True)
+    s, asked = cache_steps(monkeypatch, b_side, c_side, [Side("baseline", [b"ab", b"ce"], cached=0)], b=b)
+    t = go(s.cache())
+    assert [(n, x, p.cache_prompt) for n, _b, x, p in asked] == [("baseline", "B text", False)]
+    assert asked[0][1] is b and b.resets == 1
+    assert t.cause == "cache"
+    assert t.summary == (
+        "a prompt-cache hit changed the greedy output (56 tokens reused); recomputed, the baseline is identical to "
+        "the candidate"
+    )
+    assert t.reruns == [
+        {
+            "what": "baseline recomputed without its prompt cache (slot 0 erased)",
+            "identical": True,
+            "first_divergence": None,
+            "prompt_cached_before": 56,
+            "prompt_cached_now": 0,
+        }
+    ]
+
+
+def test_a_cold_rerun_that_still_differs_is_recorded_and_the_steps_go_on(monkeypatch):
+    b_side, c_side = Side("baseline", [b"ab"]), Side("candidate", [b"ab", b"cd"], cached=9)
+    c = CacheFake(control=True)
+    s, asked = cache_steps(monkeypatch, b_side, c_side, [Side("candidate", [b"ab", b"cx"], cached=0)], c=c)
+    assert go(s.cache()) is None
+    assert c.resets == 0 and asked[0][3].cache_prompt is False
+    assert s.reruns == [
+        {
+            "what": "candidate recomputed without its prompt cache (cache_prompt: false)",
+            "identical": False,
+            "first_divergence": 2,  # b"ab" + b"cx" against b"ab": the baseline ends at byte 2
+            "prompt_cached_before": 9,
+            "prompt_cached_now": 0,
+        }
+    ]
+
+
+def test_a_server_that_can_only_erase_keeps_the_runs_cache_setting(monkeypatch):
+    b_side, c_side = Side("baseline", [b"ab"], cached=3), Side("candidate", [b"ax"])
+    b = CacheFake(reset=True)
+    s, asked = cache_steps(monkeypatch, b_side, c_side, [None], b=b)
+    assert go(s.cache()) is None
+    assert asked[0][3].cache_prompt is True and b.resets == 1
+    assert s.notes == ["baseline: the cold rerun failed"] and s.reruns == []
+
+
+def test_the_cache_step_skips_and_says_what_it_cannot_do(monkeypatch):
+    # the baseline reused cached tokens but cannot run cold: said; the candidate's turn still comes
+    b_side, c_side = Side("baseline", [b"ab"], cached=5), Side("candidate", [b"ax"], cached=4)
+    c = CacheFake(reset=True)
+    s, asked = cache_steps(monkeypatch, b_side, c_side, [Side("candidate", [b"ab"])], c=c)
+    t = go(s.cache())
+    assert s.notes == ["baseline: reused 5 cached prompt tokens but offers no way to run cold"]
+    assert [a[0] for a in asked] == ["candidate"] and t.cause == "cache"
+    # a side that reused nothing, or whose prompt is unknown, is not asked; the next side is
+    b_side, c_side = Side("baseline", [b"ab"], cached=0), Side("candidate", [b"ax"], cached=4)
+    s, asked = cache_steps(monkeypatch, b_side, c_side, [Side("candidate", [b"ab"])], c=CacheFake(control=True))
+    assert go(s.cache()).cause == "cache" and [a[0] for a in asked] == ["candidate"]
+    b_side = Side("baseline", [b"ab"], cached=5)
+    s, asked = cache_steps(
+        monkeypatch, b_side, c_side, [], b=CacheFake(control=True), c=CacheFake(), text={"candidate": "C text"}
+    )
+    assert go(s.cache()) is None and asked == []
+    assert s.notes == ["candidate: reused 4 cached prompt tokens but offers no way to run cold"]
+
+
+def test_an_unsettled_rerun_is_judged_against_the_cold_first_run(monkeypatch):
+    b_side, c_side = Side("baseline", [b"ab", b"cd"]), Side("candidate", [b"ab", b"ce"])
+    warm = Side("baseline", [b"ab", b"cz"], cached=56)
+    s, _ = cache_steps(monkeypatch, b_side, c_side, [Side("baseline", [b"ab", b"cy"])], b=CacheFake(control=True))
+    s.unsettled["baseline"] = warm
+    t = go(s.cache())
+    assert t.cause == "nondeterminism"
+    assert t.summary == (
+        "the baseline does not reproduce itself: two runs without cached prompt tokens differ at byte 3"
+    )
+    # the cold rerun equals the cold first run: the cache moved the rerun, not this divergence
+    s, _ = cache_steps(monkeypatch, b_side, c_side, [Side("baseline", [b"ab", b"cd"])], b=CacheFake(control=True))
+    s.unsettled["baseline"] = warm
+    assert go(s.cache()) is None
+    assert s.notes == [
+        "baseline: its rerun reused 56 cached prompt tokens and differed from its first run (0): the prompt cache "
+        "changes its output, though not this divergence"
+    ]
+    assert s.reruns[-1]["prompt_cached_before"] == 56  # the rerun's, larger than the first run's 0
+
+
+def test_an_unsettled_side_with_no_cold_run_before_is_judged_on_the_other_side(monkeypatch):
+    b_side, c_side = Side("baseline", [b"ab", b"cd"], cached=10), Side("candidate", [b"ab", b"ce"])
+    s, _ = cache_steps(monkeypatch, b_side, c_side, [Side("baseline", [b"ab", b"ce"])], b=CacheFake(control=True))
+    s.unsettled["baseline"] = Side("baseline", [b"ab", b"cz"], cached=56)
+    t = go(s.cache())
+    assert t.cause == "cache" and "(56 tokens reused)" in t.summary
+
+
+def test_the_lossy_step_keeps_the_reruns_before_its_own():
+    b = Fake([(30, "x", -0.25), (40, "y", -0.75)])
+    c = Fake([(30, "x", -0.25), (40, "y", -0.75)])
+    r = result([10, 20, 30], [10, 20, 40], 2, c_labels=["target", "target", "accepted"])
+    s = tr._Steps(b, c, r, GenerationParams(max_tokens=8), 0.5, {})
+    earlier = {"what": "candidate again under the same conditions", "identical": False, "first_divergence": 4}
+    s.reruns.append(earlier)
+    s.notes.append("kept")
+    t = go(s.lossy())
+    assert t.cause == "lossy verification" and t.reruns == [earlier] and t.notes == ["kept"]
+    assert b.asked == [("B text", [10, 20], 3)] and c.asked == [("C text", [10, 20], 3)]
+    s = tr._Steps(b, c, r, GenerationParams(max_tokens=8), 0.625, {})
+    assert go(s.lossy()) is None  # 0.5 below the first choice, under 0.625
+    spec = LaunchSpec(argv=("llama-server", "--spec-synth-rates", "0.9"))
+    s = tr._Steps(b, c, r, GenerationParams(max_tokens=8), 0.5, {"candidate": spec})
+    assert go(s.lossy()).logprobs["lossy_settings"] == ["--spec-synth-rates 0.9"]
+    same = ServerInfo(url="a", build="b1", model="m.gguf")
+    b = Fake([(30, "x", -0.25), (40, "y", -0.75)], info=same)
+    c = Fake(logprobs=False, info=same)
+    s = tr._Steps(b, c, r, GenerationParams(max_tokens=8), 0.5, {})
+    assert "from the baseline's log-probabilities" in go(s.lossy()).summary

@@ -194,3 +194,383 @@ def test_no_result_record_at_all_is_judged_from_the_events(tmp_path):
         warning
         == f"p1: no verdict was recorded (the run stopped before it); judged from the recorded events: {v.line()}"
     )
+
+
+# ------------------------------------------------------------------ events to and from their records
+
+
+def test_each_event_kind_written_and_read_back():
+    from spectui.core.events import SpecReport, StepEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
+
+    tok = TokenEvent(5, 1604, b"def", 1_000_250, "accepted", 2, 1)
+    assert ss.event_to_json(tok, 1_000_000) == {
+        "ev": "token",
+        "t": 250,
+        "i": 5,
+        "id": 1604,
+        "label": "accepted",
+        "step": 2,
+        "rej": 1,
+        "d": "def",
+    }
+    raw = TokenEvent(6, None, b"\xe2\x82", 1_000_300, "target", None, 0)
+    assert ss.event_to_json(raw, 1_000_000) == {
+        "ev": "token",
+        "t": 300,
+        "i": 6,
+        "id": None,
+        "label": "target",
+        "step": None,
+        "rej": 0,
+        "x": "e282",
+    }
+    assert ss.event_from_json(ss.event_to_json(raw, 1_000_000), 1_000_000) == raw
+    assert ss.event_from_json(ss.event_to_json(tok, 1_000_000), 1_000_000) == tok
+    step = StepEvent(3, 8, 6, 1_000_400)
+    assert ss.event_to_json(step, 1_000_000) == {"ev": "step", "t": 400, "step": 3, "drafted": 8, "accepted": 6}
+    assert ss.event_from_json({"ev": "step", "t": 400, "step": 3, "drafted": 8, "accepted": 6}, 7) == StepEvent(
+        3, 8, 6, 407
+    )
+    assert ss.event_to_json(StreamStarted(1_000_000, "hi"), 1_000_000) == {"ev": "start", "t": 0}
+    assert ss.event_from_json({"ev": "start", "t": 3}, 2) == StreamStarted(5, "")
+    fin = StreamFinished(
+        1_000_900, "eos", {"predicted_n": 4}, 57, b"\xff", {"n_max": 8}, SpecReport("vllm", steps=2), 4
+    )
+    d = ss.event_to_json(fin, 1_000_000)
+    assert d == {
+        "ev": "finish",
+        "t": 900,
+        "stop_type": "eos",
+        "timings": {"predicted_n": 4},
+        "settings": {"n_max": 8},
+        "tokens_evaluated": 57,
+        "tokens_predicted": 4,
+        "tail_x": "ff",
+        "spec": d["spec"],  # below: its two set fields, and the record read back whole
+    }
+    assert (d["spec"]["source"], d["spec"]["steps"], d["spec"]["accepted"]) == ("vllm", 2, None)
+    assert ss.event_from_json(d, 1_000_000) == fin
+    plain = StreamFinished(1_000_900, "limit", {}, None, b"ok")
+    assert ss.event_to_json(plain, 1_000_000)["tail"] == "ok" and "spec" not in ss.event_to_json(plain, 1_000_000)
+    assert ss.event_to_json(StreamFailed(1_000_010, "boom"), 1_000_000) == {"ev": "failed", "t": 10, "message": "boom"}
+    assert ss.event_from_json({"ev": "failed", "t": 10}) == StreamFailed(10, "")
+    assert ss.event_from_json({"ev": "failed", "t": 10, "message": 5}) == StreamFailed(10, "5")
+
+
+def test_a_finish_record_with_the_fewest_fields_reads_with_its_defaults():
+    from spectui.core.events import StreamFinished
+
+    assert ss.event_from_json({"ev": "finish", "t": 1}) == StreamFinished(1, "none", {}, None, b"", {}, None, None)
+    assert ss.event_from_json({"ev": "finish", "t": 1, "tail": None, "spec": "x", "stop_type": 3}) == StreamFinished(
+        1, "3", {}, None, b"", {}, None, None
+    )
+    assert ss.event_from_json({"ev": "token", "t": 1, "i": 0, "label": "first"}).data == b""
+
+
+def test_a_damaged_event_names_what_is_wrong():
+    import pytest
+
+    with pytest.raises(KeyError):
+        ss.event_from_json({"ev": "start"})
+    with pytest.raises(KeyError):
+        ss.event_from_json({"ev": "start", "t": None})
+    with pytest.raises(TypeError, match="^t is str$"):
+        ss.event_from_json({"ev": "start", "t": "5"})
+    with pytest.raises(ValueError, match="^label 'guessed'$"):
+        ss.event_from_json({"ev": "token", "t": 1, "i": 0, "d": "a", "label": "guessed"})
+    with pytest.raises(ValueError, match="^unknown event kind 'pause'$"):
+        ss.event_from_json({"ev": "pause", "t": 1})
+    with pytest.raises(TypeError, match="^d is int$"):
+        ss.event_from_json({"ev": "token", "t": 1, "i": 0, "d": 5, "label": "first"})
+
+
+# ------------------------------------------------------------------ servers, prompts, headers
+
+
+def test_a_server_record_with_defaults_and_with_every_field():
+    from spectui.core.types import ServerInfo
+
+    assert ss.info_from_json({}) == ServerInfo(url="?", backend="llama.cpp")
+    full = {
+        "url": "http://a",
+        "backend": "vllm",
+        "build": "0.32.0",
+        "model": "m",
+        "n_ctx": 4096,
+        "slots": 2,
+        "speculative": {"type": "ngram"},
+        "kv_cache": {"type_k": "f16"},
+        "cache_prompt": False,
+    }
+    assert ss.info_from_json(full) == ServerInfo(
+        url="http://a",
+        backend="vllm",
+        build="0.32.0",
+        model="m",
+        n_ctx=4096,
+        slots=2,
+        speculative={"type": "ngram"},
+        kv_cache={"type_k": "f16"},
+        cache_prompt=False,
+    )
+    import pytest
+
+    with pytest.raises(TypeError, match="^server is list, not an object$"):
+        ss.info_from_json([])
+    with pytest.raises(TypeError, match="^n_ctx is str$"):
+        ss.info_from_json({"n_ctx": "4096"})
+
+
+def test_a_prompt_record_with_defaults_and_with_every_field():
+    from spectui.core.types import GenerationParams, Prompt
+
+    sp = ss._prompt({"prompt": {"id": 7}})
+    assert (sp.prompt, sp.params, sp.order) == (
+        Prompt("7", "", [], None),
+        GenerationParams(128, 0.0, 42, None),
+        "sequential",
+    )
+    assert sp.events["baseline"] is not sp.events["candidate"] and not sp.damaged and sp.result is None
+    rec = {
+        "prompt": {"id": "p", "category": "code", "messages": [{"role": "user", "content": "hi"}], "raw": "hi"},
+        "params": {"max_tokens": 64, "temperature": 1, "seed": 7, "cache_prompt": True},
+        "order": "concurrent",
+    }
+    sp = ss._prompt(rec)
+    assert sp.prompt == Prompt("p", "code", [{"role": "user", "content": "hi"}], "hi")
+    assert sp.params == GenerationParams(64, 1.0, 7, True) and type(sp.params.temperature) is float
+    assert sp.order == "concurrent"
+    assert ss._prompt({**rec, "order": "one-at-a-time"}).order == "one-at-a-time"
+    assert ss._prompt({**rec, "order": "sideways"}).order == "sequential"
+    import pytest
+
+    with pytest.raises(TypeError, match="^prompt is not an object$"):
+        ss._prompt({"prompt": "p"})
+    with pytest.raises(TypeError, match=r"^messages are not \{role, content\} objects$"):
+        ss._prompt({"prompt": {"id": "p", "messages": [{"role": "user", "content": 5}]}})
+    with pytest.raises(TypeError, match=r"^messages are not \{role, content\} objects$"):
+        ss._prompt({"prompt": {"id": "p", "messages": ["hi"]}})
+
+
+def test_the_header_errors_say_what_the_file_is(tmp_path):
+    import pytest
+
+    from spectui.core.errors import InputError
+
+    cases = [
+        (b"", "{p} is empty, not a spectui session"),
+        (b"  \n", "{p} is empty, not a spectui session"),
+        (b"not json\n", "{p} is not a spectui session (its first line is not a spectui header)"),
+        (b'{"format": "other"}\n', "{p} is not a spectui session (its first line is not a spectui header)"),
+        (b"[1]\n", "{p} is not a spectui session (its first line is not a spectui header)"),
+        (
+            b'{"format": "spectui-session", "version": "1"}\n',
+            "{p}: the session header's version is '1', not a whole number — the file is damaged or not written by spectui",
+        ),
+        (
+            b'{"format": "spectui-session", "version": true}\n',
+            "{p}: the session header's version is True, not a whole number — the file is damaged or not written by spectui",
+        ),
+        (
+            b'{"format": "spectui-session"}\n',
+            "{p}: the session header's version is None, not a whole number — the file is damaged or not written by spectui",
+        ),
+        (
+            b'{"format": "spectui-session", "version": 2}\n',
+            "{p} is session format version 2; this spectui reads up to 1 — upgrade spectui to replay it",
+        ),
+    ]
+    p = tmp_path / "s.jsonl"
+    for data, said in cases:
+        p.write_bytes(data)
+        with pytest.raises(InputError) as exc:
+            ss.load_session(p)
+        assert exc.value.one_line() == said.format(p=p), data
+    with pytest.raises(InputError) as exc:
+        ss.load_session(tmp_path / "missing.jsonl")
+    assert exc.value.one_line() == f"session file {tmp_path / 'missing.jsonl'} does not exist"
+    p.write_bytes(b'{"format": "spectui-session", "version": 0, "created": "then"}\n')
+    s = ss.load_session(p)
+    assert (s.created, s.prompts, s.warnings, s.terms) == ("then", [], [], None)
+    p.write_bytes(b'{"format": "spectui-session", "version": 1}\n')
+    assert ss.load_session(p).created == "?"
+
+
+# ------------------------------------------------------------------ reading a whole file: what it warns
+
+
+def _tok(side, i, tid=None, d="a", n=0):
+    return {
+        "type": "event",
+        "n": n,
+        "side": side,
+        "t": 10 + i,
+        "ev": "token",
+        "i": i,
+        "id": tid,
+        "d": d,
+        "label": "target",
+        "step": None,
+        "rej": 0,
+    }
+
+
+PROMPT = {"type": "prompt", "n": 0, "prompt": {"id": "p1", "raw": "hi"}, "params": {}}
+
+
+def test_unreadable_records_are_named_three_times_then_counted(tmp_path):
+    recs = [HEADER, PROMPT, [1], [2], [3], [4], [5], _tok("baseline", 0)]
+    p = write(tmp_path / "s.jsonl", recs)
+    s = ss.load_session(p)
+    assert s.warnings == [
+        f"{p}:3: unreadable record (TypeError: not an object); skipped it",
+        f"{p}:4: unreadable record (TypeError: not an object); skipped it",
+        f"{p}:5: unreadable record (TypeError: not an object); skipped it",
+        f"{p}: 5 unreadable records in all; the prompts they belong to are reported as incomplete",
+    ]
+    assert s.prompts[0].damaged and len(s.prompts[0].events["baseline"]) == 1  # read on past them
+    p = write(tmp_path / "three.jsonl", [HEADER, PROMPT, [1], {"type": "event", "side": "baseline"}, [3]])
+    assert [w.split(": ", 1)[1] for w in ss.load_session(p).warnings] == [
+        "unreadable record (TypeError: not an object); skipped it",
+        "unreadable record (KeyError: 'ev'); skipped it",
+        "unreadable record (TypeError: not an object); skipped it",
+    ]
+    # a damaged record before any prompt marks none; the blank line is no record
+    p = tmp_path / "early.jsonl"
+    p.write_bytes(json.dumps(HEADER).encode() + b"\n[1]\n\n" + json.dumps(PROMPT).encode() + b"\n")
+    s = ss.load_session(p)
+    assert len(s.warnings) == 1 and not s.prompts[0].damaged
+
+
+def test_a_long_message_is_cut_in_the_warning(tmp_path):
+    p = write(tmp_path / "s.jsonl", [HEADER, PROMPT, {"type": "event", "side": "b" * 100, "ev": "start", "t": 0}])
+    [w] = ss.load_session(p).warnings
+    said = "side '" + "b" * 100 + "'"
+    assert w == f"{p}:3: unreadable record (ValueError: {said[:60]}); skipped it"
+
+
+def test_two_runs_interleaved_and_runs_appended_are_said(tmp_path):
+    start = {"type": "event", "n": 0, "side": "baseline", "t": 0, "ev": "start"}
+    p = write(tmp_path / "s.jsonl", [HEADER, PROMPT, start, _tok("baseline", 0), start, _tok("baseline", 1)])
+    s = ss.load_session(p)
+    assert s.warnings == [
+        f"{p}: holds the lines of two runs written at the same time, interleaved; the prompts they mix are reported "
+        "as incomplete (no verdict)"
+    ]
+    assert s.prompts[0].damaged
+    p = write(tmp_path / "runs.jsonl", [HEADER, {"type": "run"}, PROMPT, {"type": "run"}, PROMPT])
+    s = ss.load_session(p)
+    assert s.warnings == [f"{p}: holds 2 runs appended one after another; each prompt is reported as recorded"]
+    assert not any(sp.damaged for sp in s.prompts)
+    p = write(tmp_path / "one.jsonl", [HEADER, {"type": "run"}, PROMPT])
+    assert ss.load_session(p).warnings == []
+
+
+def test_a_token_out_of_turn_is_two_runs_mixed(tmp_path):
+    for events in (
+        [_tok("baseline", 1)],  # the first token is 0
+        [_tok("baseline", 0), _tok("baseline", 0)],
+        [_tok("baseline", 0), {**_tok("baseline", 2), "d": 5}],  # read by the slow path: 2 is not next either
+    ):
+        p = write(tmp_path / "s.jsonl", [HEADER, PROMPT, *events])
+        assert ss.load_session(p).prompts[0].damaged, events
+    # each side, and each prompt, counts its own tokens from 0; a slow-path token that follows on is fine
+    ok = [HEADER, PROMPT, _tok("baseline", 0), _tok("candidate", 0), _tok("baseline", 1), PROMPT, _tok("baseline", 0)]
+    s = ss.load_session(write(tmp_path / "ok.jsonl", ok))
+    assert not any(sp.damaged for sp in s.prompts) and s.warnings == []
+    assert [len(sp.events["baseline"]) for sp in s.prompts] == [2, 1]
+    slow = {**_tok("baseline", 1), "step": True}  # not exactly an int: event_from_json reads it
+    s = ss.load_session(
+        write(tmp_path / "slow.jsonl", [HEADER, PROMPT, _tok("baseline", 0), slow, _tok("baseline", 2)])
+    )
+    assert not s.prompts[0].damaged and len(s.prompts[0].events["baseline"]) == 3
+    p = write(tmp_path / "before.jsonl", [HEADER, _tok("baseline", 0)])
+    assert ss.load_session(p).warnings == [
+        f"{p}:2: unreadable record (ValueError: an event before any prompt); skipped it"
+    ]
+
+
+def test_a_cut_last_line_is_warned_about_and_left_out(tmp_path):
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(json.dumps(HEADER).encode() + b"\n" + json.dumps(PROMPT).encode() + b'\n{"type": "prompt", "n"')
+    s = ss.load_session(p)
+    assert s.warnings == [
+        f"{p}: the last line is incomplete (the run was cut off); replaying up to the last whole event"
+    ]
+    assert len(s.prompts) == 1
+
+
+def test_records_after_the_prompts_attach_by_number(tmp_path):
+    from spectui.core.findings import ProbeResult, Triage
+
+    triage = {"cause": "cache", "summary": "hit"}
+    drafts = {"window": 3}
+    probe = {"type": "probe", "t": 5, "gpus": [], "host": None}
+    recs = [
+        HEADER,
+        {"type": "servers", "baseline": {"url": "http://a"}, "candidate": {"url": "http://b", "model": "m"}},
+        PROMPT,
+        probe,
+        {"type": "result", "n": 0, "identical": True},
+        {"type": "prompt", "n": 1, "prompt": {"id": "p2"}},
+        {"type": "result", "n": 1, "identical": False},
+        {"type": "triage", "n": 0, "triage": triage},
+        {"type": "drafts", "n": 1, "drafts": drafts},
+        {"type": "triage", "n": 9, "triage": triage},  # no such prompt
+        {"type": "terms", "terms": {"alpha": 0.5}},
+        {"type": "future-kind"},
+    ]
+    s = ss.load_session(write(tmp_path / "s.jsonl", recs))
+    assert s.warnings == []
+    assert (s.infos["baseline"].url, s.infos["candidate"].model) == ("http://a", "m")
+    a, b = s.prompts
+    assert a.result == {"type": "result", "n": 0, "identical": True} and b.result["identical"] is False
+    assert a.triage == Triage.from_json(triage) and b.triage is None
+    assert b.drafts == ProbeResult.from_json(drafts) and a.drafts is None
+    assert a.probes == [(5, [], None)] and b.probes == []
+    assert s.terms == {"alpha": 0.5}
+    # a new run numbers its prompts from 0 again: a triage record after it names that run's prompt
+    recs = [
+        HEADER,
+        {"type": "run"},
+        PROMPT,
+        {"type": "result", "n": 0},
+        {"type": "run"},
+        PROMPT,
+        {"type": "result", "n": 0},
+        {"type": "triage", "n": 0, "triage": triage},
+    ]
+    s = ss.load_session(write(tmp_path / "r.jsonl", recs))
+    assert s.prompts[0].triage is None and s.prompts[1].triage.cause == "cache"
+    p = write(tmp_path / "t.jsonl", [HEADER, {"type": "terms", "terms": [1]}])
+    s = ss.load_session(p)
+    assert s.terms is None and s.warnings == [
+        f"{p}:2: unreadable record (TypeError: terms is not an object); skipped it"
+    ]
+    s = ss.load_session(write(tmp_path / "np.jsonl", [HEADER, probe, {"type": "result", "n": 0}]))
+    assert s.prompts == [] and s.warnings == []  # nothing to attach them to
+
+
+def test_the_servers_default_to_unknown_urls(tmp_path):
+    from spectui.core.types import ServerInfo
+
+    s = ss.load_session(write(tmp_path / "s.jsonl", [HEADER]))
+    assert s.infos == {"baseline": ServerInfo(url="?"), "candidate": ServerInfo(url="?")}
+
+
+# ------------------------------------------------------------------ appending terms
+
+
+def test_terms_are_appended_as_one_line_except_after_a_cut_line(tmp_path):
+    p = write(tmp_path / "s.jsonl", [HEADER])
+    before = p.read_bytes()
+    assert ss.append_terms(p, {"alpha": 0.5}) is True
+    assert p.read_bytes() == before + b'{"type":"terms","terms":{"alpha":0.5}}\n'
+    assert ss.read_terms(p) == {"alpha": 0.5}
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(before + b'{"type": "pro')
+    assert ss.append_terms(cut, {"alpha": 0.5}) is False
+    assert cut.read_bytes() == before + b'{"type": "pro'
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert ss.append_terms(empty, {"a": 1}) is True and empty.read_bytes() == b'{"type":"terms","terms":{"a":1}}\n'

@@ -571,3 +571,248 @@ def test_the_lossy_step_keeps_the_reruns_before_its_own():
     c = Fake(logprobs=False, info=same)
     s = tr._Steps(b, c, r, GenerationParams(max_tokens=8), 0.5, {})
     assert "from the baseline's log-probabilities" in go(s.lossy()).summary
+
+
+# ------------------------------------------------------------------ what the first round left alive
+
+
+def test_two_promises_and_two_lossy_settings_are_listed_with_commas():
+    from spectui.core.findings import Triage
+
+    spec = LaunchSpec(argv=("python", "-m", "sglang.launch_server", "--enable-deterministic-inference"))
+    t = tr._against_promises(Triage("configuration", "why"), {"baseline": spec, "candidate": spec})
+    assert t.summary == (
+        "why; the baseline runs with SGLang --enable-deterministic-inference, the candidate runs with SGLang "
+        "--enable-deterministic-inference: this difference breaks its promise"
+    )
+    b, c, r = lossy_case([(30, "x", -0.25), (40, "y", -0.75)])
+    spec = LaunchSpec(argv=("llama-server", "--spec-synth-len", "4", "--spec-synth-rates", "0.9"))
+    t = go(tr._lossy(sides(b, c), r, TEXT, [], 0.05, {"candidate": spec}, b, c))
+    assert t.summary.endswith(
+        "; the candidate runs with --spec-synth-len 4, --spec-synth-rates 0.9, which accepts drafts without the "
+        "target's agreement"
+    )
+
+
+def test_small_edges_of_the_helpers():
+    # an entry with no text is still its id's log-probability
+    assert tr._below_first([(5, None, -0.25), (6, "b", -0.75)], 5) == (0.0, True)
+    a = ServerInfo(url="a", build=None, model="m")
+    b = ServerInfo(url="b", build="b1", model="m")
+    assert tr._config_differences(Fake(info=a), Fake(info=b)) == ["build ? vs b1"]
+    r = result([1, 2, 3], [1, 2, 3], 0, c_steps=[1, 1, 2])
+    assert tr._verify_width({}, r) == 2  # two tokens in step 1: k + 1 = 2
+
+
+def test_a_side_that_fails_to_answer_does_not_stop_the_other():
+    b = Fake(fail=RuntimeError("boom"))
+    c = Fake([(40, "y", -0.25), (30, "x", -0.5)])
+    notes: list[str] = []
+    ev = go(tr._near_tie(sides(b, c), result([10, 30], [10, 40], 1), TEXT, notes))
+    assert notes == ["baseline: log-probabilities unavailable (RuntimeError: boom)"]
+    assert ev["candidate_margin"] == -0.25 and ev["margin"] == -0.25
+
+
+def test_near_tie_with_one_list_and_no_chosen_token_on_one_side_keeps_the_list():
+    # the candidate ended at the divergence (no token there); the baseline's token is not in its list
+    b = Fake([(50, "z", -0.25)])
+    ev = go(tr._near_tie(sides(b, Fake(logprobs=False)), result([10, 30], [10], 1), TEXT, []))
+    assert ev == {"position": 1, "baseline_token": 30, "candidate_token": None, "baseline": [["z", -0.25]]}
+
+
+def test_batch_shapes_go_on_to_the_wider_shape_past_a_short_answer():
+    shapes = {1: ([(5, "a", -0.25)], 3), 4: ([(6, "b", -0.5), (5, "a", -0.75)], 7)}
+    b = Fake(shapes=shapes)
+    ev = {"position": 1}
+    go(tr._batch_shapes(sides(b, Fake()), result([10, 30], [10, 40], 1), {"baseline": "B"}, ev, {}, []))
+    assert ev["batch_shapes"] == {"baseline": {"4": {"top": 6, "top_text": "b", "margin": 0.25, "processed": 7}}}
+
+
+FLIP = {1: ([(30, "x", -0.25), (40, "y", -0.5)], 5), 4: ([(40, "y", -0.25), (30, "x", -0.375)], 8)}
+
+
+def test_numerics_words_the_batch_shapes_for_either_cause():
+    b = Fake([(30, "x", -0.25), (40, "y", -0.28125)], shapes=FLIP)
+    c = Fake([(40, "y", -0.25), (30, "x", -0.3125)])
+    t = go(steps(b, c, result([10, 30], [10, 40], 1), threshold=0.05).numerics(None))
+    assert t.cause == "near-tie" and t.summary.endswith(
+        "equally likely tokens; batch shape: the baseline's target picks 'x' at M = 1 and 'y' at M = 4 "
+        "(margins 0.250, 0.125 nats)"
+    )
+    t = go(steps(b, c, result([10, 30], [10, 40], 1), threshold=0.01).numerics(None))
+    assert t.cause == "configuration" and t.summary == (
+        "the two servers compute different distributions: no configuration difference is reported (margin at the "
+        "divergence 0.031 nats); batch shape: the baseline's target picks 'x' at M = 1 and 'y' at M = 4 (margins "
+        "0.250, 0.125 nats)"
+    )
+
+
+# ------------------------------------------------------------------ the whole triage and its first step
+
+
+class Rich(Side):
+    """A recorded side with token ids and labels too (for the steps that ask log-probabilities)."""
+
+    def __init__(self, name, data, cached=0, ids=(), labels=()):
+        super().__init__(name, data, cached)
+        self.tokens = [tok(i, lab) for i, lab in zip(ids, labels or ["target"] * len(ids), strict=True)]
+
+
+def whole(b_side, c_side, text=TEXT, failed=False, at=1):
+    return SimpleNamespace(
+        baseline=b_side,
+        candidate=c_side,
+        rendered=dict(text),
+        divergence=None if at is None else SimpleNamespace(baseline_token=at, candidate_token=at),
+        failed=failed,
+    )
+
+
+def test_triage_runs_only_on_a_divergent_prompt_that_did_not_fail(monkeypatch):
+    asked = []
+
+    async def rerun(*a):
+        asked.append(a)
+        return None
+
+    monkeypatch.setattr(tr, "_rerun", rerun)
+    b_side, c_side = Rich("baseline", [b"ab"], ids=[1]), Rich("candidate", [b"ax"], ids=[1])
+    p = GenerationParams(max_tokens=8)
+    assert go(tr.triage(Fake(), Fake(), whole(b_side, c_side, at=None), p)) is None
+    assert go(tr.triage(Fake(), Fake(), whole(b_side, c_side, failed=True), p)) is None
+    assert asked == []
+
+
+def test_the_whole_triage_hands_on_the_launch_notes_and_the_promises(monkeypatch):
+    async def rerun(name, backend, text, params):
+        return {"baseline": b_side, "candidate": c_side}[name]  # each side reproduces itself
+
+    monkeypatch.setattr(tr, "_rerun", rerun)
+    b_side = Rich("baseline", [b"a", b"b"], ids=[1, 2])
+    c_side = Rich("candidate", [b"a", b"c"], ids=[1, 3])
+    b, c = Fake(logprobs=False), Fake(logprobs=False)
+    det = LaunchSpec(argv=("python", "-m", "sglang.launch_server", "--enable-deterministic-inference"))
+    t = go(
+        tr.triage(
+            b,
+            c,
+            whole(b_side, c_side),
+            GenerationParams(max_tokens=8),
+            launched={"candidate": "--spec x"},
+            specs={"candidate": det},
+        )
+    )
+    assert t.cause == "configuration"
+    assert t.summary == (
+        "the two servers compute different distributions: not launched by spectui vs --spec x; the candidate runs "
+        "with SGLang --enable-deterministic-inference: this difference breaks its promise"
+    )
+    assert t.reruns == [
+        {"what": "baseline again under the same conditions", "identical": True, "first_divergence": None},
+        {"what": "candidate again under the same conditions", "identical": True, "first_divergence": None},
+    ]
+
+
+def run_to_run(monkeypatch, b_side, c_side, reruns, b=None, c=None, text=TEXT, threshold=0.05):
+    asked = []
+    answers = dict(reruns)
+
+    async def rerun(name, backend, prompt_text, params):
+        asked.append((name, prompt_text))
+        return answers[name]
+
+    monkeypatch.setattr(tr, "_rerun", rerun)
+    r = whole(b_side, c_side, text)
+    s = tr._Steps(b or CacheFake(), c or CacheFake(), r, GenerationParams(max_tokens=8), threshold, {})
+    return s, asked
+
+
+def test_run_to_run_says_what_it_could_not_rerun_and_goes_on(monkeypatch):
+    b_side, c_side = Rich("baseline", [b"ab"], ids=[1]), Rich("candidate", [b"ax"], ids=[1])
+    s, asked = run_to_run(monkeypatch, b_side, c_side, {"candidate": None}, text={"candidate": "C"})
+    assert go(s.run_to_run()) is None
+    assert asked == [("candidate", "C")]
+    assert s.notes == ["baseline: its rendered prompt is unknown; no rerun", "candidate: the rerun failed"]
+    s, asked = run_to_run(monkeypatch, b_side, c_side, {"baseline": None, "candidate": c_side})
+    assert go(s.run_to_run()) is None
+    assert asked == [("baseline", "B text"), ("candidate", "C text")] and s.notes == ["baseline: the rerun failed"]
+    assert s.reruns == [
+        {"what": "candidate again under the same conditions", "identical": True, "first_divergence": None}
+    ]
+
+
+def test_a_side_that_moves_is_nondeterminism_said_with_the_cache_counts(monkeypatch):
+    b_side, c_side = Rich("baseline", [b"ab", b"cd"], ids=[1, 2]), Rich("candidate", [b"ab", b"ce"], ids=[1, 3])
+    moved = Rich("baseline", [b"ab", b"cx"], cached=56, ids=[1, 4])
+    s, _ = run_to_run(monkeypatch, b_side, c_side, {"baseline": moved})  # no way to run cold
+    t = go(s.run_to_run())
+    assert t.cause == "nondeterminism"
+    assert t.summary == (
+        "the baseline does not reproduce itself: its rerun differs from its first run at byte 3 (its rerun reused 56 "
+        "cached prompt tokens, its first run 0; the server offers no cold run to tell the cache from nondeterminism)"
+    )
+    assert t.reruns == [{"what": "baseline again under the same conditions", "identical": False, "first_divergence": 3}]
+    same_cache = Rich("baseline", [b"ab", b"cx"], ids=[1, 4])
+    s, _ = run_to_run(monkeypatch, b_side, c_side, {"baseline": same_cache})
+    assert go(s.run_to_run()).summary == (
+        "the baseline does not reproduce itself: its rerun differs from its first run at byte 3"
+    )
+
+
+def test_a_move_under_another_cache_state_waits_for_the_cache_step(monkeypatch):
+    b_side, c_side = Rich("baseline", [b"ab", b"cd"], ids=[1, 2]), Rich("candidate", [b"ab", b"ce"], ids=[1, 3])
+    moved = Rich("baseline", [b"ab", b"cx"], cached=56, ids=[1, 4])
+    for caps in ({"control": True}, {"reset": True}):
+        s, asked = run_to_run(
+            monkeypatch, b_side, c_side, {"baseline": moved, "candidate": c_side}, b=CacheFake(**caps)
+        )
+        assert go(s.run_to_run()) is None
+        assert s.unsettled == {"baseline": moved} and [a[0] for a in asked] == ["baseline", "candidate"]
+
+
+def test_a_candidate_that_moves_on_an_accepted_draft_is_lossy_with_a_note(monkeypatch):
+    top = [(2, "x", -0.25), (3, "y", -0.75)]  # the target's first choice 2; the candidate took 3, 0.5 below
+    b_side = Rich("baseline", [b"ab", b"cd"], ids=[1, 2])
+    c_side = Rich("candidate", [b"ab", b"ce"], ids=[1, 3], labels=["target", "accepted"])
+    moved = Rich("candidate", [b"ab", b"cz"], ids=[1, 4])
+    b, c = Fake(top), Fake(top)
+    s, _ = run_to_run(monkeypatch, b_side, c_side, {"baseline": b_side, "candidate": moved}, b=b, c=c)
+    t = go(s.run_to_run())
+    assert t.cause == "lossy verification"
+    assert t.notes == [
+        "the candidate's rerun also differed from its first run at byte 3: a verifier that accepts drafts at random "
+        "moves from run to run unless the request is seeded"
+    ]
+    assert [r["what"] for r in t.reruns] == [
+        "baseline again under the same conditions",
+        "candidate again under the same conditions",
+    ]
+    # the same move on the baseline's side is nondeterminism: only the candidate verifies drafts
+    b_side2 = Rich("baseline", [b"ab", b"cd"], ids=[1, 2], labels=["target", "accepted"])
+    s, _ = run_to_run(
+        monkeypatch, b_side2, c_side, {"baseline": Rich("baseline", [b"ab", b"cz"], ids=[1, 4])}, b=b, c=c
+    )
+    assert go(s.run_to_run()).cause == "nondeterminism"
+
+
+def test_a_failed_rerun_is_none_and_a_whole_one_is_kept():
+    from spectui.core.events import StreamFailed, StreamFinished, StreamStarted, TokenEvent
+
+    class Streamer:
+        info = None
+
+        def __init__(self, fail):
+            self.fail = fail
+
+        async def counters(self):
+            return None
+
+        async def stream(self, text, params):
+            yield StreamStarted(1, text)
+            yield TokenEvent(0, 7, b"ok", 2, "target")
+            yield StreamFailed(3, "gone") if self.fail else StreamFinished(3, "limit")
+
+    p = GenerationParams(max_tokens=8)
+    assert go(tr._rerun("baseline", Streamer(True), "hi", p)) is None
+    rec = go(tr._rerun("baseline", Streamer(False), "hi", p))
+    assert rec.token_bytes() == [b"ok"] and rec.failed is None

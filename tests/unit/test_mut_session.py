@@ -574,3 +574,153 @@ def test_terms_are_appended_as_one_line_except_after_a_cut_line(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
     assert ss.append_terms(empty, {"a": 1}) is True and empty.read_bytes() == b'{"type":"terms","terms":{"a":1}}\n'
+
+
+# ------------------------------------------------------------------ figures, verdicts and results rebuilt
+
+
+def test_saved_figures_are_taken_only_with_the_type_the_run_gave_them(tmp_path):
+    good = {
+        "metrics_drafted": 12,
+        "metrics_accepted": 7.0,
+        "metrics_steps": 4,
+        "metrics_check": "ok",
+        "accepted_per_position": [3, 2.5],
+    }
+    s, sp, b, c = session_file(tmp_path, {"compared": "text+ids", "baseline": good, "candidate": {}})
+    assert (b.name, c.name) == ("baseline", "candidate")
+    f = b.figures
+    assert (f.metrics_drafted, f.metrics_accepted, f.metrics_steps, f.metrics_check, f.accepted_per_position) == (
+        12,
+        7.0,
+        4,
+        "ok",
+        [3, 2.5],
+    )
+    bad = {
+        "metrics_drafted": True,
+        "metrics_accepted": "7",
+        "metrics_steps": None,
+        "metrics_check": 5,
+        "accepted_per_position": [3, True],
+    }
+    s, sp, b, c = session_file(
+        tmp_path, {"compared": "text+ids", "baseline": bad, "candidate": {"accepted_per_position": "3"}}
+    )
+    for rec in (b, c):
+        f = rec.figures
+        assert (f.metrics_drafted, f.metrics_accepted, f.metrics_steps, f.metrics_check, f.accepted_per_position) == (
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
+    s, sp, b, c = session_file(
+        tmp_path, {"compared": "text+ids", "baseline": {"metrics_check": ["ok"], "accepted_per_position": ["3"]}}
+    )
+    assert (b.figures.metrics_check, b.figures.accepted_per_position) == (None, None)
+
+
+def test_a_recorded_verdict_that_is_not_a_record_is_none():
+    from spectui.core.types import GenerationParams, Prompt
+
+    sp = ss.SessionPrompt(Prompt("p", "", [], "hi"), GenerationParams(8), "sequential", result=[1])
+    assert ss.recorded_verdict(sp) is None
+    sp.result = None
+    assert ss.recorded_verdict(sp) is None
+    sp.result = {"identical": True, "compared": "text"}  # an older session's keys
+    v = ss.recorded_verdict(sp)
+    assert (v.status, v.compared) == ("identical", "text")
+
+
+def test_an_unreadable_verdict_is_cut_to_forty_characters(tmp_path):
+    long = "x" * 50
+    s, sp, b, c = session_file(tmp_path, {"verdict": long, "compared": "text+ids"})
+    v, warning = ss.verdict_check(s, sp, b, c)
+    assert (
+        warning
+        == f"p1: the recorded verdict is unreadable (str: {'x' * 40!r}); judged from the recorded events: {v.line()}"
+    )
+    s, sp, b, c = session_file(tmp_path, {"verdict": [1, 2], "compared": "text+ids"})
+    assert ss.verdict_check(s, sp, b, c)[1].startswith("p1: the recorded verdict is unreadable (list: '[1, 2]')")
+
+
+def test_a_prompt_that_never_finished_gives_no_warning_without_a_verdict(tmp_path):
+    recs = [
+        HEADER,
+        PROMPT,
+        {"type": "event", "n": 0, "side": "baseline", "t": 0, "ev": "start"},
+        {"type": "result", "n": 0},
+    ]
+    s = ss.load_session(write(tmp_path / "s.jsonl", recs))
+    [sp] = s.prompts
+    b, c = ss.recorders_for(sp)
+    v, warning = ss.verdict_check(s, sp, b, c)
+    assert v.status == "incomplete" and warning is None
+
+
+def test_a_verdict_judged_again_that_disagrees_is_said_and_the_recorded_one_shown(tmp_path):
+    recorded = {"status": "identical", "identical": True, "compared": "text+ids", "reason": "", "divergence": None}
+    s, sp, b, c = session_file(tmp_path, {"verdict": recorded}, c_ids=(1, 3))
+    v, warning = ss.verdict_check(s, sp, b, c)
+    assert v.status == "identical"  # the run's, shown
+    again = warning.split("judged again from the recorded events: ")[1]
+    assert warning.startswith("p1: the run recorded IDENTICAL (compared text+ids); judged again") and again.startswith(
+        "DIFFERS"
+    )
+    assert warning.endswith(". Showing the run's verdict")
+    s, sp, b, c = session_file(tmp_path, {"verdict": recorded})
+    assert ss.verdict_check(s, sp, b, c) == (ss.recorded_verdict(sp), None)
+
+
+def test_results_carry_each_prompts_record(tmp_path):
+    triage = {"cause": "cache", "summary": "hit"}
+    recs = [
+        HEADER,
+        PROMPT,
+        {"type": "result", "n": 0, "identical": True, "compared": "text", "run": 1, "runs": 2},
+        {"type": "drafts", "n": 0, "drafts": {"window": 3}},
+        {"type": "triage", "n": 0, "triage": triage},
+        {
+            "type": "prompt",
+            "n": 1,
+            "prompt": {"id": "p1", "raw": "hi"},
+            "params": {"max_tokens": 9},
+            "order": "concurrent",
+        },
+        {"type": "result", "n": 1, "identical": True, "compared": "text", "run": 2, "runs": 2},
+        {"type": "prompt", "n": 2, "prompt": {"id": "p1", "raw": "hi"}},
+        {"type": "result", "n": 2, "identical": True, "run": 3, "runs": 2},  # out of range: taken as one run
+        {"type": "prompt", "n": 3, "prompt": {"id": "p1"}},
+        [1],
+        {"type": "prompt", "n": 4, "prompt": {"id": "p1"}},
+        {"type": "result", "n": 4, "run": 1, "runs": 2},
+    ]
+    s = ss.load_session(write(tmp_path / "s.jsonl", recs))
+    r1, r2, r3, r4, r5 = ss.results_for(s)
+    assert (r1.run, r1.runs, r2.run, r2.runs, r3.run, r3.runs, r5.run, r5.runs) == (1, 2, 2, 2, 1, 1, 1, 2)
+    assert r2.prompt is r1.prompt and r3.prompt is not r1.prompt and r5.prompt is not r4.prompt
+    assert r1.triage.cause == "cache" and r1.drafts is not None and r2.triage is None and r2.drafts is None
+    assert (r2.params.max_tokens, r2.order, r1.order) == (9, "concurrent", "sequential")
+    assert (r4.damaged, r1.damaged) == (True, False)
+    assert r4.verdict.status == "incomplete"
+    rs = ss.results_for(
+        ss.load_session(
+            write(tmp_path / "t.jsonl", [HEADER, PROMPT, {"type": "result", "n": 0, "run": "2", "runs": 2}])
+        )
+    )
+    assert (rs[0].run, rs[0].runs) == (1, 1)
+    rs = ss.results_for(
+        ss.load_session(
+            write(tmp_path / "u.jsonl", [HEADER, PROMPT, {"type": "result", "n": 0, "run": 1, "runs": "2"}])
+        )
+    )
+    assert (rs[0].run, rs[0].runs) == (1, 1)
+
+
+def test_an_unknown_event_cannot_be_written():
+    import pytest
+
+    with pytest.raises(TypeError, match="^<class 'types.SimpleNamespace'>$"):
+        ss.event_to_json(SimpleNamespace(t_ns=5), 0)

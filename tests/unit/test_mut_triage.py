@@ -816,3 +816,13 @@ def test_a_failed_rerun_is_none_and_a_whole_one_is_kept():
     assert go(tr._rerun("baseline", Streamer(True), "hi", p)) is None
     rec = go(tr._rerun("baseline", Streamer(False), "hi", p))
     assert rec.token_bytes() == [b"ok"] and rec.failed is None
+
+
+def test_batch_shapes_skip_a_side_whose_prompt_is_unknown_and_ask_the_other():
+    shapes = {1: ([(6, "b", -0.5), (5, "a", -0.75)], 7)}
+    b, c = Fake(shapes=shapes), Fake(shapes=shapes)
+    ev = {"position": 1}
+    spec = {"candidate": LaunchSpec(values={"n_max": "0"})}  # a width of one: M = 1 only
+    go(tr._batch_shapes(sides(b, c), result([10, 30], [10, 40], 1), {"candidate": "C"}, ev, spec, []))
+    assert b.batches == [] and c.batches == [("C", [10], 3, 1)]
+    assert ev["batch_shapes"] == {"candidate": {"1": {"top": 6, "top_text": "b", "margin": 0.25, "processed": 7}}}

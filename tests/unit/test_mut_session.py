@@ -724,3 +724,50 @@ def test_an_unknown_event_cannot_be_written():
 
     with pytest.raises(TypeError, match="^<class 'types.SimpleNamespace'>$"):
         ss.event_to_json(SimpleNamespace(t_ns=5), 0)
+
+
+# ------------------------------------------------------------------ a token record read fast or slow, the same
+
+
+def _one_token(tmp_path, **fields):
+    rec = {**_tok("baseline", 0), **fields}
+    rec = {k: v for k, v in rec.items() if v is not ...}
+    return ss.load_session(write(tmp_path / "s.jsonl", [HEADER, PROMPT, rec]))
+
+
+def test_a_token_field_of_the_wrong_type_is_an_unreadable_record_not_two_runs(tmp_path):
+    for key, value, said in (
+        ("i", "0", "TypeError: i is str"),
+        ("t", "5", "TypeError: t is str"),
+        ("rej", "0", "TypeError: rej is str"),
+        ("id", "5", "TypeError: id is str"),
+        ("step", "1", "TypeError: step is str"),
+        ("label", "guessed", "ValueError: label 'guessed'"),
+        ("t", ..., "KeyError: 't'"),
+    ):
+        s = _one_token(tmp_path, **{key: value})
+        p = tmp_path / "s.jsonl"
+        assert s.warnings == [f"{p}:3: unreadable record ({said}); skipped it"], (key, value)
+        assert s.prompts[0].damaged and len(s.prompts[0].events["baseline"]) == 0
+
+
+def test_a_token_without_a_rejection_count_rejected_none(tmp_path):
+    from spectui.core.events import TokenEvent
+
+    s = _one_token(tmp_path, rej=...)
+    assert list(s.prompts[0].events["baseline"]) == [TokenEvent(0, None, b"a", 10, "target", None, 0)]
+    s = _one_token(tmp_path, id=5, step=2, rej=1, d="é")
+    assert list(s.prompts[0].events["baseline"]) == [TokenEvent(0, 5, "é".encode(), 10, "target", 2, 1)]
+
+
+def test_a_step_record_holding_a_tokens_fields_is_a_step(tmp_path):
+    from spectui.core.events import StepEvent
+
+    s = _one_token(tmp_path, ev="step", drafted=3, accepted=2, step=1)
+    assert list(s.prompts[0].events["baseline"]) == [StepEvent(1, 3, 2, 10)]
+
+
+def test_a_first_token_read_the_slow_way_follows_on(tmp_path):
+    slow = {**_tok("baseline", 0), "id": True}  # not exactly an int: event_from_json reads it
+    s = ss.load_session(write(tmp_path / "s.jsonl", [HEADER, PROMPT, slow, _tok("baseline", 1)]))
+    assert not s.prompts[0].damaged and s.warnings == [] and len(s.prompts[0].events["baseline"]) == 2

@@ -494,9 +494,8 @@ def ensure_vllm(progress: Progress = print, advance: Advance | None = None) -> t
         if find_hf_model() is None:
             model = ensure_model(progress)
             progress(f"converting {model.name} to a Hugging Face folder for vLLM (under a minute)")
-            script = Path(__file__).resolve().parent / "gguf_to_hf.py"
             r = subprocess.run(
-                [str(env / "bin" / "python"), str(script), str(model), str(hf)],
+                script_argv(env / "bin" / "python", Path(__file__).resolve().parent / "gguf_to_hf.py", model, hf),
                 capture_output=True,
                 text=True,
                 env={**os.environ, "HF_HUB_OFFLINE": "1"},
@@ -505,6 +504,13 @@ def ensure_vllm(progress: Progress = print, advance: Advance | None = None) -> t
                 tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
                 raise SetupError(f"converting the model for vLLM failed: {tail[0]}")
     return env / "bin" / "python", hf
+
+
+def script_argv(python: Path, script: Path, *args: Path | str) -> list[str]:
+    """A script of this package run by another environment's Python: with -P, so the script's own folder is
+    not put first on sys.path — spectui/machine/gguf.py would otherwise stand in for the `gguf` package
+    transformers imports (https://docs.python.org/3/using/cmdline.html#cmdoption-P)."""
+    return [str(python), "-P", str(script), *map(str, args)]
 
 
 def vllm_argv(python: Path, model: Path, port: int, extra: list[str] | tuple[str, ...] = ()) -> list[str]:

@@ -771,3 +771,38 @@ def test_a_first_token_read_the_slow_way_follows_on(tmp_path):
     slow = {**_tok("baseline", 0), "id": True}  # not exactly an int: event_from_json reads it
     s = ss.load_session(write(tmp_path / "s.jsonl", [HEADER, PROMPT, slow, _tok("baseline", 1)]))
     assert not s.prompts[0].damaged and s.warnings == [] and len(s.prompts[0].events["baseline"]) == 2
+
+
+def test_four_unreadable_records_are_counted_too(tmp_path):
+    p = write(tmp_path / "s.jsonl", [HEADER, PROMPT, [1], [2], [3], [4]])
+    w = ss.load_session(p).warnings
+    assert (
+        len(w) == 4
+        and w[3] == f"{p}: 4 unreadable records in all; the prompts they belong to are reported as incomplete"
+    )
+
+
+def test_a_slow_token_without_a_rejection_count_rejected_none(tmp_path):
+    from spectui.core.events import TokenEvent
+
+    s = _one_token(tmp_path, rej=..., step=True)  # step not exactly an int: event_from_json reads it
+    assert list(s.prompts[0].events["baseline"]) == [TokenEvent(0, None, b"a", 10, "target", True, 0)]
+
+
+def test_token_text_keeps_bytes_that_are_not_utf8_as_escaped():
+    # "\udc80" is how Python's surrogateescape carries the raw byte 0x80 in a str
+    rec = {"ev": "token", "t": 1, "i": 0, "id": 3, "d": "a\udc80", "label": "first", "step": None, "rej": 0}
+    assert ss.event_from_json(rec).data == b"a\x80"
+    assert ss._token_fields(rec)[2] == b"a\x80"
+
+
+def test_a_record_numbered_like_a_prompt_is_not_taken_for_drafts(tmp_path):
+    recs = [
+        HEADER,
+        PROMPT,
+        {"type": "result", "n": 0},
+        {"type": "drafts", "n": 0, "drafts": {"window": 3}},
+        {"type": "probe", "n": 0, "t": 5, "gpus": [], "host": None},
+    ]
+    [sp] = ss.load_session(write(tmp_path / "s.jsonl", recs)).prompts
+    assert sp.drafts is not None and sp.probes == [(5, [], None)]

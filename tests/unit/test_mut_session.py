@@ -806,3 +806,11 @@ def test_a_record_numbered_like_a_prompt_is_not_taken_for_drafts(tmp_path):
     ]
     [sp] = ss.load_session(write(tmp_path / "s.jsonl", recs)).prompts
     assert sp.drafts is not None and sp.probes == [(5, [], None)]
+
+
+def test_the_fast_path_packs_exactly_what_the_writer_gives():
+    rec = {"ev": "token", "t": 4, "i": 2, "id": 3, "d": "ab", "label": "accepted", "step": 2}  # no "rej": 0
+    assert ss._token_fields(rec) == (2, 3, b"ab", 4, "accepted", 2, 0)
+    assert ss._token_fields({**rec, "rej": 1, "step": None, "id": None}) == (2, None, b"ab", 4, "accepted", None, 1)
+    assert ss._token_fields({**rec, "step": True}) is None  # not exactly an int: left to event_from_json
+    assert ss._token_fields({**rec, "ev": "step"}) is None

@@ -37,7 +37,10 @@ def test_draft_model_probe_agrees_on_the_default_set(llama_servers, capsys, tmp_
         "--prompts",
         "default",
         "--max-tokens",
-        "48",  # every prompt of the set; the self-check is per step, whatever the length
+        # every prompt of the set; the self-check is per step, whatever the length. At 24 tokens the set still
+        # makes about 50 steps, rejections on every prompt, near-ties resolved and a stream ended by its
+        # end-of-generation token (measured on SmolLM2-135M with its Q2_K draft)
+        "24",
         "--save",
         str(session),
     )
@@ -86,7 +89,9 @@ def test_ngram_probe_shows_rejected_text_on_the_default_set(llama_servers, capsy
         "--prompts",
         "default",
         "--max-tokens",
-        "96",
+        # 48: about 20 steps on 5 of the 7 prompts, rejections on 5 (96 made 37 steps; a history off by one
+        # token or a copy one token short failed steps on every drafting prompt at both lengths)
+        "48",
         "--ngram-size",
         "3,8",
     )
@@ -101,13 +106,16 @@ def test_a_wrong_draft_model_is_caught_by_the_self_check(llama_servers, assets_f
 
     async def go():
         async with httpx.AsyncClient() as client:
+            # the probe reads the candidate's side only: the plain baseline serves the other side
+            base = LlamaCppBackend(llama_servers["baseline"], client)
             cand = LlamaCppBackend(llama_servers["draft"], client)
+            await base.identify()
             await cand.identify()
             launcher, wrong = await start_drafter(client, assets_found.model)
             try:
                 found = []
-                for p in prompt_sets.load_set("default")[1][:2]:  # ≥ 10 steps: enough to be caught
-                    r = await runner.compare_prompt(cand, cand, p, GenerationParams(max_tokens=64, cache_prompt=False))
+                for p in prompt_sets.load_set("default")[1][:2]:  # ≥ 10 steps: enough to be caught (about 20)
+                    r = await runner.compare_prompt(base, cand, p, GenerationParams(max_tokens=48, cache_prompt=False))
                     found.append(await drafts.probe_prompt(cand, r, wrong))
                 return found
             finally:
@@ -121,7 +129,7 @@ def test_a_wrong_draft_model_is_caught_by_the_self_check(llama_servers, assets_f
     assert all(f"/{len(f.steps)} steps" in f.summary() for f in found)
 
 
-def test_the_probe_never_moves_the_measured_figures(assets_found):
+def test_the_probe_never_moves_the_measured_figures(llama_servers, assets_found):
     from spectui.machine.launcher import Launcher
     from tests.conftest import server_spec
 
@@ -131,7 +139,7 @@ def test_the_probe_never_moves_the_measured_figures(assets_found):
         own = launcher.add(server_spec("draft", assets_found))
         own.argv[own.argv.index("--port") + 1] = str(own.port)
         launcher.start_all(timeout=120)
-        figures, figures_after, before, after, found = asyncio.run(_probe_once(own.url))
+        figures, figures_after, before, after, found = asyncio.run(_probe_once(llama_servers["baseline"], own.url))
     assert found.steps and found.unavailable is None
     assert figures_after == figures
     # the probe's requests went to its own server: the candidate generated, drafted and verified nothing more
@@ -143,12 +151,15 @@ def test_the_probe_never_moves_the_measured_figures(assets_found):
     )
 
 
-async def _probe_once(url: str):
+async def _probe_once(baseline_url: str, url: str):
     async with httpx.AsyncClient() as client:
+        base = LlamaCppBackend(baseline_url, client)  # the other side: the counters read are the candidate's
         cand = LlamaCppBackend(url, client)
+        await base.identify()
         await cand.identify()
         p = prompt_sets.single("Name three primary colours.")
-        r = await runner.compare_prompt(cand, cand, p, GenerationParams(max_tokens=48, cache_prompt=False))
+        # any length with a step: the probe's requests either reach the candidate or they do not
+        r = await runner.compare_prompt(base, cand, p, GenerationParams(max_tokens=24, cache_prompt=False))
         figures = json.dumps(r.candidate.figures.to_json(), sort_keys=True)
         before = await cand.counters()
         launcher, drafter = await start_drafter(client, None)

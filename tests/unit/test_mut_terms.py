@@ -443,8 +443,17 @@ def test_steps_that_cannot_be_split(group_d, group_t):
 
 
 def test_three_groups_of_two_draft_lengths_are_enough_to_split():
-    run = RunSteps((1, 2), (1, 2), 1, 2, None, "x", (0, 1, 2), (16.0, 19.0, 21.0))
+    run = RunSteps((2, 2), (1, 2), 1, 2, None, "x", (0, 2, 2), (16.0, 19.0, 21.0))
     assert "cannot be split" not in terms._which_term(run, COSTS, 6 / 5.6, 6 / 4.1, None, None)
+
+
+def test_no_missing_time_at_all_is_a_fixed_zero_and_an_equal_prediction_is_not_above():
+    flat = StepCosts(0.3, (1.0, 1.0, 1.0, 1.0), (), MEAS3, False)
+    # every group 1.0 target step, measured 10 ms each: 9 tokens in 4.0 target steps, nothing missing
+    run = split_run((10.0, 10.0, 10.0, 10.0))
+    miss = terms._which_term(run, flat, 9 / 4.0, 9 / 4.0, None, None)
+    assert miss.startswith("the prediction 2.25× is below the measured 2.25×: a step took 1.00 target steps")
+    assert "the missing time is a fixed +0.00 target steps (+0.0 ms) per step" in miss
 
 
 # --- check_runs ----------------------------------------------------------------------------------------------
@@ -471,3 +480,54 @@ def test_check_runs_needs_a_finished_run_that_drafted(monkeypatch):
     assert chk.runs == 2 and close(chk.measured, math.sqrt(1.2))  # the geometric mean of 1.0 and 1.2 (core.stats)
     assert chk.measured_low <= 1.0 and chk.measured_high >= 1.2
     assert close(chk.predicted_range[0], PREDICTED)
+
+
+def test_check_to_json():
+    again = StepCosts(0.1, (1.0, 1.0, 1.0, 1.0))
+    c = StepCosts(0.1, LINEAR, (0.0, 0.0, 0.0, 0.0), SRC)  # R = 0 measured: the same figures as COSTS
+    j = check(RUN, c, 1.0, 1.0, 1.2, 3, [COSTS, again]).to_json()
+    assert set(j) == {
+        "alpha_per_position", "gamma", "tokens_per_step", "accepted_by_position", "accepted_by_position_source",
+        "draft_cost_c", "verification_cost", "draft_reevaluation_cost", "sources", "terms", "ideal_speedup",
+        "predicted_speedup", "predicted_range", "measured_speedup", "measured_low", "measured_high", "runs",
+        "step_cost_measured", "step_cost_predicted", "agree", "agreement", "miss", "best_gamma", "best_speedup",
+        "break_even_alpha", "break_even_c", "notes",
+    }  # fmt: skip
+    assert close(j["alpha_per_position"], 0.5) and j["gamma"] == 2.0 and close(j["tokens_per_step"], 1.75)
+    assert j["accepted_by_position"] == [0.75, 0.0] and j["accepted_by_position_source"] == "the stream's labels"
+    assert j["draft_cost_c"] == 0.1
+    assert j["verification_cost"] == {"1": 1.0, "2": 1.2, "3": 1.4, "4": 1.6}
+    assert j["draft_reevaluation_cost"] == {"1": 0.0, "2": 0.0, "3": 0.0, "4": 0.0}
+    assert j["sources"] == SRC
+    assert len(j["terms"]) == 5 and j["terms"][1]["term"] == "draft cost c" and j["terms"][1]["measured"] == "c = 0.100"
+    assert close(j["ideal_speedup"], 1.75) and close(j["predicted_speedup"], PREDICTED)
+    assert isinstance(j["predicted_range"], list) and close(j["predicted_range"][1], 7 / 4.8)
+    assert (j["measured_speedup"], j["measured_low"], j["measured_high"], j["runs"]) == (1.0, 1.0, 1.2, 3)
+    assert close(j["step_cost_measured"], 1.75) and close(j["step_cost_predicted"], 1.6)
+    assert j["agree"] is True and j["agreement"] == INSIDE and j["miss"] is None
+    assert j["best_gamma"] == 1 and close(j["best_speedup"], 1.5 / 1.3)
+    assert close(j["break_even_alpha"], (-1 + math.sqrt(3.4)) / 2, 1e-8) and close(j["break_even_c"], 0.175)
+    assert j["notes"] == []
+    j = check(RUN, StepCosts(0.1, (1.0,), (), {}, False), 1.0).to_json()
+    assert j["draft_reevaluation_cost"] is None and j["predicted_range"] is None and j["miss"] is not None
+    assert j["best_gamma"] is None and j["best_speedup"] is None and j["break_even_c"] is None
+    bare = check(RunSteps((2, 2), (1, 0), 0, 2), COSTS, 1.0).to_json()
+    assert bare["accepted_by_position"] is None and bare["accepted_by_position_source"] == ""
+
+
+def test_the_report_names_missing_sources_and_the_reevaluations_own():
+    lines = check(RUN, StepCosts(0.1, LINEAR, (), {}), 1.0).text().split("\n")
+    assert "draft cost c = 0.100 target steps per draft decode [?]" in lines
+    assert "verification V(k) in target steps, k = 1…4: 1:1.00 2:1.20 3:1.40 4:1.60 [?]" in lines
+    assert "draft re-evaluation R(k) = 0 [?]" in lines
+    lines = check(RUN, StepCosts(0.1, LINEAR, (0.25,), SRC), 1.0).text().split("\n")
+    assert "draft re-evaluation R(k): 1:0.25 [measured: r src]" in lines
+
+
+def test_a_low_end_without_a_high_one_is_no_interval():
+    import dataclasses
+
+    chk = dataclasses.replace(check(RUN, COSTS, 1.0, 1.0, 1.2, 3), measured_high=None)
+    assert "measured:                          1.00× (1 run: no interval)" in chk.text().split("\n")
+    chk = dataclasses.replace(check(RUN, COSTS, 1.0, 1.0, 1.2, 3), measured_low=None)
+    assert "measured:                          1.00× (1 run: no interval)" in chk.text().split("\n")

@@ -531,3 +531,45 @@ def test_a_low_end_without_a_high_one_is_no_interval():
     assert "measured:                          1.00× (1 run: no interval)" in chk.text().split("\n")
     chk = dataclasses.replace(check(RUN, COSTS, 1.0, 1.0, 1.2, 3), measured_low=None)
     assert "measured:                          1.00× (1 run: no interval)" in chk.text().split("\n")
+
+
+def test_check_defaults_plain_steps_and_a_short_gamma():
+    chk = check(RUN, StepCosts(0.1, LINEAR), 1.0)
+    assert chk.runs == 1 and [t.source for t in chk.terms[1:4]] == ["", "", ""]  # no sources given: blank
+    # 2 steps of 2 drafted and 2 plain tokens: 6 tokens in 4 groups; 2 · (0.2 + 1.4) + 2 · (0.1 + 1.0) = 5.4
+    chk = check(RunSteps((2, 2), (1, 1), 2, 2), COSTS, 1.0)
+    assert close(chk.step_measured, 6 / 4) and close(chk.step_predicted, 5.4 / 4)
+    # γ 0.25 rounds to 0: the break-even α is taken at γ 1, where 1 + α = 0.1 + V(2) = 1.3
+    chk = check(RunSteps((1, 0, 0, 0), (0, 0, 0, 0), 0, 2), COSTS, 1.0)
+    assert close(chk.break_even_alpha, 0.3, 1e-8)
+    # a step that costs under one target step still predicts tokens / cost: 4 · 0.1 → 7 / 0.4
+    cheap = StepCosts(0.0, (0.1, 0.1, 0.1, 0.1), (), {}, False)
+    assert close(check(RUN, cheap, 1.0).predicted, 17.5)
+    assert close(terms._predicted_range(RUN, [cheap])[0], 17.5)
+
+
+def test_no_groups_give_no_step_costs():
+    empty = RunSteps((), (), 0)
+    ng = StepCosts(0.0, LINEAR, (), {}, False)
+    chk = check(empty, ng, 1.0, 0.5, math.inf, 3)  # the interval holds the ideal's 1: untested, no miss
+    assert math.isnan(chk.step_measured) and math.isnan(chk.step_predicted) and chk.miss is None
+
+
+def test_assumed_terms_agree_where_the_interval_holds_the_ideal_too():
+    ideal = StepCosts(0.1, LINEAR, (), {"c": "ideal", "verify": "ideal", "reeval": "ideal"})
+    chk = check(RUN, ideal, 1.0, 1.0, 1.8, 3)  # holds 1.09 and the ideal 1.75
+    assert chk.agree is True and chk.notes == ()
+    assert check(RUN, COSTS, 1.0, 1.0, 1.8, 3).agree is None
+
+
+def test_two_measured_k_give_a_best_gamma_of_one_and_a_low_end_alone_no_verdict():
+    best, _, _ = terms._best_and_break_even(StepCosts(0.1, (1.0, 1.2)), 0.5, 2.0, 2)
+    assert best[0] == 1 and close(best[1], 1.5 / 1.3)
+    assert terms._agreement(1.0, None, 1.0, None, 5.0, False) == (None, None, None)
+    assert terms._agreement(1.0, None, None, 1.0, 5.0, False) == (None, None, None)
+
+
+def test_break_even_alpha_stays_below_one():
+    # (γ + 1) / step just over 1, but the α it needs (0.9999999) is past the 0.999999 the speed-up holds α to
+    be = terms._break_even_alpha(StepCosts(0.0, (1.0, 1.9999999)), 1)
+    assert be is not None and 0.999999 < be < 1

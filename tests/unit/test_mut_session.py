@@ -115,21 +115,7 @@ def session_file(tmp_path, result, c_ids=(1, 2), damaged=False):
     for side, ids in (("baseline", (1, 2)), ("candidate", c_ids)):
         recs.append({"type": "event", "n": 0, "side": side, "t": 0, "ev": "start"})
         for i, (tid, d) in enumerate(zip(ids, ("a", "b"), strict=True)):
-            recs.append(
-                {
-                    "type": "event",
-                    "n": 0,
-                    "side": side,
-                    "t": 10 + i,
-                    "ev": "token",
-                    "i": i,
-                    "id": tid,
-                    "d": d,
-                    "label": "target",
-                    "step": None,
-                    "rej": 0,
-                }
-            )
+            recs.append(_tok(side, i, tid, d))
         recs.append(
             {
                 "type": "event",

@@ -48,6 +48,25 @@ def _r_cell(r: str, src: str) -> str:
     return r if _measured(src) else f"{r} (not measured)"
 
 
+def predicted_words(predicted: float, rng) -> str:
+    """The prediction from each term's median over the repeats, and beside it the range that each repeat's
+    terms alone predict, labelled as such: the point is not the middle of that range."""
+    if not rng:
+        return f"{predicted:.2f}×"
+    return f"{predicted:.2f}× (each repeat's terms: {rng[0]:.2f}–{rng[1]:.2f}×)"
+
+
+def outside_note(predicted: float, rng) -> str | None:
+    """Why the prediction can lie outside the repeats' own range (compared as printed, to 2 places)."""
+    if not rng or round(rng[0], 2) <= round(predicted, 2) <= round(rng[1], 2):
+        return None
+    return (
+        f"the prediction {predicted:.2f}× takes each term's median over the repeats (c, each V(k), each R(k) "
+        f"apart); each repeat's terms alone predict {rng[0]:.2f}–{rng[1]:.2f}×: the medians come from "
+        "different repeats, so the point can lie outside that range"
+    )
+
+
 def _measured_cell(chk: dict) -> str:
     m, lo, hi = chk["measured_speedup"], chk.get("measured_low"), chk.get("measured_high")
     if lo is None or hi is None:
@@ -74,10 +93,7 @@ def rows(entries: list[dict]) -> list[list[str]]:
         src = chk.get("sources", {})
         v = _curve(chk.get("verification_cost"))
         r = _curve(chk.get("draft_reevaluation_cost"))
-        predicted = f"{chk['predicted_speedup']:.2f}×"
-        if chk.get("predicted_range"):
-            lo, hi = chk["predicted_range"]
-            predicted += f" ({lo:.2f}–{hi:.2f})"
+        predicted = predicted_words(chk["predicted_speedup"], chk.get("predicted_range"))
         out.append(
             [
                 str(e.get("id")),
@@ -127,6 +143,8 @@ def lines(entries: list[dict]) -> list[str]:
                 )
         elif chk.get("miss"):
             out.append(f"{pid}: {chk['miss']}")
+        if note := outside_note(chk["predicted_speedup"], chk.get("predicted_range")):
+            out.append(f"{pid}: {note}")
         for note in list(chk.get("notes") or []) + list((e.get("measurement") or {}).get("notes") or []):
             out.append(f"{pid}: {note}")
     return out

@@ -176,10 +176,13 @@ def terms_table_html(chk: terms.TheoryCheck) -> str:
         if chk.agree
         else (f'<p class="bad">{_e(chk.miss)}</p>' if chk.miss else "")
     )
+    note = terms_table.outside_note(chk.predicted, chk.predicted_range)
+    outside = f'<p class="note">{_e(note)}</p>' if note else ""
     return (
         "<table><tr><th>term</th><th>ideal</th><th>measured</th><th>predicted speed-up</th><th>how</th></tr>"
         f"{rows}</table>"
-        f"<p>V(k) in target steps: {_e(ks)}. Predicted {chk.predicted:.2f}×, measured {_e(meas)}.</p>{verdict}"
+        f"<p>V(k) in target steps: {_e(ks)}. Predicted {_e(terms_table.predicted_words(chk.predicted, chk.predicted_range))}, "
+        f"measured {_e(meas)}.</p>{outside}{verdict}"
     )
 
 

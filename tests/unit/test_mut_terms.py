@@ -317,7 +317,7 @@ def test_the_report_with_reevaluation_a_range_one_run_and_no_break_even():
     assert "draft re-evaluation R(k): 1:0.10 2:0.20 [?]" in lines
     assert "verification V(k) in target steps, k = 1…3: 1:1.00 2:3.00 3:3.00 [?]" in lines
     # each step 0.2 + V(3) 3.0 + R(3) 0.3 = 3.5: 7 / 14; the second costs 0.2 + 1.0 + 0 = 1.2 a step: 7 / 4.8
-    assert "predicted from the measured terms: 0.50× (terms' repeats: 0.50–1.46×)" in lines
+    assert "predicted from the measured terms: 0.50× (each repeat's terms: 0.50–1.46×)" in lines
     assert "measured:                          0.50× (1 run: no interval)" in lines
     assert "break-even α at γ = 2 with the measured costs: none — no acceptance rate pays at these costs" in lines
     assert (

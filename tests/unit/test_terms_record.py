@@ -301,3 +301,42 @@ def test_theory_from_a_session_whose_servers_are_gone_shows_the_kept_terms(tmp_p
     got = capsys.readouterr()
     assert "servers are not up" in got.err and "terms kept in the session" in got.err
     assert "measured after the run" in got.out and "predicted from the measured terms" in got.out
+
+
+def test_a_prediction_outside_its_repeats_range_is_labelled_and_explained():
+    """The point takes each term's median apart, the range each repeat's terms together: the point can
+    fall outside (1.09× beside 1.10–1.26×), and the table then labels the range and says why."""
+    assert terms_table.predicted_words(1.0913, None) == "1.09×"
+    assert terms_table.predicted_words(1.0913, (1.1049, 1.2571)) == "1.09× (each repeat's terms: 1.10–1.26×)"
+    note = terms_table.outside_note(1.0913, (1.1049, 1.2571))
+    assert note is not None and note.startswith("the prediction 1.09× takes each term's median")
+    assert "each repeat's terms alone predict 1.10–1.26×" in note
+    assert terms_table.outside_note(1.27, (1.10, 1.26)) is not None  # above the range too
+    assert terms_table.outside_note(1.26, (1.10, 1.26)) is None  # on its edge: inside
+    assert terms_table.outside_note(1.1049, (1.1000, 1.2)) is None  # 1.10 as printed, inside 1.10–1.20
+    assert terms_table.outside_note(1.0951, (1.1000, 1.2)) is None  # printed 1.10: not said to be outside 1.10
+    assert terms_table.outside_note(1.0949, (1.1000, 1.2)) is not None  # printed 1.09: outside
+    assert terms_table.outside_note(1.2, None) is None
+    chk = {
+        "draft_cost_c": 0.0,
+        "verification_cost": {"1": 1.0},
+        "draft_reevaluation_cost": None,
+        "sources": {"c": "measured: c", "verify": "measured: v", "reeval": "measured: r"},
+        "alpha_per_position": 0.5,
+        "gamma": 2.0,
+        "tokens_per_step": 1.75,
+        "predicted_speedup": 1.0913,
+        "predicted_range": [1.1049, 1.2571],
+        "measured_speedup": 1.15,
+        "measured_low": 1.05,
+        "measured_high": 1.30,
+        "runs": 5,
+        "agree": True,
+        "agreement": "the prediction is inside the measured interval",
+        "miss": None,
+        "terms": [],
+    }
+    assert terms_table.rows([{"id": "p", "check": chk}])[1][7] == "1.09× (each repeat's terms: 1.10–1.26×)"
+    assert f"p: {note}" in terms_table.lines([{"id": "p", "check": chk}])
+    chk["predicted_speedup"] = 1.2
+    assert not any("takes each term's median" in x for x in terms_table.lines([{"id": "p", "check": chk}]))

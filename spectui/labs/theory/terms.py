@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from spectui.core.stats import ratio_interval
+from spectui.core.terms_table import outside_note, predicted_words
 from spectui.labs.theory.formula import real_gamma_tokens, tokens_per_step
 from spectui.labs.theory.steps import RunSteps, run_steps
 
@@ -226,11 +227,6 @@ class TheoryCheck:
     def _verdict_lines(self) -> list[str]:
         """The prediction beside the measured speed-up (interval, step cost) and whether the terms explain it."""
         c = self.costs
-        rng = (
-            f" (terms' repeats: {self.predicted_range[0]:.2f}–{self.predicted_range[1]:.2f}×)"
-            if self.predicted_range
-            else ""
-        )
         meas = (
             f"{self.measured:.2f}× [{self.measured_low:.2f}–{self.measured_high:.2f}] over {self.runs} runs "
             f"(width {self.measured_high - self.measured_low:.2f}×)"
@@ -241,10 +237,12 @@ class TheoryCheck:
         what = "the ideal formula's terms (none measured)" if c.none_measured else "the measured terms"
         lines = [
             "",
-            f"predicted from {what}: {self.predicted:.2f}×{rng}",
+            f"predicted from {what}: {predicted_words(self.predicted, self.predicted_range)}",
             f"measured:                          {meas}",
             f"a step took {self.step_measured:.2f} target steps in the run; {what} add up to {self.step_predicted:.2f}",
         ]
+        if note := outside_note(self.predicted, self.predicted_range):
+            lines.append(note)
         if c.none_measured:  # the ideal's terms explain nothing: they were assumed, not measured
             lines.append("nothing measured: the ideal formula beside the measured speed-up, not a test of it")
         elif self.agree:

@@ -15,6 +15,7 @@ from textual_plotext import PlotextPlot
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import InputError, describe
 from spectui.core.runner import grouped
+from spectui.core.terms_table import outside_note, predicted_words
 from spectui.labs.theory import formula as theory
 from spectui.labs.theory.costs import check_prompt
 from spectui.labs.theory.terms import TheoryCheck
@@ -255,12 +256,14 @@ class TheoryScreen(Screen):
                 if chk.measured_low is not None and chk.measured_high is not None
                 else f"{chk.measured:.2f}× (1 run: no interval)"
             )
-            rng = f" ({chk.predicted_range[0]:.2f}–{chk.predicted_range[1]:.2f})" if chk.predicted_range else ""
+            outside = outside_note(chk.predicted, chk.predicted_range)
             m.update(
                 Text(
                     f"α {chk.alpha:.2f} per position, γ {chk.gamma:.2f}, E {chk.tokens_per_step:.2f}; c = {chk.costs.c:.3f} "
-                    f"[{chk.costs.sources.get('c', '')}]\npredicted from the measured terms {chk.predicted:.2f}×{rng}, "
-                    f"measured {meas}\n{verdict}" + (f"\n{self.status}" if self.status else "")
+                    f"[{chk.costs.sources.get('c', '')}]\npredicted from the measured terms "
+                    f"{predicted_words(chk.predicted, chk.predicted_range)}, measured {meas}\n{verdict}"
+                    + (f"\n{outside}" if outside else "")
+                    + (f"\n{self.status}" if self.status else "")
                 )
             )
             return

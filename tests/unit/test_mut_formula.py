@@ -62,6 +62,7 @@ def test_from_measurement_fills_the_formula():
     assert out["plain_tokens"] is None
     assert out["measured_tokens_per_step"] == pytest.approx(3.0)  # 1 + 20/10
     assert out["predicted_speedup_free_draft"] == pytest.approx(3.0)  # 1 + Σ α^i
+    assert out["predicted_tokens_per_step"] == pytest.approx(3.0)
     # implied c = (15/10 − 1)/4 = 0.125, so S = 3/(4·0.125 + 1) = 2
     assert out["implied_cost"] == pytest.approx(0.125)
     assert out["predicted_speedup"] == pytest.approx(2.0)

@@ -2,7 +2,8 @@
 pytest collection, which took ~30 s a mutant on this loaded 2-core machine), against each named mutant
 through mutmut's own switch (MUTANT_UNDER_TEST), one forked child per mutant; a test that fails kills it.
 It runs only the one module, so it counts no more kills than `mutmut run` would (a lower bound); it supports
-the `monkeypatch` fixture and @pytest.mark.parametrize, and refuses any other fixture. Run from the run's
+the `monkeypatch` fixture and @pytest.mark.parametrize, and refuses any other fixture and async tests
+(the unmutated run then fails, and nothing is counted); a child still running after 60 s is killed (a timeout). Run from the run's
 mutants/ folder, after copying the test module into mutants/tests/unit/:
 
     cd COPY/mutants && python ../tests/mutkill.py tests.unit.test_mut_regress SURVIVORS.txt OUT.txt
@@ -13,6 +14,7 @@ survived, exit code. The unmutated code must pass the module first."""
 import importlib
 import inspect
 import os
+import signal
 import sys
 
 import pytest
@@ -44,8 +46,8 @@ def run_all():
             if "monkeypatch" in params:
                 kw = {**kw, "monkeypatch": mp}
             unknown = set(params) - set(kw)
-            if unknown:
-                raise SystemExit(f"{fn.__name__}: fixture(s) {unknown} not supported")
+            if unknown or inspect.iscoroutinefunction(fn):  # never a test silently not run
+                raise SystemExit(f"{fn.__name__}: async tests and fixture(s) {unknown or ''} are not supported")
             fn(**kw)
         finally:
             mp.undo()
@@ -55,6 +57,7 @@ def run(name):
     pid = os.fork()
     if pid == 0:
         os.environ["MUTANT_UNDER_TEST"] = name
+        signal.alarm(60)  # a mutant that loops forever is killed by the timeout, as mutmut counts it
         fd = os.open(os.devnull, os.O_WRONLY)
         os.dup2(fd, 1)
         os.dup2(fd, 2)

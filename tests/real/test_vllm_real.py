@@ -36,12 +36,16 @@ def _vllm():
 # decoding 6.3 → 3.6 CPU-s at the same wall time.
 LIGHT_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
 LIGHT_ARGS = ["--distributed-executor-backend", "uni"]
+# How long a server may take to answer /health. Not what these tests test: on a quiet machine the pair is ready well
+# inside 240 s, but with a CPU-bound job beside the suite (load 6 on the 2 cores) both servers were still
+# starting after 240 s. An early exit still fails at once, with the server's last log lines (EarlyExit).
+READY_S = 900
 
 
 def start(launcher, name, extra, tmp):
     py, hf = _vllm()
     env = {**assets.vllm_env_vars(tmp), **LIGHT_ENV}
-    s = launcher.add(ServerProcess(name, [], env=env, ready_timeout=240, backend="vllm"))
+    s = launcher.add(ServerProcess(name, [], env=env, ready_timeout=READY_S, backend="vllm"))
     s.argv = assets.vllm_argv(py, hf, s.port, [*LIGHT_ARGS, *extra])
     return s
 

@@ -6,6 +6,7 @@ llama-servers (tests/data/README.md)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
@@ -137,15 +138,17 @@ async def test_f9_during_the_replay_goes_on_to_its_end():
     """Seeking back inside the third record replays it and then every record after it (it stopped after
     the one prompt), each side its own record."""
     app = replay_app(4.0)
+    hold_after_first_token(app, record=2)
     async with app.run_test(size=(160, 48)) as pilot:
         # inside the third record (a first run: the baseline went first, as the replay plays it), both sides
-        # under way: the candidate's first tokens in
+        # under way: the candidate's first token in, its stream held there
         await until(
             pilot,
             lambda: len(app.results) == 2 and app.recorders["candidate"].figures.tokens > 0,
             120,
             "the candidate streaming the third record",
         )
+        assert app.recorders["candidate"].figures.tokens == 1 and app.running  # mid-record
         generation = app.runs.generation
         await pilot.press("f9")
         await until(pilot, lambda: app.runs.generation > generation, 30, "the seek back")
@@ -153,6 +156,30 @@ async def test_f9_during_the_replay_goes_on_to_its_end():
         assert numbered(app) == RECORDED and app.runs.records == [0, 1, 2, 3]
         for r in app.results:  # each prompt's two sides are its own record's, with its recorded verdict
             assert r.identical is True and r.baseline.output() == r.candidate.output()
+
+
+def hold_after_first_token(app, record: int) -> None:
+    """The candidate's stream of `record` (its first playing only) stops after its first token until the run
+    is cancelled, as a slow server's would: the moment to seek back in is then there to be found.
+
+    Without it the test polled for that moment, and missed it under load: the replay's clock runs on while
+    the app works between the two sides, so the candidate's ~1 s of the record at ×4 came in one burst."""
+    from spectui.core.events import TokenEvent
+
+    backend = app.config.backends["candidate"]  # the app plays the config's backends
+    stream = backend.stream
+    held_once: list[int] = []
+
+    async def held(prompt, params):
+        this = backend._cursor == record and not held_once
+        if this:
+            held_once.append(record)
+        async for ev in stream(prompt, params):
+            yield ev
+            if this and isinstance(ev, TokenEvent):
+                await asyncio.Event().wait()  # until F9 cancels the run
+
+    backend.stream = held
 
 
 async def test_f9_before_the_second_side_began_keeps_both_sides_on_the_prompt():

@@ -5,7 +5,13 @@ the code under test."""
 from __future__ import annotations
 
 import pytest
+from scipy.optimize import brentq
 
+from spectui.core.errors import InputError
+from spectui.core.events import StreamFailed, StreamFinished, StreamStarted, TokenEvent
+from spectui.core.figures import SideRecorder
+from spectui.core.runner import PromptResult
+from spectui.core.types import Prompt
 from spectui.labs.theory import formula
 
 
@@ -167,3 +173,112 @@ def test_text_without_break_even():
 
 def test_text_with_break_even():
     assert formula.text(_table(0.25)) == _lines("0.250")
+
+
+# -- the inputs' checks: what is wrong and what to do ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args,message,hint",
+    [
+        ((1.0, 2, 0.0), "acceptance rate α must be in [0, 1), not 1.0", "e.g. --alpha 0.8"),
+        ((-0.1, 2, 0.0), "acceptance rate α must be in [0, 1), not -0.1", "e.g. --alpha 0.8"),
+        ((0.5, 0, 0.0), "draft length γ must be at least 1, not 0", ""),
+        ((0.5, 2, -1.0), "draft cost ratio c must be >= 0, not -1.0", "c = draft step time / target step time"),
+    ],
+)
+def test_each_bad_input_says_what_is_wrong(args, message, hint):
+    with pytest.raises(InputError) as e:
+        formula.speedup(*args)
+    assert (str(e.value), e.value.hint) == (message, hint)
+
+
+# -- from_measurement's later figures ---------------------------------------------------------------------
+
+
+def _root(f) -> float:
+    """An independent root of f on [0, 0.999] (scipy's Brent method, not the bisection under test)."""
+    return brentq(f, 0.0, 0.999, xtol=1e-12)
+
+
+def test_from_measurement_gives_the_break_even_at_its_gamma_and_implied_cost():
+    # γ = 4, c = 0.125 (test_from_measurement_fills_the_formula): S = E/1.5 = 1 where 1 + α + … + α⁴ = 1.5
+    out = formula.from_measurement(10.0, 20.0, 40, 20, 10)
+    assert out["break_even_alpha"] == pytest.approx(_root(lambda a: sum(a**i for i in range(5)) - 1.5), abs=1e-6)
+    assert "accepted_by_position" in out and out["accepted_by_position"] is None  # none given
+    # γ = 10/10 = 1; 12/10 = 1.2×: 15 tokens over 10 steps took 12.5 target steps, 1.25 a step, so c = 0.25;
+    # S = (1 + α)/1.25 = 1 at α = 0.25 (at γ = 2 it would be 0.366)
+    out = formula.from_measurement(10.0, 12.0, 10, 5, 10)
+    assert (out["gamma"], out["implied_cost"]) == pytest.approx((1.0, 0.25))
+    assert out["break_even_alpha"] == pytest.approx(0.25, abs=1e-6)
+
+
+def test_from_measurement_names_the_plain_steps_it_counted():
+    # 50 tokens after the first: 10 verification steps gave 10 + 20, so 20 came from plain steps
+    out = formula.from_measurement(10.0, 20.0, 40, 20, 10, 50)
+    assert out["plain_tokens"] == 20
+    assert "(20 of 50 tokens came from steps without a draft" in out["why"]
+    # 30 tokens: every one from a verification step, and the count is known
+    out = formula.from_measurement(10.0, 20.0, 40, 20, 10, 30)
+    assert out["plain_tokens"] == 0
+    assert "without a draft" not in out["why"] and "token count is unknown" not in out["why"]
+
+
+def test_from_measurement_sets_the_servers_per_position_shares_beside_the_model():
+    out = formula.from_measurement(10.0, 20.0, 40, 20, 10, None, [8.0, 4.0])
+    assert out["accepted_by_position"] == pytest.approx([0.8, 0.4])  # of 10 steps
+    a = _root(lambda x: x + x**2 + x**3 + x**4 - 2.0)  # α per position: Σ α^i = 20/10
+    assert out["why"].startswith("α = ")  # the explanation first, the shares after it
+    assert out["why"].endswith(
+        f" The server's share of steps accepting position i: 0.80, 0.40; the model's α^i: {a:.2f}, {a * a:.2f}"
+        " (where they part, acceptance is not one α at every position)."
+    )
+
+
+# -- from_result: a compared prompt's counts into from_measurement ------------------------------------------
+
+
+def _measured(*, timings=None, predicted=None, tokens=51, metrics_steps=10.0, unit="tok/s", by_position=None):
+    """A finished prompt: the baseline at 10 tok/s, the candidate at 20 with 40 drafted, 20 accepted over
+    7 steps in its stream (10 by /metrics where given), `tokens` counted by spectui, `predicted` by the server."""
+    b, c = SideRecorder("baseline"), SideRecorder("candidate")
+    for rec in (b, c):
+        rec.feed(StreamStarted(0, "p"))
+        rec.feed(TokenEvent(0, 1, b"a", 1, "unknown"))
+    b.feed(StreamFinished(9, "limit"))
+    c.feed(StreamFinished(9, "limit", timings=timings or {}, tokens_predicted=predicted))
+    b.figures.decode_tps, c.figures.decode_tps = 10.0, 20.0
+    f = c.figures
+    f.drafted, f.accepted, f.steps, f.metrics_steps, f.tokens, f.rate_unit = 40, 20, 7, metrics_steps, tokens, unit
+    f.accepted_per_position = by_position
+    return PromptResult(Prompt("p"), b, c)
+
+
+def test_from_result_takes_the_servers_step_count_and_its_predicted_tokens():
+    r = _measured(timings={"predicted_n": 31}, predicted=41, by_position=[8.0, 4.0])
+    assert formula.from_result(r) == formula.from_measurement(10.0, 20.0, 40, 20, 10, 30, [8.0, 4.0])
+
+
+def test_from_result_falls_back_to_the_servers_count_then_its_own():
+    # no predicted_n in the timings: the final event's tokens_predicted; without it, the tokens spectui counted
+    assert formula.from_result(_measured(predicted=41)) == formula.from_measurement(10.0, 20.0, 40, 20, 10, 40)
+    assert formula.from_result(_measured()) == formula.from_measurement(10.0, 20.0, 40, 20, 10, 50)
+    # no /metrics step count: the stream's
+    assert formula.from_result(_measured(metrics_steps=None)) == formula.from_measurement(10.0, 20.0, 40, 20, 7, 50)
+
+
+@pytest.mark.parametrize("n,tokens", [(1, None), (2, 1), (3, 2)])
+def test_from_result_counts_the_tokens_after_the_first(n, tokens):
+    r = _measured(timings={"predicted_n": n})
+    assert formula.from_result(r) == formula.from_measurement(10.0, 20.0, 40, 20, 10, tokens)
+
+
+def test_from_result_has_no_token_count_where_the_rate_is_in_chunks():
+    r = _measured(timings={"predicted_n": 31}, unit="chunks/s")
+    assert formula.from_result(r) == formula.from_measurement(10.0, 20.0, 40, 20, 10, None)
+
+
+def test_from_result_of_a_failed_side_is_none():
+    r = _measured()
+    r.baseline.failed = StreamFailed(5, "boom")
+    assert formula.from_result(r) is None

@@ -246,6 +246,27 @@ def test_fewer_compared_with_no_prompt_to_name_says_fewer_prompts():
     )
 
 
+def test_a_prompt_lost_from_either_verdict_is_named_and_one_still_compared_is_not():
+    # a differed and now failed, b was identical and is not run now (both lost); c was identical and now
+    # differs (a new divergence, still compared)
+    og = greedy({"a": "differs", "b": "identical", "c": "identical"}, 2, 1)
+    ng = greedy({"a": "failed", "c": "differs"}, 0, 1, not_run=["b"])
+    assert _greedy_rows(og, ng) == [
+        RegressRow("greedy identical", "2/3", "0/3", "new divergence on c", True),
+        RegressRow(
+            "greedy compared", "3/3", "1/3", "no longer compared: a, b (a side failed, was cut off or not run)", True
+        ),
+    ]
+
+
+def test_every_prompt_identical_again_is_named():
+    og = greedy({"a": "differs", "b": "differs"}, 0, 2)
+    ng = greedy({"a": "identical", "b": "identical"}, 2, 0)
+    assert _greedy_rows(og, ng) == [
+        RegressRow("greedy identical", "0/2", "2/2", "no new divergence; identical again on a, b", False)
+    ]
+
+
 def test_as_many_compared_adds_no_row():
     og = greedy({"a": "identical", "b": "failed"}, 1, 0)
     ng = greedy({"a": "failed", "b": "differs"}, 0, 1)

@@ -73,7 +73,10 @@ def test_lookup_draft_trained_served_and_proven(tmp_path, code_prompts):
     assert stats == outcome.cache and stats.ngrams > 100 and stats.observations > 500
     p = outcome.proof
     # identical: every held-out prompt, both candidates, the one verdict, token ids and bytes
-    assert p.all_identical, [r.verdict.line() for r in p.results_with + p.results_without]
+    assert p.all_identical, "\n".join(
+        f"{r.prompt.id}: {r.verdict.line() if r.verdict else 'no verdict'} {r.verdict.reason if r.verdict else ''}"
+        for r in p.results_with + p.results_without
+    )
     assert all(r.compared == "text+ids" for r in p.results_with)
     # and the static cache makes drafts the target accepts: more accepted tokens than the context alone
     assert p.with_cache.drafted > p.without_cache.drafted

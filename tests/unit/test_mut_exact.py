@@ -178,10 +178,9 @@ def test_argv_and_environment_of_a_local_listener_are_this_process():
 
 
 def test_no_argv_or_environment_where_nothing_local_listens():
-    with socket.socket() as s:  # a port nobody listens on: bound, then closed
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    for url in (f"http://127.0.0.1:{port}", "http://127.0.0.1", "http://example.com:8080", "http://[::1"):
+    # port 1 (tcpmux): nothing listens there here (a port bound and closed could be taken meanwhile by a
+    # server another test starts on a free port)
+    for url in ("http://127.0.0.1:1", "http://127.0.0.1", "http://example.com:8080", "http://[::1"):
         assert launch_argv(url) is None and launch_env(url) is None
 
 

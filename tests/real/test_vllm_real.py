@@ -15,7 +15,9 @@ from spectui.machine import assets
 from spectui.machine.launcher import Launcher, ServerProcess
 from tests.oracles import check_sampling, sampling_exit, sampling_samples
 
-pytestmark = pytest.mark.server
+# pytest-timeout's 300 s covers a test's fixtures too: the first test here also waits for both servers to start
+# (READY_S below), which with a CPU-bound job beside the suite took most of it, and its compare ran out
+pytestmark = [pytest.mark.server, pytest.mark.timeout(1800)]
 
 
 def _vllm():

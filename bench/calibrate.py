@@ -3,7 +3,8 @@ loop (10 M additions, best of 3), so figures from two machines can be put side b
 `spectui setup` has built llama-server, a second line: the rate at which it decodes the bundled SmolLM2
 (Q4_1, one thread, 128 tokens at temperature 0, best of 3) — the work the real-server tests and most
 benchmarks spend their time on, which moves between hosts of the same kind more than the Python loop does.
-    python bench/calibrate.py
+    python bench/calibrate.py              # both lines (starts and stops one llama-server of its own)
+    python bench/calibrate.py --no-server  # the first line only
 """
 
 from __future__ import annotations

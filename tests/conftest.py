@@ -80,9 +80,9 @@ DIRECTORY_ORDER = ("real", "tui", "unit", "contract")
 
 
 def pytest_configure(config):
-    # pytest-xdist ≥ 3.6 re-sorts `--dist loadfile`'s files by their number of tests unless told not to
-    # (`--loadscope-reorder` is its default), which put the one-test files — the longest — last, and the run
-    # ended on one worker: keep the order below (the same as `--no-loadscope-reorder` on the command line)
+    # pytest-xdist (3.8 here) re-sorts `--dist loadfile`'s files by their number of tests unless told not to
+    # (`--loadscope-reorder` is its default), which left the longest files, most with one or a few tests (the
+    # EAGLE-3 head), to the end of the run: keep the order below (as `--no-loadscope-reorder` would)
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
 

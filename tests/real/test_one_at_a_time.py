@@ -7,28 +7,16 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import threading
 
-import psutil
 import pytest
 
 from spectui.cli.main import main
+from tests.procwatch import llama_children, watched
 
 pytestmark = pytest.mark.server
 
 # 16 tokens: the servers' decoding is most of the CPU, and the launches and equal outputs do not need more
 ARGS = ["--launch", "draft", "--prompts", "quick", "--limit", "2", "--max-tokens", "16", "--json"]
-
-
-def _llama_children(besides: set[int] | frozenset[int] = frozenset()) -> set[int]:
-    """llama-server processes this test process started, less `besides` (the session's shared servers,
-    started by other tests' fixtures in this same process, are not this test's)."""
-    out = set()
-    for p in psutil.Process().children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            if "llama-server" in p.name():
-                out.add(p.pid)
-    return out - set(besides)
 
 
 def _compare(extra: list[str], tmp_path, name: str) -> dict:
@@ -40,26 +28,12 @@ def _compare(extra: list[str], tmp_path, name: str) -> dict:
 
 
 def test_one_at_a_time_never_has_both_up_and_agrees_with_side_by_side(tmp_path):
-    seen: list[set[int]] = []
-    stop = threading.Event()
-    shared = _llama_children()
-
-    def watch():
-        while not stop.is_set():
-            seen.append(_llama_children(shared))
-            stop.wait(0.02)
-
-    t = threading.Thread(target=watch, daemon=True)
-    t.start()
-    try:
+    with watched() as (seen, shared):
         alone = _compare(["--one-at-a-time", "--repeat", "2"], tmp_path, "alone")
-    finally:
-        stop.set()
-        t.join(5)
     assert max(len(s) for s in seen) == 1  # a server was up, and never two at once
     launched = set().union(*seen)
     assert len(launched) == 3  # B | C C | B: three launches for two runs
-    assert not _llama_children(shared)  # and none is left
+    assert not llama_children(shared)  # and none is left
 
     together = _compare([], tmp_path, "together")
     assert alone["params"]["order"] == "one-at-a-time"
@@ -102,12 +76,12 @@ async def test_the_tui_plays_the_baseline_recording_beside_the_live_candidate():
     )
     app = make_app(cfg)
     most = 0
-    shared = _llama_children()
+    shared = llama_children()
     async with app.run_test(size=(160, 50)) as pilot:
 
         def watch() -> bool:
             nonlocal most
-            most = max(most, len(_llama_children(shared)))
+            most = max(most, len(llama_children(shared)))
             return bool(app.results) and app.run_done.is_set()
 
         await until(pilot, watch, timeout=240, what="the one-at-a-time run")
@@ -117,7 +91,7 @@ async def test_the_tui_plays_the_baseline_recording_beside_the_live_candidate():
         banner = str(app.q("#banner").render())
         header = app.sub_title
     assert "measured one after the other" in header
-    assert most == 1 and not _llama_children(shared)
+    assert most == 1 and not llama_children(shared)
     assert (
         r.verdict.status == "identical"
         and r.baseline.output().decode() in shown_b.replace("⏎", "\n")

@@ -22,16 +22,7 @@ from tests.conftest import CANDIDATES, _need_assets
 from tests.oracles import first_difference
 
 ROOT = Path(__file__).resolve().parents[2]
-COPYING = """name = "copying"
-[[prompt]]
-id = "colours"
-category = "copy"
-raw = "red green blue yellow, red green blue yellow, red green blue yellow, red green blue yellow, red green blue"
-[[prompt]]
-id = "pets"
-category = "copy"
-raw = "the cat sat on the mat. the cat sat on the mat. the cat sat on the mat. the cat sat on the mat. the cat"
-"""
+COPYING = Path(__file__).resolve().parents[1] / "data" / "copying.toml"
 
 
 def metrics(url: str) -> dict[str, float]:
@@ -134,15 +125,13 @@ def test_verify_passes_and_names_a_changed_byte_or_figure(draft_cert, tmp_path, 
 
 
 def test_ngram_on_a_copying_set_is_identical_and_accepts_most(llama_servers, tmp_path, capsys):
-    prompts = tmp_path / "copying.toml"
-    prompts.write_text(COPYING, encoding="utf-8")
     code, text, doc = prove(
         capsys,
         llama_servers["baseline"],
         llama_servers["ngram"],
         tmp_path / "ngram",
         "--prompts",
-        str(prompts),
+        str(COPYING),
         "--max-tokens",
         "32",
         "--runs",

@@ -8,18 +8,22 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import threading
+from pathlib import Path
 
 import pytest
 
 from spectui.cli.main import main
-from tests.real.test_one_at_a_time import _llama_children
+from tests.procwatch import llama_children, watched
 
 pytestmark = pytest.mark.server
 
 # 2 prompts, 16 tokens, 2 interleaved runs, 1 sampled prompt × 2 seeds: seconds per server on 2 cores (the
-# servers' decoding is most of the CPU; the phases, launches and equal acceptance do not depend on the length)
-ARGS = ["--launch", "draft", "--prompts", "quick", "--limit", "2", "--max-tokens", "16", "--runs", "2"]
+# servers' decoding is most of the CPU; the phases, launches and equal acceptance do not depend on the length).
+# The n-gram pair on prompts it copies from: a draft model's candidate costs about 3.7 times the baseline's CPU
+# a token here (8 drafts a step, each a decode of the draft), an n-gram's 1.2, and one at a time does not
+# depend on how the candidate drafts (a draft model one at a time: test_one_at_a_time.py)
+COPYING = str(Path(__file__).resolve().parents[1] / "data" / "copying.toml")
+ARGS = ["--launch", "ngram", "--prompts", COPYING, "--max-tokens", "16", "--runs", "2"]
 ARGS += ["--sampled", "1", "--samples", "2", "--sample-max-tokens", "8", "--no-notebook", "--ready-timeout", "300"]
 
 
@@ -32,32 +36,18 @@ def _prove(extra: list[str], out) -> tuple[int, str, dict]:
 
 
 def test_prove_one_at_a_time_never_has_both_up_and_certifies_what_side_by_side_does(tmp_path, capsys):
-    seen: list[set[int]] = []
-    stop = threading.Event()
-    shared = _llama_children()  # other tests' session servers in this process are not this test's
-
-    def watch():
-        while not stop.is_set():
-            seen.append(_llama_children(shared))
-            stop.wait(0.02)
-
-    t = threading.Thread(target=watch, daemon=True)
-    t.start()
-    try:
+    with watched() as (seen, shared):
         code, said, alone = _prove(["--one-at-a-time"], tmp_path / "alone")
-    finally:
-        stop.set()
-        t.join(5)
     assert code == 0, said[-3000:]
     assert max(len(s) for s in seen) == 1  # a server was up, and never two at once
     # greedy runs 1 and 2, then the sampled pass: B | C C | B B | C — four launches
     assert len(set().union(*seen)) == 4
-    assert not _llama_children(shared)  # and none is left
+    assert not llama_children(shared)  # and none is left
     assert "one server at a time (asked for (--one-at-a-time))" in said
 
     code, said, together = _prove(["--no-terms"], tmp_path / "together")  # its terms: test_prove_terms.py
     assert code == 0, said[-3000:]
-    assert not _llama_children(shared)
+    assert not llama_children(shared)
 
     a, b = alone["derived"], together["derived"]
     assert alone["verdict"]["status"] == together["verdict"]["status"] == "identical"

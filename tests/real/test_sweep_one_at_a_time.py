@@ -8,43 +8,32 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import threading
+from pathlib import Path
 
 import pytest
 
 from spectui.cli.main import main
-from tests.real.test_one_at_a_time import _llama_children
+from tests.procwatch import llama_children, watched
 
 pytestmark = pytest.mark.server
 
-# 8 tokens: the servers' decoding is most of the CPU; the phases, the pairing and the drafting do not need more
-ARGS = ["sweep", "--launch", "draft", "--concurrency", "1,2", "--prompts", "quick", "--max-tokens", "8"]
+# 8 tokens: the servers' decoding is most of the CPU; the phases, the pairing and the drafting do not need more.
+# The n-gram pair on prompts it copies from (a draft model's candidate costs about 3.7 times its CPU a token
+# here; one at a time does not depend on how the candidate drafts)
+COPYING = str(Path(__file__).resolve().parents[1] / "data" / "copying.toml")
+ARGS = ["sweep", "--launch", "ngram", "--concurrency", "1,2", "--prompts", COPYING, "--max-tokens", "8"]
 ARGS += ["--repeat", "2", "--json", "--ready-timeout", "300"]
 
 
 def test_sweep_one_at_a_time_never_has_both_up_and_pairs_every_level(tmp_path):
-    seen: list[set[int]] = []
-    stop = threading.Event()
-    shared = _llama_children()
-
-    def watch():
-        while not stop.is_set():
-            seen.append(_llama_children(shared))
-            stop.wait(0.02)
-
-    t = threading.Thread(target=watch, daemon=True)
-    t.start()
     out = io.StringIO()
-    try:
+    with watched() as (seen, shared):
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
             code = main([*ARGS, "--one-at-a-time"])
-    finally:
-        stop.set()
-        t.join(5)
     assert code == 0, out.getvalue()[-2000:]
     assert max(len(s) for s in seen) == 1  # a server was up, and never two at once
     assert len(set().union(*seen)) == 3  # B | C C | B: three launches for two runs
-    assert not _llama_children(shared)
+    assert not llama_children(shared)
     doc = json.loads(out.getvalue())
     assert doc["params"]["order"] == "one-at-a-time"
     for lv in doc["levels"]:

@@ -7,15 +7,13 @@ CPU; the phases, the launches and the terms table do not depend on the length)."
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from contextlib import contextmanager
+from pathlib import Path
 
-import psutil
 import pytest
 
 from spectui.core.types import GenerationParams
 from tests.pilot import ready, until
+from tests.procwatch import llama_children, watched
 
 pytestmark = pytest.mark.server
 
@@ -25,44 +23,17 @@ LONG = 600  # upper bounds only: a loaded 2-core machine starts a server in seco
 SLOW = pytest.mark.timeout(1200)
 
 
-def _llama_children(besides: set | frozenset = frozenset()) -> set[tuple[int, float]]:
-    """llama-server processes this test process started, each as (PID, start time) so that a PID the kernel
-    hands again is another process, less `besides` (the session's shared servers) and less any that has
-    exited and waits to be reaped (a zombie is not up)."""
-    out = set()
-    for p in psutil.Process().children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            if "llama-server" in p.name() and p.status() != psutil.STATUS_ZOMBIE:
-                out.add((p.pid, p.create_time()))
-    return out - set(besides)
-
-
 def _two_prompts():
     from spectui.store.prompts import load_set
 
     return load_set("quick")[1][:2]
 
 
-@contextmanager
-def _watched():
-    """Every set of llama-servers this test started, sampled every 20 ms in a thread (the event loop's
-    own pauses could miss a short overlap)."""
-    seen: list[set[int]] = []
-    stop = threading.Event()
-    shared = _llama_children()  # the session's shared servers (other tests' fixtures) are not this test's
+def _copying_prompts():
+    """Two raw prompts an n-gram draft copies from (tests/data/copying.toml): drafts from the first steps."""
+    from spectui.store.prompts import load_set
 
-    def watch():
-        while not stop.is_set():
-            seen.append(_llama_children(shared))
-            stop.wait(0.02)
-
-    t = threading.Thread(target=watch, daemon=True)
-    t.start()
-    try:
-        yield seen, shared
-    finally:
-        stop.set()
-        t.join(5)
+    return load_set(str(Path(__file__).resolve().parents[1] / "data" / "copying.toml"))[1]
 
 
 def _alone_app():
@@ -71,14 +42,16 @@ def _alone_app():
     from spectui.tui.app import make_app
     from tests.fakes import FakeNVML
 
-    _, base, cand = demo_servers("draft")
+    # the n-gram pair: a draft model's candidate costs about 3.7 times its CPU a token here, and one at a time
+    # does not depend on how the candidate drafts (a draft model one at a time: test_one_at_a_time.py)
+    _, base, cand = demo_servers("ngram")
     cfg = demo_config(
         base,
         cand,
         one_at_a_time=True,
         pids={},
         autorun=False,
-        prompts=_two_prompts(),
+        prompts=_copying_prompts(),
         params=GenerationParams(max_tokens=16, cache_prompt=False),
         gpu_probe=GPUProbe(FakeNVML(fail_init=True)),
         autosave=False,
@@ -93,7 +66,7 @@ async def _none_left(shared) -> None:
     import time
 
     deadline = time.monotonic() + 60
-    while _llama_children(shared):
+    while llama_children(shared):
         assert time.monotonic() < deadline, "a server was left running 60 s after the app quit"
         await asyncio.sleep(0.1)
 
@@ -108,7 +81,7 @@ async def test_f4_proves_one_server_at_a_time_never_both_up(tmp_path):
     from spectui.tui.screens.prove_screen import ProveScreen
 
     app = _alone_app()
-    with _watched() as (seen, shared):
+    with watched() as (seen, shared):
         async with app.run_test(size=(180, 50)) as pilot:
             await until(pilot, lambda: app.pane("candidate").state == "ready", 60, "the panes waiting")
             await pilot.press("f4")
@@ -155,7 +128,7 @@ async def test_the_sweep_screen_runs_one_server_at_a_time_never_both_up():
     from spectui.tui.screens.lab_screens import SweepScreen
 
     app = _alone_app()
-    with _watched() as (seen, shared):
+    with watched() as (seen, shared):
         async with app.run_test(size=(180, 50)) as pilot:
             await until(pilot, lambda: app.pane("candidate").state == "ready", 60, "the panes waiting")
             await pilot.press("alt+s")

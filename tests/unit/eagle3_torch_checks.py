@@ -172,7 +172,16 @@ CHECKS = {
 }
 
 if __name__ == "__main__":
+    import traceback
+
     torch.set_num_threads(1)
-    for name in sys.argv[1:] or list(CHECKS):
-        CHECKS[name]()
-        print("ok", name)
+    failed = 0
+    for name in sys.argv[1:] or list(CHECKS):  # one failing does not stop the others
+        try:
+            CHECKS[name]()
+        except Exception:
+            failed += 1
+            print(f"FAILED {name}\n{traceback.format_exc()}", flush=True)
+        else:
+            print("ok", name, flush=True)
+    sys.exit(1 if failed else 0)

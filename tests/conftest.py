@@ -14,9 +14,10 @@ settings.register_profile("spectui", deadline=None, suppress_health_check=[Healt
 settings.load_profile("spectui")
 
 # FACTS: draft-simple with --spec-draft-n-max 8, ngram-simple 3/8, and a q4_0 KV cache that diverges
+DRAFT_N_MAX = 8
 CANDIDATES = {
     "baseline": [],
-    "draft": ["--spec-type", "draft-simple", "--spec-draft-n-max", "8"],
+    "draft": ["--spec-type", "draft-simple", "--spec-draft-n-max", str(DRAFT_N_MAX)],
     "ngram": ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3", "--spec-ngram-simple-size-m", "8"],
     "kvq4": ["-ctk", "q4_0", "-ctv", "q4_0", "-fa", "on"],
 }

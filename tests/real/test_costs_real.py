@@ -16,7 +16,7 @@ import pytest
 from spectui.cli.main import main
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
 from spectui.store.session import load_session, results_for
-from tests.conftest import CANDIDATES, _need_assets
+from tests.conftest import CANDIDATES, DRAFT_N_MAX, _need_assets
 from tests.pilot import until
 
 COPY = "red green blue yellow, red green blue yellow, red green blue yellow, red green blue yellow, red green blue"
@@ -79,14 +79,16 @@ def test_draft_simple_pair_measures_c_and_the_verification_curve(llama_servers, 
     # c measured on the draft model's own server, over the baseline's decode step
     assert m["draft_step"]["median_ms"] > 0 and chk["draft_cost_c"] > 0
     assert "measured" in chk["sources"]["c"]
-    # V(k) for k = 1 … n_max + 1 (8 + 1): V(1) = 1 by construction; on this CPU a batch of 9 costs several
+    # V(k) for k = 1 … n_max + 1: V(1) = 1 by construction; on this CPU a batch of n_max + 1 costs several
     # decode steps (the ideal formula's 1 is the assumption being measured)
+    top = str(DRAFT_N_MAX + 1)
     v = chk["verification_cost"]
-    assert list(v) == [str(k) for k in range(1, 10)] and v["1"] == 1.0
-    assert v["9"] > 2.0
-    assert chk["draft_reevaluation_cost"]["9"] > 0
+    assert list(v) == [str(k) for k in range(1, DRAFT_N_MAX + 2)] and v["1"] == 1.0
+    assert v[top] > 2.0
+    assert chk["draft_reevaluation_cost"][top] > 0
     # V(k) as the server verifies: every position's outputs timed on the probe and added, labelled so (issue 42)
-    assert m["output_extra"] is not None and sorted(int(k) for k in m["output_extra"]) == list(range(1, 10))
+    ks = list(range(1, DRAFT_N_MAX + 2))
+    assert m["output_extra"] is not None and sorted(int(k) for k in m["output_extra"]) == ks
     assert m["output_extra"]["1"]["ms"] == [0.0] * len(m["output_extra"]["1"]["ms"])
     assert m["sources"]["verify"].startswith("measured as the server verifies"), m["sources"]["verify"]
     # c from the draft's decode as the candidate runs it (the probe: no server loop), at its settings

@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from spectui.cli.main import main
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
-from tests.conftest import CANDIDATES, _need_assets
+from tests.conftest import CANDIDATES, DRAFT_N_MAX, _need_assets
 from tests.oracles import first_difference
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +98,7 @@ def test_draft_simple_is_identical_slower_here_and_its_acceptance_is_the_servers
         assert q["value"] == pytest.approx(v / steps)
     # both servers' builds, flags and files, as measured
     c = doc["measured_on"]["servers"]["candidate"]
-    assert c["launch_flags"]["spec"] == "draft-simple" and c["launch_flags"]["n_max"] == "8"
+    assert c["launch_flags"]["spec"] == "draft-simple" and c["launch_flags"]["n_max"] == str(DRAFT_N_MAX)
     assert len(c["draft_file"]["sha256"]) == 64 and c["model_file"]["identity"] == "sha256"
     assert doc["measured_on"]["hardware"]["gpus"] == [] and doc["measured_on"]["hardware"]["cores_logical"] >= 1
 
@@ -194,7 +194,7 @@ def session_outputs(path: Path) -> dict[str, tuple[bytes, bytes]]:
 
 
 def test_regress_does_not_judge_a_shorter_draft_on_mean_accepted_length(draft_cert, llama_servers, tmp_path, capsys):
-    """n-max 8 → 2: mean accepted length (1 + Σᵢ P(positions 1…i accepted)) falls by itself when fewer
+    """n-max DRAFT_N_MAX → 2: mean accepted length (1 + Σᵢ P(positions 1…i accepted)) falls by itself when fewer
     positions are drafted, so it is shown, not judged (issue 36); positions 1 and 2, drafted by both, are."""
     *_, out, _, _ = draft_cert
     args = ("--prompts", "quick", "--max-tokens", "16", "--runs", "2", "--sampled", "0", "--no-terms")
@@ -216,7 +216,7 @@ def test_regress_does_not_judge_a_shorter_draft_on_mean_accepted_length(draft_ce
     code = main(["regress", str(out), str(tmp_path / "nmax2")])
     text = capsys.readouterr().out
     row = next(line for line in text.splitlines() if line.startswith("mean accepted length"))
-    assert "draft length changed (8 → 2): not judged" in row and "◀" not in row, text
+    assert f"draft length changed ({DRAFT_N_MAX} → 2): not judged" in row and "◀" not in row, text
     assert "mean accepted length" not in text.splitlines()[0]
     positions = [line for line in text.splitlines() if line.startswith("acceptance at position")]
     assert [p.split()[3] for p in positions] == ["1", "2"]  # the positions both drafted, each judged

@@ -15,6 +15,7 @@ import pytest
 
 from spectui.cli.main import main
 from spectui.core import terms_table
+from tests.conftest import DRAFT_N_MAX
 from tests.real.test_prove import COPYING
 
 pytestmark = pytest.mark.server
@@ -51,7 +52,7 @@ def test_a_draft_simple_certificate_carries_measured_terms_that_verify_rederives
         assert chk["draft_cost_c"] > 0 and chk["sources"]["c"].startswith("measured")
         # V(k) for k = 1 … n_max + 1: V(1) = 1 by construction
         v = chk["verification_cost"]
-        assert v["1"] == 1.0 and list(v) == [str(k) for k in range(1, 10)]
+        assert v["1"] == 1.0 and list(v) == [str(k) for k in range(1, DRAFT_N_MAX + 2)]
         assert chk["draft_reevaluation_cost"] and chk["measured_low"] is not None
         # agreement, the term that misses, or an interval too wide to tell (issue 42): never silence
         assert chk["agree"] or chk["miss"] or any(n.startswith("too few runs") for n in chk["notes"])
@@ -64,10 +65,8 @@ def test_a_draft_simple_certificate_carries_measured_terms_that_verify_rederives
 
 
 def test_an_ngram_certificate_has_c_zero_said_so(llama_servers, capsys, tmp_path):
-    prompts = tmp_path / "copying.toml"
-    prompts.write_text(COPYING, encoding="utf-8")
     out = tmp_path / "ngram"
-    doc = prove(capsys, llama_servers["baseline"], llama_servers["ngram"], out, str(prompts))
+    doc = prove(capsys, llama_servers["baseline"], llama_servers["ngram"], out, str(COPYING))
     md = (out / "certificate.md").read_text(encoding="utf-8")
     drafted = [e for e in doc["terms"]["prompts"] if e["check"] is not None]
     assert drafted  # a copying prompt is what n-gram drafting drafts on

@@ -8,8 +8,15 @@ import pytest
 
 from spectui.cli.main import main
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
-from tests.conftest import _need_assets
 from tests.oracles import check_sampling, sampling_exit, sampling_samples
+
+# Both controls sample one short raw prompt: each sample pays its whole prompt (the sampling pass turns the
+# prompt cache off), and on these 1-thread servers a prompt token costs about what a generated one does, so the
+# chat template's 35 tokens ("Name a colour." as the controls first asked it) were over 80 % of their CPU. Measured
+# here at N = 30, K = 4: the twin is `consistent` at seed bases 1000 to 6000 (detectable TVD 0.40–0.45, 3–4
+# positions varying), where "Name a colour." under the template is `consistent` at 1000 only at the 0.50 limit
+# and "not enough samples to decide" at 2000 (0.55).
+PROMPT = ("--raw", "--prompt", "The capital of France is")
 
 
 def sampling(capsys, baseline, candidate, *extra, save=None):
@@ -44,22 +51,22 @@ def test_draft_speculation_keeps_every_seeded_sample_byte_identical(llama_server
     assert p["acceptance_rate"] is not None  # it did speculate at this temperature
 
 
-def test_a_different_model_is_found_different(capsys, tmp_path):
-    """Positive control: the Q2_K draft file served as the candidate's main model (measured here: all 4
-    positions different at N = 40, TVD 0.47 at the first token)."""
-    found = _need_assets()
+def test_a_different_model_is_found_different(llama_servers, assets_found, capsys, tmp_path):
+    """Positive control: the Q2_K draft file served as the candidate's main model, against the session's
+    baseline (the same argv as a server of the Q4 file started here). Measured here on PROMPT: `different`
+    at N = 40 for seed bases 1000 to 5000, p 0.005 at 1000 (0.001, the test's floor, at the other four),
+    TVD 0.33–0.67 at the four positions."""
     with Launcher() as launcher:
-        base = launcher.add(ServerProcess("q4", llama_server_argv(found.llama_server, found.model, 0)))
-        other = launcher.add(ServerProcess("q2", llama_server_argv(found.llama_server, found.draft_model, 0)))
-        for s in (base, other):
-            s.argv[s.argv.index("--port") + 1] = str(s.port)
+        other = launcher.add(
+            ServerProcess("q2", llama_server_argv(assets_found.llama_server, assets_found.draft_model, 0))
+        )
+        other.argv[other.argv.index("--port") + 1] = str(other.port)
         launcher.start_all(timeout=120)
         code, doc = sampling(
             capsys,
-            base.url,
+            llama_servers["baseline"],
             other.url,
-            "--prompt",
-            "Name a colour.",
+            *PROMPT,
             "--temperature",
             "0.8",
             "--samples",
@@ -84,12 +91,11 @@ def test_the_same_model_on_two_servers_is_consistent(llama_servers, assets_found
             capsys,
             llama_servers["baseline"],
             twin.url,
-            "--prompt",
-            "Name a colour.",
+            *PROMPT,
             "--temperature",
             "0.8",
             "--samples",
-            "30",  # 10 (and 20) could find only TVD ≥ 0.55: "not enough samples to decide" since issue 36
+            "30",  # 10 (and 20) could find only TVD ≥ 0.55 on the prompt issue 36 used: "not enough samples to decide"
             "--max-tokens",
             "4",
             "--distribution",

@@ -14,7 +14,7 @@ settings.register_profile("spectui", deadline=None, suppress_health_check=[Healt
 settings.load_profile("spectui")
 
 # FACTS: draft-simple with --spec-draft-n-max 8, ngram-simple 3/8, and a q4_0 KV cache that diverges
-DRAFT_N_MAX = 8
+DRAFT_N_MAX = 4
 CANDIDATES = {
     "baseline": [],
     "draft": ["--spec-type", "draft-simple", "--spec-draft-n-max", str(DRAFT_N_MAX)],

@@ -220,8 +220,12 @@ def test_regress_does_not_judge_a_shorter_draft_on_mean_accepted_length(draft_ce
     assert "mean accepted length" not in text.splitlines()[0]
     positions = [line for line in text.splitlines() if line.startswith("acceptance at position")]
     assert [p.split()[3] for p in positions] == ["1", "2"]  # the positions both drafted, each judged
-    # nothing else got worse: exit 0 (the acceptance at 1 and 2 and the speed-up are judged on their intervals)
-    assert code == 0, text
+    assert all("interval" in p for p in positions), text  # on their intervals
+    # the exit status is the rows' verdict: whether the acceptance at 1 and 2 moves with the draft length is this
+    # prompt set's finding (with n-max 8 → 2 both held; with 4 → 2 position 1 fell from 88.9 % to 75.0 % accepted,
+    # the steps starting elsewhere in the text), not this test's
+    flagged = [line for line in text.splitlines() if line.rstrip().endswith("◀ REGRESSION")]
+    assert code == (4 if flagged else 0) and text.startswith("REGRESSION" if flagged else "NO REGRESSION"), text
     assert len(new["derived"]["acceptance"]["per_position"]) <= 2  # the server drafted 2 positions at most
 
 

@@ -18,11 +18,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from spectui.cli.main import main
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
-from tests.conftest import CANDIDATES, DRAFT_N_MAX, _need_assets
+from tests.conftest import CANDIDATES, COPYING, DRAFT_N_MAX, _need_assets
 from tests.oracles import first_difference
 
 ROOT = Path(__file__).resolve().parents[2]
-COPYING = Path(__file__).resolve().parents[1] / "data" / "copying.toml"
 
 
 def metrics(url: str) -> dict[str, float]:

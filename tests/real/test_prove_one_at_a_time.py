@@ -8,11 +8,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-from pathlib import Path
 
 import pytest
 
 from spectui.cli.main import main
+from tests.conftest import COPYING
 from tests.procwatch import llama_children, watched
 
 pytestmark = pytest.mark.server
@@ -22,8 +22,7 @@ pytestmark = pytest.mark.server
 # The n-gram pair on prompts it copies from: a draft model's candidate costs about 3.7 times the baseline's CPU
 # a token here (8 drafts a step, each a decode of the draft), an n-gram's 1.2, and one at a time does not
 # depend on how the candidate drafts (a draft model one at a time: test_one_at_a_time.py)
-COPYING = str(Path(__file__).resolve().parents[1] / "data" / "copying.toml")
-ARGS = ["--launch", "ngram", "--prompts", COPYING, "--max-tokens", "16", "--runs", "2"]
+ARGS = ["--launch", "ngram", "--prompts", str(COPYING), "--max-tokens", "16", "--runs", "2"]
 ARGS += ["--sampled", "1", "--samples", "2", "--sample-max-tokens", "8", "--no-notebook", "--ready-timeout", "300"]
 
 

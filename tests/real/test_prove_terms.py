@@ -15,8 +15,7 @@ import pytest
 
 from spectui.cli.main import main
 from spectui.core import terms_table
-from tests.conftest import DRAFT_N_MAX
-from tests.real.test_prove import COPYING
+from tests.conftest import COPYING, DRAFT_N_MAX
 
 pytestmark = pytest.mark.server
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-from pathlib import Path
 
 import pytest
 
 from spectui.cli.main import main
+from tests.conftest import COPYING
 from tests.procwatch import llama_children, watched
 
 pytestmark = pytest.mark.server
@@ -20,8 +20,7 @@ pytestmark = pytest.mark.server
 # 8 tokens: the servers' decoding is most of the CPU; the phases, the pairing and the drafting do not need more.
 # The n-gram pair on prompts it copies from (a draft model's candidate costs about 3.7 times its CPU a token
 # here; one at a time does not depend on how the candidate drafts)
-COPYING = str(Path(__file__).resolve().parents[1] / "data" / "copying.toml")
-ARGS = ["sweep", "--launch", "ngram", "--concurrency", "1,2", "--prompts", COPYING, "--max-tokens", "8"]
+ARGS = ["sweep", "--launch", "ngram", "--concurrency", "1,2", "--prompts", str(COPYING), "--max-tokens", "8"]
 ARGS += ["--repeat", "2", "--json", "--ready-timeout", "300"]
 
 

@@ -7,11 +7,10 @@ CPU; the phases, the launches and the terms table do not depend on the length)."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from spectui.core.types import GenerationParams
+from tests.conftest import COPYING
 from tests.pilot import ready, until
 from tests.procwatch import llama_children, watched
 
@@ -33,7 +32,7 @@ def _copying_prompts():
     """Two raw prompts an n-gram draft copies from (tests/data/copying.toml): drafts from the first steps."""
     from spectui.store.prompts import load_set
 
-    return load_set(str(Path(__file__).resolve().parents[1] / "data" / "copying.toml"))[1]
+    return load_set(str(COPYING))[1]
 
 
 def _alone_app():

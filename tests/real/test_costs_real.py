@@ -9,6 +9,8 @@ Kept short (16 tokens, 2 runs, 2 repeats): the machine is 2 shared cores.
 from __future__ import annotations
 
 import json
+import tomllib
+import xml.etree.ElementTree as ET
 
 import httpx
 import pytest
@@ -18,6 +20,7 @@ from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
 from spectui.store.session import load_session, results_for
 from tests.conftest import CANDIDATES, DRAFT_N_MAX, _need_assets
 from tests.pilot import until
+from tests.real.test_prove_terms import terms_row
 
 COPY = "red green blue yellow, red green blue yellow, red green blue yellow, red green blue yellow, red green blue"
 SPEC = ("spec_decode_num_draft_tokens_total", "spec_decode_num_accepted_tokens_total", "spec_decode_num_drafts_total")
@@ -36,7 +39,7 @@ def spec_counters(url: str) -> dict[str, float]:
     return out
 
 
-def run_and_check(capsys, tmp_path, baseline, candidate, *prompt):
+def run_and_check(capsys, tmp_path, baseline, candidate, *prompt, save=False):
     session = tmp_path / "run.jsonl"
     code = main(
         ["compare", "--baseline", baseline, "--candidate", candidate, *prompt, "--max-tokens", "16"]
@@ -45,11 +48,17 @@ def run_and_check(capsys, tmp_path, baseline, candidate, *prompt):
     assert code == 0, capsys.readouterr().err
     capsys.readouterr()
     saved = [r.candidate.figures for r in results_for(load_session(session))]
-    before = spec_counters(candidate)
-    code = main(["theory", "--from", str(session), "--json", "--repeats", "2"])
+    before, kept = spec_counters(candidate), session.read_bytes()
+    code = main(["theory", "--from", str(session), "--json", "--repeats", "2", *(["--save"] if save else [])])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     doc = json.loads(captured.out)
+    after = session.read_bytes()
+    if save:  # kept with the run: one "terms" record appended to the session, every byte before it untouched
+        assert "saved the measured terms" in captured.err and after.startswith(kept) and after != kept
+        assert json.loads(after[len(kept) :].decode())["type"] == "terms"
+    else:
+        assert after == kept
     # measured after the run on separate one-token requests: the candidate drafted nothing more, and the
     # run's figures (its /metrics deltas among them) read back from the session exactly as before
     assert spec_counters(candidate) == before
@@ -58,7 +67,7 @@ def run_and_check(capsys, tmp_path, baseline, candidate, *prompt):
         (f.metrics_drafted, f.metrics_accepted, f.metrics_steps, f.decode_tps) for f in saved
     ]
     (p,) = doc["prompts"]
-    return p["check"], p["measurement"]
+    return p, session
 
 
 def said(chk: dict) -> None:
@@ -71,10 +80,17 @@ def said(chk: dict) -> None:
         assert chk["miss"] and ("per step" in chk["miss"] or "per drafted token" in chk["miss"]), chk["miss"]
 
 
-def test_draft_simple_pair_measures_c_and_the_verification_curve(llama_servers, capsys, tmp_path):
-    chk, m = run_and_check(
-        capsys, tmp_path, llama_servers["baseline"], llama_servers["draft"], "--prompt", "Name three colours."
+def test_draft_simple_pair_measures_c_and_the_verification_curve_and_saves_them(llama_servers, capsys, tmp_path):
+    p, session = run_and_check(
+        capsys,
+        tmp_path,
+        llama_servers["baseline"],
+        llama_servers["draft"],
+        "--prompt",
+        "Name three colours.",
+        save=True,
     )
+    chk, m = p["check"], p["measurement"]
     assert chk is not None and m["drafting"] == "draft model"
     # c measured on the draft model's own server, over the baseline's decode step
     assert m["draft_step"]["median_ms"] > 0 and chk["draft_cost_c"] > 0
@@ -96,12 +112,17 @@ def test_draft_simple_pair_measures_c_and_the_verification_curve(llama_servers, 
     assert 0 < chk["predicted_speedup"] and chk["measured_low"] is not None
     assert chk["terms"][0]["speedup"] > chk["predicted_speedup"]  # the ideal promises more than the terms allow
     said(chk)
+    # the saved terms are what `spectui report` shows with the run
+    assert main(["report", str(session), "--format", "md"]) == 0
+    got = capsys.readouterr()
+    assert got.err == ""
+    cells = terms_row(got.out, p["id"])
+    assert cells[1] == f"{chk['draft_cost_c']:.3f}" and cells[2].split()[0] == "1.00"
 
 
 def test_ngram_pair_on_a_copying_prompt_has_c_zero_said_so(llama_servers, capsys, tmp_path):
-    chk, m = run_and_check(
-        capsys, tmp_path, llama_servers["baseline"], llama_servers["ngram"], "--raw", "--prompt", COPY
-    )
+    p, _ = run_and_check(capsys, tmp_path, llama_servers["baseline"], llama_servers["ngram"], "--raw", "--prompt", COPY)
+    chk, m = p["check"], p["measurement"]
     assert chk is not None and m["drafting"] == "n-gram"
     assert chk["draft_cost_c"] == 0.0 and "n-gram" in chk["sources"]["c"]
     assert chk["draft_reevaluation_cost"] is None and m["draft_step"] is None
@@ -123,16 +144,31 @@ def four_slot_draft_pair():
         yield base.url, cand.url
 
 
-def test_a_sweep_at_1_2_4_prints_predicted_and_measured_per_level(four_slot_draft_pair, capsys, tmp_path):
+def test_a_sweep_at_1_2_4_compares_every_output_and_prints_predicted_and_measured_per_level(
+    four_slot_draft_pair, capsys, tmp_path
+):
     base, cand = four_slot_draft_pair
-    out = tmp_path / "sweep.json"
+    out, svg, nb = tmp_path / "sweep.json", tmp_path / "sweep.svg", tmp_path / "nb.toml"
     args = ["sweep", "--baseline", base, "--candidate", cand, "--concurrency", "1,2,4", "--prompts", "quick"]
-    code = main([*args, "--limit", "1", "--max-tokens", "16", "--save", str(out)])
+    code = main(
+        [*args, "--limit", "1", "--max-tokens", "16", "--save", str(out), "--svg", str(svg), "--notebook", str(nb)]
+    )
     text = capsys.readouterr().out
-    assert code in (0, 3)
     assert "predicted from the batch times measured after the sweep" in text
     doc = json.loads(out.read_text())
+    assert code == (0 if all(lv["identical"] for lv in doc["levels"]) else 3)
+    assert [lv["concurrency"] for lv in doc["levels"]] == [1, 2, 4]
     for lv in doc["levels"]:
+        assert lv["outputs_compared"] == lv["concurrency"]  # every output compared with the baseline's
+        assert lv["identical"] is (not lv["differing_requests"])
+        assert lv["baseline"]["aggregate_tps"] > 0 and lv["candidate"]["aggregate_tps"] > 0
+        assert lv["speedup"] == pytest.approx(lv["candidate"]["aggregate_tps"] / lv["baseline"]["aggregate_tps"])
+        assert lv["candidate"]["drafted"] == lv["candidate"]["metrics_drafted"]
+        assert lv["candidate"]["accepted"] == lv["candidate"]["metrics_accepted"]
+        assert lv["baseline"]["failed"] == [] and lv["candidate"]["failed"] == []
+        for side in ("baseline", "candidate"):  # the kernel stamped the real servers' events
+            assert lv[side]["client_read_lag_ms"]["reads"] > 0, lv[side]
+            assert isinstance(lv[side]["client_behind"], bool)  # measured, so a yes or a no
         assert lv["predicted_speedup"] > 0, lv["predicted_note"]
         assert lv["decode_ratio"] > 0  # the decode-only ratio the prediction models, beside the aggregate
         (line,) = [x for x in text.splitlines() if x.startswith(f"{lv['concurrency']:>4} predicted")]
@@ -140,6 +176,8 @@ def test_a_sweep_at_1_2_4_prints_predicted_and_measured_per_level(four_slot_draf
     terms = doc["levels"][0]["cost_terms"]
     # the batches the levels need were measured: 1, 2, 4 and each level's n·(γ+1)
     assert {"1", "2", "4"} <= set(terms["target_batch"]) and len(terms["target_batch"]) >= 5
+    ET.fromstring(svg.read_text())  # a well-formed SVG image
+    assert len(tomllib.loads(nb.read_text())["measurement"]) == 3  # a notebook row a level
 
 
 async def test_the_theory_screen_measures_the_terms_on_enter(llama_servers):

@@ -77,28 +77,3 @@ def test_an_ngram_certificate_has_c_zero_said_so(llama_servers, capsys, tmp_path
         assert cells[1] == "0 (n-gram: no draft model)" and cells[3] == "0 (n-gram: no model re-evaluates)"
         assert cells[2].split()[0] == "1.00"  # V(1): the verification cost is still measured
     assert main(["verify", str(out / "certificate.json")]) == 0
-
-
-def test_theory_save_then_report_shows_the_measured_terms(llama_servers, capsys, tmp_path):
-    session = tmp_path / "run.jsonl"
-    code = main(
-        ["compare", "--baseline", llama_servers["baseline"], "--candidate", llama_servers["draft"]]
-        + ["--prompt", "Name three colours.", "--max-tokens", "16", "--repeat", "2", "--save", str(session)]
-    )
-    assert code == 0, capsys.readouterr().err
-    capsys.readouterr()
-    before = session.read_bytes()
-    assert main(["theory", "--from", str(session), "--repeats", "2", "--save", "--json"]) == 0
-    captured = capsys.readouterr()
-    (p,) = json.loads(captured.out)["prompts"]
-    # kept with the run: one "terms" record appended to the session, every byte before it untouched
-    after = session.read_bytes()
-    assert "saved the measured terms" in captured.err and after.startswith(before) and after != before
-    assert json.loads(after[len(before) :].decode())["type"] == "terms"
-    assert main(["report", str(session), "--format", "md"]) == 0
-    got = capsys.readouterr()
-    assert got.err == ""
-    chk = p["check"]
-    assert chk["draft_cost_c"] > 0
-    cells = terms_row(got.out, p["id"])
-    assert cells[1] == f"{chk['draft_cost_c']:.3f}" and cells[2].split()[0] == "1.00"

@@ -36,8 +36,13 @@ def _vllm():
 # cache instead of 2 (46,592 tokens; VLLM_CPU_KVCACHE_SPACE takes whole GiB, vllm/envs.py).
 # Measured one server at a time (3 completions of 64 tokens, load about 5-6): start 44 → 32-36 CPU-s,
 # decoding 6.3 → 3.6 CPU-s at the same wall time.
+# And float32 compute (after vllm_argv's --dtype bfloat16: the last one given wins) on the bf16 folder: a CPU
+# without native bf16 (this one has AVX2 only) converts every bf16 matmul, so a request's prompt cost 1.8 CPU-s
+# in bf16 and 0.4 in float32, 12 sampled 8-token requests 23 and 13 (one server, measured quiet); this file,
+# run alone on an idle machine with bench/cpu_per_test.py: 280 CPU-s (207 s) in bf16, 236 (168 s) in float32,
+# the same drafts and acceptance. What these tests check (labels, counters, verdicts) does not depend on it.
 LIGHT_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
-LIGHT_ARGS = ["--distributed-executor-backend", "uni"]
+LIGHT_ARGS = ["--distributed-executor-backend", "uni", "--dtype", "float32"]
 # How long a server may take to answer /health. Not what these tests test: on a quiet machine the pair is ready well
 # inside 240 s, but with a CPU-bound job beside the suite (load 6 on the 2 cores) both servers were still
 # starting after 240 s. An early exit still fails at once, with the server's last log lines (EarlyExit).

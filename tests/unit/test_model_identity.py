@@ -62,3 +62,53 @@ def test_the_certificate_says_what_identifies_a_folder(tmp_path):
     assert "sha256" not in quick and "not hashed" in quick["identity"]
     assert "modified None" not in _file(quick) and "a folder of 3 files" in _file(quick)
     assert file_identity(tmp_path / "absent")["identity"].startswith("reported path only")
+
+
+def _counting(monkeypatch):
+    from spectui.run.prove import provenance
+
+    reads = []
+    real = provenance.sha256_file
+
+    def counted(path):
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(provenance, "sha256_file", counted)
+    monkeypatch.setattr(provenance, "_MODEL_HASHES", {})
+    return provenance, reads
+
+
+def test_a_model_file_unchanged_for_a_while_is_read_once_per_process(tmp_path, monkeypatch):
+    provenance, reads = _counting(monkeypatch)
+    monkeypatch.setattr(provenance, "RACY_NS", 0)  # as if written long ago
+    f = tmp_path / "m.gguf"
+    f.write_bytes(b"GGUF" + bytes(range(256)) * 50)
+    want = hashlib.sha256(f.read_bytes()).hexdigest()
+    assert file_identity(f)["sha256"] == file_identity(f)["sha256"] == want
+    assert len(reads) == 1
+
+
+def test_a_file_written_just_now_is_read_every_time(tmp_path, monkeypatch):
+    provenance, reads = _counting(monkeypatch)
+    f = tmp_path / "m.gguf"
+    f.write_bytes(b"GGUF one")
+    file_identity(f)
+    f.write_bytes(b"GGUF two")  # the same size, within the same timestamp tick perhaps: never taken as unchanged
+    assert file_identity(f)["sha256"] == hashlib.sha256(b"GGUF two").hexdigest()
+    assert len(reads) == 2
+
+
+def test_a_changed_model_file_is_hashed_again(tmp_path, monkeypatch):
+    import os
+
+    provenance, reads = _counting(monkeypatch)
+    monkeypatch.setattr(provenance, "RACY_NS", 0)
+    f = tmp_path / "m.gguf"
+    f.write_bytes(b"GGUF one")
+    os.utime(f, ns=(10**18, 10**18))
+    first = file_identity(f)["sha256"]
+    f.write_bytes(b"GGUF two")
+    os.utime(f, ns=(2 * 10**18, 2 * 10**18))
+    assert first != file_identity(f)["sha256"] == hashlib.sha256(b"GGUF two").hexdigest()
+    assert len(reads) == 2

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import platform
+import time
 from pathlib import Path
 
 from spectui import __version__
@@ -29,6 +30,25 @@ def sha256_file(path: Path) -> str:
         while chunk := fh.read(CHUNK):
             h.update(chunk)
     return h.hexdigest()
+
+
+# A model file's sha256 for this process, by (device, inode, size, mtime, ctime): a prove hashes each side's
+# model (and draft), the two sides mostly name the same files, and the TUI proves again and again. Only files
+# unchanged for RACY_NS are kept (a timestamp ticks every few ms, so a file written twice within one tick
+# could keep its stamps: git's "racy" rule); sessions and certificates are always hashed afresh.
+RACY_NS = 2_000_000_000
+_MODEL_HASHES: dict[tuple[int, int, int, int, int], str] = {}
+
+
+def model_sha256(path: Path) -> str:
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key in _MODEL_HASHES:
+        return _MODEL_HASHES[key]
+    digest = sha256_file(path)
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS and os.stat(path).st_ctime_ns == st.st_ctime_ns:
+        _MODEL_HASHES[key] = digest
+    return digest
 
 
 def prompt_set_hash(prompts: list[Prompt]) -> str:
@@ -55,7 +75,7 @@ def file_identity(path: str | Path | None, hash_files: bool = True) -> dict | No
         "mtime": dt.datetime.fromtimestamp(st.st_mtime, dt.UTC).isoformat(timespec="seconds"),
     }
     if hash_files:
-        out["sha256"] = sha256_file(p)
+        out["sha256"] = model_sha256(p)
         out["identity"] = "sha256"
     else:
         out["identity"] = "size and mtime (not hashed: --no-hash)"
@@ -81,7 +101,7 @@ def folder_identity(folder: Path, hash_files: bool = True) -> dict:
     if not hash_files:
         out["identity"] = "folder: file sizes only (not hashed: --no-hash)"
         return out
-    listed = {str(f.relative_to(folder).as_posix()): sha256_file(f) for f in files}
+    listed = {str(f.relative_to(folder).as_posix()): model_sha256(f) for f in files}
     manifest = "".join(f"{rel}\0{digest}\n" for rel, digest in listed.items())
     out["sha256"] = hashlib.sha256(manifest.encode("utf-8", errors="surrogatepass")).hexdigest()
     out["identity"] = "folder sha256 (of each file's path and sha256, sorted)"

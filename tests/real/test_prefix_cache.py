@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
-import httpx
 import pytest
 
-from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.cli.main import main
 from spectui.core.types import GenerationParams
 from spectui.labs.memory.kv import kv_bytes, model_dims
@@ -53,28 +50,10 @@ def test_warm_turns_reuse_tokens_and_start_sooner(slot_servers, capsys):
     assert doc["cleared"]["candidate"] == "slot 0 erased"
 
 
-def test_save_erase_restore_then_the_next_turn_reuses_the_restored_tokens(slot_servers):
-    from spectui.labs.prefix import restore_experiment
-
-    _, warm, slots = slot_servers
-
-    async def go():
-        async with httpx.AsyncClient() as client:
-            b = LlamaCppBackend(warm, client)
-            await b.identify()
-            msgs = [{"role": "user", "content": "Describe a lighthouse at night in three sentences."}]
-            return await restore_experiment(b, msgs, GenerationParams(max_tokens=24), filename="conv.bin")
-
-    r = asyncio.run(go())
-    assert r["tokens_saved"] > 0 and (slots / "conv.bin").stat().st_size == r["file_bytes"]
-    assert r["tokens_restored"] == r["tokens_saved"]
-    assert r["recomputed"]["prompt_tokens_reused"] == 0
-    assert r["restored"]["prompt_tokens_reused"] > 0  # the restored conversation is reused
-    assert r["restored"]["prompt_tokens_processed"] < r["recomputed"]["prompt_tokens_processed"]
-
-
 def test_restore_check_reuses_the_restored_conversation(slot_servers, capsys):
-    cold, warm, _ = slot_servers
+    """Save, erase, restore (labs.prefix.restore_experiment, through `spectui prefix --restore-check`): the
+    file on disk is the size the server said, and the next turn reuses the restored tokens."""
+    cold, warm, slots = slot_servers
     code = main(
         [
             "prefix",
@@ -94,6 +73,7 @@ def test_restore_check_reuses_the_restored_conversation(slot_servers, capsys):
     assert code == (0 if all(t["identical"] for t in doc["turns"]) else 3)
     r = doc["restore_check"]
     assert r["tokens_saved"] > 0 and r["tokens_restored"] == r["tokens_saved"] and r["file_bytes"] > 0
+    assert (slots / "spectui-restore-check.bin").stat().st_size == r["file_bytes"]
     assert r["recomputed"]["prompt_tokens_reused"] == 0 and r["restored"]["prompt_tokens_reused"] > 0
     assert r["restored"]["prompt_tokens_processed"] < r["recomputed"]["prompt_tokens_processed"]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import hashlib
 import json
 import os
@@ -43,9 +44,7 @@ def parse_gguf_once() -> None:
     397 names (12.8 CPU-s in all); both are read-only once built (transformers imports them from `gguf` at each
     call, so the module's names are what it gets). load_target on SmolLM2 Q4_1: 45 → 22 CPU-s, the same tensors,
     tokenizer and config."""
-    import functools
-
-    import gguf
+    import gguf  # lazy: transformers' GGUF reader package, only where the target is a GGUF file
 
     if getattr(gguf.GGUFReader, "cache_info", None) is None:
         gguf.GGUFReader = functools.lru_cache(maxsize=2)(gguf.GGUFReader)

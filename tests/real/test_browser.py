@@ -3,7 +3,7 @@
 The served app runs against real llama-servers; a prompt typed into the page runs, and the app's own
 session (its autosave) records the IDENTICAL verdict. The web server is its owner's only: a page of
 another origin, a request under another host name (DNS rebinding) and a page without the token are
-refused, and past --max-apps (4) the next tab gets a message instead of an app.
+refused, and past --max-apps (2 here; 4 by default) the next tab gets a message instead of an app.
 
 Screenshots go to the test's temporary folder, or to $SPECTUI_TEST_ARTIFACTS when set (never into the
 checkout).

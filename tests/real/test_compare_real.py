@@ -154,11 +154,16 @@ def test_server_dying_mid_stream_reports_the_other_side(llama_servers, assets_fo
         launcher.start_all()
 
         feed = SideRecorder.feed
+        streamed = {"baseline": 0}
+        at_kill = []
 
         def kill_at_the_first_token(self, ev):  # the event itself, not a delay, says it is streaming
+            if isinstance(ev, TokenEvent) and self.name == "baseline":
+                streamed["baseline"] += 1
             if self.name == "candidate" and isinstance(ev, TokenEvent) and victim.exited() is None:
                 victim.proc.kill()
                 victim.proc.wait()
+                at_kill.append(streamed["baseline"])
             return feed(self, ev)
 
         monkeypatch.setattr(SideRecorder, "feed", kill_at_the_first_token)
@@ -179,7 +184,8 @@ def test_server_dying_mid_stream_reports_the_other_side(llama_servers, assets_fo
         )
     assert code == 1
     p = doc["prompts"][0]
-    assert p["baseline"]["failed"] is None and p["baseline"]["tokens"] == 64
+    # the baseline was still streaming when the candidate died, and then ran to its end
+    assert at_kill and at_kill[0] < 64 and p["baseline"]["failed"] is None and p["baseline"]["tokens"] == 64
     assert p["candidate"]["failed"] and "after" in p["candidate"]["failed"]
     assert p["candidate"]["tokens"] < 64
     assert p["identical"] is None

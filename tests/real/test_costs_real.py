@@ -1,6 +1,7 @@
 """The formula's terms measured on real llama-servers (issue 30): a draft-simple pair and an n-gram pair
 on a copying prompt, through `spectui theory --from SESSION`; the measurement leaves the run's figures
-and the candidate's speculation counters where they were; a sweep at 1, 2, 4 prints the predicted and
+and the candidate's speculation counters where they were, and `--save` appends the terms to the session,
+which `spectui report` then shows; a sweep at 1, 2, 4 compares every output and prints the predicted and
 the measured speed-up per level; the theory screen measures on Enter.
 
 Kept short (16 tokens, 2 runs, 2 repeats): the machine is 2 shared cores.

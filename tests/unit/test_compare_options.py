@@ -213,3 +213,17 @@ def test_the_notebook_gets_one_entry_per_prompt(capsys, tmp_path, prompt_file):
     rows = tomllib.loads(nb.read_text())["measurement"]
     assert code == 0 and [r["prompt_id"] for r in rows] == ["p0", "p1"]
     assert all(r["drafted"] == 119 and r["accepted"] == 45 and r["identical"] is True for r in rows)
+
+
+def test_the_near_tie_default_is_triages_own(capsys):
+    """`compare --near-tie` defaults to the threshold triage uses (and its help says so): the CLI's literal is
+    not allowed to drift from spectui.run.triage.NEAR_TIE_NATS (the TUI uses the constant)."""
+    from spectui.cli.main import build_parser
+    from spectui.run.triage import NEAR_TIE_NATS
+
+    argv = ["compare", "--baseline", "http://a", "--candidate", "http://b", "--prompt", "x"]
+    args = build_parser("compare").parse_args(argv)
+    assert args.near_tie == NEAR_TIE_NATS
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    assert f"near-tie (default {NEAR_TIE_NATS:g})" in " ".join(capsys.readouterr().out.split())

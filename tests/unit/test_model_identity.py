@@ -64,46 +64,57 @@ def test_the_certificate_says_what_identifies_a_folder(tmp_path):
     assert file_identity(tmp_path / "absent")["identity"].startswith("reported path only")
 
 
-def _counting(monkeypatch):
+def _counting(monkeypatch, age_ns: int):
+    """Count the digests model_sha256 computes, with the clock `age_ns` after the file's last stamp."""
+    import os
+
     from spectui.run.prove import provenance
 
-    reads = []
-    real = provenance.sha256_file
+    made = []
+    real = provenance.hashlib.sha256
 
-    def counted(path):
-        reads.append(path)
-        return real(path)
+    class Hashlib:
+        @staticmethod
+        def sha256(*a):
+            made.append(1)
+            return real(*a)
 
-    monkeypatch.setattr(provenance, "sha256_file", counted)
+    stamps = {}
+    real_fstat = os.fstat
+
+    def fstat(fd):
+        st = real_fstat(fd)
+        stamps["last"] = max(st.st_mtime_ns, st.st_ctime_ns)
+        return st
+
+    monkeypatch.setattr(provenance, "hashlib", Hashlib)
+    monkeypatch.setattr(provenance.os, "fstat", fstat)
+    monkeypatch.setattr(provenance.time, "time_ns", lambda: stamps["last"] + age_ns)
     monkeypatch.setattr(provenance, "_MODEL_HASHES", {})
-    return provenance, reads
+    return made
 
 
 def test_a_model_file_unchanged_for_a_while_is_read_once_per_process(tmp_path, monkeypatch):
-    provenance, reads = _counting(monkeypatch)
-    monkeypatch.setattr(provenance, "RACY_NS", 0)  # as if written long ago
+    made = _counting(monkeypatch, age_ns=10**10)  # last written 10 s ago
     f = tmp_path / "m.gguf"
     f.write_bytes(b"GGUF" + bytes(range(256)) * 50)
     want = hashlib.sha256(f.read_bytes()).hexdigest()
     assert file_identity(f)["sha256"] == file_identity(f)["sha256"] == want
-    assert len(reads) == 1
+    assert len(made) == 1
 
 
 def test_a_file_written_just_now_is_read_every_time(tmp_path, monkeypatch):
-    provenance, reads = _counting(monkeypatch)
+    made = _counting(monkeypatch, age_ns=10**6)  # 1 ms ago: its stamps could still be those of a later write
     f = tmp_path / "m.gguf"
     f.write_bytes(b"GGUF one")
-    file_identity(f)
-    f.write_bytes(b"GGUF two")  # the same size, within the same timestamp tick perhaps: never taken as unchanged
-    assert file_identity(f)["sha256"] == hashlib.sha256(b"GGUF two").hexdigest()
-    assert len(reads) == 2
+    assert file_identity(f)["sha256"] == file_identity(f)["sha256"] == hashlib.sha256(b"GGUF one").hexdigest()
+    assert len(made) == 2
 
 
 def test_a_changed_model_file_is_hashed_again(tmp_path, monkeypatch):
     import os
 
-    provenance, reads = _counting(monkeypatch)
-    monkeypatch.setattr(provenance, "RACY_NS", 0)
+    made = _counting(monkeypatch, age_ns=10**10)
     f = tmp_path / "m.gguf"
     f.write_bytes(b"GGUF one")
     os.utime(f, ns=(10**18, 10**18))
@@ -111,4 +122,4 @@ def test_a_changed_model_file_is_hashed_again(tmp_path, monkeypatch):
     f.write_bytes(b"GGUF two")
     os.utime(f, ns=(2 * 10**18, 2 * 10**18))
     assert first != file_identity(f)["sha256"] == hashlib.sha256(b"GGUF two").hexdigest()
-    assert len(reads) == 2
+    assert len(made) == 2

@@ -37,18 +37,19 @@ def emit(event: str, **kw) -> None:
     print(json.dumps({"event": event, **kw}), flush=True)
 
 
-def parse_gguf_once() -> None:
+def parse_gguf_once():
     """One parse of a GGUF file per process. transformers (5.19, the torch environment's) builds a GGUFReader
     for the tokenizer and two for the model (8-12 CPU-s each for SmolLM2 here: its 49k-token vocabulary is
     read field by field), and builds llama.cpp's tensor-name map again for each of the model's
     397 names (12.8 CPU-s in all); both are read-only once built (transformers imports them from `gguf` at each
     call, so the module's names are what it gets). load_target on SmolLM2 Q4_1: 45 → 22 CPU-s, the same tensors,
-    tokenizer and config."""
+    tokenizer and config. Returns what lets the reader (and its map of the file) go once the target is loaded."""
     import gguf  # lazy: transformers' GGUF reader package, only where the target is a GGUF file
 
     if getattr(gguf.GGUFReader, "cache_info", None) is None:
         gguf.GGUFReader = functools.lru_cache(maxsize=2)(gguf.GGUFReader)
         gguf.get_tensor_name_map = functools.lru_cache(maxsize=8)(gguf.get_tensor_name_map)
+    return gguf.GGUFReader.cache_clear
 
 
 def load_target(target: str):
@@ -56,8 +57,7 @@ def load_target(target: str):
     from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: the training extra, only to train
 
     p = Path(target)
-    if p.is_file():
-        parse_gguf_once()
+    done_with_file = parse_gguf_once() if p.is_file() else None
     kw = {"gguf_file": p.name} if p.is_file() else {}
     folder = str(p.parent) if p.is_file() else str(p)
     tok = AutoTokenizer.from_pretrained(folder, **kw)
@@ -65,6 +65,8 @@ def load_target(target: str):
     # the model's own config, copied (save_target_dir drops a field): AutoConfig.from_pretrained(gguf_file=…)
     # would parse the whole GGUF once more (8 CPU-s for SmolLM2-135M F32 here)
     config = copy.deepcopy(model.config)
+    if done_with_file:
+        done_with_file()
     model.eval()
     return model, tok, config
 

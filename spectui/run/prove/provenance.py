@@ -41,14 +41,22 @@ _MODEL_HASHES: dict[tuple[int, int, int, int, int], str] = {}
 
 
 def model_sha256(path: Path) -> str:
-    st = os.stat(path)
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    if key in _MODEL_HASHES:
-        return _MODEL_HASHES[key]
-    digest = sha256_file(path)
-    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS and os.stat(path).st_ctime_ns == st.st_ctime_ns:
-        _MODEL_HASHES[key] = digest
-    return digest
+    """The key is the open file's own stat (fstat), and it is hashed from that same descriptor: a file
+    replaced meanwhile (os.replace) is another inode, and one written meanwhile changes its stamps."""
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        now = time.time_ns()
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if key in _MODEL_HASHES:
+            return _MODEL_HASHES[key]
+        h = hashlib.sha256()
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+        after = os.fstat(fh.fileno())
+    unchanged = (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns, after.st_ctime_ns) == key
+    if unchanged and now - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
+        _MODEL_HASHES[key] = h.hexdigest()
+    return h.hexdigest()
 
 
 def prompt_set_hash(prompts: list[Prompt]) -> str:

@@ -4,7 +4,7 @@ and the candidate's speculation counters where they were, and `--save` appends t
 which `spectui report` then shows; a sweep at 1, 2, 4 compares every output and prints the predicted and
 the measured speed-up per level; the theory screen measures on Enter.
 
-Kept short (16 tokens, 2 runs, 2 repeats): the machine is 2 shared cores.
+Kept short (16 tokens, 2 runs, 3 repeats of each term): the machine is 2 shared cores.
 """
 
 from __future__ import annotations
@@ -50,7 +50,10 @@ def run_and_check(capsys, tmp_path, baseline, candidate, *prompt, save=False):
     capsys.readouterr()
     saved = [r.candidate.figures for r in results_for(load_session(session))]
     before, kept = spec_counters(candidate), session.read_bytes()
-    code = main(["theory", "--from", str(session), "--json", "--repeats", "2", *(["--save"] if save else [])])
+    # 3 repeats (the product's default): each term is the median of its repeats, and the median of 2 is their
+    # mean, which one repeat stalled by the other pytest worker on these 2 cores moved far enough to give V(5) =
+    # -2.9 (run 21 of docs/development.md); the median of 3 stands one stalled repeat
+    code = main(["theory", "--from", str(session), "--json", "--repeats", "3", *(["--save"] if save else [])])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     doc = json.loads(captured.out)

@@ -210,7 +210,7 @@ def register(sub) -> None:
         type=options.positive,
         default=0.05,
         metavar="NATS",
-        help="a margin under this between the two chosen tokens is a near-tie (default 0.05)",
+        help="a margin under this between the two chosen tokens is a near-tie (default %(default)s)",
     )
     g = p.add_argument_group("the draft probe")
     g.add_argument(

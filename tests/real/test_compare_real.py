@@ -176,7 +176,7 @@ def test_server_dying_mid_stream_reports_the_other_side(llama_servers, assets_fo
             "--prompt",
             "Count from 1 to 300, one number per line.",
             # the kill is set off by the candidate's first token, not a delay: 64 tokens leave the baseline
-            # streaming long after it (1,500 had the shared baseline decode ~35 CPU-s for nothing asserted)
+            # streaming long after it (bench/cpu_per_test.py: 5.6 CPU-s at 1,500, 3.4 at 64)
             "--max-tokens",
             "64",
             "--order",

@@ -79,8 +79,9 @@ async def test_killed_server_fails_its_pane_while_the_other_completes(llama_serv
         victim.argv[victim.argv.index("--port") + 1] = str(victim.port)
         launcher.start_all()
         # the other side is the shared plain server: what is tested is that its pane completes, not speculation
-        # (400 tokens on the draft server cost ~27 CPU-s); 128 tokens at this host's 40-50 tok/s leave seconds
-        # of streaming after the kill, which `until` (a look every 50 ms) sets off after the fourth token
+        # (bench/cpu_per_test.py: 11.5 CPU-s beside the draft server at 400 tokens, 7.3 so); 128 tokens at this
+        # host's 40-50 tok/s leave seconds of streaming after the kill, which `until` (a look every 50 ms) sets off
+        # after the fourth token
         app = app_for(victim.url, llama_servers["baseline"], order="concurrent", max_tokens=128)
         async with app.run_test(size=(160, 50)) as pilot:
             await ready(pilot, app)

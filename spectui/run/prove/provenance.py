@@ -25,11 +25,19 @@ CHUNK = 1 << 20
 
 
 def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
-        while chunk := fh.read(CHUNK):
-            h.update(chunk)
+        return _sha256_of(fh)
+
+
+def _sha256_of(fh) -> str:
+    h = hashlib.sha256()
+    while chunk := fh.read(CHUNK):
+        h.update(chunk)
     return h.hexdigest()
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 # A model file's sha256 for this process, by (device, inode, size, mtime, ctime): a prove hashes each side's
@@ -46,17 +54,14 @@ def model_sha256(path: Path) -> str:
     with open(path, "rb") as fh:
         st = os.fstat(fh.fileno())
         now = time.time_ns()
-        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        key = _stamp(st)
         if key in _MODEL_HASHES:
             return _MODEL_HASHES[key]
-        h = hashlib.sha256()
-        while chunk := fh.read(CHUNK):
-            h.update(chunk)
-        after = os.fstat(fh.fileno())
-    unchanged = (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns, after.st_ctime_ns) == key
+        digest = _sha256_of(fh)
+        unchanged = _stamp(os.fstat(fh.fileno())) == key
     if unchanged and now - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
-        _MODEL_HASHES[key] = h.hexdigest()
-    return h.hexdigest()
+        _MODEL_HASHES[key] = digest
+    return digest
 
 
 def prompt_set_hash(prompts: list[Prompt]) -> str:

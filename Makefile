@@ -5,6 +5,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # pytest processes for `make test` and `make check` (pytest-xdist; 2 = the cores of the machine it was sized on)
 TEST_WORKERS ?= 2
+# The test targets let Python keep bytecode (__pycache__, ignored by git) even where the environment says
+# PYTHONDONTWRITEBYTECODE=1, as container images often do: with it set, every pytest worker re-rewrote the
+# asserts of every test module (collecting the suite: 16 CPU-s a worker, 6 with the cache) and every Python
+# process a test starts recompiled spectui (editable install, so pip compiled none of it). Empty = unset
+# (https://docs.python.org/3/using/cmdline.html#envvar-PYTHONDONTWRITEBYTECODE).
+test check mutate: export PYTHONDONTWRITEBYTECODE =
 
 .PHONY: venv setup demo test check lint bench clean browser mutate
 

@@ -23,6 +23,7 @@ from spectui.cli.common import (  # noqa: F401
 )
 from spectui.cli.outputs import check_gguf, check_notebook, check_output, session_failed
 from spectui.core.errors import InputError
+from spectui.core.findings import NEAR_TIE_NATS
 
 
 def _say(line: str) -> None:
@@ -208,7 +209,7 @@ def register(sub) -> None:
     g.add_argument(
         "--near-tie",
         type=options.positive,
-        default=0.05,
+        default=NEAR_TIE_NATS,
         metavar="NATS",
         help="a margin under this between the two chosen tokens is a near-tie (default %(default)s)",
     )

@@ -8,6 +8,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TypedDict, cast
 
+# A margin (nats) between the two sides' chosen tokens under which triage calls a divergence a near-tie: the
+# default of run.triage, `compare --near-tie`, prove and the TUI's run, defined once here where every layer can
+# read it without importing triage's servers and metrics
+NEAR_TIE_NATS = 0.05
+
 
 class Rerun(TypedDict, total=False):
     """One of triage's reruns as recorded: what ran again and whether its bytes matched the run's."""

@@ -21,7 +21,7 @@ from spectui.core import runner
 from spectui.core.errors import describe
 from spectui.core.events import StreamEvent
 from spectui.core.figures import SideRecorder
-from spectui.core.findings import ProbeResult, Triage
+from spectui.core.findings import NEAR_TIE_NATS, ProbeResult, Triage
 from spectui.core.runner import PromptResult, RunObserver, Source
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
 from spectui.run import kvtypes
@@ -39,8 +39,6 @@ from spectui.run.events import (
 if TYPE_CHECKING:
     from spectui.backends.base import Backend
     from spectui.store.session_writer import SessionWriter
-
-NEAR_TIE_NATS = 0.05  # run.triage's default, repeated here so importing this module stays light
 
 
 @dataclass

@@ -34,11 +34,9 @@ from spectui.backends.lossy import determinism_claims, lossy_settings
 from spectui.core.compare import compare_tokens
 from spectui.core.errors import describe
 from spectui.core.figures import SideRecorder
-from spectui.core.findings import Rerun, Triage
+from spectui.core.findings import NEAR_TIE_NATS, Rerun, Triage
 from spectui.core.runner import PromptResult, run_side
 from spectui.core.types import GenerationParams
-
-NEAR_TIE_NATS = 0.05
 
 
 def _cached(rec: SideRecorder) -> int:

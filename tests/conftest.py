@@ -151,3 +151,25 @@ def llama_servers():
 @pytest.fixture
 def assets_found():
     return _need_assets()
+
+
+@pytest.fixture(autouse=True)
+def _triage_causes_agree_with_their_evidence(monkeypatch):
+    """Every triage cause the suite meets, in any test (CLI, TUI, prove, unit), agrees with the evidence printed
+    beside it (tests.oracles.cause_contradictions). Collected and failed at the end of the test: a failure
+    raised inside triage would be turned into a "triage stopped" line by the run."""
+    import spectui.run.triage as tr
+    from tests.oracles import cause_contradictions
+
+    inner = tr._triage
+    found: list[str] = []
+
+    async def checked(baseline, candidate, result, params, threshold, *rest):
+        t = await inner(baseline, candidate, result, params, threshold, *rest)
+        if t is not None:
+            found.extend(f"{t.cause}: {c}" for c in cause_contradictions(t, threshold))
+        return t
+
+    monkeypatch.setattr(tr, "_triage", checked)
+    yield
+    assert not found, found

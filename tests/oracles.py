@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -11,11 +12,58 @@ SIDES = ("baseline", "candidate")
 
 def cause_by_the_evidence(t: dict, threshold: float = 0.05) -> str:
     """Triage's cause for a pair whose reruns both reproduced their side with no cache reused (README's
-    order): a near-tie where the exact margin between the two chosen tokens is under the threshold
-    (`--near-tie`, 0.05 nats), else the configuration."""
+    order): from a side's own decode where one gives an exact margin (the baseline's first), a near-tie under
+    the threshold (`--near-tie`, 0.05 nats), else — where the candidate's token came from a verification
+    batch — the batch shape; otherwise from the position asked apart: a near-tie where its exact margin is
+    under the threshold, else the configuration, or the batch shape where both sides answered it alike."""
     assert [r["identical"] for r in t["reruns"]] == [True, True], t["reruns"]
-    margin = (t.get("logprobs") or {}).get("margin")
-    return "near-tie" if margin is not None and abs(margin) < threshold else "configuration"
+    lp = t.get("logprobs") or {}
+    own = lp.get("own") or {}
+    first = next((own[s] for s in SIDES if own.get(s, {}).get("exact")), None)
+    if first is not None and abs(first["margin"]) < threshold:
+        return "near-tie"
+    if first is not None and "verification batch flipped" in t["summary"]:
+        return "batch shape"
+    margin = lp.get("margin")
+    if margin is not None and abs(margin) < threshold:
+        return "near-tie"
+    b, c = lp.get("baseline"), lp.get("candidate")
+    if b and c and [(x, f"{v:.3f}") for x, v in b] == [(x, f"{v:.3f}") for x, v in c]:
+        return "batch shape"
+    return "configuration"
+
+
+_NATS = re.compile(r"(?<!under )(?<![\d.])(\d+\.\d{3})(?!\d)")
+_PRINTED = re.compile(r"(-?\d+\.\d{3})")
+
+
+def cause_contradictions(t, threshold: float = 0.05) -> list[str]:
+    """Where a triage finding's cause disagrees with the evidence printed beside it (core.findings
+    evidence_lines, as the report and the diff screen print it): every margin the summary quotes is one the
+    printed lists give (a difference of two values of one list, or a printed margin); "the two servers compute
+    different distributions" never stands beside the same top tokens; a near-tie quotes a margin under the
+    threshold. Empty where they agree."""
+    from spectui.core.findings import evidence_lines
+
+    lines = evidence_lines(t.logprobs)
+    out: list[str] = []
+    values: set[float] = set()
+    for line in lines:
+        nums = [float(x) for x in _PRINTED.findall(line.split(":", 1)[-1])]
+        values.update(abs(x) for x in nums)
+        values.update(abs(x - y) for x in nums for y in nums)
+    quoted = [float(x) for x in _NATS.findall(t.summary)]
+    for q in quoted:
+        if not any(abs(q - v) <= 0.0015 for v in values):
+            out.append(f"the summary quotes {q:.3f}, which no printed evidence gives: {lines}")
+    lp = t.logprobs or {}
+    b, c = lp.get("baseline"), lp.get("candidate")
+    if "compute different distributions" in t.summary and b and c:
+        if [(x, f"{v:.3f}") for x, v in b] == [(x, f"{v:.3f}") for x, v in c]:
+            out.append(f"'different distributions' beside the same top tokens: {b} and {c}")
+    if t.cause == "near-tie" and (not quoted or quoted[0] >= threshold):
+        out.append(f"a near-tie whose first quoted margin is not under {threshold}: {t.summary}")
+    return out
 
 
 def first_difference(a: bytes, b: bytes) -> int | None:

@@ -107,6 +107,16 @@ class Backend(abc.ABC):
         ids, greedy and uncached. Needs capabilities.logprobs."""
         raise Unsupported(f"{self.kind} server at {self.url} gives no log-probabilities")
 
+    async def own_decode_logprobs(
+        self, prompt: str, params: GenerationParams, n_tokens: int, n: int = 3
+    ) -> list[tuple[int | None, list[tuple[int | None, str, float]]]]:
+        """The side's own request again (its prompt text and parameters, `n_tokens` tokens), each token with the
+        top-n (id, text, log-probability) the server computed while decoding it: the per-token probabilities
+        of the same computation as its stream, not a position asked apart. A token that comes with none (a
+        speculative step's: llama.cpp sets no probabilities on verified tokens) has an empty list. Needs
+        capabilities.logprobs."""
+        raise Unsupported(f"{self.kind} server at {self.url} gives no per-token log-probabilities of its decode")
+
     async def top_logprobs_in_batch(
         self, prompt: str, prefix_ids: list[int], n: int, batch: int
     ) -> tuple[list[tuple[int | None, str, float]], int]:

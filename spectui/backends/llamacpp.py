@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -249,6 +250,29 @@ class LlamaCppBackend(Backend):
         for e in probs[0].get("top_logprobs") or []:
             if isinstance(e, dict) and isinstance(e.get("logprob"), (int, float)):
                 out.append((e.get("id"), str(e.get("token", "")), float(e["logprob"])))
+        return out
+
+    async def own_decode_logprobs(
+        self, prompt: str, params: GenerationParams, n_tokens: int, n: int = 3
+    ) -> list[tuple[int | None, list[tuple[int | None, str, float]]]]:
+        # the run's own request body with n_probs: the probabilities are read from the logits the decode itself
+        # computed (server-context.cpp populate_token_probs at the sampled index), so asking changes nothing
+        body = self.request_body(prompt, dataclasses.replace(params, max_tokens=n_tokens))
+        body.update({"stream": False, "n_probs": n, "timings_per_token": False})
+        reply = await self._post_json("/completion", body, timeout=300)
+        ids = reply.get("tokens")
+        probs = reply.get("completion_probabilities")
+        if not isinstance(ids, list) or not isinstance(probs, list):
+            raise NotLlamaServer(f"{self.url}/completion returned no tokens or completion_probabilities")
+        out: list[tuple[int | None, list[tuple[int | None, str, float]]]] = []
+        for k, tid in enumerate(ids):
+            entry = probs[k] if k < len(probs) and isinstance(probs[k], dict) else {}
+            top = [
+                (e.get("id"), str(e.get("token", "")), float(e["logprob"]))
+                for e in entry.get("top_logprobs") or []
+                if isinstance(e, dict) and isinstance(e.get("logprob"), (int, float))
+            ]
+            out.append((tid if type(tid) is int else None, top))
         return out
 
     async def timed_completion(self, ids: list[int], n_predict: int, slot: int | None = 0) -> CompletionTimings:

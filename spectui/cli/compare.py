@@ -222,7 +222,7 @@ def register(sub) -> None:
     g.add_argument(
         "--draft-model",
         metavar="GGUF",
-        help="with --probe-drafts on a draft-model candidate: its draft GGUF (default: spectui's bundled draft)",
+        help="with --probe-drafts on a draft-model candidate: its draft GGUF (default: the one on its command line)",
     )
     g.add_argument(
         "--ngram-size",

@@ -244,7 +244,9 @@ def register(sub) -> None:
         help="a saved session: measure the formula's terms on its servers and check the formula against the run",
     )
     p.add_argument(
-        "--draft-model", metavar="GGUF", help="with --from: the candidate's draft (default: the bundled draft)"
+        "--draft-model",
+        metavar="GGUF",
+        help="with --from: the candidate's draft (default: the one on its command line, found by its port)",
     )
     p.add_argument("--repeats", type=int, default=3, metavar="N", help="with --from: measurements per term (3)")
     p.add_argument("--no-measure", action="store_true", help="with --from: the ideal formula only, no requests")

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TypedDict, cast
 
+from spectui.core.compare import escape_bytes
+
 # A margin (nats) between the two sides' chosen tokens under which triage calls a divergence a near-tie: the
 # default of run.triage, `compare --near-tie`, prove and the TUI's run, defined once here where every layer can
 # read it without importing triage's servers and metrics
@@ -24,9 +26,42 @@ class Rerun(TypedDict, total=False):
     prompt_cached_now: int | None  # … and the rerun reused (None: the server does not say)
 
 
+# how triage asks a position's top tokens where they are not a stream's own (backends' top_logprobs)
+APART = "asked apart: the prompt and the common prefix as one uncached batch"
+
+
+def _tops(tops) -> str:
+    return ", ".join(f"'{escape_bytes(str(tok).encode())}' {lp:.3f}" for tok, lp in tops)
+
+
+def evidence_lines(lp: dict | None) -> list[str]:
+    """Triage's evidence at the divergence, each list labelled with the computation it was taken in: a side's
+    own decode (its stream's request with n_probs), the position asked apart, a batch of a given shape."""
+    if not lp:
+        return []
+    pos = lp.get("position")
+    out = []
+    for side, got in (lp.get("own") or {}).items():
+        margin = got.get("margin")
+        m = f" (log p of the baseline's token − the candidate's: {margin:.3f})" if got.get("exact") else ""
+        out.append(f"{side}'s own decode at token {pos} (its stream's request with n_probs): {_tops(got['tops'])}{m}")
+    for side in ("baseline", "candidate"):
+        if lp.get(side):
+            out.append(f"{side} top tokens at token {pos} ({APART}): {_tops(lp[side])}")
+    for side, per in (lp.get("batch_shapes") or {}).items():
+        for m, shape in per.items():
+            if shape.get("tops"):
+                out.append(
+                    f"{side} at token {pos} as the last of a batch of M = {m} (cached prefix): {_tops(shape['tops'])}"
+                )
+    if lp.get("margin") is not None:
+        out.append(f"margin between the two chosen tokens ({APART}): {abs(lp['margin']):.3f} nats")
+    return out
+
+
 @dataclass
 class Triage:
-    cause: str  # "nondeterminism" | "cache" | "lossy verification" | "near-tie" | "configuration"
+    cause: str  # "nondeterminism" | "cache" | "lossy verification" | "near-tie" | "batch shape" | "configuration"
     summary: str
     reruns: list[Rerun] = field(default_factory=list)
     # the near-tie evidence at the divergence: position, each side's chosen token and top tokens, margins and

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from spectui.core import terms_table
 from spectui.core.compare import Divergence, escape_bytes
 from spectui.core.figures import rate_basis_note
+from spectui.core.findings import evidence_lines
 from spectui.core.headline import headline_for
 from spectui.core.markdown import md_cell
 from spectui.core.runner import PromptResult, Repeated, grouped
@@ -224,11 +225,8 @@ def divergence_lines(r: PromptResult, d: Divergence) -> list[str]:
     if r.triage:
         t = r.triage
         lines.append(f"{'':<18}   {t.line()}")
-        lp = t.logprobs or {}
-        for side in ("baseline", "candidate"):
-            if lp.get(side):
-                top = ", ".join(f"'{escape_bytes(str(tok).encode())}' {v:.3f}" for tok, v in lp[side])
-                lines.append(f"{'':<18}     {side} top tokens at {lp.get('position')}: {top}")
+        for line in evidence_lines(t.logprobs):
+            lines.append(f"{'':<18}     {line}")
         for n in t.notes:
             lines.append(f"{'':<18}     ({n})")
     return lines

@@ -292,3 +292,16 @@ def pid_listening_on(port: int) -> int | None:
         if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
             return c.pid
     return None
+
+
+def argv_listening_on(url: str) -> list[str] | None:
+    """The command line of the process on this machine that listens on the URL's port, where psutil can read it
+    (the live panel finds a server the user started the same way)."""
+    port = local_port(url)
+    pid = pid_listening_on(port) if port is not None else None
+    if pid is None:
+        return None
+    try:
+        return psutil.Process(pid).cmdline() or None
+    except psutil.Error:  # gone, or another user's process
+        return None

@@ -51,7 +51,7 @@ class RunOptions:
     triage_limit: int = 3
     near_tie: float = NEAR_TIE_NATS
     probe_drafts: bool = False
-    draft_model: Path | None = None  # the draft GGUF for the probe (None: the launched one, or the bundled one)
+    draft_model: Path | None = None  # the draft GGUF for the probe (None: the one the candidate runs)
     ngram_sizes: tuple[int, int] | None = None
     launched: dict[str, LaunchSpec] = field(default_factory=dict)  # each side's command line, where launched
 
@@ -239,11 +239,15 @@ class RunSession:
                 launcher.stop_all()
 
     async def _start_drafter(self, result: PromptResult):
-        from spectui.machine.drafter import start_drafter  # lazy: prometheus_client (~131 ms cold)
+        from spectui.machine.drafter import candidate_draft, start_drafter  # lazy: prometheus_client (~131 ms cold)
 
-        model = self.options.draft_model or self.launched("candidate").draft_model
-        self.emit(ProbeStarted(result, "starting the draft model on its own server …"))
-        return await start_drafter(self.client, model, lambda line: self.emit(ProbeStarted(result, line)))
+        # the draft the candidate runs: named, launched, the local process's command line or /props; never a
+        # draft of another vocabulary (machine.drafter.candidate_draft says in one line how to name it)
+        choice = candidate_draft(
+            self.options.draft_model, self.launched("candidate"), self.candidate.url, self.candidate.info
+        )
+        self.emit(ProbeStarted(result, f"starting the draft model {choice.path.name} ({choice.which}) …"))
+        return await start_drafter(self.client, choice.path, lambda line: self.emit(ProbeStarted(result, line)))
 
     async def _probe_one(self, result: PromptResult, drafter) -> ProbeResult:
         from spectui.run import probe as drafts  # lazy: 1 modules more

@@ -34,7 +34,7 @@ from spectui.backends.lossy import determinism_claims, lossy_settings
 from spectui.core.compare import compare_tokens
 from spectui.core.errors import describe
 from spectui.core.figures import SideRecorder
-from spectui.core.findings import NEAR_TIE_NATS, Rerun, Triage
+from spectui.core.findings import APART, NEAR_TIE_NATS, Rerun, Triage
 from spectui.core.runner import PromptResult, run_side
 from spectui.core.types import GenerationParams
 
@@ -245,17 +245,23 @@ class _Steps:
 
     async def numerics(self, launched: dict[str, str] | None) -> Triage:
         """A near-tie at the divergent position, else the servers compute different distributions; either way
-        with the batch-shape evidence (M = 1 vs M = k + 1) where the servers can give it."""
+        with the batch-shape evidence (M = 1 vs M = k + 1) where the servers can give it. The cause is named
+        from evidence of the streams' own computation where a side gives it (its request again with n_probs,
+        kept where it reproduces the stream), else from the position asked apart, labelled as such."""
         evidence = await _near_tie(self.sides, self.result, self.text, self.notes)
         if evidence is not None:
             await _batch_shapes(self.sides, self.result, self.text, evidence, self.specs, self.notes)
+            await _own_decode(self.sides, self.result, self.text, self.params, evidence, self.notes)
+            own = _own_finding(evidence, self.result, self.threshold)
+            if own is not None:
+                return self.found(own[0], own[1] + _shape_words(evidence), evidence)
         # only an exact margin can be a near-tie: a bound ("margin ≥ X") says nothing about how close it was
         if evidence is not None and evidence.get("margin") is not None and abs(evidence["margin"]) < self.threshold:
             return self.found(
                 "near-tie",
                 f"the two chosen tokens were {abs(evidence['margin']):.3f} nats apart at token "
-                f"{evidence['position']} (under {self.threshold:g}): a numerical difference between two almost "
-                "equally likely tokens" + _shape_words(evidence),
+                f"{evidence['position']} (under {self.threshold:g}; {APART}): a numerical difference between two "
+                "almost equally likely tokens" + _shape_words(evidence),
                 evidence,
             )
         diffs = _config_differences(self.baseline, self.candidate)
@@ -265,17 +271,143 @@ class _Steps:
                 f"{launched.get('baseline') or 'not launched by spectui'} vs "
                 f"{launched.get('candidate') or 'not launched by spectui'}"
             )
+        if evidence is not None and same_top_tokens(evidence):
+            # both servers answer the position alike when asked apart: "different distributions" would
+            # contradict the evidence printed beside it; the streams computed it in other shapes
+            return self.found(
+                "batch shape",
+                f"asked apart ({APART}), both servers give the same top tokens at token {evidence['position']}, "
+                "yet their streams chose differently: each stream computed the position in its own shape (the "
+                "baseline token by token, a speculating candidate in verification batches), and the probe's "
+                "shape cannot say which moved"
+                + (f"; configurations differ: {'; '.join(diffs)}" if diffs else "")
+                + _shape_words(evidence),
+                evidence,
+            )
         summary = "the two servers compute different distributions: " + (
             "; ".join(diffs) if diffs else "no configuration difference is reported"
         )
         if evidence is not None and evidence.get("margin") is not None:
-            summary += f" (margin at the divergence {abs(evidence['margin']):.3f} nats)"
+            summary += f" (margin at the divergence {abs(evidence['margin']):.3f} nats, {APART})"
         elif evidence is not None and evidence.get("margin_bound") is not None:
             summary += (
                 f" (margin at the divergence ≥ {evidence['margin_bound']:.3f} nats: a chosen token was outside a "
                 "side's top log-probabilities, so only a bound is known)"
             )
         return self.found("configuration", summary + _shape_words(evidence), evidence)
+
+
+def same_top_tokens(evidence: dict) -> bool:
+    """Both sides' top tokens asked apart are the same, in the same order, with the same log-probabilities as
+    printed (3 decimals): the two servers answer the position alike."""
+    b, c = evidence.get("baseline") or [], evidence.get("candidate") or []
+    return bool(b) and bool(c) and [(t, f"{lp:.3f}") for t, lp in b] == [(t, f"{lp:.3f}") for t, lp in c]
+
+
+async def _own_decode(sides, result: PromptResult, text: dict, params, evidence: dict, notes: list[str]) -> None:
+    """Each side's own probabilities at the divergent token: its request again with n_probs, kept only where
+    it reproduces the stream's tokens up to and including that one (the same computation as the stream).
+    Goes into evidence["own"][side] = {"tops": [[text, logprob]…], "ids", "margin": log p(baseline's token) −
+    log p(candidate's token) or None, "exact": whether both were in the list}."""
+    k = evidence["position"]
+    own: dict = {}
+    for name, (backend, orig) in sides.items():
+        if name not in text or not backend.capabilities.logprobs or k >= len(orig.tokens):
+            continue
+        try:
+            got = await backend.own_decode_logprobs(text[name], params, k + 1, 3)
+        except Exception as exc:  # a server that cannot be asked this way: said, the probe's evidence stands
+            notes.append(f"{name}: its own decode's probabilities unavailable ({describe(exc)})")
+            continue
+        if [i for i, _ in got[: k + 1]] != [t.token_id for t in orig.tokens[: k + 1]]:
+            notes.append(f"{name}: its request again with n_probs did not reproduce its stream to token {k}: not used")
+            continue
+        top = got[k][1]
+        if not top:
+            notes.append(
+                f"{name}: token {k} came from a verification step, for which llama.cpp gives no probabilities "
+                "(server-context.cpp: 'TODO: set result.probs')"
+            )
+            continue
+        m, exact = _margins(top, evidence.get("baseline_token"), evidence.get("candidate_token"))
+        own[name] = {
+            "tops": [[tok, lp] for _id, tok, lp in top],
+            "ids": [i for i, _tok, _lp in top],
+            "margin": m,
+            "exact": exact,
+        }
+    if own:
+        evidence["own"] = own
+
+
+def _verified(result: PromptResult, k: int) -> bool:
+    """The candidate's token k came out of a verification batch (a step that drafted)."""
+    toks = result.candidate.tokens
+    return k < len(toks) and toks[k].step is not None
+
+
+def _candidate_in_batch(evidence: dict) -> tuple[float, int] | None:
+    """log p(candidate's token) − log p(baseline's token) in the candidate's target at M = k + 1 (the shape of
+    a verification batch), where both are in that shape's top list: (margin, M)."""
+    width = evidence.get("batch_width")
+    wide = (evidence.get("batch_shapes") or {}).get("candidate", {}).get(str(width))
+    if width is None or not wide or not wide.get("ids"):
+        return None
+    by_id = dict(zip(wide["ids"], (lp for _t, lp in wide["tops"])))
+    b, c = evidence.get("baseline_token"), evidence.get("candidate_token")
+    if b in by_id and c in by_id:
+        return by_id[c] - by_id[b], int(width)
+    return None
+
+
+def _own_finding(evidence: dict, result: PromptResult, threshold: float) -> tuple[str, str] | None:
+    """The cause from a side's own decode (evidence["own"]), where one gives an exact margin: a choice the
+    candidate's verification batch flipped (a near-tie under the threshold, else the batch shape), with both
+    margins; or a near-tie between two plain decodes. None where no side's own decode gives an exact margin,
+    or where the own evidence cannot tell (a plain candidate that chose apart by a clear margin)."""
+    own = evidence.get("own") or {}
+    k = evidence["position"]
+    side = next((s for s in ("baseline", "candidate") if own.get(s, {}).get("exact")), None)
+    if side is None:
+        return None
+    m = abs(own[side]["margin"])
+    b_text, c_text = _text_of(evidence, "baseline_token"), _text_of(evidence, "candidate_token")
+    where = f"the {side}'s own decode (its stream's request with n_probs)"
+    tie = m < threshold
+    if side == "baseline" and _verified(result, k):
+        other = _candidate_in_batch(evidence)
+        theirs = (
+            f"the candidate computed token {k} in a verification batch; its target asked in that shape (M = "
+            f"{other[1]} on a cached prefix) puts {c_text} {other[0]:.3f} nats over {b_text}"
+            if other is not None
+            else f"the candidate computed token {k} in a verification batch, whose probabilities llama.cpp does "
+            "not give"
+        )
+        what = "a near-tie" if tie else f"a close choice (over the {threshold:g}-nat near-tie threshold)"
+        return (
+            "near-tie" if tie else "batch shape",
+            f"{what} the candidate's verification batch flipped: {where} puts {b_text} {m:.3f} nats over "
+            f"{c_text} at token {k}; {theirs}",
+        )
+    if tie:
+        return (
+            "near-tie",
+            f"the two chosen tokens were {m:.3f} nats apart at token {k} in {where} (under {threshold:g}): a "
+            "numerical difference between two almost equally likely tokens",
+        )
+    return None
+
+
+def _text_of(evidence: dict, key: str) -> str:
+    """A chosen token's text as printed in the evidence (from any list that holds its id), else its id."""
+    tid = evidence.get(key)
+    lists = list((evidence.get("own") or {}).values())
+    lists += [shape for per in (evidence.get("batch_shapes") or {}).values() for shape in per.values()]
+    for got in lists:
+        for i, (t, _lp) in zip(got.get("ids") or [], got.get("tops") or []):
+            if i == tid:
+                return repr(t)
+    return f"token id {tid}"
 
 
 async def _near_tie(sides, result: PromptResult, text: dict, notes: list[str]) -> dict | None:
@@ -446,6 +578,8 @@ async def _batch_shapes(sides, result: PromptResult, text: dict, evidence: dict,
                 "top_text": ranked[0][1],
                 "margin": ranked[0][2] - ranked[1][2],
                 "processed": processed,
+                "ids": [e[0] for e in ranked],
+                "tops": [[e[1], e[2]] for e in ranked],
             }
         if per:
             shapes[name] = per

@@ -308,8 +308,22 @@ def test_batch_shapes_ask_each_side_at_one_token_and_a_verification_batch():
         "batch_width": 4,
         "batch_shapes": {
             "baseline": {
-                "1": {"top": 5, "top_text": "a", "margin": 0.5, "processed": 12},
-                "4": {"top": 6, "top_text": "b", "margin": 0.25, "processed": 15},
+                "1": {
+                    "top": 5,
+                    "top_text": "a",
+                    "margin": 0.5,
+                    "processed": 12,
+                    "ids": [5, 6, 7],
+                    "tops": [["a", -0.25], ["b", -0.75], ["c", -2.0]],
+                },
+                "4": {
+                    "top": 6,
+                    "top_text": "b",
+                    "margin": 0.25,
+                    "processed": 15,
+                    "ids": [6, 5],
+                    "tops": [["b", -0.5], ["a", -0.75]],
+                },
             }
         },
     }
@@ -355,8 +369,8 @@ def test_numerics_an_exact_small_margin_is_a_near_tie():
     t = go(steps(b, c, result([10, 30], [10, 40], 1), threshold=0.05).numerics(None))
     assert t.cause == "near-tie"
     assert t.summary == (
-        "the two chosen tokens were 0.031 nats apart at token 1 (under 0.05): a numerical difference between two "
-        "almost equally likely tokens"
+        "the two chosen tokens were 0.031 nats apart at token 1 (under 0.05; asked apart: the prompt and the common "
+        "prefix as one uncached batch): a numerical difference between two almost equally likely tokens"
     )  # neither side answers a batch shape: no words about it
 
 
@@ -367,7 +381,8 @@ def test_numerics_at_the_threshold_is_a_configuration_with_its_differences():
     assert t.cause == "configuration"
     assert t.summary == (
         "the two servers compute different distributions: build b1 vs b2; --flash-attn on vs not launched by "
-        "spectui (margin at the divergence 0.250 nats)"
+        "spectui (margin at the divergence 0.250 nats, asked apart: the prompt and the common prefix as one "
+        "uncached batch)"
     )
     assert t.logprobs["margin"] == 0.25
 
@@ -625,7 +640,18 @@ def test_batch_shapes_go_on_to_the_wider_shape_past_a_short_answer():
     b = Fake(shapes=shapes)
     ev = {"position": 1}
     go(tr._batch_shapes(sides(b, Fake()), result([10, 30], [10, 40], 1), {"baseline": "B"}, ev, {}, []))
-    assert ev["batch_shapes"] == {"baseline": {"4": {"top": 6, "top_text": "b", "margin": 0.25, "processed": 7}}}
+    assert ev["batch_shapes"] == {
+        "baseline": {
+            "4": {
+                "top": 6,
+                "top_text": "b",
+                "margin": 0.25,
+                "processed": 7,
+                "ids": [6, 5],
+                "tops": [["b", -0.5], ["a", -0.75]],
+            }
+        }
+    }
 
 
 FLIP = {1: ([(30, "x", -0.25), (40, "y", -0.5)], 5), 4: ([(40, "y", -0.25), (30, "x", -0.375)], 8)}
@@ -642,8 +668,8 @@ def test_numerics_words_the_batch_shapes_for_either_cause():
     t = go(steps(b, c, result([10, 30], [10, 40], 1), threshold=0.01).numerics(None))
     assert t.cause == "configuration" and t.summary == (
         "the two servers compute different distributions: no configuration difference is reported (margin at the "
-        "divergence 0.031 nats); batch shape: the baseline's target picks 'x' at M = 1 and 'y' at M = 4 (margins "
-        "0.250, 0.125 nats)"
+        "divergence 0.031 nats, asked apart: the prompt and the common prefix as one uncached batch); batch shape: "
+        "the baseline's target picks 'x' at M = 1 and 'y' at M = 4 (margins 0.250, 0.125 nats)"
     )
 
 
@@ -825,4 +851,15 @@ def test_batch_shapes_skip_a_side_whose_prompt_is_unknown_and_ask_the_other():
     spec = {"candidate": LaunchSpec(values={"n_max": "0"})}  # a width of one: M = 1 only
     go(tr._batch_shapes(sides(b, c), result([10, 30], [10, 40], 1), {"candidate": "C"}, ev, spec, []))
     assert b.batches == [] and c.batches == [("C", [10], 3, 1)]
-    assert ev["batch_shapes"] == {"candidate": {"1": {"top": 6, "top_text": "b", "margin": 0.25, "processed": 7}}}
+    assert ev["batch_shapes"] == {
+        "candidate": {
+            "1": {
+                "top": 6,
+                "top_text": "b",
+                "margin": 0.25,
+                "processed": 7,
+                "ids": [6, 5],
+                "tops": [["b", -0.5], ["a", -0.75]],
+            }
+        }
+    }

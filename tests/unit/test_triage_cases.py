@@ -103,8 +103,8 @@ def test_a_cache_effect_that_does_not_explain_the_divergence_goes_on_to_the_othe
     # both cold at first; the reruns find their prompts cached and change; cold, each reproduces itself
     # but the two still differ (at token 5): the cache is noted, the cause is elsewhere
     baseline = ScriptedServer(cache_changes_at=3, top=[(9424, "izz", -0.1), (9999, " else", -2.6), (7, "x", -4.0)])
-    candidate = ScriptedServer(
-        differs_at=5, cache_changes_at=3, top=[(9424, "izz", -0.1), (9999, " else", -2.6), (7, "x", -4.0)]
+    candidate = ScriptedServer(  # its distribution differs from the baseline's: the cause is configuration
+        differs_at=5, cache_changes_at=3, top=[(9999, " else", -0.1), (9424, "izz", -2.6), (7, "x", -4.0)]
     )
     t = run(baseline, candidate, GenerationParams(max_tokens=64, cache_prompt=True))
     assert t.cause == "configuration", t.to_json()

@@ -43,7 +43,7 @@ from spectui.labs.theory.head_cost import add_head_decode
 from spectui.labs.theory.outputs import add_draft_decode, add_outputs
 from spectui.labs.theory.steps import RunSteps, run_steps
 from spectui.labs.theory.terms import StepCosts
-from spectui.machine.drafter import start_drafter
+from spectui.machine.drafter import candidate_draft, start_drafter
 
 Timer = Callable[[list[int], int], Awaitable[CompletionTimings]]  # (prompt ids, n_predict) → the reply's timings
 
@@ -189,8 +189,9 @@ async def measure_on_servers(
 ) -> CostCurve:
     """The terms for one context (`ids`: the run's prompt and output tokens; the first `prefix_len` are the
     cached prefix), measured on the live servers after the run. The draft model runs on a llama-server of
-    its own (spectui's bundled draft unless `draft_model` names one) where the candidate drafts with a
-    model and runs on this machine; the candidate is sent only one-token requests, and its speculation
+    its own where the candidate drafts with a model and runs on this machine: the draft the candidate runs
+    (`draft_model` where named, else its command line or /props: machine.drafter.candidate_draft), checked
+    to share the target's vocabulary; the candidate is sent only one-token requests, and its speculation
     counters are read before and after to show they did not move. `launched`: each side's command line where
     spectui launched it: the draft server runs with the candidate's threads and offload, the probe of every
     position's outputs with the baseline's."""
@@ -273,13 +274,13 @@ async def _draft_terms(client, candidate, drafting: str, draft_model, draft_name
         sources["c"] = "not measured: the candidate is not on this machine, its draft would be timed on other hardware"
         sources["reeval"] = "not measured (the candidate is not on this machine): R = 0 assumed"
     elif drafting == DRAFT_MODEL:
-        settings = (launched or {}).get("candidate", LaunchSpec()).draft_server_args()
-        which = (
-            draft_named
-            if draft_model
-            else "spectui's bundled draft: llama-server does not say which the candidate loaded"
+        spec = (launched or {}).get("candidate", LaunchSpec())
+        # the draft the candidate runs (never a default of another vocabulary), or one line saying how to name it
+        choice = candidate_draft(draft_model, spec, candidate.url, candidate.info)
+        which = draft_named if draft_model else choice.which
+        launcher, draft_timer, draft_path = await _draft_server(
+            client, choice.path, spec.draft_server_args(), which, sources, say
         )
-        launcher, draft_timer, draft_path = await _draft_server(client, draft_model, settings, which, sources, say)
     else:
         sources["c"] = f"not measured: {drafting} drafting has no separate model spectui can time (c = 0 assumed)"
         sources["reeval"] = "not measured: R = 0 assumed"

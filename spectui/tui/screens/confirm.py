@@ -10,8 +10,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from spectui.core.errors import InputError, describe
 from spectui.labs.memory.kv import server_cost
-from spectui.machine.drafter import DRAFTER_CTX, draft_model_path
+from spectui.machine.drafter import DRAFTER_CTX, candidate_draft
 from spectui.run.probe import drafter_kind
 
 if TYPE_CHECKING:
@@ -50,10 +51,13 @@ def draft_server_question(session: RunSession, candidate: ServerInfo | None) -> 
     running) and what that holds, asked before it starts; None where the probe starts no server (n-gram)."""
     if drafter_kind(candidate.speculative if candidate is not None else {}) != "draft-simple":
         return None
-    model = draft_model_path(session.options.draft_model or session.launched("candidate").draft_model)
-    if model is None or not model.is_file():
-        cost = f"the draft model {model or '(none found)'} is not on this machine: the probe will say so"
-    else:
+    try:
+        model = candidate_draft(
+            session.options.draft_model, session.launched("candidate"), candidate.url if candidate else None, candidate
+        ).path
+    except InputError as exc:
+        model, cost = None, f"{describe(exc)}: the probe will say so"
+    if model is not None:
         cost = f"It holds {server_cost(model, DRAFTER_CTX)}, on the GPU or in RAM where llama-server puts it."
     return (
         "The draft probe asks the draft model what it proposed where the target said no. For that it starts "

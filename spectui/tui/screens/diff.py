@@ -10,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from spectui.core.compare import Divergence, escape_bytes, first_difference
-from spectui.core.findings import ProbeResult, Triage
+from spectui.core.findings import ProbeResult, Triage, evidence_lines
 from spectui.core.verdict import Verdict
 
 
@@ -115,13 +115,8 @@ class DiffScreen(ModalScreen):
         for r in tr.reruns:
             same = "identical" if r.get("identical") else f"differs at byte {r.get('first_divergence')}"
             t.append(f"  rerun: {r.get('what')}: {same}\n")
-        lp = tr.logprobs or {}
-        for side in ("baseline", "candidate"):
-            if lp.get(side):
-                top = "   ".join(f"'{escape_bytes(str(tok).encode())}' {v:.3f}" for tok, v in lp[side])
-                t.append(f"  {side} top tokens at token {lp.get('position')}: {top}\n")
-        if lp.get("margin") is not None:
-            t.append(f"  margin between the two chosen tokens: {abs(lp['margin']):.3f} nats\n")
+        for line in evidence_lines(tr.logprobs):
+            t.append(f"  {line}\n")
         for n in tr.notes:
             t.append(f"  ({n})\n", style="dim")
 

@@ -9,19 +9,61 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from spectui.cli.main import main as cli_main
+from spectui.core.errors import InputError
 
 DEMO_PROMPT = "Write a Python function fizzbuzz(n) that returns a list of strings for 1..n. Keep it short."
 
 
-def demo_servers(kind: str):
-    """The cpu-demo profile's pair for `kind` (profiles/cpu-demo.toml), on 127.0.0.1 and free ports."""
+def demo_servers(kind: str, values: dict | None = None):
+    """The cpu-demo profile's pair for `kind` (profiles/cpu-demo.toml), on 127.0.0.1 and free ports; `values`
+    fill its {model} and {draft_model} with the user's own (spectui demo --model)."""
     from spectui.store.profiles import load_profiles, servers_for  # lazy: httpx (~127 ms cold)
 
     profiles, _ = load_profiles()
     profile = profiles["cpu-demo"]
     comparison = profile.comparison(kind)
-    base, cand = servers_for(profile, comparison)
+    base, cand = servers_for(profile, comparison, values)
     return comparison, base, cand
+
+
+def own_model_values(args) -> dict | None:
+    """--model PATH [--draft PATH]: the user's GGUF and its draft as the profile's {model} and {draft_model}:
+    the draft named (checked to share the model's vocabulary), else the model's own Q2_K copy made once by
+    llama-quantize and kept in the cache; its size said, with a warning where it is not smaller."""
+    if not args.model:
+        if args.draft:
+            raise InputError("--draft goes with --model PATH (the bundled model has its own draft)")
+        return None
+    from spectui.cli.outputs import check_gguf  # lazy: 1 modules more
+    from spectui.machine import assets  # lazy: httpx (~127 ms cold)
+    from spectui.machine.drafter import check_same_vocabulary  # lazy: httpx (~127 ms cold)
+    from spectui.machine.gguf import read_gguf_header  # lazy: 1 modules more
+    from spectui.store.profiles import builtin_values  # lazy: httpx (~127 ms cold)
+
+    model = check_gguf(args.model, "--model")
+    assert model is not None
+    read_gguf_header(model, tensors=False)  # a damaged header is one line here, not a server that dies
+    say = lambda m: print(f"spectui demo: {m}", file=sys.stderr)  # noqa: E731
+    named = check_gguf(args.draft, "--draft")
+    if named is not None:
+        check_same_vocabulary(named, model)  # before anything is built or started
+    _server, quantize = assets.ensure_llama_server(progress=say)
+    if named is not None:
+        draft, how = named, "named with --draft"
+    else:
+        draft = assets.make_draft(quantize, model, assets.own_draft_path(model), say)
+        how = "its Q2_K copy made by llama-quantize --allow-requantize, kept in the cache"
+    size_m, size_d = model.stat().st_size, draft.stat().st_size
+    say(f"model {model} ({size_m / 2**20:.0f} MiB); draft {draft.name} ({size_d / 2**20:.0f} MiB, {how})")
+    if size_d >= size_m:
+        say(
+            f"warning: the draft ({size_d / 2**20:.0f} MiB) is not smaller than the model ({size_m / 2**20:.0f} "
+            "MiB): drafting costs as much as decoding, so draft-model speculation cannot win; give a smaller "
+            "--draft"
+        )
+    values = builtin_values()
+    values.update(model=str(model), draft_model=str(draft), model_f32=None)
+    return values
 
 
 def demo_config(base, cand, **overrides):
@@ -56,15 +98,22 @@ def demo_overrides(kind: str) -> dict:
 def cmd_demo(args) -> int:
     from spectui.machine import assets  # lazy: httpx (~127 ms cold)
 
-    assets.ensure_all(progress=lambda m: print(f"spectui demo: {m}", file=sys.stderr))
+    values = own_model_values(args)
+    if values is None:
+        assets.ensure_all(progress=lambda m: print(f"spectui demo: {m}", file=sys.stderr))
+    elif args.one_at_a_time and args.headless:
+        raise InputError(
+            "--model with --one-at-a-time --headless is not supported (it runs a profile's pair by name)",
+            hint="leave out --headless for the TUI one at a time, or --one-at-a-time to run both together",
+        )
     if args.one_at_a_time and args.headless:
         return cli_main(
             ["compare", "--launch", args.candidate, "--one-at-a-time", "--prompt", DEMO_PROMPT]
             + ["--max-tokens", "96", "--repeat", str(args.repeat), _triage_flag(args)]
         )
     if args.one_at_a_time:
-        return _tui_one_at_a_time(args)
-    comparison, base, cand = demo_servers(args.candidate)
+        return _tui_one_at_a_time(args, values)
+    comparison, base, cand = demo_servers(args.candidate, values)
     print(
         f"spectui demo: starting baseline and candidate [{comparison.title}] on 127.0.0.1 ports {base.port} and "
         f"{cand.port}",
@@ -86,9 +135,9 @@ def _triage_flag(args) -> str:
     return "--triage" if args.triage else "--no-triage"
 
 
-def _tui_one_at_a_time(args) -> int:
+def _tui_one_at_a_time(args, values: dict | None = None) -> int:
     """The TUI starts each server when a run needs it and stops it after (tui.supervisor.open_alone)."""
-    _, base, cand = demo_servers(args.candidate)
+    _, base, cand = demo_servers(args.candidate, values)
     try:
         return _run_app(demo_config(base, cand, one_at_a_time=True, pids={}, triage=args.triage))
     finally:
@@ -140,6 +189,16 @@ def register(sub) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="when outputs differ, find out why (default: on; --no-triage to skip)",
+    )
+    p.add_argument(
+        "--model",
+        metavar="GGUF",
+        help="your own model instead of the bundled SmolLM2: the baseline and every candidate kind run on it",
+    )
+    p.add_argument(
+        "--draft",
+        metavar="GGUF",
+        help="with --model: its draft for --candidate draft (default: its Q2_K copy, made once and cached)",
     )
     p.add_argument(
         "--candidate",

@@ -11,7 +11,12 @@ from spectui.core.errors import InputError  # noqa: F401
 
 def cmd_setup(args=None) -> int:
     from spectui.cli.progress import Advance  # lazy: 1 modules more
-    from spectui.machine.assets import ensure_all, ensure_vllm, server_build  # lazy: httpx (~127 ms cold)
+    from spectui.machine.assets import (
+        ensure_all,
+        ensure_vllm,
+        find_second_family,
+        server_build,
+    )  # lazy: httpx (~127 ms cold)
 
     bar = Advance("spectui setup")
 
@@ -28,6 +33,9 @@ def cmd_setup(args=None) -> int:
         print(f"model         {assets.model}")
         print(f"draft model   {assets.draft_model}")
         print(f"F32 copy      {assets.model_f32}")
+        second = find_second_family()
+        if second is not None:
+            print(f"second family {second[0]} (draft {second[1].name})")
         if args is not None and getattr(args, "vllm", False):
             python, hf = ensure_vllm(progress, advance=bar)
             bar.close()

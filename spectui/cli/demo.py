@@ -48,11 +48,17 @@ def own_model_values(args) -> dict | None:
     if named is not None:
         check_same_vocabulary(named, model)  # before anything is built or started
     _server, quantize = assets.ensure_llama_server(progress=say)
+    values = builtin_values()
+    values.update(model=str(model), draft_model=None, model_f32=None)
     if named is not None:
         draft, how = named, "named with --draft"
-    else:
+    elif args.candidate == "draft":
         draft = assets.make_draft(quantize, model, assets.own_draft_path(model), say)
         how = "its Q2_K copy made by llama-quantize --allow-requantize, kept in the cache"
+    else:  # only draft-model speculation runs a draft
+        say(f"model {model} ({model.stat().st_size / 2**20:.0f} MiB)")
+        return values
+    values["draft_model"] = str(draft)
     size_m, size_d = model.stat().st_size, draft.stat().st_size
     say(f"model {model} ({size_m / 2**20:.0f} MiB); draft {draft.name} ({size_d / 2**20:.0f} MiB, {how})")
     if size_d >= size_m:
@@ -61,8 +67,6 @@ def own_model_values(args) -> dict | None:
             "MiB): drafting costs as much as decoding, so draft-model speculation cannot win; give a smaller "
             "--draft"
         )
-    values = builtin_values()
-    values.update(model=str(model), draft_model=str(draft), model_f32=None)
     return values
 
 

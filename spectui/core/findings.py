@@ -59,6 +59,24 @@ def evidence_lines(lp: dict | None) -> list[str]:
     return out
 
 
+def margins_text(lp: dict | None) -> str:
+    """The margins at a divergence, each with where it was taken: `0.060 (the baseline's own decode), 0.290
+    (the candidate's target in a batch of M = 5)`; empty where none was had."""
+    if not lp:
+        return ""
+    parts = []
+    for side, got in (lp.get("own") or {}).items():
+        if got.get("exact") and got.get("margin") is not None:
+            parts.append(f"{abs(got['margin']):.3f} (the {side}'s own decode)")
+    width = lp.get("batch_width")
+    wide = (lp.get("batch_shapes") or {}).get("candidate", {}).get(str(width))
+    if wide and wide.get("margin") is not None:
+        parts.append(f"{wide['margin']:.3f} (the candidate's target in a batch of M = {width})")
+    if not parts and lp.get("margin") is not None:
+        parts.append(f"{abs(lp['margin']):.3f} ({APART})")
+    return ", ".join(parts)
+
+
 @dataclass
 class Triage:
     cause: str  # "nondeterminism" | "cache" | "lossy verification" | "near-tie" | "batch shape" | "configuration"

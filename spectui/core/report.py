@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from spectui.core import terms_table
 from spectui.core.compare import Divergence, escape_bytes
 from spectui.core.figures import rate_basis_note
-from spectui.core.findings import evidence_lines
+from spectui.core.findings import evidence_lines, margins_text
 from spectui.core.headline import headline_for
 from spectui.core.markdown import md_cell
 from spectui.core.runner import PromptResult, Repeated, grouped
@@ -174,9 +174,38 @@ def text_report(
         + f"; builds: baseline {infos['baseline'].build or '?'}, candidate {infos['candidate'].build or '?'}"
     )
     lines.append(headline_for(results).line)  # both halves of the answer (core.headline), as the TUI's banner
+    lines += finding_lines(results)
     if terms is not None:
         lines += terms_table.text(terms)
     return "\n".join(lines)
+
+
+def finding_lines(results: list[PromptResult]) -> list[str]:
+    """Where the candidate drafted and its greedy output still changed: how often, the causes triage named and
+    the margins at each divergence — the result the lab exists to find (a verification batch computes the
+    target's logits in another shape than a one-token decode; a close choice can flip), not a failure."""
+    drafted = [r for r in results if r.identical is not None and r.candidate.figures.drafted]
+    changed = [r for r in drafted if not r.identical]
+    if not changed:
+        return []
+    causes: dict[str, int] = {}
+    for r in changed:
+        cause = r.triage.cause if r.triage else "not triaged"
+        causes[cause] = causes.get(cause, 0) + 1
+    lines = [
+        f"finding: speculation changed the greedy output in {len(changed)} of {len(drafted)} runs where the "
+        f"candidate drafted (causes: {', '.join(f'{c} {n}' for c, n in causes.items())})"
+    ]
+    for r in changed:
+        margins = margins_text(r.triage.logprobs) if r.triage else ""
+        if margins:
+            lines.append(f"  {r.prompt.id}: margins at the divergence {margins} nats")
+    if causes.keys() & {"near-tie", "batch shape"}:
+        lines.append(
+            "  why: a verification batch computes the target's logits in another shape than a one-token decode, "
+            "and where two tokens are close the last bits decide; exact speculation is exact up to that"
+        )
+    return lines
 
 
 def prompt_lines(r: PromptResult) -> list[str]:
@@ -468,6 +497,7 @@ def _md_closing(results: list[PromptResult], b: ServerInfo, c: ServerInfo, terms
         f"Builds: baseline {md_cell(b.build or '?')}, candidate {md_cell(c.build or '?')}.",
         "",
         f"**{md_cell(headline_for(results).line)}**",
+        *[md_cell(line) + "  " for line in finding_lines(results)],
         "",
     ]
     if any(r.candidate.figures.drafted for r in results):

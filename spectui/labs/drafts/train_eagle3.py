@@ -31,6 +31,7 @@ from spectui.core.types import GenerationParams
 from spectui.labs.drafts import data as drafts_data
 from spectui.labs.drafts import lookup as lookup_draft
 from spectui.machine import assets
+from spectui.machine.gguf import read_gguf_header
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
 from spectui.store import prompts as prompt_sets
 from spectui.store.locations import atomic_write
@@ -244,6 +245,10 @@ def resolve(opts: Options) -> tuple[Path, Path, Path, Path]:
         raise InputError(f"target {opts.target} does not exist", hint="give a GGUF file or a Hugging Face folder")
     if opts.target.is_dir() and not (opts.target / "config.json").is_file():
         raise InputError(f"{opts.target} has no config.json", hint="give a GGUF file or a Hugging Face folder")
+    serve = opts.serve_model or (opts.target if opts.target.is_file() else assets.find_model())
+    if serve is None or not serve.is_file():
+        raise InputError("no GGUF to serve the target with", hint="give --model GGUF (the target's weights)")
+    check_architecture(serve)  # before anything is looked for: no setup makes another architecture servable
     python = assets.find_vllm_python()
     if python is None:
         raise SetupError("the torch environment is missing", hint="run `spectui setup --vllm` (torch for CPU, once)")
@@ -251,10 +256,26 @@ def resolve(opts: Options) -> tuple[Path, Path, Path, Path]:
     server = assets.find_llama_server()
     if script is None or server is None:
         raise SetupError("llama.cpp's source or llama-server is missing", hint="run `spectui setup`")
-    serve = opts.serve_model or (opts.target if opts.target.is_file() else assets.find_model())
-    if serve is None or not serve.is_file():
-        raise InputError("no GGUF to serve the target with", hint="give --model GGUF (the target's weights)")
     return python, script, server, serve
+
+
+# Target architectures an EAGLE-3 head can be trained for here and served by llama-server b11434: the head
+# reads the target's hidden states at three layers, which llama.cpp captures only in the graphs that fill
+# t_layer_inp (src/models/llama.cpp:126-127, qwen3.cpp, qwen3moe.cpp among them; gemma3.cpp does not), and
+# the trainer loads the target through transformers' GGUF reader, which dequantises these architectures
+EAGLE3_ARCHITECTURES = ("llama", "qwen3", "qwen3moe")
+
+
+def check_architecture(model: Path) -> None:
+    """One InputError where the GGUF's architecture is not one an EAGLE-3 head can be served beside."""
+    arch = read_gguf_header(model, tensors=False).arch
+    if arch not in EAGLE3_ARCHITECTURES:
+        raise InputError(
+            f"train-eagle3 cannot serve a head for {model.name}: its architecture is {arch}, and llama-server "
+            f"b11434 hands an EAGLE-3 head the target's hidden states only for {', '.join(EAGLE3_ARCHITECTURES)} "
+            "(the graphs that capture each layer's input, src/models/llama.cpp:126)",
+            hint="train a lookup draft instead (spectui drafts train-lookup), which any architecture serves",
+        )
 
 
 async def run_pipeline(opts: Options, say: Say = print, advance=None) -> Outcome:

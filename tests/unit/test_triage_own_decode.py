@@ -124,3 +124,35 @@ def test_the_check_catches_a_cause_that_contradicts_its_evidence():
     assert any("different distributions" in c for c in cause_contradictions(bad))
     made_up = Triage("near-tie", "the two chosen tokens were 0.013 nats apart at token 2", [], evidence)
     assert cause_contradictions(made_up)
+
+
+def test_llama_cpp_own_decode_sends_the_runs_own_request_with_n_probs_and_reads_each_token():
+    import json
+
+    import httpx
+
+    from spectui.backends.llamacpp import LlamaCppBackend
+
+    asked: list[dict] = []
+
+    def handler(request):
+        asked.append(json.loads(request.content))
+        probs = [
+            {
+                "id": 7,
+                "top_logprobs": [{"id": 7, "token": "a", "logprob": -0.5}, {"id": 8, "token": "b", "logprob": -1.0}],
+            },
+            {"id": 9},  # a verified token: llama.cpp gives it no probabilities
+        ]
+        return httpx.Response(200, json={"tokens": [7, 9], "completion_probabilities": probs})
+
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            b = LlamaCppBackend("http://b", client)
+            return await b.own_decode_logprobs("P", GenerationParams(max_tokens=64, cache_prompt=True, seed=3), 2, 3)
+
+    got = asyncio.run(go())
+    assert got == [(7, [(7, "a", -0.5), (8, "b", -1.0)]), (9, [])]
+    body = asked[0]
+    assert (body["prompt"], body["n_predict"], body["n_probs"], body["stream"]) == ("P", 2, 3, False)
+    assert (body["seed"], body["cache_prompt"], body["temperature"]) == (3, True, 0.0)  # the run's own parameters

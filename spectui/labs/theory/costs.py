@@ -109,6 +109,7 @@ async def _time_batches(
     steps: dict[str, list[float]] = {"target": [], "draft": []}
     last_first: dict[str, int | None] = {}
     left_out, reasons = 0, list[str]()
+    partial: set[str] = set()
     for name, timer in servers.items():
         await timer(prefix, 1)  # the slot now holds the prefix
         last_first[name] = None
@@ -123,6 +124,8 @@ async def _time_batches(
                 plain = k == 1 and name in ("target", "draft")
                 got = await timer(prefix + new, 1 + decode_tokens if plain else 1)
                 if got.cache_n != len(prefix) or got.prompt_n != k:
+                    if got.cache_n and got.cache_n < len(prefix):
+                        partial.add(name)
                     left_out += 1
                     if len(reasons) < 2:
                         reasons.append(
@@ -135,15 +138,29 @@ async def _time_batches(
                 times[name].setdefault(k, []).append(got.prompt_ms)
                 if plain and got.decode_ms_per_token:
                     steps[name].append(got.decode_ms_per_token)
+    if partial:
+        reasons.append(PARTIAL_CACHE.format(", ".join(sorted(partial))))
     return times, steps, left_out, reasons
+
+
+# a server that reuses only part of a cached prefix: llama-server keeps a sliding-window model's cache
+# (gemma3's 512-token window) to its checkpoints unless launched with --swa-full (common/arg.cpp --swa-full)
+PARTIAL_CACHE = (
+    "{} reused only part of the cached prefix, as llama-server does for a model with sliding-window attention "
+    "(gemma3 and others) unless launched with --swa-full: launch it so to measure these terms"
+)
 
 
 def _say_terms(curve: CostCurve, drafting: str, has_draft: bool) -> None:
     """Label the terms not measured (and why), the draft model's measured ones, and note the candidate's own
     batch times beside the baseline's plus the draft's."""
     if len(curve.target_batch) < 2 or 1 not in curve.target_batch:
+        partial = any("reused only part of the cached prefix" in n for n in curve.notes)
         curve.sources["verify"] = (
-            "not measured: the baseline did not reuse the cached prefix (is its prompt cache off?): ideal V(k) = 1"
+            "not measured: the baseline reused only part of the cached prefix (sliding-window attention: launch "
+            "it with --swa-full): ideal V(k) = 1"
+            if partial
+            else "not measured: the baseline did not reuse the cached prefix (is its prompt cache off?): ideal V(k) = 1"
         )
     elif curve.target_step is None:
         curve.sources["verify"] = "not measured: the baseline gave no decode time: ideal V(k) = 1"

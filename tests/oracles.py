@@ -22,7 +22,7 @@ def cause_by_the_evidence(t: dict, threshold: float = 0.05) -> str:
     first = next((own[s] for s in SIDES if own.get(s, {}).get("exact")), None)
     if first is not None and abs(first["margin"]) < threshold:
         return "near-tie"
-    if first is not None and "verification batch flipped" in t["summary"]:
+    if first is not None and "verification batch" in t["summary"]:
         return "batch shape"
     margin = lp.get("margin")
     if margin is not None and abs(margin) < threshold:

@@ -32,7 +32,9 @@ DRAFTER_CTX = 2048  # the draft server's context unless the candidate's settings
 def drafter_argv(server: Path, model: Path, settings: Sequence[str] = ()) -> list[str]:
     """The draft server's command line: -t 1 and no offload unless `settings` (the candidate's own, from
     LaunchSpec.draft_server_args) say otherwise; llama.cpp takes the last of a repeated flag."""
-    return llama_server_argv(server, model, 0, extra=tuple(settings), ctx=DRAFTER_CTX)
+    # --swa-full: a sliding-window model (gemma3) keeps its whole cache, so the draft's cached prefix is reused
+    # whole when its batches are timed (without it llama-server keeps only checkpoints: cache_n falls short)
+    return llama_server_argv(server, model, 0, extra=("--swa-full", *settings), ctx=DRAFTER_CTX)
 
 
 def draft_model_path(draft_model: str | Path | None) -> Path | None:
@@ -65,10 +67,11 @@ def candidate_draft(
     target's vocabulary (GGUF headers) where the target's file is on this machine. One InputError where none
     can be had or it does not fit."""
     argv: list[str] | None = list(spec.argv) if spec is not None and spec.launched else None
-    how = "from the candidate's command line (spectui launched it)"
-    if not argv and url is not None:
-        argv = argv_listening_on(url)
-        how = f"from the command line of the process listening on port {local_port(url)}"
+    local = argv_listening_on(url) if url is not None and not named else None
+    by_port = f"from the command line of the process listening on port {local_port(url or '')}"
+    how = by_port if argv and argv == local else "from the candidate's command line (spectui launched it)"
+    if not argv and local:
+        argv, how = local, by_port
     launched = LaunchSpec.from_argv(argv)
     target = _target_file(launched, info)
     if named:

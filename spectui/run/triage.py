@@ -276,7 +276,7 @@ class _Steps:
             # contradict the evidence printed beside it; the streams computed it in other shapes
             return self.found(
                 "batch shape",
-                f"asked apart ({APART}), both servers give the same top tokens at token {evidence['position']}, "
+                f"both servers give the same top tokens at token {evidence['position']} ({APART}), "
                 "yet their streams chose differently: each stream computed the position in its own shape (the "
                 "baseline token by token, a speculating candidate in verification batches), and the probe's "
                 "shape cannot say which moved"
@@ -398,6 +398,18 @@ def _own_finding(evidence: dict, result: PromptResult, threshold: float) -> tupl
             "near-tie",
             f"the two chosen tokens were {m:.3f} nats apart at token {k} in {where} (under {threshold:g}): a "
             "numerical difference between two almost equally likely tokens",
+        )
+    theirs = own.get("candidate", {})
+    drafted_before = any(t.step is not None for t in result.candidate.tokens[:k])
+    if side == "baseline" and theirs.get("exact") and theirs["margin"] < 0 and drafted_before:
+        mc = abs(theirs["margin"])
+        close = f" (under {threshold:g}: a near-tie in the candidate's own computation)" if mc < threshold else ""
+        return (
+            "batch shape",
+            f"each stream chose its own decode's first token at token {k}: {where} puts {b_text} {m:.3f} nats over "
+            f"{c_text}, the candidate's own decode puts {c_text} {mc:.3f} over {b_text}{close}; the same model "
+            "computed the position differently because the candidate's earlier tokens came out of verification "
+            "batches, whose KV entries differ in their last bits from a one-token decode's",
         )
     return None
 

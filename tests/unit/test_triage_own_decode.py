@@ -156,3 +156,13 @@ def test_llama_cpp_own_decode_sends_the_runs_own_request_with_n_probs_and_reads_
     body = asked[0]
     assert (body["prompt"], body["n_predict"], body["n_probs"], body["stream"]) == ("P", 2, 3, False)
     assert (body["seed"], body["cache_prompt"], body["temperature"]) == (3, True, 0.0)  # the run's own parameters
+
+
+def test_each_stream_choosing_its_own_first_token_after_verification_batches_is_the_batch_shape():
+    # the n-gram candidate on Gemma: token 2 came from a plain decode step, after earlier verified tokens
+    own_b = [(10, []), (11, []), (FILTERED, [(FILTERED, "filtered", -0.976), (HASH, "#", -1.610)])]
+    own_c = [(10, []), (11, []), (HASH, [(HASH, "#", -1.253), (FILTERED, "filtered", -1.277)])]
+    t = numerics(Side(APART_TOPS, own_b), Side(APART_TOPS, own_c), result([1, 1, None]))
+    assert t.cause == "batch shape" and "'filtered' 0.634 nats over '#'" in t.summary
+    assert "'#' 0.024 over 'filtered'" in t.summary and "near-tie in the candidate's own computation" in t.summary
+    assert cause_contradictions(t, 0.05) == []

@@ -97,9 +97,10 @@ def test_compare_verdicts_hold_against_plain_requests_and_triage_explains(server
         assert (fd["byte"] if fd else None) == want, p["id"]
         if fd is not None:
             differs += 1
-            t = p["triage"]
-            assert t and t["cause"] in ("near-tie", "batch shape", "configuration", "nondeterminism", "cache"), t
-            assert "compute different distributions" not in t["summary"] or t["cause"] == "configuration"
+            t = p["triage"]  # compare triages the first differing prompt (--triage-limit 1)
+            assert t or differs > 1, p["id"]
+            if t:  # its cause agrees with its printed evidence: the conftest's check on every triage
+                assert t["cause"] in ("near-tie", "batch shape", "configuration", "nondeterminism", "cache"), t
     assert code == (3 if differs else 0)
     # the lesson's finding, said: how many prompts lossless speculation changed, in the report
     assert main(["report", str(session)]) in (0, 3)

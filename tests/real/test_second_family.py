@@ -18,7 +18,7 @@ import pytest
 from spectui.cli.main import main
 from spectui.core.types import GenerationParams
 from spectui.labs.drafts.train_lookup import run_pipeline
-from spectui.machine import assets
+from spectui.machine import assets, families
 from spectui.machine.gguf import read_gguf_header
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
 from tests.oracles import first_difference
@@ -33,7 +33,7 @@ NGRAM = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3", "--sp
 
 @pytest.fixture(scope="module")
 def gemma():
-    found = assets.find_second_family()
+    found = families.find_second_family()
     server = assets.find_llama_server()
     if found is None or server is None:
         pytest.fail("Gemma 3 270M or llama-server missing: run `make test` (it runs `spectui setup`)")

@@ -41,8 +41,11 @@ def register_lesson(dsub, positive_int, fraction) -> None:
 
 
 async def cmd_lesson(args) -> int:
+    from spectui.cli.outputs import check_gguf  # lazy: 1 modules more
     from spectui.cli.progress import Advance  # lazy: 1 modules more
     from spectui.run.drafts_lesson import LessonOptions, run_lesson  # lazy: asyncio (~81 ms cold)
+
+    check_gguf(args.target, "--target")  # before the folder is made or a server started
 
     out = Path(args.output) if args.output else _default_dir(args)
     opts = LessonOptions(

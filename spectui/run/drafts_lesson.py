@@ -39,6 +39,7 @@ from spectui.run.lesson_serving import (
     http_client,
     resolve_tools,
 )
+from spectui.store.claim import claim_folder, locked
 from spectui.store.locations import atomic_write
 
 
@@ -183,10 +184,17 @@ async def phase_convert(opts: LessonOptions, tools: Tools, les: Lesson, say: Say
 
 
 async def run_lesson(opts: LessonOptions, say: Say = print, advance=None) -> Lesson:
-    """Every phase in order, the record written after each; returns the lesson."""
-    tools = resolve_tools(opts, say)
-    opts.out.mkdir(parents=True, exist_ok=True)
-    les = read_lesson(opts.out)
+    """Every phase in order, the record written after each; returns the lesson. The folder is claimed
+    (store.claim: new, empty or spectui's) and locked, and its lesson.json read and checked, before any
+    tool is looked for or server started."""
+    claim_folder(opts.out, "-o", "drafts lesson")
+    with locked(opts.out, "-o"):
+        les = read_lesson(opts.out)
+        tools = resolve_tools(opts, say)
+        return await _run_locked(opts, tools, les, say, advance)
+
+
+async def _run_locked(opts: LessonOptions, tools: Tools, les: Lesson | None, say: Say, advance) -> Lesson:
     if les is not None and (les.draft != opts.draft or Path(les.target) != tools.target):
         raise InputError(
             f"{opts.out} holds a lesson of a {les.draft} draft for {Path(les.target).name}",

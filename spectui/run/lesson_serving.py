@@ -17,6 +17,7 @@ from spectui.core.runner import connect
 from spectui.core.types import GenerationParams
 from spectui.labs.drafts import data as drafts_data
 from spectui.labs.drafts.lesson import Lesson
+from spectui.machine.gguf import require_gguf
 
 Say = Callable[[str], None]
 DRAFTS = ("eagle3", "lookup")
@@ -66,8 +67,7 @@ def resolve_tools(opts: LessonOptions, say: Say = print) -> Tools:
     target = opts.target or found.model
     if target is None:
         raise SetupError("no target model: spectui's SmolLM2 is not downloaded", hint="run `spectui setup`")
-    if not target.is_file():
-        raise InputError(f"target {target} does not exist", hint="give --target a GGUF file")
+    target = require_gguf(target, "--target")  # a FIFO refused unopened, a non-model before any server
     tools = Tools(found.llama_server, target, target)
     if opts.draft == "eagle3":
         tools.python = assets.find_vllm_python()

@@ -125,6 +125,8 @@ def from_stored(rec: dict, groups) -> tuple[dict, dict]:
         try:
             checks[g.prompt.id] = rederive(e, g.runs) if e else None
             curves[g.prompt.id] = CostCurve.from_json(m) if m else None
+        except InputError as exc:
+            raise InputError(f"the terms kept for {g.prompt.id!r} are refused: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"the terms kept for {g.prompt.id!r} cannot be read ({exc!r})") from None
     return checks, curves

@@ -272,8 +272,9 @@ async def cmd_data(args) -> int:
 
     from spectui.cli.progress import Advance  # lazy: 1 modules more
     from spectui.core.types import checked_params  # lazy: 1 modules more
-    from spectui.labs.drafts.data import generate  # lazy: asyncio (~81 ms cold)
+    from spectui.labs.drafts.data import check_own, generate  # lazy: asyncio (~81 ms cold)
     from spectui.store import prompts as prompt_sets  # lazy: platformdirs (~53 ms cold)
+    from spectui.store.claim import locked  # lazy: 1 modules more
 
     source, items = prompt_sets.load_set(args.prompts)
     items = prompt_sets.pick(items, args.limit)
@@ -284,14 +285,15 @@ async def cmd_data(args) -> int:
         if not args.json:
             bar(f"answering {total} prompts", done / total if total else 1.0, pid)
 
-    async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10)) as client:
-        backend = await _connect(args.baseline, args, client)
-        try:
-            result = await generate(
-                backend, items, Path(args.output), args.format, params, args.holdout, source, progress
-            )
-        finally:
-            bar.close()
+    out = Path(args.output).expanduser()
+    check_own(out)  # a file that is not drafts data is refused before its lock is made beside it
+    with locked(out, "-o"):  # a second `drafts data -o` on the same file refuses instead of answering twice
+        async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10)) as client:
+            backend = await _connect(args.baseline, args, client)
+            try:
+                result = await generate(backend, items, out, args.format, params, args.holdout, source, progress)
+            finally:
+                bar.close()
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -319,11 +321,12 @@ def data_summary(r) -> str:
 
 
 async def cmd_train_lookup(args) -> int:
-    from spectui.cli.outputs import check_gguf  # lazy: 1 modules more
+    from spectui.cli.outputs import check_gguf, check_notebook  # lazy: 1 modules more
     from spectui.cli.progress import Advance  # lazy: 1 modules more
     from spectui.labs.drafts.train_lookup import run_pipeline  # lazy: prometheus_client (~131 ms cold)
 
     check_gguf(args.model, "--model")  # before any server is started to find out (issue 40, item 7)
+    check_notebook(args)  # a --notebook that cannot be written is said now, not after the whole run
     bar = Advance("spectui drafts train-lookup")
     say = bar.sayer(quiet=args.json)
 

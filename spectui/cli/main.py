@@ -12,6 +12,7 @@ command's --help load none of those (`python -X importtime`, `sys.modules` after
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -134,11 +135,29 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"spectui: error: {exc.one_line()}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:
+        if exc.errno not in WRITE_ERRORS:
+            raise
+        print(f"spectui: error: {write_error_line(exc)}", file=sys.stderr)
+        return EXIT_SERVER
     except SpectuiError as exc:
         print(f"spectui: error: {exc.one_line()}", file=sys.stderr)
         return EXIT_SERVER
     parser.print_help()
     return EXIT_USAGE
+
+
+# a write refused by the disk (full, read-only, no permission, over quota or the largest file size): one line,
+# whichever file it was; every writer appends whole lines or renames whole files, so what was written stays whole
+WRITE_ERRORS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT, errno.EFBIG}
+
+
+def write_error_line(exc: OSError) -> str:
+    where = f" {exc.filename}" if exc.filename else ""
+    return (
+        f"cannot write{where}: {exc.strerror or exc} — free space or give a writable path, then run the same "
+        "command again (what was written before is whole)"
+    )
 
 
 def handler_for(command: str):

@@ -362,16 +362,20 @@ def test_cause07_a_full_disk_while_writing_data_is_one_line(code, tmp_path, monk
     from tests.recordings import BASELINE, payloads
 
     out = tmp_path / "data.jsonl"
-    real_append = drafts_data.AppendLog.append
     calls = []
 
-    def append(self, rec):
-        calls.append(1)
-        if len(calls) > 1:
-            raise OSError(code, os.strerror(code))
-        real_append(self, rec)
+    class Disk:  # the os module as the data writer sees it, with a disk that fills after the first record
+        def __getattr__(self, name):
+            return getattr(os, name)
 
-    monkeypatch.setattr(drafts_data.AppendLog, "append", append)
+        @staticmethod
+        def write(fd, data):
+            calls.append(1)
+            if len(calls) > 1:
+                raise OSError(code, os.strerror(code))
+            return os.write(fd, data)
+
+    monkeypatch.setattr(drafts_data, "os", Disk())
     with RecordedServer(payloads(BASELINE)) as b:
         rc = main(["drafts", "data", "--baseline", b.url, "--prompts", "default", "--limit", "4",
                    "--max-tokens", "8", "-o", str(out)])  # fmt: skip

@@ -23,6 +23,7 @@ FILE.heldout.toml that `spectui compare --prompts` reads.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -226,14 +227,18 @@ class AppendLog:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def append(self, rec: dict) -> None:
         data = (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8")
-        written = os.write(self.fd, data)
-        if written != len(data):  # a short write (disk full): the next start cuts the torn line off
-            raise OSError(f"short write: {written} of {len(data)} bytes")
-        os.fsync(self.fd)
+        try:
+            written = os.write(self.fd, data)
+            if written != len(data):  # a short write (disk full): the next start cuts the torn line off
+                raise OSError(errno.ENOSPC, f"short write: {written} of {len(data)} bytes")
+            os.fsync(self.fd)
+        except OSError as exc:  # named, so the one line the CLI prints says which file
+            raise OSError(exc.errno, exc.strerror or str(exc), str(self.path)) from None
 
     def close(self) -> None:
         os.close(self.fd)

@@ -33,6 +33,7 @@ from spectui.labs.drafts import lookup as lookup_draft
 from spectui.machine import assets
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
 from spectui.store import prompts as prompt_sets
+from spectui.store.claim import claim_folder, locked
 from spectui.store.locations import atomic_write
 
 TRAINER = Path(__file__).with_name("eagle3_train.py")
@@ -258,10 +259,17 @@ def resolve(opts: Options) -> tuple[Path, Path, Path, Path]:
 
 
 async def run_pipeline(opts: Options, say: Say = print, advance=None) -> Outcome:
+    """The folder claimed (new, empty or spectui's: its inputs may sit in it) and locked, then the run."""
+    inputs = [
+        p for p in (opts.data, drafts_data.heldout_path(opts.data), opts.heldout, opts.target, opts.serve_model) if p
+    ]
+    claim_folder(opts.out, "-o", "drafts train-eagle3", inputs)
+    with locked(opts.out, "-o"):
+        return await _run_pipeline(opts, say, advance)
+
+
+async def _run_pipeline(opts: Options, say: Say, advance) -> Outcome:
     python, script, server, serve = resolve(opts)
-    if opts.out.exists() and not opts.out.is_dir():
-        raise InputError(f"{opts.out} is a file", hint="give -o a folder")
-    opts.out.mkdir(parents=True, exist_ok=True)
     outcome = Outcome(opts.out)
     train, held, outcome.records, outcome.dropped_heldout = split_heldout(opts.data, opts.heldout, opts.out)
     say(f"training on {outcome.records} records ({outcome.dropped_heldout} held out) in {python.parent.parent}")

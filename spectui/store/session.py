@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ from spectui.core.tokens import EventLog
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
 from spectui.core.verdict import Verdict, judge
 from spectui.machine.probes import GPUSample, HostSample
+from spectui.store.bounded import parse_json_text
 from spectui.store.locations import data_dir
 
 FORMAT = "spectui-session"
@@ -144,8 +144,8 @@ def is_session(path: Path) -> bool:
     """Whether the file's first line is a spectui session header."""
     try:
         with open(path, "rb") as fh:
-            head = json.loads(fh.readline() or b"null")
-    except (OSError, ValueError):
+            head = parse_json_text(fh.readline(1 << 20) or b"null", str(path))
+    except (OSError, InputError):
         return False
     return isinstance(head, dict) and head.get("format") == FORMAT
 
@@ -245,8 +245,8 @@ def _header(p: Path, first: bytes) -> dict:
     if not first.strip():
         raise InputError(f"{p} is empty, not a spectui session")
     try:
-        head = json.loads(first)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        head = parse_json_text(first, f"session {p}")
+    except InputError:
         raise InputError(f"{p} is not a spectui session (its first line is not a spectui header)") from None
     if not isinstance(head, dict) or head.get("format") != FORMAT:
         raise InputError(f"{p} is not a spectui session (its first line is not a spectui header)")

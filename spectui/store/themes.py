@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spectui.core.errors import InputError
+from spectui.store.bounded import parse_toml_text
 from spectui.store.locations import config_dir, read_config_file, resource_dir
 
 MARKS = ("accepted", "target", "first", "rejected", "diverge")
@@ -49,7 +50,7 @@ class ThemeLoad:
 
 
 def load_theme_file(path: Path) -> ThemeSpec:
-    data = tomllib.loads(read_config_file(path, "theme"))  # a regular file, bounded (issue 40, item 2)
+    data = parse_toml_text(read_config_file(path, "theme"), f"theme {path}")  # a regular file, bounded, depth checked
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError("missing key 'name'")

@@ -36,6 +36,7 @@ import tomli_w
 from spectui.core.errors import InputError, Unsupported, describe
 from spectui.core.runner import render_prompt, run_side
 from spectui.core.types import GenerationParams, Prompt
+from spectui.store.bounded import parse_json_text
 from spectui.store.locations import atomic_write
 
 FORMATS = ("sharegpt", "conversations", "messages", "speculators")
@@ -211,11 +212,11 @@ def read_records(path: Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            rec = parse_json_text(line, f"{path}: line {i}")
+        except InputError as exc:
             if i == len(lines):  # the torn tail of a killed run: not a record yet
                 break
-            raise InputError(f"{path}: line {i} is not a JSON record", hint="is it a drafts data file?") from None
+            raise InputError(f"{exc}", hint="is it a drafts data file?") from None
         if not isinstance(rec, dict):
             raise InputError(f"{path}: line {i} is not a JSON object")
         out.append(rec)

@@ -427,23 +427,27 @@ def test_cause10_a_second_lesson_on_the_same_folder_refuses(tmp_path):
 def test_cause11_an_early_exit_shows_the_servers_own_lines_not_the_backtrace(tmp_path):
     from spectui.machine.launcher import EarlyExit, ServerProcess
 
-    script = tmp_path / "llama-server"
-    script.write_text(
-        "#!/bin/sh\n"
-        "echo 'main: loading model'\n"
-        "echo 'llama_model_load: error loading model: tensor token_embd.weight has wrong shape'\n"
-        "echo 'GGML_ASSERT(ok) failed'\n"
-        "echo '[New LWP 12345]'\n"
-        "echo '[Thread debugging using libthread_db enabled]'\n"
-        "echo '0x00007f00 in __GI___wait4 () at ../sysdeps/unix/sysv/linux/wait4.c:30'\n"
-        "echo '#0  0x00007f00 in __GI___wait4 (pid=1) at wait4.c:30'\n"
-        "echo '#1  0x00007f01 in ggml_print_backtrace () from libggml-base.so'\n"
-        "echo '[Inferior 1 (process 12345) detached]'\n"
-        "exit 134\n"
-    )
-    script.chmod(0o755)
-    s = ServerProcess("candidate", [str(script)], port=0)
-    s.start()
+    lines = [
+        "main: loading model",
+        "llama_model_load: error loading model: tensor token_embd.weight has wrong shape",
+        "GGML_ASSERT(ok) failed",
+        "[New LWP 12345]",
+        "[Thread debugging using libthread_db enabled]",
+        "0x00007f00 in __GI___wait4 () at ../sysdeps/unix/sysv/linux/wait4.c:30",
+        "#0  0x00007f00 in __GI___wait4 (pid=1) at wait4.c:30",
+        "#1  0x00007f01 in ggml_print_backtrace () from libggml-base.so",
+        "[Inferior 1 (process 12345) detached]",
+    ]
+
+    class Died:  # the process as the launcher sees it once it has exited (unit tests start no process)
+        pid = 12345
+
+        def poll(self):
+            return 134
+
+    s = ServerProcess("candidate", ["llama-server"], port=1)
+    s.proc = Died()  # type: ignore[assignment]
+    s.log.extend(lines)
     with pytest.raises(EarlyExit) as exc:
         s.wait_healthy(10)
     msg = exc.value.one_line()

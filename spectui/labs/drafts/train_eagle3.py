@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -195,9 +196,27 @@ def run_trainer(python: Path, opts: Options, train: Path, log: Path, advance=Non
                 error = ev.get("message", "")
         code = proc.wait()
     if code != 0 or not done:
-        tail = error or (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
-        raise SetupError(f"training the EAGLE-3 head failed (status {code}): {tail}", hint=f"see {log}")
+        raise SetupError(f"training the EAGLE-3 head failed (status {code}): {error or trainer_failure(log, opts.out)}",
+                         hint=f"see {log}")  # fmt: skip
     return argv, done
+
+
+_DAMAGED = re.compile(r"UnpicklingError|PytorchStreamReader|EOFError|invalid load key|failed finding central directory")
+
+
+def trainer_failure(log: Path, out: Path) -> str:
+    """What the trainer's log says went wrong, in one line: a damaged file it was loading is named (a
+    checkpoint.pt cut by a full disk used to end in the unpickler's last line alone)."""
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no log"
+    if not lines:
+        return "no output"
+    loading = [ln.split("spectui-trainer: loading ", 1)[1] for ln in lines if "spectui-trainer: loading " in ln]
+    if loading and any(_DAMAGED.search(ln) for ln in lines):
+        return f"{loading[-1]} is corrupt ({lines[-1] if not lines[-1].startswith('spectui-trainer') else lines[-2]}): delete it to start afresh"
+    return lines[-1]
 
 
 def convert(

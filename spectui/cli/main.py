@@ -20,7 +20,7 @@ import sys
 from spectui import __version__
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, EXIT_USAGE  # noqa: F401
 from spectui.cli.options import Parser
-from spectui.core.errors import InputError, SpectuiError, redacting_stream, register_urls_in
+from spectui.core.errors import InputError, SpectuiError, printable, redacting_stream, register_urls_in
 
 # command → (module in spectui.cli, one line of help, task); only the command that runs is imported
 # (pip's commands_dict): `spectui --help` reads this table and imports no command module
@@ -133,15 +133,15 @@ def main(argv: list[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a writer the pipe stopped
     except InputError as exc:
-        print(f"spectui: error: {exc.one_line()}", file=sys.stderr)
+        print(f"spectui: error: {printable(exc.one_line())}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:
         if exc.errno not in WRITE_ERRORS:
             raise
-        print(f"spectui: error: {write_error_line(exc)}", file=sys.stderr)
+        print(f"spectui: error: {printable(write_error_line(exc))}", file=sys.stderr)
         return EXIT_SERVER
     except SpectuiError as exc:
-        print(f"spectui: error: {exc.one_line()}", file=sys.stderr)
+        print(f"spectui: error: {printable(exc.one_line())}", file=sys.stderr)
         return EXIT_SERVER
     parser.print_help()
     return EXIT_USAGE

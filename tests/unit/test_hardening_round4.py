@@ -503,13 +503,19 @@ def test_cause13_an_embedding_length_the_tensor_table_contradicts_is_refused(tmp
 
 # -- cause 14: messages that mislead --------------------------------------------------------------------------
 def test_cause14_prompt_ids_with_control_characters_are_escaped_on_the_terminal(tmp_path, capsys):
-    f = tmp_path / "p.toml"
-    f.write_text('[[prompt]]\nid = "evil\\u001b]0;owned\\u0007\\r"\ntext = "hi"\n[[prompt]]\nid = "x"\ntext = "y"\n')
-    main(["drafts", "data", "--baseline", "http://127.0.0.1:9", "--prompts", str(f), "-o", str(tmp_path / "o.jsonl")])
-    from spectui.cli.main import main as _  # noqa: F401
+    from spectui.store.prompts import load_set
 
-    out, err = capsys.readouterr()
-    assert "\x1b" not in out + err and "\r" not in out + err and "\x07" not in out + err
+    f = tmp_path / "p.toml"
+    f.write_text('[[prompt]]\nid = "evil\\u001b]0;owned\\u0007\\r"\ntext = "hi"\n')
+    _, items = load_set(str(f))
+    assert items[0].id == "evil\\x1b]0;owned\\x07\\r"  # shown escaped, one printable name
+    bad = tmp_path / "evil\x1b[2J\r.toml"  # a file name that would clear the screen: in an error line
+    bad.write_text("[[prompt\n")
+    code = main(
+        ["drafts", "data", "--baseline", "http://127.0.0.1:9", "--prompts", str(bad), "-o", str(tmp_path / "o")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "\x1b" not in err and "\r" not in err and "\\x1b[2J" in _one_error(err), err
 
 
 def test_cause14_a_hung_server_in_drafts_cost_is_never_told_an_option_drafts_cost_lacks():

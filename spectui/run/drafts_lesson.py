@@ -27,7 +27,7 @@ from pathlib import Path
 
 from spectui.core.errors import InputError, SetupError
 from spectui.labs.drafts import data as drafts_data
-from spectui.labs.drafts.lesson import Lesson, Phase, read_lesson, write_lesson
+from spectui.labs.drafts.lesson import LESSON_NAME, Lesson, Phase, read_lesson, write_lesson
 from spectui.run.drafts_lesson_measure import phase_measure, phase_prove
 from spectui.run.lesson_serving import (
     LessonOptions,
@@ -39,7 +39,7 @@ from spectui.run.lesson_serving import (
     http_client,
     resolve_tools,
 )
-from spectui.store.claim import claim_folder, locked
+from spectui.store.claim import check_folder, claim_folder, locked
 from spectui.store.locations import atomic_write
 
 
@@ -187,11 +187,12 @@ async def run_lesson(opts: LessonOptions, say: Say = print, advance=None) -> Les
     """Every phase in order, the record written after each; returns the lesson. The folder is claimed
     (store.claim: new, empty or spectui's) and locked, and its lesson.json read and checked, before any
     tool is looked for or server started."""
-    claim_folder(opts.out, "-o", "drafts lesson")
+    check_folder(opts.out, "-o", legacy_mark=LESSON_NAME)
+    tools = None if opts.out.is_dir() else resolve_tools(opts, say)  # a new folder is made once tools are found
+    claim_folder(opts.out, "-o", "drafts lesson", legacy_mark=LESSON_NAME)
     with locked(opts.out, "-o"):
         les = read_lesson(opts.out)
-        tools = resolve_tools(opts, say)
-        return await _run_locked(opts, tools, les, say, advance)
+        return await _run_locked(opts, tools or resolve_tools(opts, say), les, say, advance)
 
 
 async def _run_locked(opts: LessonOptions, tools: Tools, les: Lesson | None, say: Say, advance) -> Lesson:

@@ -34,31 +34,44 @@ def _listing(folder: Path) -> list[Path]:
         raise InputError(f"{folder} cannot be listed ({exc.strerror or exc})") from None
 
 
-def claim_folder(folder: str | Path, flag: str, command: str, inputs: Iterable[str | Path] = ()) -> Path:
-    """Check that `folder` may be written by `command` and mark it as spectui's; InputError (one line, naming
-    what is in the way) otherwise. Call before any server starts."""
+def check_folder(
+    folder: str | Path, flag: str, inputs: Iterable[str | Path] = (), legacy_mark: str | None = None
+) -> Path:
+    """Whether `folder` may be written: new, empty, marked as spectui's (or holding `legacy_mark`, the record
+    a command wrote there before folders were marked), with only the run's `inputs` beside; no symbolic link
+    in it. InputError (one line, naming what is in the way) otherwise. Writes nothing."""
     d = Path(folder).expanduser()
     if d.is_symlink() and not d.resolve().is_dir():
         raise InputError(f"{flag} {d} is a link to {d.resolve()}, not a folder", hint=f"give {flag} a new folder")
     if d.exists() and not d.is_dir():
         raise InputError(f"{flag} {d} is a file, not a folder", hint=f"give {flag} a new folder name")
+    if not d.is_dir():
+        return d
     own = {Path(p).expanduser().resolve() for p in inputs}
-    if d.is_dir():
-        entries = _listing(d)
-        links = [p.name for p in entries if p.is_symlink()]
-        if links:
+    entries = _listing(d)
+    links = [p.name for p in entries if p.is_symlink()]
+    if links:
+        raise InputError(
+            f"{flag} {d} holds symbolic links ({', '.join(links[:3])}): spectui writes only files of its own",
+            hint="remove the links or give a new folder",
+        )
+    marked = (d / MARK).is_file() or (legacy_mark is not None and (d / legacy_mark).is_file())
+    if not marked:
+        foreign = [p.name for p in entries if p.name != LOCK and p.resolve() not in own]
+        if foreign:
+            more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
             raise InputError(
-                f"{flag} {d} holds symbolic links ({', '.join(links[:3])}): spectui writes only files of its own",
-                hint="remove the links or give a new folder",
+                f"{flag} {d} holds files spectui did not write ({', '.join(foreign[:3])}{more}): left untouched",
+                hint=f"give {flag} a new or empty folder",
             )
-        if not (d / MARK).is_file():
-            foreign = [p.name for p in entries if p.name != LOCK and p.resolve() not in own]
-            if foreign:
-                more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-                raise InputError(
-                    f"{flag} {d} holds files spectui did not write ({', '.join(foreign[:3])}{more}): left untouched",
-                    hint=f"give {flag} a new or empty folder",
-                )
+    return d
+
+
+def claim_folder(
+    folder: str | Path, flag: str, command: str, inputs: Iterable[str | Path] = (), legacy_mark: str | None = None
+) -> Path:
+    """check_folder, then the folder made and marked as spectui's. Call before any server starts."""
+    d = check_folder(folder, flag, inputs, legacy_mark)
     try:
         d.mkdir(parents=True, exist_ok=True)
         if not (d / MARK).is_file():

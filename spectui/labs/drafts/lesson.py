@@ -305,8 +305,11 @@ def read_lesson(folder: Path) -> Lesson | None:
         raise InputError(f"{path} is a symbolic link", hint="a lesson's record is a file in its folder: move the link")
     if not path.exists():
         return None
-    doc = load_json_file(path, "lesson record", LESSON_MAX)
-    les = Lesson.from_json(doc, str(path))
+    try:
+        les = Lesson.from_json(load_json_file(path, "lesson record", LESSON_MAX), str(path))
+    except InputError as exc:
+        why = str(exc).replace(f"lesson record {path} ", "").replace(f"{path}: ", "")
+        raise InputError(f"{path} is not a lesson record ({why})", hint="move it away and rerun the lesson") from None
     for phase, keys in PATH_KEYS.items():
         got = les.done.get(phase) or {}
         for key in keys:

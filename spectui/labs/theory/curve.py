@@ -158,8 +158,8 @@ class CostCurve:
         if not isinstance(d, dict):
             raise InputError("the terms' measurement is not an object")
         repeats = d.get("repeats")
-        if not isinstance(repeats, int) or isinstance(repeats, bool) or not 1 <= repeats <= SAMPLES_MAX:
-            raise InputError(f"the terms' repeats is {str(repeats)[:20]!r}, not a whole number 1 … {SAMPLES_MAX}")
+        if not isinstance(repeats, int) or isinstance(repeats, bool) or not 0 <= repeats <= SAMPLES_MAX:
+            raise InputError(f"the terms' repeats is {str(repeats)[:20]!r}, not a whole number 0 … {SAMPLES_MAX}")
         step = samples(d.get("target_step"), "target_step")
         if step is not None and min(step.values) <= 0:
             raise InputError("the terms' target_step is 0 ms: no time a step can be measured in")

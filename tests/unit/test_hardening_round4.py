@@ -598,3 +598,30 @@ def test_cause15_measured_terms_are_kept_with_the_session(tmp_path, monkeypatch,
     rec, _ = terms_record.stored(s)
     assert rec is not None and rec["prompts"][0]["measurement"]["target_step"]["ms"] == [10.0, 11.0]
     capsys.readouterr()
+
+
+def test_cause02_and_04_the_drafts_screens_texts_refuse_a_fifo_and_a_damaged_lesson(tmp_path):
+    """F3's two reports are made below the TUI: a FIFO target is one line at once, a damaged lesson one line."""
+    from spectui.tui.screens.drafts_screen import cost_text, lesson_text
+
+    fifo = tmp_path / "t.gguf"
+    os.mkfifo(fifo)
+    got: list[BaseException] = []
+
+    def run():
+        try:
+            cost_text(str(fifo), None, 2048, 5000)
+        except BaseException as exc:  # the report shows a SpectuiError's one line
+            got.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(10)
+    if t.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert not t.is_alive() and isinstance(got[0], InputError) and "FIFO" in str(got[0])
+    d = tmp_path / "lesson"
+    d.mkdir()
+    (d / "lesson.json").write_text(DEEP_JSON)
+    shown = lesson_text(str(d))
+    assert len(shown.splitlines()) == 1 and "nests" in shown, shown

@@ -51,7 +51,7 @@ def _open_regular(path: Path, what: str) -> int:
         raise InputError(f"{what} {path} cannot be read ({exc.strerror or exc})") from None
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise InputError(f"{what} {path} is {kind_of(st.st_mode)}, not a regular file", hint="give a file")
+        raise InputError(f"{what} {path} is not a regular file ({kind_of(st.st_mode)})", hint="give a file")
     return fd
 
 
@@ -79,7 +79,7 @@ def check_regular(path: str | Path, what: str) -> Path:
     except OSError as exc:
         raise InputError(f"{what} {p} cannot be read ({exc.strerror or exc})") from None
     if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{what} {p} is {kind_of(st.st_mode)}, not a regular file", hint="give a file")
+        raise InputError(f"{what} {p} is not a regular file ({kind_of(st.st_mode)})", hint="give a file")
     return p
 
 

@@ -47,7 +47,7 @@ def check_folder(
         raise InputError(f"{flag} {d} is a file, not a folder", hint=f"give {flag} a new folder name")
     if not d.is_dir():
         return d
-    own = {Path(p).expanduser().resolve() for p in inputs}
+    own = {q.resolve() for p in inputs for q in (Path(p).expanduser(), lock_path(Path(p).expanduser()))}
     entries = _listing(d)
     links = [p.name for p in entries if p.is_symlink()]
     if links:

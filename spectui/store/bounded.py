@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 import tomllib
 from pathlib import Path
@@ -111,44 +112,30 @@ def read_text_bounded(path: str | Path, what: str, limit: int = CONFIG_MAX) -> s
         raise InputError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
 
 
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_TOML_TOKENS = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]')
+
+
 def nesting_depth(text: str | bytes, toml: bool = False) -> int:
     """The deepest nesting of [ and { outside strings (and, in TOML, outside comments): what a recursive
-    parser would recurse. A linear scan; no allocation per character."""
+    parser would recurse. One regular-expression pass over the brackets and strings (an unclosed string's
+    brackets count: the parser refuses that file anyway)."""
     s = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
     depth = deepest = 0
-    i, n = 0, len(s)
-    while i < n:
-        ch = s[i]
-        if ch in "[{":
+    for m in (_TOML_TOKENS if toml else _JSON_TOKENS).finditer(s):
+        c = m.group()
+        if c in ("[", "{"):
             depth += 1
-            if depth > deepest:
-                deepest = depth
-        elif ch in "]}":
+            deepest = max(deepest, depth)
+        elif c in ("]", "}"):
             depth = max(0, depth - 1)
-        elif ch == '"' or (toml and ch == "'"):
-            triple = toml and s.startswith(ch * 3, i)
-            end_mark = ch * 3 if triple else ch
-            j = i + len(end_mark)
-            while j < n:
-                if s[j] == "\\" and ch == '"':
-                    j += 2
-                    continue
-                if s.startswith(end_mark, j):
-                    break
-                if not triple and s[j] == "\n":
-                    break  # an unclosed string: the parser says so
-                j += 1
-            i = j + len(end_mark)
-            continue
-        elif toml and ch == "#":
-            j = s.find("\n", i)
-            i = n if j == -1 else j
-            continue
-        i += 1
     return deepest
 
 
 def check_depth(text: str | bytes, source: str, toml: bool = False, limit: int = MAX_DEPTH) -> None:
+    opens = text.count("[" if isinstance(text, str) else b"[") + text.count("{" if isinstance(text, str) else b"{")
+    if opens <= limit:  # too few brackets to nest past the limit: no scan (nearly every real file)
+        return
     d = nesting_depth(text, toml)
     if d > limit:
         raise InputError(f"{source} nests {d} levels deep, over the limit of {limit}", hint="it is not a spectui file")

@@ -625,3 +625,16 @@ def test_cause02_and_04_the_drafts_screens_texts_refuse_a_fifo_and_a_damaged_les
     (d / "lesson.json").write_text(DEEP_JSON)
     shown = lesson_text(str(d))
     assert len(shown.splitlines()) == 1 and "nests" in shown, shown
+
+
+def test_the_depth_scan_skips_strings_and_comments_so_real_files_are_never_refused():
+    from spectui.store.bounded import MAX_DEPTH, check_depth, nesting_depth
+
+    brackets_in_text = '{"text": "' + "[" * 500 + '", "ids": [[1, 2]]}'
+    assert nesting_depth(brackets_in_text) == 3
+    check_depth(brackets_in_text, "a record")  # 500 brackets inside a string are text, not nesting
+    toml = 'a = "[[["  # [[[[\nb = [[1], {x = \'[[\'}]\nc = """[[[\n]]"""\n' + "# [" * 500
+    assert nesting_depth(toml, toml=True) == 2
+    check_depth(toml, "a prompt file", toml=True)
+    with pytest.raises(InputError, match="nests 65 levels"):
+        check_depth("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "x")

@@ -133,7 +133,7 @@ def nesting_depth(text: str | bytes, toml: bool = False) -> int:
 
 
 def check_depth(text: str | bytes, source: str, toml: bool = False, limit: int = MAX_DEPTH) -> None:
-    opens = text.count("[" if isinstance(text, str) else b"[") + text.count("{" if isinstance(text, str) else b"{")
+    opens = text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
     if opens <= limit:  # too few brackets to nest past the limit: no scan (nearly every real file)
         return
     d = nesting_depth(text, toml)

@@ -82,8 +82,9 @@ def load_themes(dirs: list[Path] | None = None) -> ThemeLoad:
         for path in sorted(d.glob("*.toml")):
             try:
                 out.themes.append(load_theme_file(path))
-            except InputError as exc:  # not a regular file, too large, not UTF-8: it says so, naming it
-                out.problems.append(exc.one_line())
+            except InputError as exc:  # not a regular file, too large, not UTF-8, too deep: it says so, naming it
+                line = exc.one_line()
+                out.problems.append(line if line.endswith("skipped") else f"{line}; skipped")
             except (tomllib.TOMLDecodeError, ValueError, UnicodeDecodeError, OSError) as exc:
                 out.problems.append(f"theme {path}: {exc}; skipped")
     return out

@@ -1,12 +1,11 @@
 """spectui's command line: `spectui` opens the TUI; subcommands run headless.
 
 The rule for imports in spectui/cli: `spectui --help` reads the COMMANDS table below and imports no command
-module; `spectui COMMAND --help` and the command's run import its module. In every cli module an import
-stands at the module top unless it loads what the module's own top does not (httpx ~0.13 s, textual
-~0.13 s, aiohttp ~0.28 s, asyncio ~0.08 s cold, scipy, or a run/labs subsystem of tens of modules) for a
-path only some of its commands take; such an import stays in its function, marked `# lazy: <what it
-loads>` (tests/unit/test_architecture.py checks every one is). So `spectui --help` (~0.2 s) and each
-command's --help load none of those (`python -X importtime`, `sys.modules` after `main([..., "--help"])`).
+module (main, common and options only, so those three keep what --help does not need inside their functions);
+a command's module is imported only when that command is named (pip's commands/ pattern) and imports what it
+uses at its top. An import stays inside a function only where it loads something heavy that the module's
+other paths never need (textual for the TUI, aiohttp for serve, numpy with the sampling statistics), marked
+`# lazy: <what it loads>` (tests/unit/test_architecture.py checks every one says so).
 """
 
 from __future__ import annotations

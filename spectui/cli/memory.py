@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from spectui.cli.common import EXIT_OK
 from spectui.core.errors import InputError
+from spectui.labs.memory.kv import kv_text
+from spectui.machine import assets
 
 
 def cmd_kv(args) -> int:
-    from spectui.labs.memory.kv import kv_text  # lazy: 19 modules more
-    from spectui.machine import assets  # lazy: httpx (~127 ms cold)
-
     model = args.model or assets.find_model()
     if model is None:
         raise InputError("no model to size", hint="give --model PATH.gguf or run `spectui setup`")

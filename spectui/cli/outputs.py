@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 from spectui.core.errors import InputError, describe
+from spectui.store import notebook
 
 
 def check_output(path: str | Path | None, flag: str, kinds: tuple[str, ...] | None = None) -> Path | None:
@@ -105,7 +106,6 @@ def check_notebook(args) -> None:
     """--notebook [PATH], when given: the notebook, its lock file and its side file live in one folder."""
     if getattr(args, "notebook", None) is None:
         return
-    from spectui.store import notebook  # lazy: platformdirs (~53 ms cold)
 
     check_output(notebook.notebook_path(args.notebook or None), "--notebook")
 

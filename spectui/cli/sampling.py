@@ -6,6 +6,7 @@ import dataclasses
 import datetime as dt
 import json
 
+from spectui.backends.transport import stamped_client
 from spectui.cli import options
 from spectui.cli.common import (
     EXIT_DIFFERS,
@@ -19,6 +20,8 @@ from spectui.cli.common import (
 from spectui.cli.outputs import check_notebook, check_output, session_failed
 from spectui.cli.progress import Advance
 from spectui.core.errors import InputError
+from spectui.labs.sampling.exact import NOT_ENOUGH, sampling
+from spectui.store.session_writer import SessionWriter
 
 EXIT_UNDECIDED = 4  # spectui sampling: not enough samples to decide (never a pass)
 
@@ -30,8 +33,6 @@ async def cmd_sampling(args) -> int:
     check_notebook(args)
     writer = None
     if args.save:
-        from spectui.store.session_writer import SessionWriter  # lazy: asyncio (~81 ms cold): only for a run
-
         writer = SessionWriter(args.save)
     try:
         results, infos = await _sample_both(args, params, prompt_list, writer)
@@ -65,9 +66,6 @@ def _checked_params(args):
 
 async def _sample_both(args, params, prompt_list, writer) -> tuple[list, dict]:
     """Every seed on both servers (labs.sampling.exact), with a progress bar; the results and the servers."""
-    from spectui.backends.transport import stamped_client  # lazy: httpx (~127 ms cold)
-    from spectui.labs.sampling.exact import sampling  # lazy: prometheus_client (~131 ms cold)
-
     bar = Advance("spectui sampling")
 
     def progress(prompt, done, total):
@@ -153,7 +151,6 @@ def _exit_for(results, unwritten: bool) -> int:
         return EXIT_SERVER
     if any(r.verdict == "different" or r.seeded_mismatch_is_failure for r in results):
         return EXIT_DIFFERS  # a seeded mismatch counts only where seeded bytes are (or may be) promised
-    from spectui.labs.sampling.exact import NOT_ENOUGH  # lazy: scipy (~167 ms cold), loaded by the run already
 
     return EXIT_UNDECIDED if any(r.verdict == NOT_ENOUGH for r in results) else EXIT_OK
 

@@ -8,6 +8,7 @@ reaches 127.0.0.1 under its own name, is refused too.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import re
@@ -175,8 +176,6 @@ class ConnectionLimits:
         self.timed_out = 0  # connections closed without a whole request head in time
 
     def __call__(self):
-        import asyncio  # lazy: asyncio (~81 ms cold)
-
         limits = self
 
         class Guarded(asyncio.Protocol):

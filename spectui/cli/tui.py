@@ -6,6 +6,7 @@ import argparse
 import math
 import signal
 
+from spectui.backends.detect import api_key_from
 from spectui.cli import options
 from spectui.cli.common import params_from
 from spectui.core.errors import InputError
@@ -49,7 +50,6 @@ def cmd_tui(args) -> int:
     if bool(args.baseline) != bool(args.candidate):
         raise InputError("give both --baseline URL and --candidate URL, or neither (to pick a profile)")
     pick = not args.baseline
-    from spectui.backends.detect import api_key_from  # lazy: httpx (~127 ms cold)
 
     settings, _ = load_settings()  # autosave = false, auto_notebook = true, notebook = "…" in config.toml
     config = AppConfig(

@@ -15,6 +15,7 @@ from pathlib import Path
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import describe
 from spectui.core.runner import grouped
+from spectui.labs.theory import record as terms_record
 from spectui.run.prove import certificate
 from spectui.run.prove.derive import normalised
 from spectui.store.session import load_session, results_for
@@ -65,8 +66,6 @@ async def add_terms(
 
 async def _measure(doc: dict, client, baseline, candidate, repeats: int, say: Callable[[str], None] | None) -> dict:
     """The terms of every greedy prompt that finished on both sides (labs.theory.record), on the servers."""
-    from spectui.labs.theory import record as terms_record  # lazy: prometheus_client (~131 ms cold)
-
     groups = _finished_groups(doc)
 
     def done(i: int, pid: str) -> None:

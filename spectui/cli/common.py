@@ -72,12 +72,12 @@ class PromptOptions:
 async def connect_pair(client, args: argparse.Namespace | PairOptions):
     """Both servers, detected (or as --backend says), waited for (visibly) and identified; an error names the side."""
     from spectui.backends.detect import api_key_from, resolve  # lazy: httpx (~127 ms cold), not for --help
-    from spectui.core.runner import connect  # lazy: asyncio (~81 ms cold), not for --help
+    from spectui.core.runner import SIDES, connect  # lazy: asyncio (~81 ms cold), not for --help
 
     opts = args if isinstance(args, PairOptions) else PairOptions.from_args(args)
     key = api_key_from(opts.api_key_env)
     backends = {}
-    for name in ("baseline", "candidate"):
+    for name in SIDES:
         kind = opts.kind(name)
         try:
             backends[name], found = await resolve(kind, opts.url(name), client, key)

@@ -11,6 +11,7 @@ from pathlib import Path
 from spectui.backends.detect import api_key_from
 from spectui.backends.transport import stamped_client
 from spectui.cli import options
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import (  # noqa: F401
     EXIT_DIFFERS,
     EXIT_OK,
@@ -27,9 +28,10 @@ from spectui.cli.outputs import check_gguf, check_notebook, check_output, sessio
 from spectui.core.errors import InputError
 from spectui.core.findings import NEAR_TIE_NATS
 from spectui.core.report import json_report, text_report
+from spectui.core.types import SIDES
 from spectui.machine.probes import GPUProbe, host_sample
 from spectui.run import events as ev
-from spectui.run.pair import SIDES, GivenPair, LaunchedPair, infos_of, order_of
+from spectui.run.pair import GivenPair, LaunchedPair, infos_of, order_of
 from spectui.run.session import RunOptions
 from spectui.store import notebook
 from spectui.store.session_writer import SessionWriter
@@ -180,7 +182,7 @@ def _print_report(results, infos, params, order, as_json: bool) -> None:
 def register(sub) -> None:
     p = sub.add_parser(
         "compare",
-        help="stream the same prompts to both servers and compare, headless",
+        help=COMMANDS["compare"].help,
         description="The same prompts to the baseline and the candidate: are the bytes the same, and how much "
         "faster is the candidate? Exit 0 identical, 3 different, 1 a side failed, 2 usage.",
     )

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from spectui.cli.commands import COMMANDS
 from spectui.cli.main import main as cli_main
 from spectui.core.types import GenerationParams
 from spectui.machine import assets
@@ -122,7 +123,7 @@ def _run_app(config) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("demo", help="launch the bundled pair of llama-servers and open the TUI on them")
+    p = sub.add_parser("demo", help=COMMANDS["demo"].help)
     p.add_argument("--headless", action="store_true", help="run the comparison without the TUI and print it")
     p.add_argument("--repeat", type=int, default=1, metavar="N", help="with --headless: runs per side (interleaved)")
     p.add_argument(

@@ -13,6 +13,7 @@ import httpx
 
 from spectui.backends.detect import api_key_from, resolve
 from spectui.backends.registry import KIND_CHOICES
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, append_to_notebook
 from spectui.cli.drafts_lesson import cmd_lesson, register_lesson
 from spectui.cli.outputs import check_gguf
@@ -60,7 +61,7 @@ def _server_options(p: argparse.ArgumentParser) -> None:
 def register(sub) -> None:
     """The `drafts` subcommand and its actions (called by cli.main.build_parser), in the lesson's order: what
     a draft costs to train, the data, a lookup draft, an EAGLE-3 head, and the whole lesson."""
-    d = sub.add_parser("drafts", help="drafts: what training one costs, data from the target, a lookup draft proven")
+    d = sub.add_parser("drafts", help=COMMANDS["drafts"].help)
     dsub = d.add_subparsers(dest="drafts_command", parser_class=type(d))
     _add_cost(dsub)
     _add_data(dsub)

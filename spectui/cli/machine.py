@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, EXIT_USAGE, connect_pair, params_from, prompts_from  # noqa: F401
 from spectui.cli.progress import Advance
 from spectui.core.errors import InputError  # noqa: F401
@@ -116,17 +117,17 @@ def _print_memory_plan(p, hw) -> list[str]:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("setup", help="build llama-server and fetch SmolLM2 and its draft into the cache")
+    p = sub.add_parser("setup", help=COMMANDS["setup"].help)
     p.add_argument(
         "--vllm", action="store_true", help="also install vLLM for CPU (its own environment) and convert the model"
     )
 
-    p = sub.add_parser("doctor", help="what spectui found: llama-server, models, GPUs, host")
+    p = sub.add_parser("doctor", help=COMMANDS["doctor"].help)
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the text")
 
     p = sub.add_parser(
         "profiles",
-        help="hardware profiles: list, show one, check one against this machine",
+        help=COMMANDS["profiles"].help,
         epilog="check exits 0 where this machine fits the profile (set-up still to do, such as `spectui setup` "
         "or a variable to set, is listed), 1 where it does not fit or a pair is too big for its GPU",
     )

@@ -16,38 +16,10 @@ import os
 import sys
 
 from spectui import __version__
+from spectui.cli.commands import COMMANDS, TASKS
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, EXIT_USAGE  # noqa: F401
 from spectui.cli.options import Parser
 from spectui.core.errors import InputError, SpectuiError, redacting_stream, register_urls_in
-
-# command → (module in spectui.cli, one line of help, task); only the command that runs is imported
-# (pip's commands_dict): `spectui --help` reads this table and imports no command module
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    "tui": ("tui", "open the two-pane TUI on two running servers (or the profile picker)", "watch"),
-    "compare": ("compare", "stream the same prompts to both servers and compare, headless", "watch"),
-    "demo": ("demo", "launch the bundled pair of llama-servers and open the TUI on them", "watch"),
-    "serve": ("serve", "the app in a web browser (textual-serve), on 127.0.0.1 unless told otherwise", "watch"),
-    "prove": ("prove", "one certificate that the candidate is identical to the baseline, and how much faster", "prove"),
-    "verify": ("prove", "re-derive a certificate from its raw sessions (no servers) and check every hash", "prove"),
-    "regress": ("prove", "two certificates of one prompt set: what got worse", "prove"),
-    "merge": ("prove", "shard certificates (--shard I/N) into the one a single run would give", "prove"),
-    "theory": ("theory", "speed-up as a function of acceptance rate, draft length and draft cost", "labs"),
-    "sweep": ("sweep", "throughput and speed-up against concurrency: where the payoff collapses", "labs"),
-    "sampling": ("sampling", "exact under sampling: seeded bytes and the two output distributions", "labs"),
-    "prefix": ("prefix", "prefix caching: cold vs warm turns, tokens reused, TTFT, and the bytes", "labs"),
-    "cache": ("prefix", "save, restore or erase a llama.cpp slot's cache (--slot-save-path)", "labs"),
-    "kv": ("memory", "KV cache types: each server's flags, and the memory a quantised cache saves", "labs"),
-    "drafts": ("drafts", "drafts: what training one costs, data from the target, a lookup draft proven", "labs"),
-    "replay": ("sessions", "replay a saved session without any server", "sessions"),
-    "report": ("sessions", "export a saved session as text, Markdown, JSON or HTML", "sessions"),
-    "sessions": ("sessions", "list saved sessions (the autosave folder by default)", "sessions"),
-    "notebook": ("sessions", "the lab notebook: show it or print its path", "sessions"),
-    "import": ("sessions", "results of vllm bench serve, AIPerf or guidellm into the lab notebook", "sessions"),
-    "setup": ("machine", "build llama-server and fetch SmolLM2 and its draft into the cache", "set-up"),
-    "doctor": ("machine", "what spectui found: llama-server, models, GPUs, host", "set-up"),
-    "profiles": ("machine", "hardware profiles: list, show one, check one against this machine", "set-up"),
-}
-TASKS = ("watch", "prove", "labs", "sessions", "set-up")
 
 EPILOG = """plain `spectui` opens the picker: choose a hardware profile and spectui starts its pair of servers.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_OK
 from spectui.core.errors import InputError
 from spectui.labs.memory.kv import kv_text
@@ -19,6 +20,6 @@ def cmd_kv(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("kv", help="KV cache types: each server's flags, and the memory a quantised cache saves")
+    p = sub.add_parser("kv", help=COMMANDS["kv"].help)
     p.add_argument("--model", metavar="GGUF", help="model to size (default: the cached SmolLM2)")
     p.add_argument("--ctx", type=int, default=4096, metavar="N", help="context length (default 4096)")

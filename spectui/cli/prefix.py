@@ -11,8 +11,10 @@ import httpx
 from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.backends.transport import stamped_client
 from spectui.cli import options
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, connect_pair, params_from
 from spectui.core.errors import InputError
+from spectui.core.types import SIDES
 from spectui.labs.prefix import FOLLOW_UPS, prefix_table, restore_experiment, run_prefix, same_server
 
 
@@ -54,7 +56,7 @@ def _turns(args) -> list[str]:
 
 
 def _print_text(result, infos, cleared, restore: dict | None) -> None:
-    for name in ("baseline", "candidate"):
+    for name in SIDES:
         print(f"{name:<9} {infos[name].url} ({infos[name].build}); before the run: {cleared[name]}")
     print(prefix_table(result, infos["candidate"].backend))
     if restore:
@@ -101,7 +103,7 @@ async def cmd_cache(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser(
         "prefix",
-        help="prefix caching: cold vs warm turns, tokens reused, TTFT, and the bytes",
+        help=COMMANDS["prefix"].help,
         description="The baseline's prompt cache is off (every turn recomputed), the candidate's on; each turn's "
         "TTFT, prompt tokens reused, and whether the two answers are the same bytes.",
     )
@@ -118,7 +120,7 @@ def register(sub) -> None:
     options.add_generation(p)
     options.add_connection(p)
 
-    p = sub.add_parser("cache", help="save, restore or erase a llama.cpp slot's cache (--slot-save-path)")
+    p = sub.add_parser("cache", help=COMMANDS["cache"].help)
     p.add_argument("action", choices=("save", "restore", "erase"))
     p.add_argument("url", metavar="URL")
     p.add_argument("--slot", type=int, default=0, metavar="N")

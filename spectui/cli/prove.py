@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING
 from spectui.backends.detect import api_key_from
 from spectui.backends.launchspec import LaunchSpec
 from spectui.backends.transport import stamped_client
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, PairOptions, connect_pair, params_from, prompts_from
 from spectui.cli.compare import machine_sampler
 from spectui.cli.options import add_run_options
 from spectui.cli.outputs import check_output
 from spectui.core.errors import InputError, describe
 from spectui.core.report import text_report
+from spectui.core.types import SIDES
 from spectui.run import events as ev
 from spectui.run import three_way
 from spectui.run.pair import GivenPair, LaunchedPair
@@ -43,12 +45,14 @@ EXIT_NOT_WRITTEN = 5  # prove: a session or the certificate stopped being writte
 def register(sub) -> None:
     _add_prove(sub)
 
-    p = sub.add_parser("verify", help="re-derive a certificate from its raw sessions (no servers) and check every hash")
+    p = sub.add_parser("verify", help=COMMANDS["verify"].help)
     p.add_argument("certificate", metavar="CERT", help="certificate.json (or its folder)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser(
-        "regress", help="two certificates of one prompt set: what got worse (exit 0 no, 4 yes, 2 incomparable)"
+        "regress",
+        help=COMMANDS["regress"].help,
+        description=f"{COMMANDS['regress'].help}: exit 0 nothing did, 4 something did, 2 the two are not comparable",
     )
     p.add_argument("old", metavar="OLD")
     p.add_argument("new", metavar="NEW")
@@ -57,7 +61,7 @@ def register(sub) -> None:
     )
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("merge", help="shard certificates (--shard I/N) into the one a single run would give")
+    p = sub.add_parser("merge", help=COMMANDS["merge"].help)
     p.add_argument("certificates", nargs="+", metavar="CERT")
     p.add_argument(
         "-o", "--output", required=True, metavar="FILE", help="the merged certificate (JSON; .md/.html beside it)"
@@ -70,7 +74,7 @@ def _add_prove(sub) -> None:
     goes, a launched pair, what else is measured, what is printed; then the run options compare has too."""
     p = sub.add_parser(
         "prove",
-        help="one certificate that the candidate is identical to the baseline, and how much faster",
+        help=COMMANDS["prove"].help,
         description="Greedy identity on every prompt, identity under sampling on a subset, the speed-up with its "
         "interval beside its acceptance, and what it was measured on: a certificate (JSON, Markdown, HTML) next "
         "to the raw sessions it was derived from. --temperature is the sampled pass's; the greedy pass is at 0.",
@@ -347,7 +351,7 @@ def _not_written(prover, exc, params, as_json: bool) -> None:
     """The text report of every prompt run that finished (the run is not lost with the file), then one
     line: which file stopped being written, and that no certificate was made over it."""
     if exc.results and not as_json:
-        infos = {side: prover._info(side) for side in ("baseline", "candidate")}
+        infos = {side: prover._info(side) for side in SIDES}
         print(text_report(infos, exc.results, params, prover.options.order), end="")
     _say(f"error: {exc.one_line()}")
 

@@ -8,6 +8,7 @@ import json
 
 from spectui.backends.transport import stamped_client
 from spectui.cli import options
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import (
     EXIT_DIFFERS,
     EXIT_OK,
@@ -20,6 +21,7 @@ from spectui.cli.common import (
 from spectui.cli.outputs import check_notebook, check_output, session_failed
 from spectui.cli.progress import Advance
 from spectui.core.errors import InputError
+from spectui.core.types import SIDES
 from spectui.labs.sampling.exact import NOT_ENOUGH, sampling
 from spectui.store.session_writer import SessionWriter
 
@@ -109,7 +111,7 @@ def _json_doc(results, infos, params, args) -> dict:
 
 
 def _print_text(results, infos, params, args) -> None:
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         print(f"{side:<9} {infos[side].url} ({infos[side].build}) [{infos[side].describe_speedup()}]")
     print(
         f"temperature {params.temperature}, top_p {params.top_p or 'server default'}, {args.samples} seeds from "
@@ -156,7 +158,7 @@ def _exit_for(results, unwritten: bool) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("sampling", help="exact under sampling: seeded bytes and the two output distributions")
+    p = sub.add_parser("sampling", help=COMMANDS["sampling"].help)
     options.add_pair(p, launch=False)
     options.add_prompt_choice(p)
     p.add_argument(

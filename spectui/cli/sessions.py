@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_OK
 from spectui.cli.compare import exit_for
 from spectui.cli.outputs import check_output
@@ -42,13 +43,13 @@ REPORTS = {"text": _text, "md": _markdown, "json": _json, "html": _html}
 
 
 def register(sub) -> None:
-    p = sub.add_parser("replay", help="replay a saved session without any server")
+    p = sub.add_parser("replay", help=COMMANDS["replay"].help)
     p.add_argument("file", metavar="FILE")
     p.add_argument("--no-tui", action="store_true", help="print the same report as `compare`")
     p.add_argument("--json", action="store_true", help="with --no-tui: the same JSON as `compare --json`")
     p.add_argument("--speed", default="1", metavar="X", help="1 (recorded speed), 2, 10, … or max")
 
-    p = sub.add_parser("report", help="export a saved session as text, Markdown, JSON or HTML")
+    p = sub.add_parser("report", help=COMMANDS["report"].help)
     p.add_argument("file", metavar="FILE")
     p.add_argument(
         "--format",
@@ -58,14 +59,14 @@ def register(sub) -> None:
     )
     p.add_argument("-o", "--output", metavar="PATH", help="write here (atomically) instead of printing")
 
-    p = sub.add_parser("sessions", help="list saved sessions (the autosave folder by default)")
+    p = sub.add_parser("sessions", help=COMMANDS["sessions"].help)
     p.add_argument("folder", nargs="?", metavar="FOLDER")
 
-    p = sub.add_parser("notebook", help="the lab notebook: show it or print its path")
+    p = sub.add_parser("notebook", help=COMMANDS["notebook"].help)
     p.add_argument("action", choices=("show", "path"))
     p.add_argument("--notebook", metavar="PATH")
 
-    p = sub.add_parser("import", help="results of vllm bench serve, AIPerf or guidellm into the lab notebook")
+    p = sub.add_parser("import", help=COMMANDS["import"].help)
     p.add_argument("tool", choices=("vllm-bench", "aiperf", "guidellm"))
     p.add_argument(
         "file",

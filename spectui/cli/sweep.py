@@ -10,6 +10,7 @@ from pathlib import Path
 from spectui.backends.detect import api_key_from
 from spectui.backends.transport import stamped_client
 from spectui.cli import options
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import (
     EXIT_DIFFERS,
     EXIT_OK,
@@ -24,7 +25,7 @@ from spectui.cli.compare import pair_from
 from spectui.cli.outputs import check_notebook, check_output, write_failed
 from spectui.cli.progress import Advance
 from spectui.core.report import cache_text
-from spectui.core.types import ServerInfo
+from spectui.core.types import SIDES, ServerInfo
 from spectui.labs.sweep.levels import parse_levels, svg_chart, sweep, sweep_alone, text_table
 from spectui.store.locations import atomic_write
 
@@ -83,7 +84,7 @@ def _json_doc(result, infos, params, alone: bool) -> dict:
 
 
 def _print_text(result, infos, params, alone: bool) -> None:
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         print(f"{side:<9} {infos[side].url} ({infos[side].build}) [{infos[side].describe_speedup()}]")
     # the prompt cache changes TTFT with what ran before: named, as the TUI's sweep names it
     print(f"prompt cache {cache_text(params)} (--cache-prompt off|on|server; off unless asked)")
@@ -184,13 +185,13 @@ async def _sweep_alone(pair, client, args, prompt_list, levels, params) -> tuple
     result, infos = await sweep_alone(
         lambda side: pair.side(side, client, key, args.ready_timeout), prompt_list, levels, params, args.repeat, say
     )
-    return result, {s: infos.get(s) or ServerInfo(servers[s].url) for s in ("baseline", "candidate")}
+    return result, {s: infos.get(s) or ServerInfo(servers[s].url) for s in SIDES}
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "sweep",
-        help="throughput and speed-up against concurrency: where the payoff collapses",
+        help=COMMANDS["sweep"].help,
         description="Each concurrency level's requests to the baseline, then the same to the candidate: "
         "throughput, the speed-up and the bytes per level (with --one-at-a-time, speed-ups paired per level).",
     )

@@ -10,10 +10,11 @@ from pathlib import Path
 from spectui.backends.launchspec import LaunchSpec
 from spectui.backends.transport import stamped_client
 from spectui.cli import options
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_OK, EXIT_SERVER, PairOptions, connect_pair
 from spectui.core.errors import InputError, ServerError, describe
 from spectui.core.runner import grouped
-from spectui.core.types import GenerationParams
+from spectui.core.types import SIDES, GenerationParams
 from spectui.labs.html_report import html_report
 from spectui.labs.theory import formula as theory
 from spectui.labs.theory import record as terms_record
@@ -98,7 +99,7 @@ async def _checks(args, session, groups, say) -> tuple[dict, dict, dict | None]:
     # offload, every position's outputs at the baseline's
     from spectui.labs.sampling.exact import launch_argv  # lazy: numpy (~0.3 s), only where servers are checked
 
-    launched = {side: LaunchSpec.from_argv(launch_argv(infos[side].url)) for side in ("baseline", "candidate")}
+    launched = {side: LaunchSpec.from_argv(launch_argv(infos[side].url)) for side in SIDES}
     async with stamped_client() as client:
         backends, kept = (None, None) if args.no_measure else await _pair_or_kept(client, args, session, say)
         if kept is not None:  # the servers are gone: every prompt's check from the times kept with the session
@@ -206,7 +207,7 @@ async def _pair_or_kept(client, args, session, say) -> tuple[dict | None, dict |
             print(f"spectui: warning: {w}", file=sys.stderr)
         say(f"the session's servers are not up ({describe(exc)}): showing the terms kept in the session")
         return None, kept
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         was, now = infos[side], live[side]
         if (was.model, was.build) != (now.model, now.build):
             raise InputError(
@@ -218,7 +219,7 @@ async def _pair_or_kept(client, args, session, say) -> tuple[dict | None, dict |
 
 
 def register(sub) -> None:
-    p = sub.add_parser("theory", help="speed-up as a function of acceptance rate, draft length and draft cost")
+    p = sub.add_parser("theory", help=COMMANDS["theory"].help)
     p.add_argument(
         "--alpha",
         type=options.finite,

@@ -8,6 +8,7 @@ import signal
 
 from spectui.backends.detect import api_key_from
 from spectui.cli import options
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import params_from
 from spectui.core.errors import InputError
 from spectui.store.config import load as load_settings
@@ -82,7 +83,7 @@ def cmd_tui(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("tui", help="open the two-pane TUI on two running servers (or the profile picker)")
+    p = sub.add_parser("tui", help=COMMANDS["tui"].help)
     p.add_argument("--no-autosave", action="store_true", help="do not record runs into the sessions folder")
     p.add_argument("--notebook", metavar="PATH", help="the lab notebook for Ctrl+N (else $SPECTUI_NOTEBOOK)")
     p.add_argument("--baseline", metavar="URL", help="the baseline server (with --candidate; neither: pick a profile)")

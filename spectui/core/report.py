@@ -12,7 +12,7 @@ from spectui.core.headline import headline_for
 from spectui.core.markdown import md_cell
 from spectui.core.runner import PromptResult, Repeated, grouped
 from spectui.core.stats import Spread, over_units
-from spectui.core.types import GenerationParams, ServerInfo
+from spectui.core.types import SIDES, GenerationParams, ServerInfo
 
 
 def fmt(v: float | None, spec: str = ".1f", missing: str = "—") -> str:
@@ -225,7 +225,7 @@ def divergence_lines(r: PromptResult, d: Divergence) -> list[str]:
         t = r.triage
         lines.append(f"{'':<18}   {t.line()}")
         lp = t.logprobs or {}
-        for side in ("baseline", "candidate"):
+        for side in SIDES:
             if lp.get(side):
                 top = ", ".join(f"'{escape_bytes(str(tok).encode())}' {v:.3f}" for tok, v in lp[side])
                 lines.append(f"{'':<18}     {side} top tokens at {lp.get('position')}: {top}")
@@ -337,7 +337,7 @@ def repeat_lines(results: list[PromptResult]) -> list[str]:
     ]
     for g in groups:
         out.append(f"{g.prompt.id:<18} {repeat_text(g)}")
-        for side in ("baseline", "candidate"):
+        for side in SIDES:
             d, t = g.decode(side), g.ttft(side)
             out.append(
                 f"{'':<18}   {side:<9} decode tok/s {d.text('.1f') if d else '—'}   TTFT ms {t.text('.0f') if t else '—'}"

@@ -18,11 +18,10 @@ from spectui.core.events import StreamEvent, StreamFailed, TokenEvent
 from spectui.core.figures import SideRecorder, rate_basis_note
 from spectui.core.findings import ProbeResult, Triage
 from spectui.core.stats import interval, ratio_interval
-from spectui.core.types import GenerationParams, Prompt, ServerCounters, ServerInfo
+from spectui.core.types import SIDES, GenerationParams, Prompt, ServerCounters, ServerInfo
 from spectui.core.verdict import Verdict, judge
 
 EventSink = Callable[[str, StreamEvent], None]
-SIDES = ("baseline", "candidate")
 
 
 class Source(Protocol):
@@ -80,6 +79,12 @@ class PromptResult:
     # hold prompts run with different ones: every report names each prompt's own, core.report.mixed_params)
     params: GenerationParams | None = None
     order: str | None = None
+
+    def side(self, name: str) -> SideRecorder:
+        """The recorder of side `name` ("baseline" or "candidate", core.types.SIDES)."""
+        if name not in SIDES:
+            raise ValueError(f"no side named {name!r}: one of {', '.join(SIDES)}")
+        return self.baseline if name == "baseline" else self.candidate
 
     @property
     def failed(self) -> bool:
@@ -381,10 +386,10 @@ class Repeated:
         return [r for r in self.runs if r.identical is not None]
 
     def decode(self, side: str):
-        return self._spread([getattr(r, side).figures.decode_tps for r in self.measured_runs])
+        return self._spread([r.side(side).figures.decode_tps for r in self.measured_runs])
 
     def ttft(self, side: str):
-        return self._spread([getattr(r, side).figures.ttft_ms for r in self.measured_runs])
+        return self._spread([r.side(side).figures.ttft_ms for r in self.measured_runs])
 
     @property
     def acceptance(self) -> list[float | None]:

@@ -13,10 +13,9 @@ from typing import Any
 
 from spectui.core.errors import InputError
 from spectui.core.runner import connect
-from spectui.core.types import ServerInfo
+from spectui.core.types import SIDES, ServerInfo
 from spectui.run.session import RunSession
 
-SIDES = ("baseline", "candidate")
 # a server's way up, as machine.launcher's wait_healthy reports it: (server name, state, seconds left); called
 # from the thread that starts the servers
 Progress = Callable[[str, str, float], None]

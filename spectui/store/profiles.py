@@ -52,6 +52,7 @@ import psutil
 
 from spectui.backends.registry import BACKENDS
 from spectui.core.errors import InputError
+from spectui.core.types import SIDES
 from spectui.machine import assets
 from spectui.machine.launcher import ServerProcess, apply_memory_share, free_port, share_env
 from spectui.machine.probes import GPUProbe
@@ -250,7 +251,7 @@ def _parse_comparisons(raw, err, warnings: list[str], path: str) -> list[Compari
         if kind not in KINDS:
             raise err(f"{where}.kind", f"{kind!r} is not one of {', '.join(sorted(KINDS))}")
         sides: dict[str, ServerSpec] = {}
-        for side in ("baseline", "candidate"):
+        for side in SIDES:
             sides[side] = _parse_side(c.get(side), f"{where}.{side}", side, sides.get("baseline"), err, warnings, path)
         comps.append(Comparison(cid, str(c.get("title", cid)), kind, sides["baseline"], sides["candidate"]))
     return comps

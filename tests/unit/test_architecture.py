@@ -309,6 +309,45 @@ def test_nothing_imports_the_cli_but_the_cli_and_the_entry():
     assert not found, found
 
 
+def sides_written_out(tree: dict[str, Module]) -> list[str]:
+    """Where the two sides are spelt out as a tuple or list instead of core.types.SIDES (the one definition)."""
+    found = []
+    for m in tree.values():
+        for node in ast.walk(ast.parse(m.path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Tuple | ast.List) and [getattr(e, "value", None) for e in node.elts] == [
+                "baseline",
+                "candidate",
+            ]:
+                found.append(f"{m.path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+# floors held to it (tui/ joins once its loops over the sides name SIDES)
+SIDES_ONCE = [f for f in FLOORS if f != "tui"]
+
+
+@pytest.mark.parametrize("floor", SIDES_ONCE)
+def test_the_sides_are_written_once(floor):
+    here = {n: m for n, m in TREE.items() if floor_of(n) == floor}
+    found = [w for w in sides_written_out(here) if not w.startswith("spectui/core/types.py:")]
+    assert not found, found
+
+
+def test_each_command_help_line_is_written_once():
+    """A command's one line of help lives in cli/commands.py's table; its parser reads it from there."""
+    from spectui.cli.commands import COMMANDS
+
+    lines = {c.help for c in COMMANDS.values()}
+    found = [
+        f"{m.path.relative_to(ROOT)}:{node.lineno}"
+        for m in TREE.values()
+        if m.name != "spectui.cli.commands"
+        for node in ast.walk(ast.parse(m.path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and node.value in lines
+    ]
+    assert not found, found
+
+
 def app_methods() -> list[str]:
     """SpectuiApp's own methods (a hub's size: the report shows it)."""
     path = PKG / "tui" / "app.py"

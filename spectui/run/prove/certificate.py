@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spectui.core.errors import InputError
+from spectui.core.types import SIDES
 from spectui.labs.theory.record import rederive, runs_by_prompt
 from spectui.run.prove import conditions
 from spectui.run.prove.derive import derive, load_sessions, normalised
@@ -230,7 +231,7 @@ def _rederive(doc: dict, readable: list[dict], base: Path) -> tuple[list[str], l
 def _servers_as_recorded(doc: dict, fresh: dict) -> list[str]:
     """Each server the certificate states, against the one its sessions recorded."""
     problems = []
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         claimed = doc["measured_on"].get("servers", {}).get(side, {})
         recorded = fresh["servers"].get(side, {})
         for key in sorted(set(recorded) | {"build", "model", "speculative", "kv_cache", "backend"}):
@@ -351,7 +352,7 @@ def merge(paths: list[str | Path], out: str | Path) -> dict:
         if not v.ok:
             raise InputError(f"{d['_path']} does not verify: {v.problems[0]}", hint="run spectui verify on it")
     for d in docs[1:]:
-        for side in ("baseline", "candidate"):
+        for side in SIDES:
             a, b = (x["derived"]["servers"].get(side, {}) for x in (first, d))
             if a != b:
                 keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
@@ -416,7 +417,7 @@ def _merged_measured_on(docs: list[dict]) -> dict:
             "certificate_sha256": sha256_of(Path(d["_path"])),
             "hardware": d["measured_on"].get("hardware"),
             "date": d["measured_on"].get("date"),
-            "urls": {s: d["measured_on"]["servers"][s].get("url") for s in ("baseline", "candidate")},
+            "urls": {s: d["measured_on"]["servers"][s].get("url") for s in SIDES},
         }
         for d in sorted(docs, key=lambda d: d["inputs"]["shard"]["index"])
     ]

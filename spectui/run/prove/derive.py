@@ -12,6 +12,7 @@ from pathlib import Path
 
 from spectui.core.figures import per_position_alpha, rate_basis_note
 from spectui.core.runner import PromptResult, same_tokenizer
+from spectui.core.types import SIDES
 from spectui.core.verdict import judge
 from spectui.run.phased import ORDER
 from spectui.run.prove.provenance import machine_name, machines, where_measured
@@ -78,8 +79,7 @@ class PromptRuns:
         sp = set_speedup([self.ratios()])  # this prompt's runs: the same method as the set's
         measured = self.measured()
         cache = {
-            side: sum(getattr(r, side).figures.prompt_cached or 0 for r in measured) if measured else None
-            for side in ("baseline", "candidate")
+            side: sum(r.side(side).figures.prompt_cached or 0 for r in measured) if measured else None for side in SIDES
         }
         return {
             "id": self.id,
@@ -92,9 +92,7 @@ class PromptRuns:
             ),
             "speedups": self.ratios(),
             "speedup": sp,
-            "decode_tps": {
-                side: [getattr(r, side).figures.decode_tps for r in measured] for side in ("baseline", "candidate")
-            },
+            "decode_tps": {side: [r.side(side).figures.decode_tps for r in measured] for side in SIDES},
             "acceptance": self.acceptance(),
             "prompt_cached": cache,
             "difference": difference_json(diff) if diff is not None else None,
@@ -338,10 +336,10 @@ def _cache(inputs: dict, measured: list[PromptResult]) -> dict:
         "requested": inputs["params"].get("cache_prompt"),
         **{
             side: {
-                "prompt_tokens": sum(getattr(r, side).figures.prompt_tokens or 0 for r in measured),
-                "prompt_cached": sum(getattr(r, side).figures.prompt_cached or 0 for r in measured),
+                "prompt_tokens": sum(r.side(side).figures.prompt_tokens or 0 for r in measured),
+                "prompt_cached": sum(r.side(side).figures.prompt_cached or 0 for r in measured),
             }
-            for side in ("baseline", "candidate")
+            for side in SIDES
         },
     }
 

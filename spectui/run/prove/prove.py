@@ -29,7 +29,7 @@ from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import InputError, SpectuiError
 from spectui.core.findings import NEAR_TIE_NATS
 from spectui.core.runner import PromptResult, Source
-from spectui.core.types import GenerationParams, Prompt, ServerInfo
+from spectui.core.types import SIDES, GenerationParams, Prompt, ServerInfo
 from spectui.run.events import PromptFinished, PromptStarted, RunEvent
 from spectui.run.phased import ORDER, Pass, PhasedRun
 from spectui.run.prove import certificate
@@ -288,8 +288,8 @@ class Prover:
 
         self.emit(PhaseStarted("certificate", 1))
 
-        infos = {side: self._info(side) for side in ("baseline", "candidate")}
-        argvs = {side: self._argv(side) for side in ("baseline", "candidate")}
+        infos = {side: self._info(side) for side in SIDES}
+        argvs = {side: self._argv(side) for side in SIDES}
         mo = measured_on(infos, argvs, self.prompts, self.set_name, o.hash_files, self.gpu_probe)
         refs = [certificate.session_ref(p, out, phase) for p, phase in refs_paths]
         doc = certificate.build(self.inputs(), mo, refs, out)

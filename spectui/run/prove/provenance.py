@@ -21,7 +21,7 @@ import psutil
 from spectui import __version__
 from spectui.backends.launchspec import LaunchSpec, flag_value
 from spectui.core.errors import redact_argv, redact_credentials
-from spectui.core.types import Prompt, ServerInfo
+from spectui.core.types import SIDES, Prompt, ServerInfo
 from spectui.machine.probes import GPUProbe
 
 CHUNK = 1 << 20
@@ -222,7 +222,7 @@ def measured_on(
     gpu_probe=None,
 ) -> dict:
     return {
-        "servers": {side: server_facts(infos[side], argvs.get(side), hash_files) for side in ("baseline", "candidate")},
+        "servers": {side: server_facts(infos[side], argvs.get(side), hash_files) for side in SIDES},
         "hardware": hardware(gpu_probe),
         "spectui": __version__,
         "prompt_set": {"name": set_name, "sha256": prompt_set_hash(prompts), "count": len(prompts)},

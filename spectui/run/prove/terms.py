@@ -15,6 +15,7 @@ from pathlib import Path
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import describe
 from spectui.core.runner import grouped
+from spectui.core.types import SIDES
 from spectui.labs.theory import record as terms_record
 from spectui.run.prove import certificate
 from spectui.run.prove.derive import normalised
@@ -27,9 +28,7 @@ def launched_of(doc: dict) -> dict:
     """Each side's recorded command line as a LaunchSpec (empty where not recorded): the draft is timed at
     the candidate's threads and offload, every position's outputs at the baseline's."""
     servers = doc["measured_on"].get("servers", {})
-    return {
-        side: LaunchSpec.from_argv((servers.get(side) or {}).get("launch_argv")) for side in ("baseline", "candidate")
-    }
+    return {side: LaunchSpec.from_argv((servers.get(side) or {}).get("launch_argv")) for side in SIDES}
 
 
 def draft_model_of(doc: dict) -> str | None:

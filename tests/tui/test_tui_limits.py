@@ -13,7 +13,7 @@ from spectui.core.types import GenerationParams, Prompt
 from tests.pilot import ready, until
 from tests.recorded_server import RecordedServer
 from tests.recordings import BASELINE, payloads
-from tests.unit.test_hardening_round3 import Misbehaving
+from tests.unit.test_foreign_files_and_bad_readings import Misbehaving
 
 
 @pytest.mark.parametrize(

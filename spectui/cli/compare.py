@@ -103,7 +103,7 @@ async def cmd_compare(args) -> int:
     params = params_from(args)
     prompt_list = prompts_from(args)
     check_pair_source(args, "compare")
-    options = _run_options(args)  # every input and output checked before any server is asked (issue 26)
+    options = _run_options(args)  # every input and output checked before any server is asked
     pair = pair_from(args)
     writer = None
     if args.save:
@@ -128,8 +128,8 @@ async def cmd_compare(args) -> int:
 
 
 def _run_options(args):
-    """The run session's options; the draft probe's GGUF, --save and --notebook checked first (issue 26,
-    items 3 and 9)."""
+    """The run session's options; the draft probe's GGUF, --save and --notebook checked first,
+    before any server is asked."""
     if args.probe_drafts and args.draft_model:
         check_gguf(args.draft_model, "--draft-model")
     check_output(args.save, "--save")

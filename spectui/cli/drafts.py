@@ -307,7 +307,7 @@ def data_summary(r) -> str:
 
 
 async def cmd_train_lookup(args) -> int:
-    check_gguf(args.model, "--model")  # before any server is started to find out (issue 40, item 7)
+    check_gguf(args.model, "--model")  # before any server is started to find out
     bar = Advance("spectui drafts train-lookup")
     say = bar.sayer(quiet=args.json)
 

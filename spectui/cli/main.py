@@ -77,7 +77,7 @@ def _command_in(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # a URL's user:password never reaches the console, whichever line prints it (issue 26, item 5)
+    # a URL's user:password never reaches the console, whichever line prints it
     register_urls_in(sys.argv[1:] if argv is None else argv)
     sys.stdout, sys.stderr = redacting_stream(sys.stdout), redacting_stream(sys.stderr)
     words = sys.argv[1:] if argv is None else list(argv)

@@ -1,5 +1,5 @@
 """Where the headless commands write files: every path checked before the run, and a write that fails
-afterwards turned into one line that says what was kept (issue 26, item 3: a bad --notebook, --save,
+afterwards turned into one line that says what was kept (a bad --notebook, --save,
 --svg or -o used to end in a traceback after the run, with the printed report lost).
 """
 
@@ -46,7 +46,7 @@ def check_output(path: str | Path | None, flag: str, kinds: tuple[str, ...] | No
     return p
 
 
-# What each output flag writes over or appends to (issue 40, item 1: `report -o model.gguf` replaced a
+# What each output flag writes over or appends to (`report -o model.gguf` replaced a
 # model): an existing file is written only when it is empty or one of these.
 OWN_KINDS: dict[str, tuple[str, ...]] = {
     "--save": ("session", "sweep result"),

@@ -31,7 +31,7 @@ EXIT_UNDECIDED = 4  # spectui sampling: not enough samples to decide (never a pa
 async def cmd_sampling(args) -> int:
     params = _checked_params(args)
     prompt_list = prompts_from(args)
-    check_output(args.save, "--save")  # every output checked before the run (issue 26, item 3)
+    check_output(args.save, "--save")  # every output checked before the run
     check_notebook(args)
     writer = None
     if args.save:

@@ -43,7 +43,7 @@ def run_replay(session, speed: str) -> int:
 
 def app_exit(app) -> int:
     """The command's exit status after the app: non-zero when it died of an error (Textual's return code
-    1), so a script sees the failure (issue 40, item 2: `spectui tui` exited 0 after a traceback)."""
+    1), so a script sees the failure (`spectui tui` exited 0 after a traceback)."""
     return getattr(app, "return_code", 0) or 0
 
 

@@ -96,7 +96,7 @@ def prompt_params(r: PromptResult) -> str:
     return params_words(r.params, r.order or "?") if r.params is not None else "not recorded"
 
 
-# what the run's order and prompt cache do to its figures, said beside them (issue 39: Ctrl+O moved a speed-up
+# what the run's order and prompt cache do to its figures, said beside them (Ctrl+O moved a speed-up
 # 0.19× → 0.46× with no word; a cache left to the server's default changes TTFT with what ran before)
 CONCURRENT_SHORT = "concurrent: each side's tok/s includes the other's load"
 CONCURRENT_CAVEAT = (
@@ -243,7 +243,7 @@ ALPHA_NOTE = (
 
 def repeat_text(g: Repeated) -> str:
     """`speed-up 0.29× [0.27–0.31] at 38% accepted (5 runs): slower` — the spread beside every speed-up;
-    runs that failed are said and never counted (issue 40, item 3)."""
+    runs that failed are said and never counted."""
     sp = g.speedup
     failed = g.failed_runs
     if sp is None:

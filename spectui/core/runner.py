@@ -188,7 +188,7 @@ def cross_check(
 
 # Tokens a server may send past max_tokens before spectui stops reading: above any draft step (llama.cpp's
 # --spec-draft-n-max, vLLM's num_speculative_tokens are tens at most), so only a server that ignores
-# max_tokens meets it (issue 40, item 4: 4,974 tokens in 30 s for max_tokens=128).
+# max_tokens meets it (4,974 tokens in 30 s for max_tokens=128).
 OVERRUN_MARGIN = 64
 
 
@@ -372,7 +372,7 @@ class Repeated:
     @property
     def measured_runs(self) -> list[PromptResult]:
         """The runs where both sides finished: the only ones a rate, a TTFT or an acceptance comes from
-        (issue 40, item 3: a run cut off mid-stream gave the candidate's rate)."""
+        (a run cut off mid-stream gave the candidate's rate)."""
         return [r for r in self.runs if r.measured]
 
     @property

@@ -1,4 +1,4 @@
-"""`spectui drafts lesson`: the trained-draft lesson as one command (issue 37, item 2), each phase timed, its peak
+"""`spectui drafts lesson`: the trained-draft lesson as one command, each phase timed, its peak
 memory and tokens kept in DIR/lesson.json (labs.drafts.lesson):
 
 1. data: a plain llama-server (the target) answers the prompts → DIR/data.jsonl, a share held out →

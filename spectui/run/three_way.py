@@ -1,4 +1,4 @@
-"""The verification-cost lesson's three-way table beside a speculative result on an F32 copy (issue 37, item 3).
+"""The verification-cost lesson's three-way table beside a speculative result on an F32 copy.
 
 On a CPU, verifying k tokens in F32 costs far less than k steps (reading the weights is the cost, as on a
 GPU) while in Q4_1 it costs nearly k (dequantising is compute): speculation that loses on Q4_1 can win on

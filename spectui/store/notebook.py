@@ -45,7 +45,7 @@ def measurements(results, infos, profile: str | None = None) -> list[dict]:
                     k: v
                     for k, v in {
                         "runs": len(g.runs),
-                        "failed_runs": len(g.failed_runs) or None,  # never measured (issue 40, item 3)
+                        "failed_runs": len(g.failed_runs) or None,  # never measured
                         "speedup": sp.median if sp else None,
                         "speedup_low": sp.low if sp else None,
                         "speedup_high": sp.high if sp else None,

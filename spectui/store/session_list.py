@@ -256,7 +256,7 @@ def _results_after(records: list) -> list[dict | None]:
 def list_sessions(folder: Path) -> list[SessionSummary]:
     """Every *.jsonl in `folder`, newest first; a file that is not a regular one (a link, a pipe, a device)
     or cannot be read is a row with its problem, never opened (a FIFO froze the listing, a link to
-    /dev/zero filled memory, a dangling link was a traceback: issue 40, item 2)."""
+    /dev/zero filled memory, a dangling link was a traceback)."""
     if not folder.is_dir():
         return []
     found: list[tuple[float, Path, str | None]] = []

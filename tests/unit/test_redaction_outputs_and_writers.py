@@ -1,4 +1,5 @@
-"""Hardening, round 2 (issue 26): each case failed (a traceback, a leak, a wrong figure) before its fix.
+"""Credentials redacted, server text escaped, odd files one line, outputs checked before any server, one
+writer per session: each case failed (a traceback, a leak, a wrong figure) before its fix.
 
 Expected values are written from the input, not read back from spectui's output.
 """

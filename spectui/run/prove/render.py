@@ -60,7 +60,7 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
         out.append(_sampled_identity(d["sampled"]))
     out.append(("Speed-up, beside its acceptance", _speedup_lines(d["speedup"], d.get("acceptance"))))
     out.append(("By category", _by_category(d["by_category"])))
-    out += terms_table.sections(doc.get("terms"))  # measured on the servers after the run (issue 30)
+    out += terms_table.sections(doc.get("terms"))  # measured on the servers after the run
     out.append(("Measured on", _measured_on(doc)))
     out.append(
         (

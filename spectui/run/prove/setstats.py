@@ -11,7 +11,7 @@ import statistics
 from spectui.core.stats import LEVEL, over_units
 
 TOLERANCE = 0.02  # an interval within ±2 % of 1.00 is no measurable difference (core.runner.Repeated)
-# below these, an interval is shown but no verdict word is drawn from it: "too few runs to judge" (issue 36)
+# below these, an interval is shown but no verdict word is drawn from it: "too few runs to judge"
 MIN_DF = 2  # degrees of freedom of a speed-up interval: 3 runs of a prompt, or 2 runs each of 2 prompts
 MIN_PROMPTS = 3  # prompts for an interval over prompts
 TOO_FEW = "too few runs to judge"

@@ -1,4 +1,4 @@
-"""The formula's terms measured for a certificate (issue 30): after `spectui prove` has written its
+"""The formula's terms measured for a certificate: after `spectui prove` has written its
 certificate, the servers it ran on (still up) are timed on separate requests (labs.theory.costs, as `spectui
 theory --from` does) for each prompt of the greedy session, and the certificate gets a "terms" record
 (labs.theory.record) and is written again (JSON, Markdown, HTML).

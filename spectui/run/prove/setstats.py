@@ -168,7 +168,7 @@ def shared_runs(g: float, shared: list[dict[int, float]], level: float = LEVEL) 
 
 
 def speed_word(s: dict | None) -> str:
-    """faster / slower / no measurable difference, by the README's rule (core.runner.Repeated)."""
+    """faster / slower / no measurable difference, by the rule docs/compare.md states (core.runner.Repeated)."""
     if s is None:
         return "not measured"
     if s["low"] is None:

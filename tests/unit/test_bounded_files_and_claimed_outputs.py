@@ -1,4 +1,4 @@
-"""Hardening, round 4: the drafts lesson, stored terms and the files a user keeps. Each test failed on the code
+"""Bounded files and claimed outputs (the drafts lesson, stored terms, the files a user keeps). Each test failed on the code
 before its fix (a traceback, a runaway, a silent overwrite, a freeze) and names the cause it covers. Expected
 values are written from the inputs, not read back from spectui's output."""
 
@@ -592,7 +592,7 @@ def test_cause15_measured_terms_are_kept_with_the_session(tmp_path, monkeypatch,
         return check_runs(runs, curve.terms(), curve.terms_each()), curve
 
     monkeypatch.setattr(cli_theory, "_pair_or_kept", live)
-    monkeypatch.setattr("spectui.labs.theory.costs.check_prompt", measured)
+    monkeypatch.setattr(cli_theory, "check_prompt", measured)
     monkeypatch.setattr("spectui.labs.sampling.exact.launch_argv", lambda url: None)
     assert main(["theory", "--from", str(s)]) == 0
     rec, _ = terms_record.stored(s)

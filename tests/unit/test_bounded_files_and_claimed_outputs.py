@@ -280,6 +280,9 @@ def test_cause05_paths_in_lesson_json_outside_its_folder_are_refused(tmp_path):
     moved = tmp_path / "moved"
     d.rename(moved)
     assert Path(read_lesson(moved).done["train"]["cache"]) == moved / "lookup.bin"
+    _write_lesson(moved, _lesson_doc(certificate=str(foreign)))  # the certificate's path is checked the same way
+    with pytest.raises(InputError, match="'certificate'"):
+        read_lesson(moved)
 
 
 @pytest.mark.parametrize(

@@ -319,6 +319,8 @@ def read_lesson(folder: Path) -> Lesson | None:
             if not isinstance(v, str):
                 raise InputError(f"{path}: 'done'.{phase}.{key} is not a path")
             got[key] = str(inside(base, v, f"{path}: 'done'.{phase}.{key}"))
+    if les.certificate is not None:
+        les.certificate = str(inside(base, les.certificate, f"{path}: 'certificate'"))
     return les
 
 
@@ -336,4 +338,9 @@ def write_lesson(folder: Path, les: Lesson) -> Path:
                 except ValueError:
                     pass  # outside the folder (a target's own HF folder): kept as given, refused on resume
     doc["done"] = done
+    if isinstance(doc.get("certificate"), str):
+        try:
+            doc["certificate"] = str(Path(doc["certificate"]).resolve().relative_to(base))
+        except ValueError:
+            pass  # refused on resume, as the paths in `done`
     return atomic_write(lesson_path(folder), json.dumps(doc, indent=2) + "\n")

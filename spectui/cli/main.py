@@ -83,11 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout, sys.stderr = redacting_stream(sys.stdout), redacting_stream(sys.stderr)
     words = sys.argv[1:] if argv is None else list(argv)
     named = _command_in(words)
-    parser = build_parser(named if named in COMMANDS else None)
-    args = parser.parse_args(words)
-    command = args.command or "tui"
-    if args.command is None:  # plain `spectui [options]`: the TUI (its picker without URLs)
-        args = build_parser("tui").parse_args(["tui", *words])
+    try:  # Ctrl+C while the command's modules load (a second or more on a busy machine) is no traceback either
+        parser = build_parser(named if named in COMMANDS else None)
+        args = parser.parse_args(words)
+        command = args.command or "tui"
+        if args.command is None:  # plain `spectui [options]`: the TUI (its picker without URLs)
+            args = build_parser("tui").parse_args(["tui", *words])
+    except KeyboardInterrupt:
+        print("spectui: interrupted", file=sys.stderr)
+        return 130
     try:
         if command in COMMANDS:
             result = handler_for(command)(args)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import importlib
 import json
 import os
 import re
@@ -641,3 +642,21 @@ def test_the_depth_scan_skips_strings_and_comments_so_real_files_are_never_refus
     check_depth(toml, "a prompt file", toml=True)
     with pytest.raises(InputError, match="nests 65 levels"):
         check_depth("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "x")
+
+
+def test_ctrl_c_while_the_command_loads_is_exit_130_without_a_traceback(monkeypatch, capsys):
+    """SIGINT honoured from the first moment: on a busy machine the modules of a command load for a second
+    or more, and a Ctrl+C then ended in a KeyboardInterrupt traceback."""
+    cli_main = importlib.import_module("spectui.cli.main")
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_main, "build_parser", interrupted)
+    try:
+        code = cli_main.main(["drafts", "cost", "--target", "x.gguf"])
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl+C while the parser was built escaped main as a traceback")
+    assert code == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.strip() == "spectui: interrupted"

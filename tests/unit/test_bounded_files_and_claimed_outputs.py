@@ -660,3 +660,16 @@ def test_ctrl_c_while_the_command_loads_is_exit_130_without_a_traceback(monkeypa
     assert code == 130
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.strip() == "spectui: interrupted"
+
+
+def test_cause09_a_deep_or_huge_tool_result_file_is_one_line(tmp_path):
+    from spectui.store import imports
+
+    deep = tmp_path / "deep.json"
+    deep.write_text(DEEP_JSON)
+    with pytest.raises(InputError, match="nests"):
+        imports.read("aiperf", deep)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="FIFO"):
+        imports.read("aiperf", fifo)  # opened without blocking: a FIFO with no writer never hangs the import

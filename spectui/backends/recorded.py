@@ -94,10 +94,10 @@ class ReplayBackend(Backend):
     async def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]:
         lab = LlamaCppLabeller()
         clock = time.perf_counter_ns
+        pace = None
         if self.virtual_ms_per_event is not None:
-            ticks = iter(range(10**9))
-            step = int(self.virtual_ms_per_event * 1e6)
-            clock = lambda: next(ticks) * step  # noqa: E731
+            pace = _RecordedPace(int(self.virtual_ms_per_event * 1e6))
+            clock = pace.now
         start = clock()
         yield StreamStarted(start, prompt)
         interval = 1e9 / self.tokens_per_s if self.tokens_per_s else 0
@@ -113,6 +113,40 @@ class ReplayBackend(Backend):
                     await asyncio.sleep((due - now) / 1e9)
             elif sent % 64 == 0:
                 await asyncio.sleep(0)  # let the UI breathe, as a network read would
+            if pace is not None:
+                pace.advance(obj)
             for ev in lab.feed(obj, clock()):
                 yield ev
             sent += len(obj.get("tokens") or [])
+
+
+class _RecordedPace:
+    """A virtual clock for a replay: the first event one `step` after the start (the prompt's time), each
+    later one when the recording's own cumulative `timings.predicted_ms` says its tokens were made (one
+    `step` on where a payload has no timing), so the arrivals agree with the timings the stream reports, as a
+    live server's do. Streams follow one another on it (never overlapping, never before the process's
+    clock), so sequential sides replayed in turn do not overlap either."""
+
+    floor = 0  # where the last stream replayed on a virtual clock ended
+
+    def __init__(self, step: int) -> None:
+        self.step = max(step, 1)
+        self.t = max(time.perf_counter_ns(), _RecordedPace.floor)
+        self.generation: int | None = None  # when the first payload arrived
+        self.last_ms = -1.0
+
+    def now(self) -> int:
+        _RecordedPace.floor = max(_RecordedPace.floor, self.t + self.step)
+        return self.t
+
+    def advance(self, payload: dict) -> None:
+        ms = (payload.get("timings") or {}).get("predicted_ms") if isinstance(payload, dict) else None
+        if self.generation is None:
+            self.t += self.step
+            self.generation = self.t
+        elif isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > self.last_ms:
+            self.t = max(self.t + 1, self.generation + int(ms * 1e6))
+        else:
+            self.t += self.step
+        if isinstance(ms, (int, float)) and not isinstance(ms, bool):
+            self.last_ms = max(self.last_ms, float(ms))

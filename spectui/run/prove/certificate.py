@@ -25,12 +25,15 @@ from spectui.core.errors import InputError
 from spectui.run.prove import conditions
 from spectui.run.prove.derive import derive, load_sessions, normalised
 from spectui.store.locations import atomic_write
+from spectui.store.strict_json import StrictJSONError, loads_strict, read_bounded
 
 FORMAT = "spectui-certificate"
 VERSION = 1
 KNOWN_VERSIONS = (1,)  # exactly the versions this spectui reads (0, 1.5, a future 2: refused)
 SCHEMA = Path(__file__).with_name("certificate.schema.json")
 CERT_NAME, MD_NAME, HTML_NAME = "certificate.json", "certificate.md", "certificate.html"
+# a certificate lists its prompts, shards and figures, never the sessions' events: far below this
+MAX_BYTES = 64 * 1024 * 1024
 
 
 # -- files -----------------------------------------------------------------------------------------
@@ -54,13 +57,17 @@ def session_ref(path: Path, base: Path, phase: str) -> dict:
 
 def load(path: str | Path) -> dict:
     """A certificate document; a one-line error for a file that is not one (or a newer version)."""
+    if "\x00" in str(path):
+        raise InputError("a certificate path with a NUL byte is refused", hint="give the path of a certificate.json")
     p = Path(path).expanduser()
     if p.is_dir():
         p = p / CERT_NAME
     if not p.is_file():
         raise InputError(f"certificate {p} does not exist")
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        doc = loads_strict(read_bounded(p, MAX_BYTES))
+    except StrictJSONError as exc:
+        raise InputError(f"{p} is not a valid certificate: {exc}", hint="the file was edited or damaged") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{p} is not a spectui certificate (not JSON: {exc})") from None
     except RecursionError:
@@ -84,9 +91,14 @@ def schema_error(doc: dict) -> str | None:
     """The shipped JSON schema (certificate.schema.json) applied to a document: its first error, one line."""
     import jsonschema  # lazy: jsonschema (~266 ms cold)
 
+    # "integer" is a whole number as JSON writes one: 3e8 is a float here (JSON Schema would take it)
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, v: isinstance(v, int) and not isinstance(v, bool)
+    )
+    validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)
     try:
         schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
-        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+        error = jsonschema.exceptions.best_match(validator(schema).iter_errors(doc))
     except RecursionError:
         return "nested too deeply"
     if error is None:
@@ -269,6 +281,8 @@ def outside(path: str, base: Path) -> str | None:
     folder (no absolute path, no `..`, no symbolic link out of it); anything else would let a certificate
     have any file on the machine hashed."""
 
+    if any(ord(ch) < 32 or ch == "\x7f" for ch in path):
+        return "a session path with a control character (a NUL byte, a newline …) is refused"
     rel = Path(path)
     if rel.is_absolute() or ".." in rel.parts:
         return "a session must be a file inside the certificate's folder (an absolute path or '..' is refused)"

@@ -13,6 +13,7 @@ from pathlib import Path
 from spectui.core.figures import per_position_alpha, rate_basis_note
 from spectui.core.runner import PromptResult, same_tokenizer
 from spectui.core.verdict import judge
+from spectui.run.prove import crosscheck
 from spectui.run.prove.sampled import sampled_json
 from spectui.run.prove.setstats import accepted_at, interval_text, set_ratio, set_speedup, speed_word
 from spectui.store.session import Session, load_session, recorded_verdict, recorders_for
@@ -267,6 +268,7 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     order = {p["id"]: (i, p.get("category", "")) for i, p in enumerate(inputs["prompt_set"]["prompts"])}
     greedy = sessions.get("greedy", [])
     servers, problems = servers_of(greedy + sessions.get("sampled", []))
+    problems += crosscheck.problems_of(sessions)
     groups, more = greedy_groups(greedy, order)
     problems += more
     not_run, more = schedule(groups, inputs, order)

@@ -368,13 +368,8 @@ def merge(paths: list[str | Path], out: str | Path) -> dict:
         if not v.ok:
             raise InputError(f"{d['_path']} does not verify: {v.problems[0]}", hint="run spectui verify on it")
     for d in docs[1:]:
-        for side in ("baseline", "candidate"):
-            a, b = (x["derived"]["servers"].get(side, {}) for x in (first, d))
-            if a != b:
-                keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-                raise InputError(
-                    f"{d['_path']}: the {side} server differs from {first['_path']}'s in {', '.join(keys)}"
-                )
+        if why := shards_differ(first, d):
+            raise InputError(f"{d['_path']} and {first['_path']}: {why}: not shards of one certificate")
     out_path = Path(out).expanduser()
     if out_path.is_dir():
         raise InputError(f"-o {out} is a folder", hint="give -o a file name, e.g. merged.json")
@@ -391,6 +386,38 @@ def merge(paths: list[str | Path], out: str | Path) -> dict:
             refs.append(session_ref(beside(src / ref["path"], base, d["inputs"]["shard"]), base, ref["phase"]))
     inputs = {**first["inputs"], "shard": None, "share": [p["id"] for p in first["inputs"]["prompt_set"]["prompts"]]}
     return build(inputs, _merged_measured_on(docs), refs, base, merged_terms(docs))
+
+
+# what each shard states of its servers that its sessions cannot show: shards that state different ones are
+# not one certificate's (used only to refuse, never to accept: the sessions' identities are compared too)
+STATED_SAME = ("launch_argv", "launch_flags", "prefix_cache_flag")
+FILE_IDENTITY = ("sha256", "bytes", "files", "file_sha256")
+
+
+def shards_differ(a: dict, b: dict) -> str | None:
+    """Why two shard certificates are not of one candidate, one baseline, one model: the servers as their
+    sessions recorded them (build, model, speculation, cache), then what each states (command line, model
+    and draft file contents)."""
+    for side in ("baseline", "candidate"):
+        x, y = (d["derived"]["servers"].get(side, {}) for d in (a, b))
+        if x != y:
+            keys = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
+            return f"the {side} server differs in {', '.join(keys)} (as the sessions recorded it)"
+        sx, sy = (d["measured_on"]["servers"].get(side, {}) for d in (a, b))
+        for key in STATED_SAME:
+            if normalised(sx.get(key)) != normalised(sy.get(key)):
+                return f"the {side} server's stated {key} differs ({_short(sx.get(key))} vs {_short(sy.get(key))})"
+        for key in ("model_file", "draft_file"):
+            fx, fy = sx.get(key) or {}, sy.get(key) or {}
+            for k in FILE_IDENTITY:
+                if fx.get(k) != fy.get(k):
+                    return (
+                        f"the {side}'s stated {key}.{k} differs ({_short(fx.get(k))} vs {_short(fy.get(k))}): "
+                        "another file, whatever its name"
+                    )
+    if a["measured_on"].get("spectui") != b["measured_on"].get("spectui"):
+        return "made by different spectui versions"
+    return None
 
 
 def _check_one_split(docs: list[dict]) -> None:

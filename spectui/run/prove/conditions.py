@@ -62,6 +62,7 @@ def check(doc: dict, sessions: dict[str, list[Session]]) -> tuple[list[str], lis
         _one(f"inputs.params.{key}", p.get(key), _values(greedy, lambda sp, k=key: getattr(sp.params, k)), problems)
     _one("greedy temperature", 0.0, _values(greedy, lambda sp: sp.params.temperature), problems)
     _one("inputs.params.order", p.get("order"), _values(greedy + sampled, lambda sp: sp.order), problems)
+    problems += _share(inp)
     problems += _sampled(inp, sampled)
     problems += _prompts(inp, mo, greedy + sampled)
     problems += _machine(mo, greedy + sampled)
@@ -75,6 +76,25 @@ def check(doc: dict, sessions: dict[str, list[Session]]) -> tuple[list[str], lis
         ]
     )
     return problems, checked
+
+
+def _share(inp: dict) -> list[str]:
+    """The share is the shard's, derived from its index (round robin over the set, run.prove.shard): a
+    certificate cannot say it is shard 2/2 and hold shard 1's prompts, nor be unsharded and hold fewer."""
+    from spectui.run.prove.shard import Shard  # lazy: beside conditions' other lazy imports
+
+    ids = [q.get("id") for q in inp["prompt_set"].get("prompts") or []]
+    sh = inp.get("shard")
+    if sh is None:
+        want, what = ids, "the whole set (no shard)"
+    elif not (isinstance(sh.get("index"), int) and isinstance(sh.get("of"), int) and 1 <= sh["index"] <= sh["of"]):
+        return [f"inputs.shard: {_short(sh)} is not shard I of N with 1 ≤ I ≤ N"]
+    else:
+        s = Shard(sh["index"], sh["of"])
+        want, what = [i for k, i in enumerate(ids) if s.takes(k)], f"shard {s.text()}'s prompts"
+    if inp.get("share") != want:
+        return [f"inputs.share: the certificate says {_short(inp.get('share'))}; {what} are {_short(want)}"]
+    return []
 
 
 def _sampled(inp: dict, sessions: list[Session]) -> list[str]:

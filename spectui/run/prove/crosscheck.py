@@ -116,18 +116,20 @@ def _identities(sessions: list[Session]) -> list[str]:
                 "one server changed mid-run"
             )
         elif reported[side]:
-            said = {
-                str((infos.get(side).speculative or {}).get("type"))
-                for s in sessions
-                for infos in [s.infos]
-                if infos.get(side) is not None and (infos.get(side).speculative or {}).get("type") is not None
-            }
-            (used,) = reported[side]
-            if said and said != {used}:
+            said = {t for s in sessions if (t := _type_said(s, side)) is not None}
+            (only,) = reported[side]
+            if said and said != {only}:
                 out.append(
-                    f"the {side}'s requests reported speculation {used}; its servers record says {', '.join(sorted(said))}"
+                    f"the {side}'s requests reported speculation {only}; its servers record says {', '.join(sorted(said))}"
                 )
     return out
+
+
+def _type_said(s: Session, side: str) -> str | None:
+    """The speculation type a session's last servers record gives a side (learnt from its requests)."""
+    info = s.infos.get(side)
+    spec = info.speculative if info is not None and isinstance(info.speculative, dict) else {}
+    return str(spec["type"]) if spec.get("type") is not None else None
 
 
 # -- one side's stream ------------------------------------------------------------------------------------
@@ -211,7 +213,7 @@ def _saved(sp: SessionPrompt) -> list[str]:
         if not isinstance(fig, dict):
             continue
         steps = [e for e in sp.events[side] if isinstance(e, StepEvent)]
-        counts = {k: fig.get(k) for k in SAVED_COUNTS if fig.get(k) is not None}
+        counts: dict[str, float] = {k: v for k in SAVED_COUNTS if (v := fig.get(k)) is not None}
         bad = [k for k, v in counts.items() if not _number(v) or v != int(v)]
         if bad:
             out.append(f"the {side}'s {', '.join(bad)}: each is a whole number ≥ 0")

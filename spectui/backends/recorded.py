@@ -6,6 +6,7 @@ Used by the keep-up benchmark, the snapshot tests and anything that needs a stre
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -128,9 +129,14 @@ class _RecordedPace:
     clock), so sequential sides replayed in turn do not overlap either."""
 
     floor = 0  # where the last stream replayed on a virtual clock ended
+    streams = 0  # streams replayed so far: each one's arrivals get their own sub-microsecond jitter
 
     def __init__(self, step: int) -> None:
         self.step = max(step, 1)
+        _RecordedPace.streams += 1
+        # a live stream's gaps never repeat to the nanosecond; a replay's would (verify takes two runs with
+        # equal gaps for one run recorded twice): a deterministic jitter below a microsecond per event
+        self.jitter = random.Random(_RecordedPace.streams)
         self.t = max(time.perf_counter_ns(), _RecordedPace.floor)
         self.generation: int | None = None  # when the first payload arrived
         self.last_ms = -1.0
@@ -150,3 +156,4 @@ class _RecordedPace:
             self.t += self.step
         if isinstance(ms, (int, float)) and not isinstance(ms, bool):
             self.last_ms = max(self.last_ms, float(ms))
+        self.t += self.jitter.randrange(1, 1000)

@@ -21,7 +21,6 @@ from spectui.core.types import GenerationParams
 from spectui.run.prove import certificate
 from spectui.run.prove.prove import ProveOptions, Prover
 from spectui.run.prove.regress import EXIT_NO_REGRESSION, regress
-from spectui.run.prove.sampled import promised
 from spectui.run.prove.shard import Shard
 from tests.recordings import BASELINE, DRAFT, INFO, payloads
 from tests.unit.forger import Forger, blocks, events, refusal
@@ -224,6 +223,8 @@ def test_a_stated_probabilistic_draft_sampling_never_relaxes_the_promise():
     """The sampled verdict's promise: what the sessions show, or the stated command line only where that
     promises more. `--spec-draft-sampling probabilistic` added to the stated argv cannot turn a seeded
     mismatch into a distribution test."""
+    from spectui.run.prove.sampled import promised  # the function under test (named here: older code lacks it)
+
     info = dataclasses.replace(INFO, backend="llama.cpp", speculative={"type": "draft-simple"})
     argv = ["llama-server", "-m", "m.gguf", "-md", "d.gguf", "--spec-type", "draft-simple"]
     greedy = promised("llama.cpp", info, argv)
@@ -323,6 +324,22 @@ def test_merge_refuses_shards_of_two_candidates(tmp_path, capsys):
     paths = _shards(tmp_path, other)
     (tmp_path / "out").mkdir()
     _merge_refused(paths, tmp_path / "out" / "m.json", capsys, "differs")
+
+
+def test_merge_refuses_shards_whose_candidates_were_launched_differently(tmp_path, capsys):
+    """llama-server b11434 reports no n-max (GET /props: speculative.types "none"): the shards' stated command
+    lines (--spec-draft-n-max 4 and 2) are what differs, and a stated field may refuse a merge."""
+    paths = _shards(tmp_path)
+    forged = []
+    for i, n_max in enumerate((4, 2)):
+        f = Forger(paths[i].parent, tmp_path / f"n{i}")
+        mo = copy.deepcopy(f.doc["measured_on"])
+        mo["servers"]["candidate"]["launch_argv"] = ["llama-server", "--spec-draft-n-max", str(n_max)]
+        f.rebuild(measured_on=mo)
+        assert refusal(f.path) is None  # stated: each verifies by itself
+        forged.append(f.path)
+    (tmp_path / "out").mkdir()
+    _merge_refused(forged, tmp_path / "out" / "m.json", capsys, "launch_argv differs")
 
 
 def test_merge_refuses_shards_on_different_model_files_of_one_name(tmp_path, capsys):

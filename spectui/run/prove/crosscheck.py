@@ -16,8 +16,8 @@ derivation, so `prove`, `verify` and `merge` see the same problems):
   event's `draft_n`/`draft_n_accepted` and against the /metrics deltas the result record holds; the
   per-position counts whole numbers within 0 … steps, never rising with the position, summing to at most
   the accepted count;
-- each (prompt, run) distinct in content: two runs with the same arrival times to the nanosecond are one
-  run recorded twice (more degrees of freedom, a narrower interval, from no new data).
+- each (prompt, run) distinct in content: two runs whose arrivals are the same gaps apart, to the
+  nanosecond, are one run recorded twice (moved in time or not) (more degrees of freedom, a narrower interval, from no new data).
 
 What no check here can reach: a session forged whole and self-consistently (times, counts, timings and
 tokens all made up to agree). Only a signature by the machine that ran it could say who wrote a file.
@@ -67,7 +67,9 @@ def problems_of(sessions: dict[str, list[Session]]) -> list[str]:
             print_ = _fingerprint(sp)
             if print_ is not None:
                 if print_ in seen:
-                    out.append(f"{where}: the same recording as {seen[print_]} (arrival times equal to the nanosecond)")
+                    out.append(
+                        f"{where}: the same recording as {seen[print_]} (the gaps between arrivals equal to the nanosecond)"
+                    )
                 else:
                     seen[print_] = where
     return out
@@ -283,13 +285,17 @@ def _pairing(sp: SessionPrompt) -> list[str]:
 
 
 def _fingerprint(sp: SessionPrompt) -> str | None:
-    """Both sides' arrival times, to the nanosecond: two real runs never share them."""
+    """Both sides' gaps between arrivals, to the nanosecond: two real runs never share them (a copy moved
+    in time keeps its gaps)."""
     h = hashlib.sha256()
     n = 0
     for side in SIDES:
         h.update(side.encode())
+        last = None
         for e in sp.events[side]:
             if isinstance(e, TokenEvent):
-                h.update(e.t_ns.to_bytes(16, "little", signed=True))
-                n += 1
-    return h.hexdigest() if n >= 2 else None
+                if last is not None:
+                    h.update((e.t_ns - last).to_bytes(16, "little", signed=True))
+                    n += 1
+                last = e.t_ns
+    return h.hexdigest() if n >= 3 else None

@@ -5,7 +5,7 @@ derivation, so `prove`, `verify` and `merge` see the same problems):
   change mid-run, and the speculation each request reported (its final event's `speculative.types`) is one
   and the same over every request, and is the one the session's identity says;
 - each stream's times: none negative, in order, one start first and one end last; the sides of a
-  "sequential" pair never overlap, and the side that went first is the one the run's number gives
+  "sequential" pair never overlap (of a "concurrent" one, always do), and the side that went first is the one the run's number gives
   (B C on odd runs, C B on even ones: core.runner.run_prompts);
 - the server's timings against the token arrivals it sent: `predicted_ms` (the decode time the speed-up
   is made of) within TIMING_TOLERANCE× (+ TIMING_SLACK_MS) of the span between the first and the last
@@ -26,6 +26,7 @@ tokens all made up to agree). Only a signature by the machine that ran it could 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 
 from spectui.core.events import StepEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
@@ -57,9 +58,11 @@ def problems_of(sessions: dict[str, list[Session]]) -> list[str]:
     all_sessions = [s for phase in ("greedy", "sampled") for s in sessions.get(phase, [])]
     out += _identities(all_sessions)
     seen: dict[str, str] = {}
+    sampled = {id(s) for s in sessions.get("sampled", [])}
     for s in all_sessions:
         for sp in s.prompts:
-            where = f"{s.path.name}: {sp.prompt.id} run {_run(sp)}"
+            which = f"seed {sp.params.seed}" if id(s) in sampled else f"run {_run(sp)}"
+            where = f"{s.path.name}: {sp.prompt.id} {which}"
             for side in SIDES:
                 out += [f"{where}: the {side}'s {p}" for p in _stream(sp, side)]
             out += [f"{where}: {p}" for p in _saved(sp)]
@@ -172,7 +175,9 @@ def _stream(sp: SessionPrompt, side: str) -> list[str]:
     bad = [k for k in NUMERIC_TIMINGS if k in timings and not _number(timings[k])]
     bad += [k for k, v in timings.items() if k not in NUMERIC_TIMINGS and isinstance(v, float) and not math.isfinite(v)]
     if bad:
-        out.append(f"timings {', '.join(f'{k} = {str(timings[k])[:20]!r}' for k in bad)}: each is a finite number ≥ 0")
+        out.append(
+            f"timings {', '.join(f'{k} = {json.dumps(timings[k])[:20]}' for k in bad)}: each is a finite number ≥ 0"
+        )
         return out
     with_ids = bool(tokens) and all(t.token_id is not None for t in tokens)
     for key, said in (("predicted_n", timings.get("predicted_n")), ("tokens_predicted", fin.tokens_predicted)):
@@ -180,13 +185,20 @@ def _stream(sp: SessionPrompt, side: str) -> list[str]:
             out.append(f"final event says {key} {int(said)}; {len(tokens)} tokens arrived")
     if fin.stop_type == "limit" and with_ids and len(tokens) < sp.params.max_tokens:
         out.append(f"stream stopped at its limit after {len(tokens)} tokens; max_tokens is {sp.params.max_tokens}")
-    if steps and "draft_n" in timings:
+    if "draft_n" in timings:  # llama.cpp's own count for the request: the step events are its deltas
         for key, total in (
             ("draft_n", sum(s.drafted for s in steps)),
             ("draft_n_accepted", sum(s.accepted for s in steps)),
         ):
             if key in timings and int(timings[key]) != total:
                 out.append(f"final event says {key} {int(timings[key])}; its step events add up to {total}")
+    if steps and fin.spec is None and tokens:
+        # the draft counters label each token: the accepted ones are the steps' accepted drafts
+        labelled = sum(1 for t in tokens if t.label == "accepted")
+        if labelled != sum(s.accepted for s in steps):
+            out.append(
+                f"tokens labelled accepted number {labelled}; its step events accepted {sum(s.accepted for s in steps)}"
+            )
     out += _timing(timings, tokens)
     return out
 
@@ -194,13 +206,21 @@ def _stream(sp: SessionPrompt, side: str) -> list[str]:
 def _timing(timings: dict, tokens: list[TokenEvent]) -> list[str]:
     """predicted_ms against the span of the arrivals (first to last token)."""
     ms, n = timings.get("predicted_ms"), timings.get("predicted_n")
+    out = []
+    rate = timings.get("predicted_per_second")
+    if rate is not None and ms and n and n > 1:
+        # llama.cpp: n / ms, or (n − 1) / ms where it times from the first sampled token
+        if not any(abs(rate - k / ms * 1000.0) <= 0.01 * rate for k in (n, n - 1)):
+            out.append(
+                f"timings say predicted_per_second {rate:.6g}; predicted_n {n} over predicted_ms {ms:.6g} give {n / ms * 1000.0:.6g}"
+            )
     if ms is None or n is None or n < MIN_TOKENS_FOR_TIMING or len(tokens) < MIN_TOKENS_FOR_TIMING:
-        return []
+        return out
     span = (tokens[-1].t_ns - tokens[0].t_ns) / 1e6
     low, high = span / TIMING_TOLERANCE - TIMING_SLACK_MS, span * TIMING_TOLERANCE + TIMING_SLACK_MS
     if low <= ms <= high:
-        return []
-    return [
+        return out
+    return out + [
         f"timings say predicted_ms {ms:.6g}; its tokens arrived over {span:.1f} ms (the speed-up rests on the "
         f"timings: they must lie within ×/÷{TIMING_TOLERANCE} ± {TIMING_SLACK_MS:.0f} ms of the arrivals)"
     ]
@@ -270,10 +290,14 @@ def _window(sp: SessionPrompt, side: str) -> tuple[int, int] | None:
 def _pairing(sp: SessionPrompt) -> list[str]:
     """A sequential pair: the two streams one after the other, never overlapping, the first side the one
     the run's number gives (B C on odd runs, C B on even)."""
-    if sp.order != "sequential":
-        return []
+    if sp.order not in ("sequential", "concurrent"):
+        return []  # one at a time: each side timed from its own start, in its own phase
     b, c = _window(sp, "baseline"), _window(sp, "candidate")
     if b is None or c is None:
+        return []
+    if sp.order == "concurrent":
+        if not (b[0] < c[1] and c[0] < b[1]):
+            return ["the two sides' streams ran one after the other, yet the pair is recorded as concurrent"]
         return []
     if b[0] < c[1] and c[0] < b[1]:
         return ["the two sides' streams overlap in time, yet the pair is recorded as sequential"]

@@ -54,3 +54,19 @@ def read_bounded(path: Path, max_bytes: int) -> str:
     if size > max_bytes:
         raise StrictJSONError(f"{size:,} bytes, larger than the {max_bytes:,} bytes such a file can be")
     return path.read_text(encoding="utf-8")
+
+
+def first_duplicate_key(path: Path) -> str | None:
+    """Where a JSON Lines file (a session) gives a key twice in one object, as `line N: why`; None where
+    no line does. Lines that are not JSON are the session reader's to report, not this."""
+    with open(path, "rb") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if line.count(b'"') < 4:
+                continue
+            try:
+                json.loads(line, object_pairs_hook=_pairs)
+            except StrictJSONError as exc:
+                return f"line {lineno}: {exc}"
+            except ValueError:
+                continue
+    return None

@@ -189,6 +189,20 @@ def sampled_seed_copied(recs):
     return out
 
 
+def _write_duplicate_key(f: Forger) -> None:
+    """A token event whose text is given twice: orjson keeps the last, a first-key reader the first."""
+    lines = (f.dir / "greedy.jsonl").read_text(encoding="utf-8").splitlines()
+    k = next(i for i, line in enumerate(lines) if '"token"' in line and '"candidate"' in line and '"d"' in line)
+    lines[k] = '{"d": "FORGED", ' + lines[k][1:]
+    (f.dir / "greedy.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_a_session_line_with_a_key_given_twice_is_refused(original, tmp_path):
+    f = Forger(original, tmp_path / "f")
+    _write_duplicate_key(f)
+    assert "given twice" in refused(f.rebuild())
+
+
 ATTACKS: list[tuple[str, str, Callable]] = [
     ("a middle token of the candidate deleted", "greedy.jsonl", drop_middle_token),
     ("a step accepting more than it drafted", "greedy.jsonl", step_accepts_more_than_drafted),

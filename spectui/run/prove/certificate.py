@@ -25,7 +25,7 @@ from spectui.core.errors import InputError
 from spectui.run.prove import conditions
 from spectui.run.prove.derive import derive, load_sessions, normalised
 from spectui.store.locations import atomic_write
-from spectui.store.strict_json import StrictJSONError, loads_strict, read_bounded
+from spectui.store.strict_json import StrictJSONError, first_duplicate_key, loads_strict, read_bounded
 
 FORMAT = "spectui-certificate"
 VERSION = 1
@@ -198,6 +198,9 @@ def _check_session_files(refs: list[dict], base: Path) -> tuple[list[str], list[
             problems.append(
                 f"session {ref.get('path')}: {p.stat().st_size} bytes, the certificate says {ref.get('bytes')}"
             )
+        elif (twice := first_duplicate_key(p)) is not None:
+            # readers disagree on which of two equal keys counts: the record says two things at once
+            problems.append(f"session {ref.get('path')}: {twice}")
         else:
             checked.append(f"session {ref.get('path')}: sha256 ok")
         readable.append(ref)

@@ -1,11 +1,15 @@
 """The conditions a certificate states (`inputs`, `measured_on`), checked against what its sessions recorded:
 each greedy record's parameters, the sampled pass's seeds, temperature and length, the prompt texts (→ the
 prompt set's sha256 where the share is the whole set), the probes' GPUs and host, the session headers'
-spectui version and start times. `verify` fails naming the field on a mismatch. What the sessions cannot
-show (model files, launch command lines, URLs, the CPU's name) is STATED: renderings label it so.
+spectui version and start times, and the share against its shard's index. `verify` fails naming the field
+on a mismatch. What the sessions cannot show (model files, launch command lines, URLs, the CPU's name) is
+STATED: renderings label it so. The figures themselves are cross-checked in run.prove.crosscheck.
 
-regress and merge decide comparability from exactly these fields, so a certificate whose conditions were
-edited must not verify.
+regress and merge decide comparability from these checked fields and from what the sessions recorded (the
+servers' build, model and speculation from every servers record and request, the machine from the probes,
+the order from the start times), so a certificate whose conditions were edited does not verify. A STATED
+field is used only to refuse (merge: shards whose command lines or model files differ; regress: different
+stated hardware or model file sha256 leaves the speed-up unjudged, exit 2), never to let a pair through.
 """
 
 from __future__ import annotations

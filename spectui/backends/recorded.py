@@ -116,6 +116,8 @@ class ReplayBackend(Backend):
                 await asyncio.sleep(0)  # let the UI breathe, as a network read would
             if pace is not None:
                 pace.advance(obj)
+                if isinstance(obj.get("generation_settings"), dict):  # the request's own length, as a server says it
+                    obj = {**obj, "generation_settings": {**obj["generation_settings"], "n_predict": params.max_tokens}}
             for ev in lab.feed(obj, clock()):
                 yield ev
             sent += len(obj.get("tokens") or [])

@@ -203,6 +203,18 @@ def test_a_session_line_with_a_key_given_twice_is_refused(original, tmp_path):
     assert "given twice" in refused(f.rebuild())
 
 
+def max_tokens_relabelled(recs):
+    for r in recs:
+        if r.get("type") == "prompt":
+            r["params"]["max_tokens"] = 128
+
+
+# what the forger states in the inputs to match an edit of the sessions
+STATED_TOO: dict[Callable, Callable[[dict], None]] = {
+    concurrent_relabel: lambda inputs: inputs["params"].update(order="concurrent"),
+    max_tokens_relabelled: lambda inputs: inputs["params"].update(max_tokens=128),
+}
+
 ATTACKS: list[tuple[str, str, Callable]] = [
     ("a middle token of the candidate deleted", "greedy.jsonl", drop_middle_token),
     ("a step accepting more than it drafted", "greedy.jsonl", step_accepts_more_than_drafted),
@@ -229,6 +241,7 @@ ATTACKS: list[tuple[str, str, Callable]] = [
     ("sequential pairs relabelled concurrent", "greedy.jsonl", concurrent_relabel),
     ("the probes' memory doubled", "greedy.jsonl", probe_memory_edited),
     ("a sampled seed's recording copied to another seed", "sampled.jsonl", sampled_seed_copied),
+    ("max_tokens relabelled 128 in every greedy request and the inputs", "greedy.jsonl", max_tokens_relabelled),
 ]
 
 
@@ -241,6 +254,6 @@ def test_a_fresh_forgery_is_refused(original, tmp_path, what, name, edit):
     if edit is concurrent_relabel:
         f.edit(edit, "sampled.jsonl")
     inputs = copy.deepcopy(f.doc["inputs"])
-    if edit is concurrent_relabel:
-        inputs["params"]["order"] = "concurrent"
+    if edit in STATED_TOO:
+        STATED_TOO[edit](inputs)
     refused(f.rebuild(inputs=inputs))

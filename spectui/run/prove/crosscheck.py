@@ -179,6 +179,11 @@ def _stream(sp: SessionPrompt, side: str) -> list[str]:
             f"timings {', '.join(f'{k} = {json.dumps(timings[k])[:20]}' for k in bad)}: each is a finite number ≥ 0"
         )
         return out
+    said = fin.settings.get("n_predict") if isinstance(fin.settings, dict) else None
+    if isinstance(said, int) and not isinstance(said, bool) and said != sp.params.max_tokens:
+        out.append(
+            f"server reports n_predict {said} for the request; its recorded max_tokens is {sp.params.max_tokens}"
+        )
     with_ids = bool(tokens) and all(t.token_id is not None for t in tokens)
     for key, said in (("predicted_n", timings.get("predicted_n")), ("tokens_predicted", fin.tokens_predicted)):
         if with_ids and said is not None and int(said) != len(tokens):

@@ -68,6 +68,7 @@ class ReplayBackend(Backend):
         tokens_per_s: float | None = None,
         fail_after: int | None = None,
         virtual_ms_per_event: float | None = None,
+        pace: str = "recorded",
     ) -> None:
         self.url = url
         self.payloads = payloads
@@ -78,6 +79,10 @@ class ReplayBackend(Backend):
         self.fail_after = fail_after
         # a virtual clock: events stamped start + k·interval, so figures are the same every run (snapshots)
         self.virtual_ms_per_event = virtual_ms_per_event
+        # on the virtual clock: "recorded" (each payload when the recording's own timings say, so arrivals and
+        # timings agree as a live server's do; verify checks they do) or "fixed" (every payload one interval
+        # after the last, from 0: the same picture every time, for screenshots)
+        self.pace = pace
 
     async def wait_ready(self, timeout: float = 0, on_wait=None) -> None:
         return None
@@ -96,7 +101,11 @@ class ReplayBackend(Backend):
         lab = LlamaCppLabeller()
         clock = time.perf_counter_ns
         pace = None
-        if self.virtual_ms_per_event is not None:
+        if self.virtual_ms_per_event is not None and self.pace == "fixed":
+            ticks = iter(range(10**9))
+            step = int(self.virtual_ms_per_event * 1e6)
+            clock = lambda: next(ticks) * step  # noqa: E731
+        elif self.virtual_ms_per_event is not None:
             pace = _RecordedPace(int(self.virtual_ms_per_event * 1e6))
             clock = pace.now
         start = clock()

@@ -53,6 +53,7 @@ def make(candidate="draft", fail_after=None, size_note=""):
             streams[url],
             infos[url],
             virtual_ms_per_event=12.5,
+            pace="fixed",  # the same picture every time
             fail_after=fail_after if url.endswith("candidate") else None,
         )
 

@@ -164,6 +164,8 @@ def _stream(sp: SessionPrompt, side: str) -> list[str]:
         out.append("stream has events after its end")
     tokens = [e for e in events if isinstance(e, TokenEvent)]
     steps = [e for e in events if isinstance(e, StepEvent)]
+    if any(not isinstance(st.drafted, int) or not isinstance(st.accepted, int) for st in steps):
+        return out + ["step events without whole-number drafted/accepted counts"]
     for st in steps:
         if not (0 <= st.accepted <= st.drafted):
             out.append(f"step {st.step} accepts {st.accepted} of {st.drafted} drafted (0 ≤ accepted ≤ drafted)")
@@ -239,7 +241,11 @@ def _saved(sp: SessionPrompt) -> list[str]:
         fig = saved.get(side)
         if not isinstance(fig, dict):
             continue
-        steps = [e for e in sp.events[side] if isinstance(e, StepEvent)]
+        steps = [
+            e
+            for e in sp.events[side]
+            if isinstance(e, StepEvent) and isinstance(e.drafted, int) and isinstance(e.accepted, int)
+        ]
         counts: dict[str, float] = {k: v for k in SAVED_COUNTS if (v := fig.get(k)) is not None}
         bad = [k for k, v in counts.items() if not _number(v) or v != int(v)]
         if bad:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spectui.core.errors import InputError
 from spectui.run.prove.certificate import load, machine_names, verify
 from spectui.run.prove.derive import load_sessions
 from spectui.run.prove.setstats import interval_text
@@ -78,7 +79,7 @@ def machine_recorded(doc: dict) -> str | None:
     base = Path(doc["_path"]).parent
     try:
         sessions = load_sessions(doc["sessions"], base)
-    except Exception:  # a certificate compared --no-verify: its machine is then unknown
+    except (InputError, OSError, KeyError, TypeError, ValueError):  # compared --no-verify: the machine is unknown
         return None
     seen = set()
     for phase in sessions.values():

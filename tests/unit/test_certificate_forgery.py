@@ -230,7 +230,9 @@ def test_a_stated_probabilistic_draft_sampling_never_relaxes_the_promise():
     greedy = promised("llama.cpp", info, argv)
     forged = promised("llama.cpp", info, [*argv, "--spec-draft-sampling", "probabilistic"])
     assert greedy.promise == "seeded bytes"  # stated, and stricter: kept
-    assert forged.promise != "distribution only" and "not relied on" in forged.why
+    assert forged.promise == "seeded bytes" and "not relied on" in forged.why
+    bare = promised("llama.cpp", info, None)  # nothing stated: the server's default drafting, greedy
+    assert bare.promise == "seeded bytes" and bare.drafting == "greedy"
 
 
 # -- regress ---------------------------------------------------------------------------------------------

@@ -88,9 +88,10 @@ def _identities(sessions: list[Session]) -> list[str]:
     """A side's identity over EVERY servers record (the speculation aside: learnt from the first request),
     and the speculation its requests reported: one value, the one the last record says."""
     out: list[str] = []
-    fixed: dict[str, dict] = {}
     reported: dict[str, set[str]] = {side: set() for side in SIDES}
-    for s in sessions:
+    for s in sessions:  # (between sessions: derive.servers_of)
+        known: dict[str, dict] = {side: {} for side in SIDES}  # each field's first value (not None) in this session
+        changed: dict[str, set[str]] = {side: set() for side in SIDES}
         for infos in s.servers_seen or [s.infos]:
             for side in SIDES:
                 info = infos.get(side)
@@ -98,14 +99,18 @@ def _identities(sessions: list[Session]) -> list[str]:
                     continue
                 d = {k: v for k, v in info.to_json().items() if k not in ("url", "speculative")}
                 spec = info.speculative if isinstance(info.speculative, dict) else {}
-                d["speculative"] = {k: v for k, v in spec.items() if k not in ("type", "enabled")}
-                if side not in fixed:
-                    fixed[side] = d
-                elif d != fixed[side]:
-                    keys = sorted(k for k in set(d) | set(fixed[side]) if d.get(k) != fixed[side].get(k))
-                    out.append(
-                        f"{s.path.name}: the {side} server's {', '.join(keys)} changed between its servers records"
-                    )
+                d |= {f"speculative.{k}": v for k, v in spec.items() if k not in ("type", "enabled")}
+                for k, v in d.items():
+                    if v is None:
+                        continue  # not known yet (a later record may learn it)
+                    if known[side].setdefault(k, v) != v:
+                        changed[side].add(k)
+        for side in SIDES:
+            if changed[side]:
+                out.append(
+                    f"{s.path.name}: the {side} server's {', '.join(sorted(changed[side]))} changed between its "
+                    "servers records"
+                )
         for sp in s.prompts:
             for side in SIDES:
                 fin = _finish(sp, side)

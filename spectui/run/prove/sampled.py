@@ -68,9 +68,19 @@ def promised(kind: str, info: ServerInfo | None, argv: list[str] | None):
     """The promise the sampled verdict rests on: the one the sessions show (the server's reported
     speculation), or the stated command line's where that promises MORE (seeded bytes): a stated field may
     make the test stricter, never let a seeded mismatch pass as "distribution only"."""
-    from spectui.labs.sampling.exact import guarantee_for  # lazy: see sampled_json
+    from spectui.labs.sampling.exact import Guarantee, guarantee_for  # lazy: see sampled_json
 
     derived = guarantee_for(kind, info, None)
+    if kind == "llama.cpp" and derived.promise == "unknown":
+        # the server reports which drafter ran, never how it samples drafts; its default is greedy, which
+        # promises the seeded bytes. A certificate holds the candidate to that: a probabilistic launch is
+        # only stated, and a stated field never lets a seeded mismatch through
+        derived = Guarantee(
+            "greedy",
+            "seeded bytes",
+            "llama-server drafts greedily unless launched with --spec-draft-sampling probabilistic, which it does "
+            "not report: the certificate holds it to its default",
+        )
     if argv is None:
         return derived
     stated = guarantee_for(kind, info, argv)

@@ -116,7 +116,7 @@ def incomparable(old: dict, new: dict) -> str | None:
             return f"different {key} ({a['params'].get(key)} vs {b['params'].get(key)})"
     for side in ("baseline", "candidate"):
         x, y = _recorded_model(old, side), _recorded_model(new, side)
-        if x != y:
+        if x and y and x != y:
             return f"different {side} models as the servers reported them ({x} vs {y})"
         x, y = _stated_sha256(old, side), _stated_sha256(new, side)
         if x and y and x != y:

@@ -90,7 +90,7 @@ def _identities(sessions: list[Session]) -> list[str]:
     out: list[str] = []
     reported: dict[str, set[str]] = {side: set() for side in SIDES}
     for s in sessions:  # (between sessions: derive.servers_of)
-        known: dict[str, dict] = {side: {} for side in SIDES}  # each field's first value (not None) in this session
+        known: dict[str, dict] = {side: {} for side in SIDES}  # each field's value once it is known
         changed: dict[str, set[str]] = {side: set() for side in SIDES}
         for infos in s.servers_seen or [s.infos]:
             for side in SIDES:
@@ -100,9 +100,10 @@ def _identities(sessions: list[Session]) -> list[str]:
                 d = {k: v for k, v in info.to_json().items() if k not in ("url", "speculative")}
                 spec = info.speculative if isinstance(info.speculative, dict) else {}
                 d |= {f"speculative.{k}": v for k, v in spec.items() if k not in ("type", "enabled")}
-                for k, v in d.items():
-                    if v is None:
-                        continue  # not known yet (a later record may learn it)
+                for k in set(d) | set(known[side]):
+                    v = d.get(k)
+                    if v is None and k not in known[side]:
+                        continue  # not known yet: a later record may learn it (never forget it)
                     if known[side].setdefault(k, v) != v:
                         changed[side].add(k)
         for side in SIDES:
@@ -152,9 +153,25 @@ def _number(v) -> bool:
 
 
 def _stream(sp: SessionPrompt, side: str) -> list[str]:
+    """One side's stream: its shape and times, then its final event against what arrived."""
     events = list(sp.events[side])
     if not events:
         return []
+    out = _shape(events)
+    tokens = [e for e in events if isinstance(e, TokenEvent)]
+    steps = [e for e in events if isinstance(e, StepEvent)]
+    if any(not isinstance(st.drafted, int) or not isinstance(st.accepted, int) for st in steps):
+        return out + ["step events without whole-number drafted/accepted counts"]
+    for st in steps:
+        if not (0 <= st.accepted <= st.drafted):
+            out.append(f"step {st.step} accepts {st.accepted} of {st.drafted} drafted (0 ≤ accepted ≤ drafted)")
+            break
+    fin = _finish(sp, side)
+    return out if fin is None else out + _final(sp, fin, tokens, steps)
+
+
+def _shape(events: list) -> list[str]:
+    """Times from the prompt's start and in order; one start, first; one end, last."""
     out: list[str] = []
     times = [e.t_ns for e in events]
     if min(times) < 0:
@@ -167,17 +184,12 @@ def _stream(sp: SessionPrompt, side: str) -> list[str]:
         out.append("stream has a start that is not its first event")
     if len(ends) > 1 or (ends and ends[0] != len(events) - 1):
         out.append("stream has events after its end")
-    tokens = [e for e in events if isinstance(e, TokenEvent)]
-    steps = [e for e in events if isinstance(e, StepEvent)]
-    if any(not isinstance(st.drafted, int) or not isinstance(st.accepted, int) for st in steps):
-        return out + ["step events without whole-number drafted/accepted counts"]
-    for st in steps:
-        if not (0 <= st.accepted <= st.drafted):
-            out.append(f"step {st.step} accepts {st.accepted} of {st.drafted} drafted (0 ≤ accepted ≤ drafted)")
-            break
-    fin = _finish(sp, side)
-    if fin is None:
-        return out
+    return out
+
+
+def _final(sp: SessionPrompt, fin: StreamFinished, tokens: list[TokenEvent], steps: list[StepEvent]) -> list[str]:
+    """The final event's timings, counts and settings against the tokens and steps that arrived."""
+    out: list[str] = []
     timings = fin.timings if isinstance(fin.timings, dict) else {}
     bad = [k for k in NUMERIC_TIMINGS if k in timings and not _number(timings[k])]
     bad += [k for k, v in timings.items() if k not in NUMERIC_TIMINGS and isinstance(v, float) and not math.isfinite(v)]

@@ -18,6 +18,8 @@ import datetime as dt
 import json
 
 from spectui.core.types import Prompt
+from spectui.run.prove.provenance import prompt_set_hash
+from spectui.run.prove.shard import Shard
 from spectui.store.session import Session
 
 # what the sessions cannot show: said "stated, not derivable" in every rendering
@@ -85,8 +87,6 @@ def check(doc: dict, sessions: dict[str, list[Session]]) -> tuple[list[str], lis
 def _share(inp: dict) -> list[str]:
     """The share is the shard's, derived from its index (round robin over the set, run.prove.shard): a
     certificate cannot say it is shard 2/2 and hold shard 1's prompts, nor be unsharded and hold fewer."""
-    from spectui.run.prove.shard import Shard  # lazy: beside conditions' other lazy imports
-
     ids = [q.get("id") for q in inp["prompt_set"].get("prompts") or []]
     sh = inp.get("shard")
     if sh is None:
@@ -138,8 +138,6 @@ def _sampled(inp: dict, sessions: list[Session]) -> list[str]:
 def _prompts(inp: dict, mo: dict, sessions: list[Session]) -> list[str]:
     """Each recorded prompt's id and category in the set; the set's sha256 from the texts where the share is
     the whole set (a shard's sessions hold only its share's texts: the hash is then stated)."""
-    from spectui.run.prove.provenance import prompt_set_hash  # lazy: 5 modules more
-
     ps = inp["prompt_set"]
     listed = {q.get("id"): q.get("category") for q in ps.get("prompts") or []}
     problems: list[str] = []

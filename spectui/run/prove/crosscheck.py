@@ -30,6 +30,7 @@ import json
 import math
 
 from spectui.core.events import StepEvent, StreamFailed, StreamFinished, StreamStarted, TokenEvent
+from spectui.core.types import SIDES
 from spectui.store.session import Session, SessionPrompt
 
 TIMING_TOLERANCE = 1.5  # predicted_ms within ×/÷ this of the arrivals' span …
@@ -49,7 +50,6 @@ NUMERIC_TIMINGS = (
     "draft_n_accepted",
 )
 SAVED_COUNTS = ("metrics_drafted", "metrics_accepted", "metrics_steps")
-SIDES = ("baseline", "candidate")
 
 
 def problems_of(sessions: dict[str, list[Session]]) -> list[str]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spectui.core.errors import InputError
+from spectui.core.types import SIDES
 from spectui.run.prove.certificate import load, machine_names, verify
 from spectui.run.prove.derive import load_sessions
 from spectui.run.prove.setstats import interval_text
@@ -114,7 +115,7 @@ def incomparable(old: dict, new: dict) -> str | None:
     for key in ("max_tokens", "cache_prompt"):
         if a["params"].get(key) != b["params"].get(key):
             return f"different {key} ({a['params'].get(key)} vs {b['params'].get(key)})"
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         x, y = _recorded_model(old, side), _recorded_model(new, side)
         if x and y and x != y:
             return f"different {side} models as the servers reported them ({x} vs {y})"

@@ -31,9 +31,6 @@ import dataclasses
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
-
-import psutil
 
 from spectui.backends.base import Backend
 from spectui.backends.launchspec import flag_value, has_flag
@@ -50,7 +47,7 @@ from spectui.labs.sampling.twosample import (  # noqa: F401  (the lab's statisti
     encode,
     tvd,
 )
-from spectui.machine.probes import pid_listening_on
+from spectui.machine.probes import local_argv, local_env
 
 # -- which promise applies ------------------------------------------------------------------------
 
@@ -67,39 +64,14 @@ class Guarantee:
         return dataclasses.asdict(self)
 
 
-def _local_process(url: str):
-    """The process listening behind `url` where it runs on this machine, else None."""
-    try:
-        parts = urlsplit(url)
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        return None
-    if host not in ("127.0.0.1", "localhost", "::1") or port is None:
-        return None
-    try:
-        pid = pid_listening_on(port)
-        return psutil.Process(pid) if pid else None
-    except Exception:  # psutil.Error, or a platform without connection listing
-        return None
-
-
 def launch_argv(url: str) -> list[str] | None:
-    """The argv of the server behind `url` where it runs on this machine (read from the process that
-    listens on its port), else None."""
-    proc = _local_process(url)
-    try:
-        return proc.cmdline() if proc is not None else None
-    except Exception:  # psutil.Error: the process went away
-        return None
+    """The argv of the server behind `url` where it runs on this machine (machine.probes.local_argv)."""
+    return local_argv(url)
 
 
 def launch_env(url: str) -> dict[str, str] | None:
-    """The environment of the server behind `url` where it runs on this machine and is readable, else None."""
-    proc = _local_process(url)
-    try:
-        return dict(proc.environ()) if proc is not None else None
-    except Exception:  # psutil.Error (another user's process), or the process went away
-        return None
+    """The environment of the server behind `url` where it runs on this machine (machine.probes.local_env)."""
+    return local_env(url)
 
 
 # llama.cpp's --spec-draft-sampling acts on the drafters that sample (draft-simple, draft-mtp:

@@ -15,6 +15,7 @@ from spectui.core.runner import PromptResult, same_tokenizer
 from spectui.core.verdict import judge
 from spectui.run.prove.sampled import sampled_json
 from spectui.run.prove.setstats import accepted_at, interval_text, set_ratio, set_speedup, speed_word
+from spectui.run.prove.warm import judged, warm_json
 from spectui.store.session import Session, load_session, recorded_verdict, recorders_for
 
 
@@ -283,6 +284,8 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     rate_notes = sorted({n for r in measured if (n := _rate_note(r))})
     alone, more = one_at_a_time(greedy + sessions.get("sampled", []), inputs)
     problems += more
+    warm, more = warm_json(groups, greedy, alone)  # a drafter that keeps state: each pass apart (run.prove.warm)
+    problems += more
     derived = {
         "servers": servers,
         # only where true, so certificates made with both servers up stay as they were (and verify)
@@ -307,8 +310,9 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
         "by_category": _by_category(groups),
         "cache": _cache(inputs, measured),
         "problems": problems,
+        **({"warm_passes": warm} if warm else {}),
     }
-    derived["verdict"] = verdict_of(derived, measured_on)
+    derived["verdict"] = judged(verdict_of(derived, measured_on), derived)
     return normalised(derived)
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from spectui.backends import spectypes
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import InputError, SpectuiError
 from spectui.core.findings import NEAR_TIE_NATS
@@ -35,6 +36,7 @@ from spectui.run.phased import ORDER, Pass, PhasedRun
 from spectui.run.prove import certificate
 from spectui.run.prove.shard import Shard, sampled_positions
 from spectui.run.session import RunOptions, RunSession
+from spectui.store import spec_profile
 from spectui.store.locations import data_dir
 
 GREEDY, SAMPLED = "greedy.jsonl", "sampled.jsonl"
@@ -143,7 +145,7 @@ def prepare_dir(out: Path) -> Path:
             f"-o {out}: cannot write in {folder} (permission denied)",
             hint="give -o a folder you may write in; checked before any server is started",
         )
-    for name in (GREEDY, SAMPLED, certificate.CERT_NAME):
+    for name in (GREEDY, SAMPLED, certificate.CERT_NAME, spec_profile.FILE_NAME):
         if (out / name).exists():
             raise InputError(
                 f"{out / name} exists: not overwriting a certificate's raw data", hint="give -o a new folder"
@@ -202,6 +204,7 @@ class Prover:
             raise InputError("prove needs both servers, or one_at_a_time to start each alone")
         self.infos: dict = {}  # one at a time: each side's server as it answered when it was up
         self.results: list[PromptResult] = []  # every prompt run that finished, in order
+        self.profile_path: Path | None = None  # the speculation_profile.json written beside the certificate
         self.write_errors: list[str] = []
         if one_at_a_time is not None:
             self.options = options = dataclasses.replace(options, order=ORDER)
@@ -212,6 +215,13 @@ class Prover:
         self.sampled = [prompts[i] for i in picked if shard is None or shard.takes(i)]
         if not self.share:
             raise InputError(f"shard {shard.text() if shard else ''} of a {len(prompts)}-prompt set holds no prompt")
+        note = spectypes.state_note(spectypes.chain_from_argv(self._argv("candidate")))
+        if note is not None and options.runs < 2:
+            raise InputError(
+                f"--runs {options.runs}: the candidate's drafter keeps state between requests ({note}), so one run "
+                "of each prompt is cold only",
+                hint="give --runs 2 or more: every run after the first is a warm one, and the certificate covers all",
+            )
 
     def emit(self, ev) -> None:
         if isinstance(ev, PromptFinished):
@@ -301,8 +311,24 @@ class Prover:
                 "file too large",
                 self.results,
             ) from None
+        self.profile_path = self._write_profile(out, infos["candidate"])
         self.emit(CertificateWritten(path, doc))
         return doc
+
+    def _write_profile(self, out: Path, candidate: ServerInfo) -> Path | None:
+        """NVIDIA Model-Optimizer's speculation_profile.json beside the certificate (store.spec_profile), from the
+        greedy runs' verification steps; None where the candidate drafted nothing. Extra to the certificate:
+        a failure to write it is said, never fatal."""
+        greedy = [r for r in self.results if r.params is None or r.params.temperature == 0]
+        conditions = {"prompt_set": self.set_name, "runs": self.options.runs, "temperature": 0.0}
+        profile = spec_profile.from_results(greedy, candidate.model, conditions)
+        if profile is None:
+            return None
+        try:
+            return spec_profile.write(profile, out)
+        except OSError as exc:
+            self.write_errors.append(f"{out / spec_profile.FILE_NAME} was not written ({exc.strerror or exc})")
+            return None
 
     async def _together(self, out: Path) -> None:
         from spectui.store.session_writer import SessionWriter  # lazy: 1 modules more

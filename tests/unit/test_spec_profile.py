@@ -59,3 +59,15 @@ def test_a_bad_profile_is_one_line_naming_the_file(tmp_path, content, words):
     assert words in str(e.value) and str(p) in str(e.value)
     with pytest.raises(InputError, match="no such file"):
         sp.read(tmp_path / "missing.json")
+
+
+def test_theory_reads_a_profile(tmp_path, capsys):
+    from spectui.cli.main import main
+
+    path = sp.write(sp.build(sp.histogram_of([0, 1, 2, 2]), 2, "draft-simple"), tmp_path)
+    assert main(["theory", "--profile", str(path), "--cost", "0.1"]) == 0
+    out = capsys.readouterr().out
+    # E(1) = 1 + P(L≥2) = 1.75, E(2) = 1.75 + P(L≥3) = 2.25
+    assert "1.75" in out and "2.25" in out and "best γ: 2" in out
+    assert main(["theory", "--profile", str(path), "--alpha", "0.5", "--cost", "0.1"]) == 2
+    assert "leave out --alpha" in capsys.readouterr().err

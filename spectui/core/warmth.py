@@ -101,16 +101,21 @@ class Warmth:
         }
 
 
-def warm_passes(results: list[PromptResult], note: str | None, seen: dict[int, int] | None = None) -> Warmth | None:
+def warm_passes(
+    results: list[PromptResult],
+    note: str | None,
+    seen: dict[int, int] | None = None,
+    runs: dict[int, int] | None = None,
+) -> Warmth | None:
     """The passes of a run whose candidate keeps state (`note`, None: it keeps none → None). `seen` maps
     id(result) to the requests the candidate had been sent before it (default: its place in `results`,
-    which run in the order they are given)."""
+    which run in the order they are given); `runs` id(result) to its run number (default: result.run)."""
     if not note or not results:
         return None
     before = seen if seen is not None else {id(r): i for i, r in enumerate(results)}
     by_run: dict[int, list[PromptResult]] = {}
     for r in results:
-        by_run.setdefault(r.run, []).append(r)
+        by_run.setdefault((runs or {}).get(id(r), r.run), []).append(r)
     passes = []
     for k in sorted(by_run):
         rs = by_run[k]

@@ -52,7 +52,7 @@ def warm_json(groups, sessions: list[Session], alone: bool = False) -> tuple[dic
         return None, []
     order = recorded_order(sessions)
     seen = {id(run.result): order[(g.id, run.run)] for g in groups for run in g.runs if (g.id, run.run) in order}
-    warm = warm_passes(results, note, seen)
+    warm = warm_passes(results, note, seen, {id(run.result): run.run for g in groups for run in g.runs})
     if warm is None:
         return None, []
     cold_only = [g.id for g in groups if alone or not any(run.run > 1 for run in g.runs)]

@@ -38,7 +38,14 @@ from spectui.run.nodrafts import explain
 from spectui.run.session import RunOptions, RunSession
 from spectui.store import prompts as prompt_sets
 from spectui.tui import messages
-from spectui.tui.repeats import place_replayed, recorded_runs, replayed_session, runs_line, whole_set_line
+from spectui.tui.repeats import (
+    place_replayed,
+    recorded_runs,
+    replayed_session,
+    runs_line,
+    warm_line,
+    whole_set_line,
+)
 from spectui.tui.widgets.panes import Banner
 
 if TYPE_CHECKING:
@@ -565,6 +572,8 @@ class RunController:
         if (line := whole_set_line(results)) is not None:
             self._banner().show_headline(headline.headline_for(results))
             self._banner().add_line(line)
+        if (warm := warm_line(self.app.pane("candidate").info, results)) is not None:
+            self._banner().add_line(warm)  # a stateful drafter: the cold pass apart from the warm ones
 
     def _why_no_drafts(self, result: PromptResult) -> None:
         """A speculating candidate that drafted nothing: the likely cause from its flags, under the verdict."""

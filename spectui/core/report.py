@@ -409,9 +409,12 @@ def json_report(
         "prompts": prompts,
         "repeats": [g.to_json() for g in grouped(results)],
         "whole_set": ws.to_json() if (ws := whole_set(results)) is not None else None,
-        "warm_passes": w.to_json()
-        if (w := warm_passes(results, infos["candidate"].speculative.get("state")))
-        else None,
+        # a stateful drafter's passes judged apart (core.warmth): only then present
+        **(
+            {"warm_passes": w.to_json()}
+            if (w := warm_passes(results, infos["candidate"].speculative.get("state")))
+            else {}
+        ),
         "all_identical": (None if any(r.identical is None for r in results) else all(r.identical for r in results))
         if results
         else None,

@@ -69,3 +69,12 @@ def test_the_local_process_is_found_by_its_port():
         s.listen()
         cmd = CommandLine.of(None, f"http://127.0.0.1:{s.getsockname()[1]}")
     assert cmd.argv == tuple(psutil.Process().cmdline()) and cmd.source == "process command line"
+
+
+def test_the_sampling_promise_reads_spec_default_and_synthetic_acceptance():
+    from spectui.labs.sampling.exact import guarantee_for
+
+    g = guarantee_for("llama.cpp", None, ["llama-server", "--spec-default"])
+    assert (g.drafting, g.promise) == ("greedy", "seeded bytes")  # ngram-mod: speculation, drafts looked up
+    g = guarantee_for("llama.cpp", None, ["llama-server", "--spec-type", "draft-simple", "--spec-synth-len", "3"])
+    assert (g.drafting, g.promise) == ("lossy", "unknown") and "--spec-synth-len 3" in g.why

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from spectui.backends.base import Backend
 from spectui.backends.launchspec import flag_value, has_flag
+from spectui.backends.lossy import lossy_settings
 from spectui.core.runner import SIDES, PromptResult, RunObserver, compare_prompt
 from spectui.core.stats import ratio_interval
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
@@ -77,7 +78,7 @@ def launch_env(url: str) -> dict[str, str] | None:
 # llama.cpp's --spec-draft-sampling acts on the drafters that sample (draft-simple, draft-mtp:
 # common/speculative.cpp sets result_q only for them); n-gram drafts are looked up, never sampled
 _SAMPLED_DRAFTERS = ("draft-simple", "draft-mtp")
-_SPECULATION_FLAGS = ("--spec-type", "-md", "--spec-draft-model", "--model-draft")
+_SPECULATION_FLAGS = ("--spec-type", "--spec-default", "-md", "--spec-draft-model", "--model-draft")
 
 
 # common/arg.cpp:4236: --spec-draft-sampling is also set by this variable; the argument wins where both are
@@ -124,6 +125,11 @@ def _llamacpp_launched(argv: list[str], env: Mapping[str, str] | None) -> Guaran
     --spec-draft-sampling or LLAMA_ARG_SPEC_DRAFT_SAMPLING sets it (the argument wins)."""
     if not has_flag(argv, *_SPECULATION_FLAGS):
         return Guarantee("none", "seeded bytes", "launched without speculation")
+    lossy = lossy_settings(argv)
+    if lossy:  # drafts accepted at random: no promise on the bytes nor on the distribution
+        return Guarantee(
+            "lossy", "unknown", f"launched with {', '.join(lossy)}: drafts are accepted without the target's agreement"
+        )
     mode, said = "greedy", "--spec-draft-sampling"
     if env is not None and env.get(SAMPLING_ENV):
         mode, said = env[SAMPLING_ENV], f"{SAMPLING_ENV} in its environment"
@@ -385,6 +391,10 @@ async def sampling(
         res = SamplingResult(prompt, runs)
         # after the runs: llama.cpp names the speculation types a request used in its final event
         res.guarantee = guarantee_for(candidate.kind, candidate.info, argv, env)
+        if candidate_argv is None and argv is not None:  # read here, not given: its source is said
+            res.guarantee = dataclasses.replace(
+                res.guarantee, why=f"{res.guarantee.why} (from the process command line)"
+            )
         if force_distribution or res.seeded_identical < len(res.compared):
             distribution_pass(res, params.max_tokens)
         out.append(res)

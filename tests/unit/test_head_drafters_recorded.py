@@ -54,3 +54,31 @@ def test_each_head_drafter_is_named_in_the_label_the_theory_and_the_profile(kind
 
 def test_a_draft_simple_chain_keeps_its_cost_terms_and_names_no_head():
     assert other_words("none,draft-simple") is None and other_words("none,ngram-mod") is None
+
+
+def _headline_of(types: str):
+    import asyncio
+
+    from spectui.backends.recorded import ReplayBackend
+    from spectui.core.headline import headline_for
+    from spectui.core.runner import run_prompts
+    from spectui.core.types import GenerationParams
+    from spectui.store import prompts
+
+    base = load_payloads(DATA / "llamacpp-b11434-baseline-fizzbuzz.sse")
+    cand = load_payloads(DATA / "llamacpp-b11434-baseline-fizzbuzz.sse")
+    final = cand[-1]
+    cand[-1] = dict(final, generation_settings=dict(final["generation_settings"], **{"speculative.types": types}))
+    info = ServerInfo("http://127.0.0.1:8081", build="b11434", model="m.gguf")
+    b = ReplayBackend("replay://b", base, info, virtual_ms_per_event=12.5)
+    c = ReplayBackend("replay://c", cand, info, virtual_ms_per_event=10.0)
+    results = asyncio.run(run_prompts(b, c, [prompts.single("fizzbuzz")], GenerationParams(max_tokens=64)))
+    return headline_for(results)
+
+
+def test_a_speed_up_from_a_speculating_run_that_drafted_nothing_is_marked():
+    # ngram-map-k4v alone drafted nothing on these prompts here: its figure is no speed-up of speculation
+    h = _headline_of("none,ngram-map-k4v")
+    assert "the candidate drafted nothing: not a speed-up of speculation" in h.faster_text
+    plain = _headline_of("none")  # a candidate that does not speculate: nothing to mark
+    assert "drafted nothing" not in plain.faster_text

@@ -450,10 +450,10 @@ class Prover:
             return list(spec.argv)
         if side in self.argvs:
             return self.argvs[side]
-        from spectui.labs.sampling.exact import launch_argv  # lazy: prometheus_client (~131 ms cold)
+        from spectui.machine.probes import local_argv  # lazy: psutil (~20 ms cold)
 
         source = self.baseline if side == "baseline" else self.candidate
-        return launch_argv(source.url) if source is not None else None
+        return local_argv(source.url) if source is not None else None
 
 
 def _set_hash(prompts: list[Prompt]) -> str:

@@ -38,14 +38,7 @@ from spectui.run.nodrafts import explain
 from spectui.run.session import RunOptions, RunSession
 from spectui.store import prompts as prompt_sets
 from spectui.tui import messages
-from spectui.tui.repeats import (
-    place_replayed,
-    recorded_runs,
-    replayed_session,
-    runs_line,
-    warm_line,
-    whole_set_line,
-)
+from spectui.tui.repeats import place_replayed, recorded_runs, replayed_session, runs_line, whole_set_line
 from spectui.tui.widgets.panes import Banner
 
 if TYPE_CHECKING:
@@ -569,11 +562,9 @@ class RunController:
 
     def show_whole_set(self, results: list[PromptResult]) -> None:
         """After a run over two or more prompts: the whole set's figure with its acceptance, under the verdict."""
-        if (line := whole_set_line(results)) is not None:
+        if (line := whole_set_line(results, self.app.pane("candidate").info)) is not None:  # + a drafter's warm passes
             self._banner().show_headline(headline.headline_for(results))
             self._banner().add_line(line)
-        if (warm := warm_line(self.app.pane("candidate").info, results)) is not None:
-            self._banner().add_line(warm)  # a stateful drafter: the cold pass apart from the warm ones
 
     def _why_no_drafts(self, result: PromptResult) -> None:
         """A speculating candidate that drafted nothing: the likely cause from its flags, under the verdict."""

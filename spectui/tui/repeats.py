@@ -59,10 +59,12 @@ def runs_line(results: list[PromptResult]) -> str | None:
     return repeat_text(group) if len(group.runs) > 1 else None
 
 
-def whole_set_line(results: list[PromptResult]) -> str | None:
-    """The whole set's one figure with its acceptance (core.report.whole_set), over two or more prompts."""
+def whole_set_line(results: list[PromptResult], candidate: ServerInfo | None = None) -> str | None:
+    """The whole set's one figure with its acceptance (core.report.whole_set), over two or more prompts; and
+    where the candidate's drafter keeps state, its passes judged apart (warm_line)."""
     ws = whole_set(results)
-    return f"whole set {ws.text()}" if ws is not None else None
+    lines = [f"whole set {ws.text()}" if ws is not None else None, warm_line(candidate, results)]
+    return "\n".join(x for x in lines if x) or None
 
 
 def warm_line(candidate: ServerInfo | None, results: list[PromptResult]) -> str | None:

@@ -283,9 +283,8 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     measured = [r for g in groups for r in g.measured()]
     rate_notes = sorted({n for r in measured if (n := _rate_note(r))})
     alone, more = one_at_a_time(greedy + sessions.get("sampled", []), inputs)
-    problems += more
-    warm, more = warm_json(groups, greedy, alone)  # a drafter that keeps state: each pass apart (run.prove.warm)
-    problems += more
+    warm, warm_problems = warm_json(groups, greedy, alone)  # a drafter that keeps state: passes apart
+    problems += more + warm_problems
     derived = {
         "servers": servers,
         # only where true, so certificates made with both servers up stay as they were (and verify)

@@ -215,11 +215,15 @@ class Prover:
         self.sampled = [prompts[i] for i in picked if shard is None or shard.takes(i)]
         if not self.share:
             raise InputError(f"shard {shard.text() if shard else ''} of a {len(prompts)}-prompt set holds no prompt")
+        self._check_warm(options.runs)
+
+    def _check_warm(self, runs: int) -> None:
+        """A drafter that keeps state between requests (backends.spectypes) needs a warm run of each prompt."""
         note = spectypes.state_note(spectypes.chain_from_argv(self._argv("candidate")))
-        if note is not None and options.runs < 2:
+        if note is not None and runs < 2:
             raise InputError(
-                f"--runs {options.runs}: the candidate's drafter keeps state between requests ({note}), so one run "
-                "of each prompt is cold only",
+                f"--runs {runs}: the candidate's drafter keeps state between requests ({note}), so one run of "
+                "each prompt is cold only",
                 hint="give --runs 2 or more: every run after the first is a warm one, and the certificate covers all",
             )
 

@@ -2,7 +2,9 @@
 and whether its drafter keeps state from one request to the next, each with how that was decided.
 
 A chain (`--spec-type ngram-mod,ngram-map-k4v`, repeated `--spec-type` flags append: common/arg.cpp:4274-4281)
-keeps state when any of its types does. `--spec-default` is ngram-mod with n_match 24, n_min 48, n_max 64
+keeps state when any of its types does. llama-server makes its drafters once, when it loads
+(tools/server/server-context.cpp:1394 `common_speculative_init`), and each request only calls their begin():
+what begin() does not clear is carried from one request to the next. `--spec-default` is ngram-mod with n_match 24, n_min 48, n_max 64
 (common/arg.cpp:4748-4754). A request's final event names the configured types, `none` first
 (`speculative.types`, tools/server/server-task.cpp:140: "none,ngram-mod"); GET /props answers "none" for
 every server, so the final event, the launch command or the process's command line say what runs.

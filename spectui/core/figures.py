@@ -384,7 +384,16 @@ def per_position_check(server: list[float] | None, stream: list[int]) -> str | N
     a, b = srv + [0] * (shown - len(srv)), stream + [0] * (shown - len(stream))
 
     def row(v: list[int]) -> str:
-        return " ".join(str(x) for x in v[:12]) + (" …" if len(v) > 12 else "")
+        """`5 5 4 2 1×60`: a value repeated three times or more as value×count (ngram-mod drafts 64 at once)."""
+        parts: list[str] = []
+        i = 0
+        while i < len(v):
+            j = i
+            while j < len(v) and v[j] == v[i]:
+                j += 1
+            parts += [f"{v[i]}×{j - i}"] if j - i >= 3 else [str(v[i])] * (j - i)
+            i = j
+        return " ".join(parts)
 
     where = [i for i in range(shown) if a[i] != b[i]]
     if not where:

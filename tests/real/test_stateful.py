@@ -115,7 +115,7 @@ def test_compare_repeat_judges_the_cold_pass_apart_and_shows_the_servers_per_pos
     assert w is not None and [p.prompts for p in w.passes] == [3, 3, 3]
     for p in w.passes:
         assert p.differs == sum(1 for r in results if r.run == p.run and r.identical is False)
-    assert f"warm passes         {w.line}" in text
+    assert f"{'warm passes':<18} {w.line}" in text
     if any(p.differs for p in w.warm):
         assert "differs warm on" in w.line
         # each difference triaged has its cause, beside the prompt

@@ -72,3 +72,7 @@ def test_the_servers_counter_is_shown_beside_the_stream_count_and_disagreement_n
     bad = per_position_check([2.0, 2.0, 1.0] + [0.0] * 61, stream)
     assert bad is not None and "DISAGREE at 1 position(s), first 1: server 2, stream 1" in bad
     assert per_position_check(None, stream) is None
+    # ngram-mod drafts 64 at once: a long run of one value is written value×count
+    assert per_position_check([3.0, 1.0] + [1.0] * 58 + [0.0] * 4, [3] + [1] * 59) == (
+        "accepted per position: server 3 1×59 = stream (agree)"
+    )

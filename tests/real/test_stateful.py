@@ -95,7 +95,7 @@ def test_compare_repeat_judges_the_cold_pass_apart_and_shows_the_servers_per_pos
     code = main(
         ["compare", "--baseline", fresh_pair["baseline"], "--candidate", fresh_pair["candidate"]]
         + ["--prompts", str(_prompts_file(tmp_path)), "--repeat", "3", "--max-tokens", MAX_TOKENS]
-        + ["--save", str(session), "--triage-limit", "2"]
+        + ["--save", str(session), "--triage", "--triage-limit", "2"]
     )
     text = capsys.readouterr().out
     assert code in (0, 3), text

@@ -146,7 +146,15 @@ def test_prove_certificate_of_a_stateful_drafter_says_so_and_covers_every_pass(f
     per = {p["id"]: p for p in doc["derived"]["greedy"]["per_prompt"]}
     assert doc["derived"]["greedy"]["differs"] == sum(1 for p in per.values() if "differs" in p["verdicts"])
     assert w["line"] in doc["verdict"]["line"]
-    assert "Warm passes (a stateful drafter)" in (out / "certificate.md").read_text(encoding="utf-8")
+    md = (out / "certificate.md").read_text(encoding="utf-8")
+    assert "Warm passes (a stateful drafter)" in md
+    # each prompt whose bytes moved: its cold run judged apart, the cause said where its cold run was identical
+    moved = {p["id"]: p for p in w["prompts"]}
+    assert set(moved) == {i for i, p in per.items() if "differs" in p["verdicts"]}
+    for pid, p in moved.items():
+        assert p["cold_identical"] == (per[pid]["verdicts"][0] == "identical")
+        if p["state_dependent"]:
+            assert f"{pid}: identical cold, differs in run(s)" in md and "state-dependent" in md
     assert verify(out / "certificate.json").ok  # derived again from the sessions, warm passes included
     # NVIDIA Model-Optimizer's profile beside the certificate, from the same runs
     prof = json.loads((out / "speculation_profile.json").read_text(encoding="utf-8"))

@@ -39,6 +39,14 @@ def test_warm_passes_from_recorded_runs():
         (3, 2, [2, 8]),
     ]
     assert w["line"].startswith("identical cold (3/3), differs warm on 1/3 (pass 2), 2/3 (pass 3): state-dependent")
+    # each moved prompt: identical cold, which warm runs differ, what was drafted in each run
+    assert w["prompts"] == [
+        {"id": "a", "cold_identical": True, "differs_in_runs": [2, 3], "drafted": [0, 50, 50], "state_dependent": True},
+        {"id": "b", "cold_identical": True, "differs_in_runs": [3], "drafted": [0, 50, 50], "state_dependent": True},
+    ]
+    from spectui.run.prove.render import warm_prompts
+
+    assert warm_prompts(w)[0].startswith("a: identical cold, differs in run(s) 2, 3; drafted 0/50/50 tokens by run")
     v = judged({"status": "different", "line": "DIFFERENT on 2/3 (greedy)"}, {"warm_passes": w})
     assert v["status"] == "different" and "state-dependent" in v["line"]
 

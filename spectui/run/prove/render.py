@@ -59,6 +59,8 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
         out.append(_sampled_identity(d["sampled"]))
     if d.get("warm_passes"):  # a drafter that keeps state between requests: each pass judged apart (run.prove.warm)
         out.append(("Warm passes (a stateful drafter)", warm_table(d["warm_passes"])))
+        if moved := warm_prompts(d["warm_passes"]):
+            out.append(("Where the drafter's state moved the bytes", moved))
     out.append(("Speed-up, beside its acceptance", _speedup_lines(d["speedup"], d.get("acceptance"))))
     out.append(("By category", _by_category(d["by_category"])))
     out += terms_table.sections(doc.get("terms"))  # measured on the servers after the run (issue 30)
@@ -90,6 +92,23 @@ def warm_table(w: dict) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def warm_prompts(w: dict) -> list[str]:
+    out = []
+    for p in w.get("prompts") or []:
+        runs = ", ".join(str(k) for k in p["differs_in_runs"])
+        drafted = "/".join(str(n) for n in p["drafted"])
+        head = (
+            "identical cold, "
+            if p["cold_identical"]
+            else ("differs cold too, " if p["cold_identical"] is False else "")
+        )
+        why = ": state-dependent (the drafter's state changed its drafts and so the verification batches)"
+        out.append(
+            f"{p['id']}: {head}differs in run(s) {runs}; drafted {drafted} tokens by run{why if p['state_dependent'] else ''}"
+        )
+    return out
 
 
 def _what_was_run(doc: dict) -> list[str]:

@@ -60,7 +60,29 @@ def warm_json(groups, sessions: list[Session], alone: bool = False) -> tuple[dic
     if cold_only:
         ids = ", ".join(cold_only[:3]) + (" …" if len(cold_only) > 3 else "")
         problems.append(NO_WARM_PASS.format(note=note, ids=ids))
-    return {**warm.to_json(), "cold_only": cold_only}, problems
+    return {**warm.to_json(), "cold_only": cold_only, "prompts": _moved(groups)}, problems
+
+
+def _moved(groups) -> list[dict]:
+    """Each prompt whose bytes differ in some run: was its cold run identical, which runs differ, and what the
+    drafter drafted in each run — where the cold run is identical and a warm one not, the state moved them."""
+    out = []
+    for g in groups:
+        runs = sorted(g.runs, key=lambda x: x.run)
+        differ = [x.run for x in runs if x.result.identical is False]
+        if not differ:
+            continue
+        cold = runs[0].result.identical if runs and runs[0].run == 1 else None
+        out.append(
+            {
+                "id": g.id,
+                "cold_identical": cold,
+                "differs_in_runs": differ,
+                "drafted": [x.result.candidate.figures.drafted for x in runs],
+                "state_dependent": cold is True,
+            }
+        )
+    return out
 
 
 def verdict_words(derived: dict) -> str:

@@ -30,14 +30,16 @@ from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import InputError, SpectuiError
 from spectui.core.findings import NEAR_TIE_NATS
 from spectui.core.runner import PromptResult, Source
-from spectui.core.types import GenerationParams, Prompt, ServerInfo
+from spectui.core.types import SIDES, GenerationParams, Prompt, ServerInfo
 from spectui.run.events import PromptFinished, PromptStarted, RunEvent
 from spectui.run.phased import ORDER, Pass, PhasedRun
 from spectui.run.prove import certificate
+from spectui.run.prove.provenance import measured_on, prompt_set_hash
 from spectui.run.prove.shard import Shard, sampled_positions
 from spectui.run.session import RunOptions, RunSession
 from spectui.store import spec_profile
 from spectui.store.locations import data_dir
+from spectui.store.session_writer import SessionWriter
 
 GREEDY, SAMPLED = "greedy.jsonl", "sampled.jsonl"
 TRIAGE_SKIPPED = (
@@ -299,10 +301,9 @@ class Prover:
             )
 
         self.emit(PhaseStarted("certificate", 1))
-        from spectui.run.prove.provenance import measured_on  # lazy: 4 modules more
 
-        infos = {side: self._info(side) for side in ("baseline", "candidate")}
-        argvs = {side: self._argv(side) for side in ("baseline", "candidate")}
+        infos = {side: self._info(side) for side in SIDES}
+        argvs = {side: self._argv(side) for side in SIDES}
         mo = measured_on(infos, argvs, self.prompts, self.set_name, o.hash_files, self.gpu_probe)
         refs = [certificate.session_ref(p, out, phase) for p, phase in refs_paths]
         doc = certificate.build(self.inputs(), mo, refs, out)
@@ -335,8 +336,6 @@ class Prover:
             return None
 
     async def _together(self, out: Path) -> None:
-        from spectui.store.session_writer import SessionWriter  # lazy: 1 modules more
-
         o = self.options
         total = len(self.share) * o.runs
         self.emit(PhaseStarted("greedy", total))
@@ -383,8 +382,6 @@ class Prover:
     async def _one_at_a_time(self, out: Path) -> None:
         """Both passes one server at a time: the greedy runs, then the sampled pass (each seed its own
         parameters), on one schedule of whole phases, each pair judged as side by side."""
-        from spectui.store.session_writer import SessionWriter  # lazy: 1 modules more
-
         assert self.alone is not None
         o = self.options
         greedy_total = len(self.share) * o.runs
@@ -461,6 +458,4 @@ class Prover:
 
 
 def _set_hash(prompts: list[Prompt]) -> str:
-    from spectui.run.prove.provenance import prompt_set_hash  # lazy: 4 modules more
-
     return prompt_set_hash(prompts)

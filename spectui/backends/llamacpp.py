@@ -10,6 +10,7 @@ import httpx
 
 from spectui.backends import metrics as M
 from spectui.backends import props as P
+from spectui.backends import spectypes
 from spectui.backends.base import Backend, Capabilities
 from spectui.backends.labeller import LlamaCppLabeller
 from spectui.backends.llamacpp_timing import CompletionTimings, completion_body, timings_from
@@ -218,8 +219,14 @@ class LlamaCppBackend(Backend):
         """The final event names the speculation types the request really used (e.g. 'none,draft-simple')."""
         types = settings.get("speculative.types") or settings.get("speculative.type")
         if types and self.info is not None:
-            used = [t for t in str(types).split(",") if t and t != "none"]
-            self.info.speculative["type"] = ",".join(used) if used else "none"
+            chain = spectypes.chain_of(str(types))
+            self.info.speculative["type"] = spectypes.label(chain)
+            self.info.speculative["types_from"] = "the request's final event"
+            note = spectypes.state_note(chain)
+            if note:
+                self.info.speculative["state"] = note
+            else:
+                self.info.speculative.pop("state", None)
         for key in ("speculative.n_max", "speculative.n_min"):
             if key in settings and self.info is not None:
                 self.info.speculative[key.split(".", 1)[1]] = settings[key]

@@ -223,6 +223,8 @@ async def cmd_prove(args) -> int:
         print(three_way.table_text(three), end="")
     cert = Path(doc["_path"])
     _say(f"wrote {cert} (+ {cert.with_suffix('.md').name}, {cert.with_suffix('.html').name}) beside its sessions")
+    if prover.profile_path is not None:
+        _say(f"wrote {prover.profile_path} (NVIDIA Model-Optimizer's speculation profile: acceptance per position)")
     if not args.no_notebook:
         _note(args.notebook, doc)
     return exit_for(doc)

@@ -19,12 +19,15 @@ from spectui.labs.html_report import html_report
 from spectui.labs.theory import formula as theory
 from spectui.labs.theory import record as terms_record
 from spectui.labs.theory.costs import check_prompt, curve_text
+from spectui.store import spec_profile
 from spectui.store.locations import atomic_write
 from spectui.store.session import load_session, results_for
 
 
 def cmd_theory(args):
     typed = [f"--{n}" for n in ("alpha", "gamma", "cost") if getattr(args, n, None) is not None]
+    if getattr(args, "profile", None):
+        return _theory_profile(args, theory, typed)
     if getattr(args, "from_session", None):
         if typed:
             raise InputError(f"--from reads α, γ and c from the run: leave out {', '.join(typed)}")
@@ -42,6 +45,20 @@ def cmd_theory(args):
         print(json.dumps(t, indent=2))
     else:
         print(theory.text(t))
+    return EXIT_OK
+
+
+def _theory_profile(args, theory, typed: list[str]) -> int:
+    """spectui theory --profile FILE --cost C: the speed-up at each draft length from a measured
+    speculation_profile.json (NVIDIA Model-Optimizer's, as prove and the drafts lesson write it)."""
+    extra = [f for f in typed if f != "--cost"] + (["--from"] if getattr(args, "from_session", None) else [])
+    if extra:
+        raise InputError(f"--profile gives α per position and γ: leave out {', '.join(extra)}")
+    if args.cost is None:
+        raise InputError("--profile needs --cost C (draft step cost / target step cost)", hint="e.g. --cost 0.05")
+    prof = spec_profile.read(args.profile)
+    t = theory.from_profile(prof.marginal, prof.conditional, args.cost, prof.path, prof.method)
+    print(json.dumps(t, indent=2) if args.json else theory.profile_text(t))
     return EXIT_OK
 
 
@@ -239,6 +256,12 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--draft-model", metavar="GGUF", help="with --from: the candidate's draft (default: the bundled draft)"
+    )
+    p.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="a speculation_profile.json (NVIDIA Model-Optimizer's, as prove and drafts write it): the speed-up "
+        "at each draft length from its measured acceptance per position, with --cost",
     )
     p.add_argument("--repeats", type=int, default=3, metavar="N", help="with --from: measurements per term (3)")
     p.add_argument("--no-measure", action="store_true", help="with --from: the ideal formula only, no requests")

@@ -7,12 +7,13 @@ from dataclasses import dataclass
 
 from spectui.core import terms_table
 from spectui.core.compare import Divergence, escape_bytes
-from spectui.core.figures import rate_basis_note
+from spectui.core.figures import per_position_check, rate_basis_note, stream_per_position
 from spectui.core.headline import headline_for
 from spectui.core.markdown import md_cell
 from spectui.core.runner import PromptResult, Repeated, grouped
 from spectui.core.stats import Spread, over_units
 from spectui.core.types import SIDES, GenerationParams, ServerInfo
+from spectui.core.warmth import warm_passes
 
 
 def fmt(v: float | None, spec: str = ".1f", missing: str = "—") -> str:
@@ -164,6 +165,7 @@ def text_report(
     if ws is not None:
         lines += ([] if repeats else [""]) + [f"{'whole set':<18} {ws.text()}"]
     lines += rejected_by_position(results)
+    lines += warm_lines(infos["candidate"], results)
     done = [r for r in results if r.identical is not None]
     same = sum(1 for r in done if r.identical)
     lines.append("")
@@ -194,6 +196,8 @@ def prompt_lines(r: PromptResult) -> list[str]:
         )
         if f.metrics_check and f.metrics_check != "ok" and f.drafted:
             lines.append(f"{'':<18} {'':<9} /metrics cross-check: {f.metrics_check}")
+        if f.drafted and (pos := per_position_check(f.accepted_per_position, stream_per_position(rec.steps))):
+            lines.append(f"{'':<18} {'':<9} {pos}")
     labels = r.candidate.figures.labels
     if labels:
         lines.append(f"{'':<18} {'':<9} labels: {labels}")
@@ -353,6 +357,13 @@ def repeat_lines(results: list[PromptResult]) -> list[str]:
     return out
 
 
+def warm_lines(candidate: ServerInfo, results: list[PromptResult]) -> list[str]:
+    """A candidate whose drafter keeps state (backends.spectypes, named in its label): each pass's verdict
+    apart, cold first (core.warmth)."""
+    warm = warm_passes(results, candidate.speculative.get("state"))
+    return ["", f"{'warm passes':<18} {warm.line}"] if warm is not None else []
+
+
 def side_json(rec) -> dict:
     d = rec.figures.to_json(measured=rec.finished is not None)
     d["output"] = rec.output().decode("utf-8", errors="replace")
@@ -398,6 +409,12 @@ def json_report(
         "prompts": prompts,
         "repeats": [g.to_json() for g in grouped(results)],
         "whole_set": ws.to_json() if (ws := whole_set(results)) is not None else None,
+        # a stateful drafter's passes judged apart (core.warmth): only then present
+        **(
+            {"warm_passes": w.to_json()}
+            if (w := warm_passes(results, infos["candidate"].speculative.get("state")))
+            else {}
+        ),
         "all_identical": (None if any(r.identical is None for r in results) else all(r.identical for r in results))
         if results
         else None,

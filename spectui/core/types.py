@@ -52,11 +52,18 @@ class ServerInfo:
                 s += f" draft={spec['draft_model']}"
             if spec.get("n_max") is not None:
                 s += f" n_max={spec['n_max']}"
+            if spec.get("state"):  # backends.spectypes: a drafter that remembers earlier requests
+                s += f" ({spec['state']})"
+            if spec.get("types_from") and spec["types_from"] != "the request's final event":
+                s += f" [{spec['types_from'].removeprefix('the ')}]"  # run.cmdline: no request has reported it yet
             parts.append(s)
         elif spec.get("n_max") and spec.get("draft_model"):
             parts.append(f"spec draft={spec['draft_model']} n_max={spec['n_max']}")
         else:
             parts.append("no speculation")
+        for key in ("verification", "note"):  # run.cmdline: how drafts are verified; a draft model nothing uses
+            if spec.get(key):
+                parts.append(str(spec[key]))
         kv = {k: v for k, v in self.kv_cache.items() if k != "from"}  # "from": where the types were read
         if kv:
             parts.append("kv " + "/".join(str(v) for v in kv.values()))

@@ -292,3 +292,41 @@ def pid_listening_on(port: int) -> int | None:
         if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
             return c.pid
     return None
+
+
+# -- the command line of a local server: one reader for the live panel, triage, the sampling promise, KV types
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def local_process(url: str) -> psutil.Process | None:
+    """The process on this machine that listens on `url`'s port (as the live panel finds it), else None."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if host not in LOCAL_HOSTS or port is None:
+        return None
+    try:
+        pid = pid_listening_on(port)
+        return psutil.Process(pid) if pid else None
+    except Exception:  # psutil.Error, or a platform without connection listing
+        return None
+
+
+def local_argv(url: str) -> list[str] | None:
+    """The command line of the server behind `url` where it runs on this machine and psutil may read it."""
+    proc = local_process(url)
+    try:
+        return (proc.cmdline() or None) if proc is not None else None
+    except Exception:  # psutil.Error: the process went away, or it is not ours to read
+        return None
+
+
+def local_env(url: str) -> dict[str, str] | None:
+    """The environment of the server behind `url` where it runs on this machine and is readable, else None."""
+    proc = local_process(url)
+    try:
+        return dict(proc.environ()) if proc is not None else None
+    except Exception:  # psutil.Error (another user's process), or the process went away
+        return None

@@ -30,6 +30,7 @@ from spectui.run.lesson_serving import (
     prove_argv,
     run_prove,
 )
+from spectui.store import spec_profile
 from spectui.store.bounded import load_json_object
 
 
@@ -96,6 +97,10 @@ async def phase_measure(opts: LessonOptions, tools: Tools, les: Lesson, say: Say
         "verify_source": target.sources.get("verify", ""),
     }
     les.choice = choose_n_max(les.per_position, costs)
+    # the measured profile, for other tools (NVIDIA Model-Optimizer's speculation_profile.json, store.spec_profile)
+    profile = spec_profile.from_results(results, conditions={"prompts": len(held), "n_max": n, "temperature": 0.0})
+    if profile is not None:
+        say(f"measure: the draft's speculation profile → {spec_profile.write(profile, opts.out)}")
     same = sum(1 for r in results if r.identical)
     tokens = sum(r.baseline.figures.tokens + r.candidate.figures.tokens for r in results)
     note = f"{same}/{len(results)} identical; n_max {les.choice.n_max} chosen"

@@ -11,27 +11,9 @@ the URL's port (psutil), else unknown.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from urllib.parse import urlsplit
-
-import psutil
 
 from spectui.backends.launchspec import NGRAM_SIMPLE_DEFAULT, LaunchSpec, flag_value
-from spectui.machine.probes import pid_listening_on
-
-
-def local_argv(url: str) -> list[str] | None:
-    """The command line of the process on this machine that listens on the URL's port, where psutil can read it."""
-    u = urlsplit(url)
-    if (u.hostname or "") not in ("127.0.0.1", "localhost", "::1") or u.port is None:
-        return None
-
-    pid = pid_listening_on(u.port)
-    if pid is None:
-        return None
-    try:
-        return psutil.Process(pid).cmdline() or None
-    except Exception:  # gone, or not ours to read
-        return None
+from spectui.machine.probes import local_argv
 
 
 def why_nothing_drafted(argv: Sequence[str] | None, context_tokens: int | None) -> str:

@@ -24,8 +24,8 @@ from spectui.core.events import StreamEvent
 from spectui.core.figures import SideRecorder
 from spectui.core.findings import NEAR_TIE_NATS, ProbeResult, Triage
 from spectui.core.runner import PromptResult, RunObserver, Source
-from spectui.core.types import GenerationParams, Prompt, ServerInfo
-from spectui.run import kvtypes
+from spectui.core.types import SIDES, GenerationParams, Prompt, ServerInfo
+from spectui.run import cmdline
 from spectui.run import probe as drafts
 from spectui.run import triage as triage_step
 from spectui.run.events import (
@@ -129,6 +129,7 @@ class RunSession:
         self._infos = infos  # the servers' identities as the driver shows them (default: the backends')
         self.results: list[PromptResult] = []
         self.record_n: dict[int, int] = {}  # id(result) → its prompt number in the session file
+        self._cmdlines: dict[str, cmdline.CommandLine] = {}
 
     def emit(self, ev: RunEvent) -> None:
         if self._emit is not None:
@@ -143,11 +144,18 @@ class RunSession:
                 "candidate": self.candidate.info or ServerInfo(self.candidate.url),
             }
 
-        for side, info in infos.items():  # KV types no server reports: from the command line (run.kvtypes)
+        for side, info in infos.items():  # what no server reports, from its command line (run.cmdline)
             source = self.baseline if side == "baseline" else self.candidate
             if not (isinstance(source, Backend) and source.capabilities.recorded):  # replay keeps what it recorded
-                kvtypes.fill_kv_types(info, self.options.launched.get(side), kvtypes.local_argv)
+                cmdline.fill_settings(info, self.command_line(side))
         return infos
+
+    def command_line(self, side: str) -> cmdline.CommandLine:
+        """The side's command line, launched or read from its local process, read once per session."""
+        if side not in self._cmdlines:
+            source = self.baseline if side == "baseline" else self.candidate
+            self._cmdlines[side] = cmdline.CommandLine.of(self.options.launched.get(side), source.url)
+        return self._cmdlines[side]
 
     # -- the run ------------------------------------------------------------------------------------
     async def run(self, prompts: list[Prompt], triage: bool | None = None) -> list[PromptResult]:
@@ -181,6 +189,8 @@ class RunSession:
             return None
         self.emit(TriageStarted(result))
         launched = {s: spec.note() for s, spec in self.options.launched.items() if spec.launched}
+        # each side's command line, launched or read from its local process (run.cmdline), with its source
+        lines = {s: self.command_line(s) for s in SIDES}
         try:
             found = await triage_step.triage(
                 self._backend(self.baseline),
@@ -189,7 +199,8 @@ class RunSession:
                 self.params,
                 self.options.near_tie,
                 launched=launched or None,
-                specs={s: spec for s, spec in self.options.launched.items() if spec.launched},
+                specs={s: c.spec for s, c in lines.items() if c.known},
+                sources={s: c.words() for s, c in lines.items() if c.known},
             )
         except Exception as exc:  # a side going away during triage must not take the result with it
             self.emit(StepStopped(result, "triage", describe(exc)))

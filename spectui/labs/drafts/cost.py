@@ -23,6 +23,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass, field
 
+from spectui.backends.spectypes import SPEC_TYPES
 from spectui.core.errors import ServerError
 from spectui.core.runner import run_side
 from spectui.core.types import GenerationParams
@@ -109,6 +110,18 @@ DATA_AND_SERVERS = [
         "lookup (n-gram cache)",
         "the target's own outputs as text (spectui drafts data), hashed into 2-gram counts — no GPU, no training",
         "llama.cpp --spec-type ngram-cache --lookup-cache-static FILE (built by llama-lookup-create)",
+    ),
+    *(
+        # the rest of llama.cpp's --spec-type values (backends.spectypes): no training spectui costs here
+        (
+            f"{t.name} (llama.cpp)",
+            f"{t.needs}; drafts with {t.drafts_with}"
+            + (f"; keeps state {t.state} (a warm server drafts otherwise)" if t.stateful else ""),
+            t.servers,
+        )
+        for t in SPEC_TYPES.values()
+        if t.name
+        in ("draft-mtp", "draft-dflash", "draft-dspark", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod")
     ),
 ]
 

@@ -9,6 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from spectui.backends.spectypes import SPEC_TYPES, chain_of
 from spectui.core.errors import InputError
 from spectui.labs.theory.terms import StepCosts
 
@@ -226,6 +227,17 @@ def drafting_kind(types: str | None) -> str:
     if any(t == "draft-simple" for t in used):
         return DRAFT_MODEL
     return OTHER  # EAGLE-3, MTP, DFlash: a head inside the target, not a model spectui can run on its own
+
+
+def other_words(types: str | None) -> str | None:
+    """For a drafter spectui cannot time on its own (EAGLE-3, MTP, DFlash, DSpark), what each of its types
+    drafts with and needs (backends.spectypes), one line; None where the chain holds none of them."""
+    named = [
+        SPEC_TYPES[t] for t in chain_of(types) if t in SPEC_TYPES and t.startswith("draft-") and t != "draft-simple"
+    ]
+    if not named:
+        return None
+    return "; ".join(f"{t.name} drafts with {t.drafts_with} (needs {t.needs}; served by {t.servers})" for t in named)
 
 
 def is_local(url: str) -> bool:

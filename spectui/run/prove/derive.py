@@ -20,6 +20,7 @@ from spectui.run.prove.provenance import machine_name, machines, where_measured
 from spectui.run.prove.sampled import sampled_json
 from spectui.run.prove.setstats import accepted_at, interval_text, set_ratio, set_speedup, speed_word
 from spectui.run.prove.shard import Shard
+from spectui.run.prove.warm import judged, warm_json
 from spectui.store.session import Session, load_session, recorded_verdict, recorders_for
 
 
@@ -284,7 +285,8 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     measured = [r for g in groups for r in g.measured()]
     rate_notes = sorted({n for r in measured if (n := _rate_note(r))})
     alone, more = one_at_a_time(greedy + sessions.get("sampled", []), inputs)
-    problems += more
+    warm, warm_problems = warm_json(groups, greedy, alone)  # a drafter that keeps state: passes apart
+    problems += more + warm_problems
     derived = {
         "servers": servers,
         # only where true, so certificates made with both servers up stay as they were (and verify)
@@ -309,8 +311,9 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
         "by_category": _by_category(groups),
         "cache": _cache(inputs, measured),
         "problems": problems,
+        **({"warm_passes": warm} if warm else {}),
     }
-    derived["verdict"] = verdict_of(derived, measured_on)
+    derived["verdict"] = judged(verdict_of(derived, measured_on), derived)
     return normalised(derived)
 
 

@@ -8,8 +8,16 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from spectui.cli.commands import COMMANDS
 from spectui.cli.main import main as cli_main
+from spectui.cli.outputs import check_gguf
 from spectui.core.errors import InputError
+from spectui.core.types import GenerationParams
+from spectui.machine import assets, families
+from spectui.machine.drafter import check_same_vocabulary
+from spectui.machine.gguf import read_gguf_header
+from spectui.machine.launcher import Launcher
+from spectui.store.profiles import builtin_values, load_profiles, servers_for
 
 DEMO_PROMPT = "Write a Python function fizzbuzz(n) that returns a list of strings for 1..n. Keep it short."
 
@@ -17,8 +25,6 @@ DEMO_PROMPT = "Write a Python function fizzbuzz(n) that returns a list of string
 def demo_servers(kind: str, values: dict | None = None):
     """The cpu-demo profile's pair for `kind` (profiles/cpu-demo.toml), on 127.0.0.1 and free ports; `values`
     fill its {model} and {draft_model} with the user's own (spectui demo --model)."""
-    from spectui.store.profiles import load_profiles, servers_for  # lazy: httpx (~127 ms cold)
-
     profiles, _ = load_profiles()
     profile = profiles["cpu-demo"]
     comparison = profile.comparison(kind)
@@ -34,11 +40,6 @@ def own_model_values(args) -> dict | None:
         if args.draft:
             raise InputError("--draft goes with --model PATH (the bundled model has its own draft)")
         return None
-    from spectui.cli.outputs import check_gguf  # lazy: 1 modules more
-    from spectui.machine import assets, families  # lazy: httpx (~127 ms cold)
-    from spectui.machine.drafter import check_same_vocabulary  # lazy: httpx (~127 ms cold)
-    from spectui.machine.gguf import read_gguf_header  # lazy: 1 modules more
-    from spectui.store.profiles import builtin_values  # lazy: httpx (~127 ms cold)
 
     model = check_gguf(args.model, "--model")
     assert model is not None
@@ -75,8 +76,7 @@ def own_model_values(args) -> dict | None:
 
 def demo_config(base, cand, **overrides):
     """The TUI's configuration for a launched demo pair: autorun the bundled prompt, pids for the live panel."""
-    from spectui.core.types import GenerationParams  # lazy: 1 modules more
-    from spectui.tui.app import AppConfig  # lazy: prometheus_client (~131 ms cold)
+    from spectui.tui.app import AppConfig  # lazy: textual (~130 ms cold), not for demo --help
 
     kw = dict(
         params=GenerationParams(max_tokens=96, cache_prompt=False),
@@ -97,14 +97,11 @@ def demo_overrides(kind: str) -> dict:
     tokens reused and bytes compared (labs/prefix.py)."""
     if kind != "prefix":
         return {}
-    from spectui.core.types import GenerationParams  # lazy: 1 modules more
 
     return dict(params=GenerationParams(max_tokens=96, cache_prompt=None), autorun=False, autorun_lab="prefix_lab")
 
 
 def cmd_demo(args) -> int:
-    from spectui.machine import assets  # lazy: httpx (~127 ms cold)
-
     values = own_model_values(args)
     if values is None:
         assets.ensure_all(progress=lambda m: print(f"spectui demo: {m}", file=sys.stderr))
@@ -155,8 +152,6 @@ def _tui_one_at_a_time(args, values: dict | None = None) -> int:
 @contextmanager
 def _both_up(base, cand) -> Iterator[None]:
     """Both servers started and healthy for the block, stopped after it — also when spectui is `kill`ed."""
-    from spectui.machine.launcher import Launcher  # lazy: httpx (~127 ms cold): not for demo --help
-
     launcher = Launcher()
     for s in (base, cand):
         launcher.add(s)
@@ -182,7 +177,7 @@ def _run_app(config) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("demo", help="launch the bundled pair of llama-servers and open the TUI on them")
+    p = sub.add_parser("demo", help=COMMANDS["demo"].help)
     p.add_argument("--headless", action="store_true", help="run the comparison without the TUI and print it")
     p.add_argument("--repeat", type=int, default=1, metavar="N", help="with --headless: runs per side (interleaved)")
     p.add_argument(

@@ -98,7 +98,7 @@ class SideRecorder:
     """Feeds on one side's events and keeps its output bytes, tokens and figures.
 
     `tokens` and `steps` are sequences of events, packed (core.tokens): a long output costs ~50 bytes a
-    token, not ~250 (issue 32: a 1,000,000-event replay at 655 MB); read them as lists.
+    token, not ~250 (a 1,000,000-event replay at 655 MB); read them as lists.
     """
 
     def __init__(self, name: str) -> None:
@@ -360,3 +360,46 @@ def _num(v) -> float | None:
         return float(v) if v is not None else None
     except (TypeError, ValueError):
         return None
+
+
+def stream_per_position(steps) -> list[int]:
+    """Accepted drafts per draft position from the stream's own steps (position i counts the steps that
+    accepted more than i drafts), as llama-server counts its
+    `spec_decode_num_accepted_tokens_per_pos_total{position="i"}` (tools/server/server-context.cpp:4333-4339)."""
+    top = max((st.accepted for st in steps), default=0)
+    return [sum(1 for st in steps if st.accepted > i) for i in range(top)]
+
+
+def per_position_check(server: list[float] | None, stream: list[int]) -> str | None:
+    """The server's per-position counter beside spectui's count from the stream, one line; None where the
+    server gives none. Trailing zeros (the server sizes its counter to n_max) are not shown."""
+    if server is None:
+        return None
+    srv = [int(v) for v in server]
+    while srv and srv[-1] == 0:
+        srv.pop()
+    shown = max(len(srv), len(stream))
+    if not shown:
+        return None
+    a, b = srv + [0] * (shown - len(srv)), stream + [0] * (shown - len(stream))
+
+    def row(v: list[int]) -> str:
+        """`5 5 4 2 1×60`: a value repeated three times or more as value×count (ngram-mod drafts 64 at once)."""
+        parts: list[str] = []
+        i = 0
+        while i < len(v):
+            j = i
+            while j < len(v) and v[j] == v[i]:
+                j += 1
+            parts += [f"{v[i]}×{j - i}"] if j - i >= 3 else [str(v[i])] * (j - i)
+            i = j
+        return " ".join(parts)
+
+    where = [i for i in range(shown) if a[i] != b[i]]
+    if not where:
+        return f"accepted per position: server {row(a)} = stream (agree)"
+    i = where[0]
+    return (
+        f"accepted per position: server {row(a)}; stream {row(b)} — DISAGREE at {len(where)} position(s), first "
+        f"{i}: server {a[i]}, stream {b[i]} (steps merged in the stream count as one)"
+    )

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TypedDict, cast
 
 from spectui.core.compare import escape_bytes
+from spectui.core.types import SIDES
 
 # A margin (nats) between the two sides' chosen tokens under which triage calls a divergence a near-tie: the
 # default of run.triage, `compare --near-tie`, prove and the TUI's run, defined once here where every layer can
@@ -45,7 +46,7 @@ def evidence_lines(lp: dict | None) -> list[str]:
         margin = got.get("margin")
         m = f" (log p of the baseline's token − the candidate's: {margin:.3f})" if got.get("exact") else ""
         out.append(f"{side}'s own decode at token {pos} (its stream's request with n_probs): {_tops(got['tops'])}{m}")
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         if lp.get(side):
             out.append(f"{side} top tokens at token {pos} ({APART}): {_tops(lp[side])}")
     for side, per in (lp.get("batch_shapes") or {}).items():
@@ -75,6 +76,34 @@ def margins_text(lp: dict | None) -> str:
     if not parts and lp.get("margin") is not None:
         parts.append(f"{abs(lp['margin']):.3f} ({APART})")
     return ", ".join(parts)
+
+
+def finding_lines(results: list) -> list[str]:
+    """Where the candidate drafted and its greedy output still changed: how often, the causes triage named and
+    the margins at each divergence (`results`: core.runner.PromptResult) — the result the lab exists to find (a verification batch computes the
+    target's logits in another shape than a one-token decode; a close choice can flip), not a failure."""
+    drafted = [r for r in results if r.identical is not None and r.candidate.figures.drafted]
+    changed = [r for r in drafted if not r.identical]
+    if not changed:
+        return []
+    causes: dict[str, int] = {}
+    for r in changed:
+        cause = r.triage.cause if r.triage else "not triaged"
+        causes[cause] = causes.get(cause, 0) + 1
+    lines = [
+        f"finding: speculation changed the greedy output in {len(changed)} of {len(drafted)} runs where the "
+        f"candidate drafted (causes: {', '.join(f'{c} {n}' for c, n in causes.items())})"
+    ]
+    for r in changed:
+        margins = margins_text(r.triage.logprobs) if r.triage else ""
+        if margins:
+            lines.append(f"  {r.prompt.id}: margins at the divergence {margins} nats")
+    if causes.keys() & {"near-tie", "batch shape"}:
+        lines.append(
+            "  why: a verification batch computes the target's logits in another shape than a one-token decode, "
+            "and where two tokens are close the last bits decide; exact speculation is exact up to that"
+        )
+    return lines
 
 
 @dataclass

@@ -58,11 +58,15 @@ def faster_half(
     high: float | None = None,
     acceptance: float | None = None,
     runs: str = "1 run",
+    drafted_nothing: bool = False,
 ):
-    """`faster: no — 0.19× at 41% accepted (1 run)`; with an interval, its ends beside the value."""
+    """`faster: no — 0.19× at 41% accepted (1 run)`; with an interval, its ends beside the value. A
+    speculating candidate that drafted nothing is said so beside its figure: no speed-up of speculation."""
     if speedup is None:
         return None, "faster: not measured (no run where both sides finished)"
     at = f" at {acceptance:.0%} accepted" if acceptance is not None else ""
+    if drafted_nothing:
+        at = " — the candidate drafted nothing: not a speed-up of speculation"
     if low is not None and high is not None:
         figure = f"{speedup:.2f}× [{low:.2f}–{high:.2f}]"
         within = low <= 1.0 <= high or (1 - TOLERANCE <= low and high <= 1 + TOLERANCE)
@@ -88,9 +92,10 @@ def headline(
     high: float | None = None,
     acceptance: float | None = None,
     runs: str = "1 run",
+    drafted_nothing: bool = False,
 ) -> Headline:
     same, same_text = same_half(identical, compared, differ, what, first_byte)
-    faster, faster_text = faster_half(speedup, low, high, acceptance, runs)
+    faster, faster_text = faster_half(speedup, low, high, acceptance, runs, drafted_nothing)
     return Headline(same, same_text, faster, faster_text)
 
 
@@ -110,6 +115,9 @@ def headline_for(results: list[PromptResult]) -> Headline:
     paired = [r for r in results if r.speedup is not None]
     drafted = sum(r.candidate.figures.drafted for r in paired)
     acceptance = sum(r.candidate.figures.accepted for r in paired) / drafted if drafted else None
+    # a candidate whose requests named a speculation type, yet drafted nothing (llama.cpp issue 25345: a draft
+    # model given with no type that uses it; n-gram sizes its prompts never repeat)
+    speculating = any(_speculates(r.candidate.finished) for r in paired)
     groups = grouped(results)
     # over two or more prompts the prompt is the unit, as core.report.whole_set (which imports this module)
     units = [u for g in groups if (u := [r.speedup for r in g.runs if r.speedup is not None])]
@@ -127,7 +135,16 @@ def headline_for(results: list[PromptResult]) -> Headline:
         low=spread.low if spread is not None else None,
         high=spread.high if spread is not None else None,
         runs=runs,
+        drafted_nothing=bool(paired) and speculating and not drafted,
     )
+
+
+def _speculates(finished) -> bool:
+    """The request's final event names a speculation type other than none (llama.cpp's speculative.types)."""
+    if finished is None:
+        return False
+    types = str(finished.settings.get("speculative.types") or finished.settings.get("speculative.type") or "")
+    return any(t.strip() not in ("", "none") for t in types.split(","))
 
 
 def for_prompt(results: list[PromptResult], result: PromptResult) -> Headline:

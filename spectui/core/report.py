@@ -7,13 +7,14 @@ from dataclasses import dataclass
 
 from spectui.core import terms_table
 from spectui.core.compare import Divergence, escape_bytes
-from spectui.core.figures import rate_basis_note
-from spectui.core.findings import evidence_lines, margins_text
+from spectui.core.figures import per_position_check, rate_basis_note, stream_per_position
+from spectui.core.findings import evidence_lines, finding_lines
 from spectui.core.headline import headline_for
 from spectui.core.markdown import md_cell
 from spectui.core.runner import PromptResult, Repeated, grouped
 from spectui.core.stats import Spread, over_units
-from spectui.core.types import GenerationParams, ServerInfo
+from spectui.core.types import SIDES, GenerationParams, ServerInfo
+from spectui.core.warmth import warm_passes
 
 
 def fmt(v: float | None, spec: str = ".1f", missing: str = "—") -> str:
@@ -97,7 +98,7 @@ def prompt_params(r: PromptResult) -> str:
     return params_words(r.params, r.order or "?") if r.params is not None else "not recorded"
 
 
-# what the run's order and prompt cache do to its figures, said beside them (issue 39: Ctrl+O moved a speed-up
+# what the run's order and prompt cache do to its figures, said beside them (Ctrl+O moved a speed-up
 # 0.19× → 0.46× with no word; a cache left to the server's default changes TTFT with what ran before)
 CONCURRENT_SHORT = "concurrent: each side's tok/s includes the other's load"
 CONCURRENT_CAVEAT = (
@@ -165,6 +166,7 @@ def text_report(
     if ws is not None:
         lines += ([] if repeats else [""]) + [f"{'whole set':<18} {ws.text()}"]
     lines += rejected_by_position(results)
+    lines += warm_lines(infos["candidate"], results)
     done = [r for r in results if r.identical is not None]
     same = sum(1 for r in done if r.identical)
     lines.append("")
@@ -178,34 +180,6 @@ def text_report(
     if terms is not None:
         lines += terms_table.text(terms)
     return "\n".join(lines)
-
-
-def finding_lines(results: list[PromptResult]) -> list[str]:
-    """Where the candidate drafted and its greedy output still changed: how often, the causes triage named and
-    the margins at each divergence — the result the lab exists to find (a verification batch computes the
-    target's logits in another shape than a one-token decode; a close choice can flip), not a failure."""
-    drafted = [r for r in results if r.identical is not None and r.candidate.figures.drafted]
-    changed = [r for r in drafted if not r.identical]
-    if not changed:
-        return []
-    causes: dict[str, int] = {}
-    for r in changed:
-        cause = r.triage.cause if r.triage else "not triaged"
-        causes[cause] = causes.get(cause, 0) + 1
-    lines = [
-        f"finding: speculation changed the greedy output in {len(changed)} of {len(drafted)} runs where the "
-        f"candidate drafted (causes: {', '.join(f'{c} {n}' for c, n in causes.items())})"
-    ]
-    for r in changed:
-        margins = margins_text(r.triage.logprobs) if r.triage else ""
-        if margins:
-            lines.append(f"  {r.prompt.id}: margins at the divergence {margins} nats")
-    if causes.keys() & {"near-tie", "batch shape"}:
-        lines.append(
-            "  why: a verification batch computes the target's logits in another shape than a one-token decode, "
-            "and where two tokens are close the last bits decide; exact speculation is exact up to that"
-        )
-    return lines
 
 
 def prompt_lines(r: PromptResult) -> list[str]:
@@ -224,6 +198,8 @@ def prompt_lines(r: PromptResult) -> list[str]:
         )
         if f.metrics_check and f.metrics_check != "ok" and f.drafted:
             lines.append(f"{'':<18} {'':<9} /metrics cross-check: {f.metrics_check}")
+        if f.drafted and (pos := per_position_check(f.accepted_per_position, stream_per_position(rec.steps))):
+            lines.append(f"{'':<18} {'':<9} {pos}")
     labels = r.candidate.figures.labels
     if labels:
         lines.append(f"{'':<18} {'':<9} labels: {labels}")
@@ -270,7 +246,7 @@ ALPHA_NOTE = (
 
 def repeat_text(g: Repeated) -> str:
     """`speed-up 0.29× [0.27–0.31] at 38% accepted (5 runs): slower` — the spread beside every speed-up;
-    runs that failed are said and never counted (issue 40, item 3)."""
+    runs that failed are said and never counted."""
     sp = g.speedup
     failed = g.failed_runs
     if sp is None:
@@ -364,7 +340,7 @@ def repeat_lines(results: list[PromptResult]) -> list[str]:
     ]
     for g in groups:
         out.append(f"{g.prompt.id:<18} {repeat_text(g)}")
-        for side in ("baseline", "candidate"):
+        for side in SIDES:
             d, t = g.decode(side), g.ttft(side)
             out.append(
                 f"{'':<18}   {side:<9} decode tok/s {d.text('.1f') if d else '—'}   TTFT ms {t.text('.0f') if t else '—'}"
@@ -378,6 +354,13 @@ def repeat_lines(results: list[PromptResult]) -> list[str]:
     notes = {n for g in groups if (n := g.rate_note)}
     out.extend(f"{'':<18}   note: {n}" for n in sorted(notes))
     return out
+
+
+def warm_lines(candidate: ServerInfo, results: list[PromptResult]) -> list[str]:
+    """A candidate whose drafter keeps state (backends.spectypes, named in its label): each pass's verdict
+    apart, cold first (core.warmth)."""
+    warm = warm_passes(results, candidate.speculative.get("state"))
+    return ["", f"{'warm passes':<18} {warm.line}"] if warm is not None else []
 
 
 def side_json(rec) -> dict:
@@ -425,6 +408,12 @@ def json_report(
         "prompts": prompts,
         "repeats": [g.to_json() for g in grouped(results)],
         "whole_set": ws.to_json() if (ws := whole_set(results)) is not None else None,
+        # a stateful drafter's passes judged apart (core.warmth): only then present
+        **(
+            {"warm_passes": w.to_json()}
+            if (w := warm_passes(results, infos["candidate"].speculative.get("state")))
+            else {}
+        ),
         "all_identical": (None if any(r.identical is None for r in results) else all(r.identical for r in results))
         if results
         else None,

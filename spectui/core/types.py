@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from spectui.core.errors import InputError, redact
+from spectui.core.errors import InputError, printable, redact
+
+# the two sides of every comparison, in the order they are shown, run and written
+SIDES = ("baseline", "candidate")
 
 
 @dataclass
@@ -49,11 +52,18 @@ class ServerInfo:
                 s += f" draft={spec['draft_model']}"
             if spec.get("n_max") is not None:
                 s += f" n_max={spec['n_max']}"
+            if spec.get("state"):  # backends.spectypes: a drafter that remembers earlier requests
+                s += f" ({spec['state']})"
+            if spec.get("types_from") and spec["types_from"] != "the request's final event":
+                s += f" [{spec['types_from'].removeprefix('the ')}]"  # run.cmdline: no request has reported it yet
             parts.append(s)
         elif spec.get("n_max") and spec.get("draft_model"):
             parts.append(f"spec draft={spec['draft_model']} n_max={spec['n_max']}")
         else:
             parts.append("no speculation")
+        for key in ("verification", "note"):  # run.cmdline: how drafts are verified; a draft model nothing uses
+            if spec.get(key):
+                parts.append(str(spec[key]))
         kv = {k: v for k, v in self.kv_cache.items() if k != "from"}  # "from": where the types were read
         if kv:
             parts.append("kv " + "/".join(str(v) for v in kv.values()))
@@ -83,6 +93,14 @@ class Prompt:
     category: str = ""
     messages: list[dict] = field(default_factory=list)
     raw: str | None = None
+
+    def __post_init__(self) -> None:
+        # an id or category is a name shown on the terminal: control characters from a prompt file or a
+        # session are escaped once, here, so no view prints them raw
+        for name in ("id", "category"):
+            v = getattr(self, name)
+            if isinstance(v, str) and printable(v) != v:
+                object.__setattr__(self, name, printable(v))
 
     @property
     def preview(self) -> str:

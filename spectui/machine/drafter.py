@@ -18,7 +18,7 @@ from spectui.core.types import ServerInfo
 from spectui.machine import assets
 from spectui.machine.gguf import read_gguf_header
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
-from spectui.machine.probes import argv_listening_on, local_port
+from spectui.machine.probes import local_argv, local_port
 
 
 def draft_model_from_argv(argv: list[str] | None) -> Path | None:
@@ -67,7 +67,7 @@ def candidate_draft(
     target's vocabulary (GGUF headers) where the target's file is on this machine. One InputError where none
     can be had or it does not fit."""
     argv: list[str] | None = list(spec.argv) if spec is not None and spec.launched else None
-    local = argv_listening_on(url) if url is not None and not named else None
+    local = local_argv(url) if url is not None and not named else None
     by_port = f"from the command line of the process listening on port {local_port(url or '')}"
     how = by_port if argv and argv == local else "from the candidate's command line (spectui launched it)"
     if not argv and local:

@@ -65,7 +65,7 @@ class HostSample:
 
 def _printable_name(name) -> str:
     """A GPU name as a driver reports it, safe to print: control characters (escape codes) shown as '?',
-    at most 96 characters (issue 40, item 9: a name with escape codes reached the terminal raw)."""
+    at most 96 characters (a name with escape codes reached the terminal raw)."""
     if isinstance(name, bytes):
         name = name.decode(errors="replace")
     if not isinstance(name, str):
@@ -294,14 +294,39 @@ def pid_listening_on(port: int) -> int | None:
     return None
 
 
-def argv_listening_on(url: str) -> list[str] | None:
-    """The command line of the process on this machine that listens on the URL's port, where psutil can read it
-    (the live panel finds a server the user started the same way)."""
-    port = local_port(url)
-    pid = pid_listening_on(port) if port is not None else None
-    if pid is None:
+# -- the command line of a local server: one reader for the live panel, triage, the sampling promise, KV types
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def local_process(url: str) -> psutil.Process | None:
+    """The process on this machine that listens on `url`'s port (as the live panel finds it), else None."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if host not in LOCAL_HOSTS or port is None:
         return None
     try:
-        return psutil.Process(pid).cmdline() or None
-    except psutil.Error:  # gone, or another user's process
+        pid = pid_listening_on(port)
+        return psutil.Process(pid) if pid else None
+    except Exception:  # psutil.Error, or a platform without connection listing
+        return None
+
+
+def local_argv(url: str) -> list[str] | None:
+    """The command line of the server behind `url` where it runs on this machine and psutil may read it."""
+    proc = local_process(url)
+    try:
+        return (proc.cmdline() or None) if proc is not None else None
+    except Exception:  # psutil.Error: the process went away, or it is not ours to read
+        return None
+
+
+def local_env(url: str) -> dict[str, str] | None:
+    """The environment of the server behind `url` where it runs on this machine and is readable, else None."""
+    proc = local_process(url)
+    try:
+        return dict(proc.environ()) if proc is not None else None
+    except Exception:  # psutil.Error (another user's process), or the process went away
         return None

@@ -44,7 +44,7 @@ def fill_kv_types(info: ServerInfo, launched: LaunchSpec | None, read_argv=None)
 
 
 def local_argv(url: str) -> list[str] | None:
-    """The command line of the server behind `url` where it runs on this machine (labs.sampling's reader)."""
-    from spectui.labs.sampling.exact import launch_argv  # lazy: prometheus_client (~131 ms cold)
+    """The command line of the server behind `url` where it runs on this machine (machine.probes' reader)."""
+    from spectui.machine.probes import local_argv as read  # lazy: psutil (~20 ms cold)
 
-    return launch_argv(url)
+    return read(url)

@@ -12,6 +12,7 @@ import dataclasses
 from spectui.core.errors import describe
 from spectui.core.figures import SideRecorder
 from spectui.core.runner import PromptResult
+from spectui.core.types import SIDES
 
 
 def cached(rec: SideRecorder) -> int:
@@ -104,7 +105,7 @@ def own_finding(evidence: dict, result: PromptResult, threshold: float) -> tuple
     or where the own evidence cannot tell (a plain candidate that chose apart by a clear margin)."""
     own = evidence.get("own") or {}
     k = evidence["position"]
-    side = next((s for s in ("baseline", "candidate") if own.get(s, {}).get("exact")), None)
+    side = next((s for s in SIDES if own.get(s, {}).get("exact")), None)
     if side is None:
         return None
     m = abs(own[side]["margin"])

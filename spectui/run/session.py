@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spectui.backends.base import Backend
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core import runner
 from spectui.core.errors import describe
@@ -23,8 +24,10 @@ from spectui.core.events import StreamEvent
 from spectui.core.figures import SideRecorder
 from spectui.core.findings import NEAR_TIE_NATS, ProbeResult, Triage
 from spectui.core.runner import PromptResult, RunObserver, Source
-from spectui.core.types import GenerationParams, Prompt, ServerInfo
-from spectui.run import kvtypes
+from spectui.core.types import SIDES, GenerationParams, Prompt, ServerInfo
+from spectui.run import cmdline
+from spectui.run import probe as drafts
+from spectui.run import triage as triage_step
 from spectui.run.events import (
     ProbeFound,
     ProbeStarted,
@@ -126,6 +129,7 @@ class RunSession:
         self._infos = infos  # the servers' identities as the driver shows them (default: the backends')
         self.results: list[PromptResult] = []
         self.record_n: dict[int, int] = {}  # id(result) → its prompt number in the session file
+        self._cmdlines: dict[str, cmdline.CommandLine] = {}
 
     def emit(self, ev: RunEvent) -> None:
         if self._emit is not None:
@@ -139,13 +143,19 @@ class RunSession:
                 "baseline": self.baseline.info or ServerInfo(self.baseline.url),
                 "candidate": self.candidate.info or ServerInfo(self.candidate.url),
             }
-        from spectui.backends.base import Backend  # lazy: prometheus_client (~131 ms cold)
 
-        for side, info in infos.items():  # KV types no server reports: from the command line (run.kvtypes)
+        for side, info in infos.items():  # what no server reports, from its command line (run.cmdline)
             source = self.baseline if side == "baseline" else self.candidate
             if not (isinstance(source, Backend) and source.capabilities.recorded):  # replay keeps what it recorded
-                kvtypes.fill_kv_types(info, self.options.launched.get(side), kvtypes.local_argv)
+                cmdline.fill_settings(info, self.command_line(side))
         return infos
+
+    def command_line(self, side: str) -> cmdline.CommandLine:
+        """The side's command line, launched or read from its local process, read once per session."""
+        if side not in self._cmdlines:
+            source = self.baseline if side == "baseline" else self.candidate
+            self._cmdlines[side] = cmdline.CommandLine.of(self.options.launched.get(side), source.url)
+        return self._cmdlines[side]
 
     # -- the run ------------------------------------------------------------------------------------
     async def run(self, prompts: list[Prompt], triage: bool | None = None) -> list[PromptResult]:
@@ -175,21 +185,22 @@ class RunSession:
     async def triage(self, result: PromptResult) -> Triage | None:
         """Why `result`'s outputs differ (run.triage); the finding goes on the result and into the session.
         An error stops triage, never the result."""
-        from spectui.run.triage import triage  # lazy: prometheus_client (~131 ms cold)
-
         if result.verdict is None or result.verdict.status != "differs":
             return None
         self.emit(TriageStarted(result))
         launched = {s: spec.note() for s, spec in self.options.launched.items() if spec.launched}
+        # each side's command line, launched or read from its local process (run.cmdline), with its source
+        lines = {s: self.command_line(s) for s in SIDES}
         try:
-            found = await triage(
+            found = await triage_step.triage(
                 self._backend(self.baseline),
                 self._backend(self.candidate),
                 result,
                 self.params,
                 self.options.near_tie,
                 launched=launched or None,
-                specs={s: spec for s, spec in self.options.launched.items() if spec.launched},
+                specs={s: c.spec for s, c in lines.items() if c.known},
+                sources={s: c.words() for s, c in lines.items() if c.known},
             )
         except Exception as exc:  # a side going away during triage must not take the result with it
             self.emit(StepStopped(result, "triage", describe(exc)))
@@ -204,8 +215,6 @@ class RunSession:
 
     async def probe_all(self, results: list[PromptResult]) -> None:
         """The draft probe over every result, with one draft-model server for all of them."""
-        from spectui.run import probe as drafts  # lazy: 1 modules more
-
         kind = drafts.drafter_kind(self.candidate.info.speculative if self.candidate.info else {})
         launcher = drafter = None
         first = results[0] if results else None
@@ -223,8 +232,6 @@ class RunSession:
 
     async def probe(self, result: PromptResult) -> ProbeResult | None:
         """The draft probe for one result (the TUI's Ctrl+B); an error stops the probe, never the result."""
-        from spectui.run import probe as drafts  # lazy: 1 modules more
-
         kind = drafts.drafter_kind(self.candidate.info.speculative if self.candidate.info else {})
         launcher = drafter = None
         try:
@@ -239,7 +246,10 @@ class RunSession:
                 launcher.stop_all()
 
     async def _start_drafter(self, result: PromptResult):
-        from spectui.machine.drafter import candidate_draft, start_drafter  # lazy: prometheus_client (~131 ms cold)
+        from spectui.machine.drafter import (  # lazy: aiohttp with the launcher (~0.8 s), only for a drafter run
+            candidate_draft,
+            start_drafter,
+        )
 
         # the draft the candidate runs: named, launched, the local process's command line or /props; never a
         # draft of another vocabulary (machine.drafter.candidate_draft says in one line how to name it)
@@ -250,8 +260,6 @@ class RunSession:
         return await start_drafter(self.client, choice.path, lambda line: self.emit(ProbeStarted(result, line)))
 
     async def _probe_one(self, result: PromptResult, drafter) -> ProbeResult:
-        from spectui.run import probe as drafts  # lazy: 1 modules more
-
         self.emit(ProbeStarted(result, "rebuilding the candidate's drafts …"))
         sizes = self.options.ngram_sizes or self.launched("candidate").ngram_sizes
         found = await drafts.probe_prompt(self._backend(self.candidate), result, drafter, sizes)
@@ -266,8 +274,6 @@ class RunSession:
 
     @staticmethod
     def _backend(source: Source) -> Backend:
-        from spectui.backends.base import Backend  # lazy: prometheus_client (~131 ms cold)
-
         if not isinstance(source, Backend):
             raise TypeError(f"{source.url} is not a server backend")
         return source

@@ -64,11 +64,13 @@ async def triage(
     threshold: float = NEAR_TIE_NATS,
     launched: dict[str, str] | None = None,
     specs: dict[str, LaunchSpec] | None = None,
+    sources: dict[str, str] | None = None,
 ) -> Triage | None:
     """Why the two outputs of `result` differ; None when they do not (identical pairs run no triage).
     `launched` holds each launched side's note, `specs` its command line (for lossy and deterministic
-    settings)."""
-    found = await _triage(baseline, candidate, result, params, threshold, launched, specs or {})
+    settings), launched or read from its local process, and `sources` where each came from
+    (`from the process command line`, run.cmdline), named beside a setting read from it."""
+    found = await _triage(baseline, candidate, result, params, threshold, launched, specs or {}, sources or {})
     if found is not None:
         found = _against_promises(found, specs or {})
     return found
@@ -94,10 +96,12 @@ async def _triage(
     threshold: float,
     launched: dict[str, str] | None,
     specs: dict[str, LaunchSpec],
+    sources: dict[str, str],
 ) -> Triage | None:
     if result.divergence is None or result.failed:
         return None
     steps = _Steps(baseline, candidate, result, params, threshold, specs)
+    steps.sources = sources
     return (
         await steps.run_to_run()  # 1
         or await steps.cache()  # 2
@@ -112,6 +116,7 @@ class _Steps:
     def __init__(self, baseline, candidate, result: PromptResult, params, threshold: float, specs) -> None:
         self.baseline, self.candidate, self.result = baseline, candidate, result
         self.params, self.threshold, self.specs = params, threshold, specs
+        self.sources: dict[str, str] = {}  # where each side's command line was read (run.cmdline)
         self.sides = {"baseline": (baseline, result.baseline), "candidate": (candidate, result.candidate)}
         self.reruns: list[Rerun] = []
         self.notes: list[str] = []
@@ -224,7 +229,15 @@ class _Steps:
     async def lossy(self) -> Triage | None:
         """An accepted draft the target would not choose."""
         found = await _lossy(
-            self.sides, self.result, self.text, self.notes, self.threshold, self.specs, self.baseline, self.candidate
+            self.sides,
+            self.result,
+            self.text,
+            self.notes,
+            self.threshold,
+            self.specs,
+            self.baseline,
+            self.candidate,
+            self.sources.get("candidate", ""),
         )
         if found is not None:
             found.reruns[:0] = self.reruns
@@ -364,7 +377,7 @@ def _below_first(top: list[tuple], chosen: int | None) -> tuple[float, bool] | N
 
 
 async def _lossy(
-    sides, result: PromptResult, text: dict, notes: list[str], threshold: float, specs, baseline, candidate
+    sides, result: PromptResult, text: dict, notes: list[str], threshold: float, specs, baseline, candidate, source=""
 ):
     """`lossy verification` when the candidate's token at the divergence is an accepted draft that the target
     would not choose; None otherwise (or where the evidence cannot be had)."""
@@ -393,12 +406,15 @@ async def _lossy(
     evidence["lossy_margin"] = margin
     evidence["lossy_margin_exact"] = exact
     evidence["lossy_settings"] = settings
+    if source and settings:
+        evidence["lossy_settings_source"] = source
     how = f"{margin:.3f}" if exact else f"≥ {margin:.3f}"
     named = (
-        f"; the candidate runs with {', '.join(settings)}, which accepts drafts without the target's agreement"
+        f"; the candidate runs with {', '.join(settings)}{f' ({source})' if source else ''}, which accepts drafts "
+        "without the target's agreement"
         if settings
-        else "; spectui recognises no lossy setting on its command line (a relaxed or typical acceptance, or a "
-        "server spectui did not launch)"
+        else "; spectui recognises no lossy setting on its command line"
+        + (f" ({source})" if source else " (not known: not launched by spectui, not a local process)")
     )
     summary = (
         f"the candidate accepted a draft the target would not choose at token {k} "

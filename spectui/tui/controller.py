@@ -562,7 +562,7 @@ class RunController:
 
     def show_whole_set(self, results: list[PromptResult]) -> None:
         """After a run over two or more prompts: the whole set's figure with its acceptance, under the verdict."""
-        if (line := whole_set_line(results)) is not None:
+        if (line := whole_set_line(results, self.app.pane("candidate").info)) is not None:  # + a drafter's warm passes
             self._banner().show_headline(headline.headline_for(results))
             self._banner().add_line(line)
 

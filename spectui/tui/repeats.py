@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from spectui.core.report import repeat_text, whole_set
 from spectui.core.runner import PromptResult, grouped
+from spectui.core.types import ServerInfo
+from spectui.core.warmth import warm_passes
 from spectui.store.replay import SessionBackend
 
 if TYPE_CHECKING:
@@ -57,7 +59,15 @@ def runs_line(results: list[PromptResult]) -> str | None:
     return repeat_text(group) if len(group.runs) > 1 else None
 
 
-def whole_set_line(results: list[PromptResult]) -> str | None:
-    """The whole set's one figure with its acceptance (core.report.whole_set), over two or more prompts."""
+def whole_set_line(results: list[PromptResult], candidate: ServerInfo | None = None) -> str | None:
+    """The whole set's one figure with its acceptance (core.report.whole_set), over two or more prompts; and
+    where the candidate's drafter keeps state, its passes judged apart (warm_line)."""
     ws = whole_set(results)
-    return f"whole set {ws.text()}" if ws is not None else None
+    lines = [f"whole set {ws.text()}" if ws is not None else None, warm_line(candidate, results)]
+    return "\n".join(x for x in lines if x) or None
+
+
+def warm_line(candidate: ServerInfo | None, results: list[PromptResult]) -> str | None:
+    """A candidate whose drafter keeps state, run more than once: each pass judged apart (core.warmth)."""
+    w = warm_passes(results, candidate.speculative.get("state") if candidate is not None else None)
+    return f"warm passes: {w.line}" if w is not None and len(w.passes) > 1 else None

@@ -31,12 +31,10 @@ import dataclasses
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
-
-import psutil
 
 from spectui.backends.base import Backend
 from spectui.backends.launchspec import flag_value, has_flag
+from spectui.backends.lossy import lossy_settings
 from spectui.core.runner import SIDES, PromptResult, RunObserver, compare_prompt
 from spectui.core.stats import ratio_interval
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
@@ -50,7 +48,7 @@ from spectui.labs.sampling.twosample import (  # noqa: F401  (the lab's statisti
     encode,
     tvd,
 )
-from spectui.machine.probes import pid_listening_on
+from spectui.machine.probes import local_argv, local_env
 
 # -- which promise applies ------------------------------------------------------------------------
 
@@ -67,45 +65,20 @@ class Guarantee:
         return dataclasses.asdict(self)
 
 
-def _local_process(url: str):
-    """The process listening behind `url` where it runs on this machine, else None."""
-    try:
-        parts = urlsplit(url)
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        return None
-    if host not in ("127.0.0.1", "localhost", "::1") or port is None:
-        return None
-    try:
-        pid = pid_listening_on(port)
-        return psutil.Process(pid) if pid else None
-    except Exception:  # psutil.Error, or a platform without connection listing
-        return None
-
-
 def launch_argv(url: str) -> list[str] | None:
-    """The argv of the server behind `url` where it runs on this machine (read from the process that
-    listens on its port), else None."""
-    proc = _local_process(url)
-    try:
-        return proc.cmdline() if proc is not None else None
-    except Exception:  # psutil.Error: the process went away
-        return None
+    """The argv of the server behind `url` where it runs on this machine (machine.probes.local_argv)."""
+    return local_argv(url)
 
 
 def launch_env(url: str) -> dict[str, str] | None:
-    """The environment of the server behind `url` where it runs on this machine and is readable, else None."""
-    proc = _local_process(url)
-    try:
-        return dict(proc.environ()) if proc is not None else None
-    except Exception:  # psutil.Error (another user's process), or the process went away
-        return None
+    """The environment of the server behind `url` where it runs on this machine (machine.probes.local_env)."""
+    return local_env(url)
 
 
 # llama.cpp's --spec-draft-sampling acts on the drafters that sample (draft-simple, draft-mtp:
 # common/speculative.cpp sets result_q only for them); n-gram drafts are looked up, never sampled
 _SAMPLED_DRAFTERS = ("draft-simple", "draft-mtp")
-_SPECULATION_FLAGS = ("--spec-type", "-md", "--spec-draft-model", "--model-draft")
+_SPECULATION_FLAGS = ("--spec-type", "--spec-default", "-md", "--spec-draft-model", "--model-draft")
 
 
 # common/arg.cpp:4236: --spec-draft-sampling is also set by this variable; the argument wins where both are
@@ -152,6 +125,11 @@ def _llamacpp_launched(argv: list[str], env: Mapping[str, str] | None) -> Guaran
     --spec-draft-sampling or LLAMA_ARG_SPEC_DRAFT_SAMPLING sets it (the argument wins)."""
     if not has_flag(argv, *_SPECULATION_FLAGS):
         return Guarantee("none", "seeded bytes", "launched without speculation")
+    lossy = lossy_settings(argv)
+    if lossy:  # drafts accepted at random: no promise on the bytes nor on the distribution
+        return Guarantee(
+            "lossy", "unknown", f"launched with {', '.join(lossy)}: drafts are accepted without the target's agreement"
+        )
     mode, said = "greedy", "--spec-draft-sampling"
     if env is not None and env.get(SAMPLING_ENV):
         mode, said = env[SAMPLING_ENV], f"{SAMPLING_ENV} in its environment"
@@ -413,6 +391,10 @@ async def sampling(
         res = SamplingResult(prompt, runs)
         # after the runs: llama.cpp names the speculation types a request used in its final event
         res.guarantee = guarantee_for(candidate.kind, candidate.info, argv, env)
+        if candidate_argv is None and argv is not None:  # read here, not given: its source is said
+            res.guarantee = dataclasses.replace(
+                res.guarantee, why=f"{res.guarantee.why} (from the process command line)"
+            )
         if force_distribution or res.seeded_identical < len(res.compared):
             distribution_pass(res, params.max_tokens)
         out.append(res)

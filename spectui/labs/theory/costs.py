@@ -1,5 +1,5 @@
 """The formula's terms measured on the servers being compared: the target's cost to verify k tokens in one
-batch, the draft's cost per token, and the draft's re-evaluation of each verified batch (issue 30).
+batch, the draft's cost per token, and the draft's re-evaluation of each verified batch.
 
 How, with llama-server's own timings (backends.llamacpp_timing), on requests of token ids made after the
 run, each pinned to slot 0 with the prompt cache on:
@@ -38,7 +38,16 @@ from spectui.backends.llamacpp_timing import CompletionTimings
 from spectui.core.errors import describe
 from spectui.core.runner import render_prompt
 from spectui.labs.theory import terms
-from spectui.labs.theory.curve import DRAFT_MODEL, NGRAM, OTHER, CostCurve, Samples, drafting_kind, is_local
+from spectui.labs.theory.curve import (
+    DRAFT_MODEL,
+    NGRAM,
+    OTHER,
+    CostCurve,
+    Samples,
+    drafting_kind,
+    is_local,
+    other_words,
+)
 from spectui.labs.theory.head_cost import add_head_decode
 from spectui.labs.theory.outputs import add_draft_decode, add_outputs
 from spectui.labs.theory.steps import RunSteps, run_steps
@@ -375,6 +384,8 @@ async def check_prompt(
             )
     measure_kw = dict(draft_model=draft_model, repeats=repeats, say=say, draft_named=draft_named, launched=launched)
     curve = await _terms_on_context(client, baseline, candidate, last, steps, kind, measure_kw)
+    if kind == OTHER and (words := other_words(settings.get("speculative.types") or settings.get("speculative.type"))):
+        curve.sources.setdefault("drafter", words)  # which head or block drafter, and what it needs
     if curve.measured and last.baseline.figures.decode_tps:
         during = 1000.0 / last.baseline.figures.decode_tps
         now = curve.step_ms()

@@ -8,6 +8,8 @@ compute-bound hardware (a CPU) and under concurrency, where the payoff collapses
 
 from __future__ import annotations
 
+import math
+
 from spectui.core.errors import InputError
 from spectui.core.figures import per_position_alpha
 
@@ -85,6 +87,48 @@ def text(t: dict) -> str:
         bar = "█" * int(round(row["speedup"] * 10))
         lines.append(f"  {row['alpha']:.1f}  {row['speedup']:5.2f}  {bar}")
     lines.append("assumes verifying γ+1 tokens costs one target step: false on a CPU and under concurrency")
+    return "\n".join(lines)
+
+
+def from_profile(marginal: list[float], conditional: list[float], cost: float, source: str, method: str | None) -> dict:
+    """The speed-up at each draft length γ ≤ K from a measured profile (store.spec_profile): tokens per step
+    E(γ) = 1 + Σ_{i<γ} marginal[i] (longest-prefix verification), S(γ) = E(γ)/(γc + 1). Exact for a chain
+    drafter at every γ ≤ K (a shorter draft is a prefix of the longer); a block drafter (DFlash) measured
+    its own K only."""
+    if not marginal:
+        raise InputError(f"{source}: the profile has no positions")
+    if not (math.isfinite(cost) and cost >= 0):
+        raise InputError(f"--cost must be a finite number >= 0, not {cost}")
+    rows = []
+    for g in range(1, len(marginal) + 1):
+        e = 1.0 + sum(marginal[:g])
+        rows.append({"gamma": g, "tokens_per_step": e, "speedup": e / (g * cost + 1)})
+    best = max(rows, key=lambda r: r["speedup"])
+    return {
+        "profile": source,
+        "method": method,
+        "cost": cost,
+        "conditional": conditional,
+        "marginal": marginal,
+        "alpha_per_position": per_position_alpha(sum(marginal), len(marginal), 1),
+        "rows": rows,
+        "best_gamma": best["gamma"],
+        "best_speedup": best["speedup"],
+    }
+
+
+def profile_text(t: dict) -> str:
+    lines = [
+        f"from {t['profile']} ({t['method'] or 'method not named'}), c = {t['cost']}",
+        "conditional (draft i accepted given the ones before): " + " ".join(f"{x:.2f}" for x in t["conditional"]),
+        "marginal (the first i all accepted):                  " + " ".join(f"{x:.2f}" for x in t["marginal"]),
+        "  γ   E = 1 + Σ marginal   S = E/(γc+1)",
+    ]
+    for r in t["rows"]:
+        lines.append(f"  {r['gamma']:<3} {r['tokens_per_step']:>6.2f}              {r['speedup']:5.2f}×")
+    lines.append(
+        f"best γ: {t['best_gamma']} (S = {t['best_speedup']:.2f}×); exact for a chain drafter, a block drafter only at its K"
+    )
     return "\n".join(lines)
 
 

@@ -12,9 +12,15 @@ from pathlib import Path
 
 from spectui.core.figures import per_position_alpha, rate_basis_note
 from spectui.core.runner import PromptResult, same_tokenizer
+from spectui.core.types import SIDES
 from spectui.core.verdict import judge
+from spectui.run.phased import ORDER
+from spectui.run.prove import crosscheck
+from spectui.run.prove.provenance import machine_name, machines, where_measured
 from spectui.run.prove.sampled import sampled_json
 from spectui.run.prove.setstats import accepted_at, interval_text, set_ratio, set_speedup, speed_word
+from spectui.run.prove.shard import Shard
+from spectui.run.prove.warm import judged, warm_json
 from spectui.store.session import Session, load_session, recorded_verdict, recorders_for
 
 
@@ -75,8 +81,7 @@ class PromptRuns:
         sp = set_speedup([self.ratios()])  # this prompt's runs: the same method as the set's
         measured = self.measured()
         cache = {
-            side: sum(getattr(r, side).figures.prompt_cached or 0 for r in measured) if measured else None
-            for side in ("baseline", "candidate")
+            side: sum(r.side(side).figures.prompt_cached or 0 for r in measured) if measured else None for side in SIDES
         }
         return {
             "id": self.id,
@@ -89,9 +94,7 @@ class PromptRuns:
             ),
             "speedups": self.ratios(),
             "speedup": sp,
-            "decode_tps": {
-                side: [getattr(r, side).figures.decode_tps for r in measured] for side in ("baseline", "candidate")
-            },
+            "decode_tps": {side: [r.side(side).figures.decode_tps for r in measured] for side in SIDES},
             "acceptance": self.acceptance(),
             "prompt_cached": cache,
             "difference": difference_json(diff) if diff is not None else None,
@@ -267,12 +270,12 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     order = {p["id"]: (i, p.get("category", "")) for i, p in enumerate(inputs["prompt_set"]["prompts"])}
     greedy = sessions.get("greedy", [])
     servers, problems = servers_of(greedy + sessions.get("sampled", []))
+    problems += crosscheck.problems_of(sessions)
     groups, more = greedy_groups(greedy, order)
     problems += more
     not_run, more = schedule(groups, inputs, order)
     problems += more
     counts = {k: sum(1 for g in groups if g.status == k) for k in ("identical", "differs", "failed", "incomplete")}
-    from spectui.run.phased import ORDER  # lazy: 2 modules more
 
     alone_now = bool(orders_of(greedy)) and orders_of(greedy) == {ORDER}
     # one server at a time: run k of every prompt shares run k's launches, so the interval is over runs
@@ -282,7 +285,8 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     measured = [r for g in groups for r in g.measured()]
     rate_notes = sorted({n for r in measured if (n := _rate_note(r))})
     alone, more = one_at_a_time(greedy + sessions.get("sampled", []), inputs)
-    problems += more
+    warm, warm_problems = warm_json(groups, greedy, alone)  # a drafter that keeps state: passes apart
+    problems += more + warm_problems
     derived = {
         "servers": servers,
         # only where true, so certificates made with both servers up stay as they were (and verify)
@@ -307,8 +311,9 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
         "by_category": _by_category(groups),
         "cache": _cache(inputs, measured),
         "problems": problems,
+        **({"warm_passes": warm} if warm else {}),
     }
-    derived["verdict"] = verdict_of(derived, measured_on)
+    derived["verdict"] = judged(verdict_of(derived, measured_on), derived)
     return normalised(derived)
 
 
@@ -336,10 +341,10 @@ def _cache(inputs: dict, measured: list[PromptResult]) -> dict:
         "requested": inputs["params"].get("cache_prompt"),
         **{
             side: {
-                "prompt_tokens": sum(getattr(r, side).figures.prompt_tokens or 0 for r in measured),
-                "prompt_cached": sum(getattr(r, side).figures.prompt_cached or 0 for r in measured),
+                "prompt_tokens": sum(r.side(side).figures.prompt_tokens or 0 for r in measured),
+                "prompt_cached": sum(r.side(side).figures.prompt_cached or 0 for r in measured),
             }
-            for side in ("baseline", "candidate")
+            for side in SIDES
         },
     }
 
@@ -363,9 +368,6 @@ def orders_of(sessions: list[Session]) -> set[str]:
 def by_machine(groups: list[PromptRuns], inputs: dict, measured_on: dict) -> dict:
     """Merged shards that ran on different machines: the speed-up of each machine's prompts ({} otherwise,
     so other certificates stay as they were). A prompt's machine is its shard's (run.prove.shard)."""
-    from spectui.run.prove.provenance import machine_name, machines  # lazy: 5 modules more
-    from spectui.run.prove.shard import Shard  # lazy: 1 modules more
-
     found = machines(measured_on)
     if len(found) < 2:
         return {}
@@ -419,8 +421,6 @@ MEASURED_APART = (
 def one_at_a_time(sessions: list[Session], inputs: dict) -> tuple[bool, list[str]]:
     """Whether the sessions recorded every pair measured one after the other (run.phased: never both
     servers up), and where that disagrees with the inputs or between the runs."""
-    from spectui.run.phased import ORDER  # lazy: 2 modules more
-
     orders = {sp.order for s in sessions for sp in s.prompts}
     alone = bool(orders) and orders == {ORDER}
     problems = []
@@ -522,7 +522,6 @@ def speed_words(derived: dict, measured_on: dict) -> str:
     else:
         a, mal = acc["alpha"]["value"], acc["mean_accepted_length"]["value"]
         at = f" at α {a:.2f} (mean accepted length {mal:.2f})" if a is not None and mal is not None else ""
-    from spectui.run.prove.provenance import where_measured  # lazy: 5 modules more
 
     per = derived["speedup"].get("by_machine")
     if per:  # shards on different machines: one speed-up over all of them would mix two hardware

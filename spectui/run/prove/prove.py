@@ -25,17 +25,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from spectui.backends import spectypes
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import InputError, SpectuiError
 from spectui.core.findings import NEAR_TIE_NATS
 from spectui.core.runner import PromptResult, Source
-from spectui.core.types import GenerationParams, Prompt, ServerInfo
+from spectui.core.types import SIDES, GenerationParams, Prompt, ServerInfo
 from spectui.run.events import PromptFinished, PromptStarted, RunEvent
 from spectui.run.phased import ORDER, Pass, PhasedRun
 from spectui.run.prove import certificate
+from spectui.run.prove.provenance import measured_on, prompt_set_hash
 from spectui.run.prove.shard import Shard, sampled_positions
 from spectui.run.session import RunOptions, RunSession
+from spectui.store import spec_profile
 from spectui.store.locations import data_dir
+from spectui.store.session_writer import SessionWriter
 
 GREEDY, SAMPLED = "greedy.jsonl", "sampled.jsonl"
 TRIAGE_SKIPPED = (
@@ -143,7 +147,7 @@ def prepare_dir(out: Path) -> Path:
             f"-o {out}: cannot write in {folder} (permission denied)",
             hint="give -o a folder you may write in; checked before any server is started",
         )
-    for name in (GREEDY, SAMPLED, certificate.CERT_NAME):
+    for name in (GREEDY, SAMPLED, certificate.CERT_NAME, spec_profile.FILE_NAME):
         if (out / name).exists():
             raise InputError(
                 f"{out / name} exists: not overwriting a certificate's raw data", hint="give -o a new folder"
@@ -202,6 +206,7 @@ class Prover:
             raise InputError("prove needs both servers, or one_at_a_time to start each alone")
         self.infos: dict = {}  # one at a time: each side's server as it answered when it was up
         self.results: list[PromptResult] = []  # every prompt run that finished, in order
+        self.profile_path: Path | None = None  # the speculation_profile.json written beside the certificate
         self.write_errors: list[str] = []
         if one_at_a_time is not None:
             self.options = options = dataclasses.replace(options, order=ORDER)
@@ -212,6 +217,17 @@ class Prover:
         self.sampled = [prompts[i] for i in picked if shard is None or shard.takes(i)]
         if not self.share:
             raise InputError(f"shard {shard.text() if shard else ''} of a {len(prompts)}-prompt set holds no prompt")
+        self._check_warm(options.runs)
+
+    def _check_warm(self, runs: int) -> None:
+        """A drafter that keeps state between requests (backends.spectypes) needs a warm run of each prompt."""
+        note = spectypes.state_note(spectypes.chain_from_argv(self._argv("candidate")))
+        if note is not None and runs < 2:
+            raise InputError(
+                f"--runs {runs}: the candidate's drafter keeps state between requests ({note}), so one run of "
+                "each prompt is cold only",
+                hint="give --runs 2 or more: every run after the first is a warm one, and the certificate covers all",
+            )
 
     def emit(self, ev) -> None:
         if isinstance(ev, PromptFinished):
@@ -285,10 +301,9 @@ class Prover:
             )
 
         self.emit(PhaseStarted("certificate", 1))
-        from spectui.run.prove.provenance import measured_on  # lazy: 4 modules more
 
-        infos = {side: self._info(side) for side in ("baseline", "candidate")}
-        argvs = {side: self._argv(side) for side in ("baseline", "candidate")}
+        infos = {side: self._info(side) for side in SIDES}
+        argvs = {side: self._argv(side) for side in SIDES}
         mo = measured_on(infos, argvs, self.prompts, self.set_name, o.hash_files, self.gpu_probe)
         refs = [certificate.session_ref(p, out, phase) for p, phase in refs_paths]
         doc = certificate.build(self.inputs(), mo, refs, out)
@@ -301,12 +316,26 @@ class Prover:
                 "file too large",
                 self.results,
             ) from None
+        self.profile_path = self._write_profile(out, infos["candidate"])
         self.emit(CertificateWritten(path, doc))
         return doc
 
-    async def _together(self, out: Path) -> None:
-        from spectui.store.session_writer import SessionWriter  # lazy: 1 modules more
+    def _write_profile(self, out: Path, candidate: ServerInfo) -> Path | None:
+        """NVIDIA Model-Optimizer's speculation_profile.json beside the certificate (store.spec_profile), from the
+        greedy runs' verification steps; None where the candidate drafted nothing. Extra to the certificate:
+        a failure to write it is said, never fatal."""
+        greedy = [r for r in self.results if r.params is None or r.params.temperature == 0]
+        conditions = {"prompt_set": self.set_name, "runs": self.options.runs, "temperature": 0.0}
+        profile = spec_profile.from_results(greedy, candidate.model, conditions)
+        if profile is None:
+            return None
+        try:
+            return spec_profile.write(profile, out)
+        except OSError as exc:
+            self.write_errors.append(f"{out / spec_profile.FILE_NAME} was not written ({exc.strerror or exc})")
+            return None
 
+    async def _together(self, out: Path) -> None:
         o = self.options
         total = len(self.share) * o.runs
         self.emit(PhaseStarted("greedy", total))
@@ -353,8 +382,6 @@ class Prover:
     async def _one_at_a_time(self, out: Path) -> None:
         """Both passes one server at a time: the greedy runs, then the sampled pass (each seed its own
         parameters), on one schedule of whole phases, each pair judged as side by side."""
-        from spectui.store.session_writer import SessionWriter  # lazy: 1 modules more
-
         assert self.alone is not None
         o = self.options
         greedy_total = len(self.share) * o.runs
@@ -424,13 +451,11 @@ class Prover:
             return list(spec.argv)
         if side in self.argvs:
             return self.argvs[side]
-        from spectui.labs.sampling.exact import launch_argv  # lazy: prometheus_client (~131 ms cold)
+        from spectui.machine.probes import local_argv  # lazy: psutil (~20 ms cold)
 
         source = self.baseline if side == "baseline" else self.candidate
-        return launch_argv(source.url) if source is not None else None
+        return local_argv(source.url) if source is not None else None
 
 
 def _set_hash(prompts: list[Prompt]) -> str:
-    from spectui.run.prove.provenance import prompt_set_hash  # lazy: 4 modules more
-
     return prompt_set_hash(prompts)

@@ -10,6 +10,7 @@ import html
 from spectui.core import terms_table
 from spectui.core.headline import from_certificate
 from spectui.core.markdown import md_cell
+from spectui.core.types import SIDES
 from spectui.run.prove.conditions import STATED_WORDS
 from spectui.run.prove.setstats import interval_text
 
@@ -57,9 +58,13 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
         out.append(("Differences", [_difference_line(x) for x in d["differences"]]))
     if d.get("sampled"):
         out.append(_sampled_identity(d["sampled"]))
+    if d.get("warm_passes"):  # a drafter that keeps state between requests: each pass judged apart (run.prove.warm)
+        out.append(("Warm passes (a stateful drafter)", warm_table(d["warm_passes"])))
+        if moved := warm_prompts(d["warm_passes"]):
+            out.append(("Where the drafter's state moved the bytes", moved))
     out.append(("Speed-up, beside its acceptance", _speedup_lines(d["speedup"], d.get("acceptance"))))
     out.append(("By category", _by_category(d["by_category"])))
-    out += terms_table.sections(doc.get("terms"))  # measured on the servers after the run (issue 30)
+    out += terms_table.sections(doc.get("terms"))  # measured on the servers after the run
     out.append(("Measured on", _measured_on(doc)))
     out.append(
         (
@@ -69,6 +74,41 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
     )
     if d.get("problems"):
         out.append(("Problems found while deriving", list(d["problems"])))
+    return out
+
+
+def warm_table(w: dict) -> list[list[str]]:
+    rows = [["pass", "", "compared", "differs", "drafted", "accepted", "requests the drafter had been sent before"]]
+    for p in w["passes"]:
+        seen = p["requests_seen"]
+        rows.append(
+            [
+                str(p["pass"]),
+                "cold" if p["pass"] == 1 else "warm",
+                str(p["compared"]),
+                str(p["differs"]),
+                str(p["drafted"]),
+                str(p["accepted"]),
+                f"{seen[0]}–{seen[1]}" if seen else "—",
+            ]
+        )
+    return rows
+
+
+def warm_prompts(w: dict) -> list[str]:
+    out = []
+    for p in w.get("prompts") or []:
+        runs = ", ".join(str(k) for k in p["differs_in_runs"])
+        drafted = "/".join(str(n) for n in p["drafted"])
+        head = (
+            "identical cold, "
+            if p["cold_identical"]
+            else ("differs cold too, " if p["cold_identical"] is False else "")
+        )
+        why = ": state-dependent (the drafter's state changed its drafts and so the verification batches)"
+        out.append(
+            f"{p['id']}: {head}differs in run(s) {runs}; drafted {drafted} tokens by run{why if p['state_dependent'] else ''}"
+        )
     return out
 
 
@@ -205,7 +245,7 @@ def _measured_on(doc: dict) -> list[str]:
     """Each server as the sessions state it, the cache reuse, the hardware, the shards, and what is stated."""
     mo, c = doc["measured_on"], doc["derived"]["cache"]
     lines = []
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         lines += _server_lines(side, mo["servers"][side])
     lines.append(
         f"cache: prompt cache {_cache(c['requested'])} per request; prompt tokens reused from the cache: baseline "

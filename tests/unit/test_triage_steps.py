@@ -240,7 +240,7 @@ def test_lossy_from_the_candidates_own_target():
     assert t.summary == (
         "the candidate accepted a draft the target would not choose at token 2 (margin 0.500 nats below the first "
         "choice, from its own target's log-probabilities); spectui recognises no lossy setting on its command line "
-        "(a relaxed or typical acceptance, or a server spectui did not launch)"
+        "(not known: not launched by spectui, not a local process)"
     )
     assert (t.logprobs["lossy_margin"], t.logprobs["lossy_margin_exact"], t.logprobs["lossy_settings"]) == (
         0.5,

@@ -99,7 +99,8 @@ def _identities(sessions: list[Session]) -> list[str]:
                     continue
                 d = {k: v for k, v in info.to_json().items() if k not in ("url", "speculative")}
                 spec = info.speculative if isinstance(info.speculative, dict) else {}
-                d |= {f"speculative.{k}": v for k, v in spec.items() if k not in ("type", "enabled")}
+                # types_from: where the spec types were learnt (a command line, then a final event), not a setting
+                d |= {f"speculative.{k}": v for k, v in spec.items() if k not in ("type", "enabled", "types_from")}
                 for k in set(d) | set(known[side]):
                     v = d.get(k)
                     if v is None and k not in known[side]:

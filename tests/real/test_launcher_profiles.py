@@ -276,7 +276,7 @@ async def test_the_app_launches_a_pair_reaches_identical_and_leaves_no_server_wh
         assert app.results[0].identical is True
         assert "IDENTICAL" in str(app.q("#banner").render())
         assert app.results[0].candidate.figures.drafted > 0
-        procs = [psutil.Process(s.pid) for s in app.config.launched.values()]
+        procs = [psutil.Process(s.pid) for s in app.servers.launched.values()]
         assert len(procs) == 2 and all(p.is_running() for p in procs)
         await pilot.press("ctrl+q")
     try:

@@ -117,5 +117,5 @@ async def test_a_launch_shows_progress_and_an_early_exit_opens_the_logs(tmp_path
             pilot, lambda: logs.display and "--no-such-flag" in str(logs.render()), 30, "the logs, by themselves"
         )
         assert "baseline — exited with status 3" in str(logs.render())
-        procs = [s.proc for s in app.config.launched.values()]
+        procs = [s.proc for s in app.servers.launched.values()]
     assert all(p.poll() is not None for p in procs)  # the slow one was stopped with the failed launch

@@ -119,7 +119,7 @@ class ProveScreen(Screen):
         yield Static("", id="prove-saved")
         with VerticalScroll(id="prove-terms-box"):
             yield Static("", id="prove-terms-table")
-        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
+        yield KeysFooter()  # its own keys and the app's few that work here (SpectuiApp.BINDINGS)
 
     def alone_line(self) -> str:
         if self.open_alone is None:

@@ -22,6 +22,7 @@ from spectui.cli.common import (  # noqa: F401
     prompts_from,
 )
 from spectui.cli.outputs import check_gguf, check_notebook, check_output, session_failed
+from spectui.cli.progress import run_events
 from spectui.core.errors import InputError
 from spectui.core.findings import NEAR_TIE_NATS
 
@@ -40,26 +41,6 @@ def ngram_sizes(text: str | None) -> tuple[int, int] | None:
     if n < 1 or m < 1:
         raise InputError(f"--ngram-size N,M must be positive, not {text!r}")
     return n, m
-
-
-def progress(quiet: bool):
-    """The run session's events as progress lines on stderr (none with --json)."""
-    from spectui.run import events as ev  # lazy: asyncio (~81 ms cold)
-
-    def emit(e) -> None:
-        if isinstance(e, ev.StepStopped):  # said even with --json: the report lacks what it would have held
-            _say(f"{e.result.prompt.id}: {e.step} stopped: {e.message}")
-            return
-        if quiet:
-            return
-        if isinstance(e, ev.PromptStarted):
-            _say(f"{e.prompt.id} …")
-        elif isinstance(e, ev.TriageStarted):
-            _say(f"{e.result.prompt.id} differs: triage (reruns, cache, log-probabilities) …")
-        elif isinstance(e, ev.ProbeStarted):
-            _say(f"{e.result.prompt.id}: {e.what}")
-
-    return emit
 
 
 def machine_sampler():
@@ -151,7 +132,7 @@ async def _run(pair, args, params, options, prompt_list, writer):
     servers' identities and the order the report states."""
     from spectui.backends.detect import api_key_from  # lazy: httpx (~127 ms cold)
     from spectui.backends.transport import stamped_client  # lazy: httpx (~127 ms cold)
-    from spectui.run.pair import SIDES, infos_of, order_of  # lazy: asyncio (~81 ms cold)
+    from spectui.run.pair import SIDES, infos_of  # lazy: asyncio (~81 ms cold)
 
     async with stamped_client() as client:
         session = pair.session(
@@ -163,12 +144,12 @@ async def _run(pair, args, params, options, prompt_list, writer):
             connect=lambda b, c: connect_pair(client, _with_urls(args, b, c)),
             say=None if args.json else _say,
             writer=writer,
-            emit=progress(args.json),
+            emit=run_events(args.json),
             machine=machine_sampler() if writer is not None else None,
         )
         async with session as run:
             results = await run.run(prompt_list)
-        return results, infos_of(run, dict(zip(SIDES, pair.urls()))), order_of(run, options)
+        return results, infos_of(run, dict(zip(SIDES, pair.urls()))), run.order
 
 
 def _print_report(results, infos, params, order, as_json: bool) -> None:

@@ -15,7 +15,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spectui.core.errors import describe
@@ -32,6 +32,27 @@ ORDER = "one-at-a-time"
 OpenSide = Callable[[str], AbstractAsyncContextManager[Source]]
 # what a side measured that the stream does not carry: the /metrics cross-check
 CROSS_CHECK = ("metrics_drafted", "metrics_accepted", "metrics_steps", "metrics_check", "accepted_per_position")
+
+
+@dataclass(frozen=True)
+class OneAtATime:
+    """One server at a time, the one way every driver says it: why (asked for, or the memory plan's reason) and,
+    once a driver can start them, how a side is opened alone for a block (`open_side`) and where the phases
+    are said (`say`). run.pair plans it; PhasedRun, prove, sweep and the TUI run it."""
+
+    open_side: OpenSide | None
+    why: str  # "asked for (--one-at-a-time)", or the memory plan's reason
+    say: Callable[[str], None] | None = None
+
+    def __str__(self) -> str:
+        return self.why
+
+    def opening(self, open_side: OpenSide, say: Callable[[str], None] | None = None) -> OneAtATime:
+        """The same, with the driver's way to open a side (and to say where it is)."""
+        return replace(self, open_side=open_side, say=say)
+
+
+ASKED = OneAtATime(None, "asked for (--one-at-a-time)")
 
 
 @dataclass
@@ -141,8 +162,14 @@ class PhasedRun:
         self.on_stream = on_stream
         self.recorders = recorders
         self.say = say or (lambda line: None)
-        self.infos: dict[str, ServerInfo] = {}
+        self.seen: dict[str, ServerInfo] = {}  # each side's server as it answered when it was up
         self.launches: list[str] = []  # the sides in the order they were started
+
+    order = ORDER  # the order its report states (run.pair.Run)
+
+    def infos(self) -> dict[str, ServerInfo]:
+        """Both sides' identities as each answered when it was up (run.pair.Run)."""
+        return dict(self.seen)
 
     async def run(self, prompts: list[Prompt]) -> list[PromptResult]:
         passes = [
@@ -166,7 +193,7 @@ class PhasedRun:
             try:
                 async with self.open_side(side) as backend:
                     if backend.info is not None:
-                        self.infos[side] = backend.info
+                        self.seen[side] = backend.info
                     for k in phase.runs:
                         ps = passes[k - 1]
                         for i, (prompt, params) in enumerate(ps.items):
@@ -185,7 +212,7 @@ class PhasedRun:
                     for i, (prompt, params) in enumerate(ps.items):
                         if (i, k) in paired or (i, k, side) in alone:
                             continue
-                        failed = Recorded(SideRecorder(side), self.infos.get(side))
+                        failed = Recorded(SideRecorder(side), self.seen.get(side))
                         failed.rec.feed(StreamFailed(0, why))
                         failed.events.append(StreamFailed(0, why))
                         first = alone.get((i, k, other))
@@ -225,7 +252,7 @@ class PhasedRun:
         w, emit = ps.writer, ps.emit or self.emit
         emit(PromptStarted(prompt, params, ORDER))
         if w is not None:
-            w.servers({s: self.infos.get(s) or ServerInfo("?") for s in SIDES})
+            w.servers({s: self.seen.get(s) or ServerInfo("?") for s in SIDES})
             w.prompt_started(prompt, params, ORDER)
         played_start = played.rec.started_ns
 
@@ -248,7 +275,7 @@ class PhasedRun:
             setattr(getattr(r, played_side).figures, key, getattr(played.rec.figures, key))
         r.run, r.runs = ps.run, ps.runs
         if w is not None:  # identities learnt during the streams (the speculation type used), as run.session does
-            w.servers({s: self.infos.get(s) or ServerInfo("?") for s in SIDES})
+            w.servers({s: self.seen.get(s) or ServerInfo("?") for s in SIDES})
             w.prompt_finished(r)
         emit(PromptFinished(r))
         return r

@@ -7,18 +7,15 @@ needs from the context and nothing of the app, so tui/app, the screens and the s
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spectui.core.types import GenerationParams, Prompt
+from spectui.run.phased import OpenSide
 
 if TYPE_CHECKING:
     from spectui.backends.base import Backend
     from spectui.core.runner import PromptResult
-
-OpenAlone = Callable[[str], AbstractAsyncContextManager[Any]]
 
 
 @dataclass(frozen=True)
@@ -32,7 +29,7 @@ class LabContext:
     prompt: Prompt | None = None  # the prompt on screen: the last one run, else the one typed, else None
     results: list[PromptResult] = field(default_factory=list)  # the runs on screen
     refusal: str | None = None  # why a lab that needs both servers up at once cannot run now (None: it can)
-    open_alone: OpenAlone | None = None  # one server at a time: the supervisor's, starts one side for a block
+    open_alone: OpenSide | None = None  # one server at a time: the supervisor's, starts one side for a block
     alone_why: str = ""  # why the app runs one server at a time
     client: Any = None  # the app's HTTP client (compare's stamped one)
     launched: dict[str, Any] = field(default_factory=dict)  # side -> ServerProcess, for servers spectui started

@@ -21,14 +21,13 @@ from spectui.core.errors import describe
 from spectui.core.runner import SIDES
 from spectui.machine.probes import GPUProbe, SideProcesses
 from spectui.run.pair import LaunchedPair
+from spectui.run.phased import ASKED, OneAtATime
 from spectui.tui.config import AppConfig
 from spectui.tui.messages import PairFailed, PairStarted, ProbeSampled, SideChanged, SideConnected
 
 if TYPE_CHECKING:
     from spectui.backends.base import Backend
     from spectui.machine.launcher import Launcher
-
-ASKED = "asked for (--one-at-a-time)"
 
 
 class ServerSupervisor:
@@ -41,8 +40,8 @@ class ServerSupervisor:
         self.launched: dict[str, Any] = dict(config.launched)  # side → ServerProcess, for servers spectui started
         self.pids: dict[str, int] = dict(config.pids)  # local server processes, by side (the live panel's)
         self.profile: str | None = config.profile
-        # one server at a time: why (None: both up together); the memory plan's reason where it chose it
-        self.alone_why: str | None = ASKED if config.one_at_a_time else None
+        # one server at a time (None: both up together): asked for, or the memory plan's reason
+        self.alone: OneAtATime | None = ASKED if config.one_at_a_time else None
         self.alone_open: str | None = None  # the side open_alone holds up now
         self.launcher: Launcher | None = None
         self.replaying = config.replay_control is not None  # the probe thread shows recorded samples instead
@@ -51,7 +50,7 @@ class ServerSupervisor:
 
     @property
     def one_at_a_time(self) -> bool:
-        return self.alone_why is not None
+        return self.alone is not None
 
     # -- connecting ---------------------------------------------------------------------------------
     def make_backend(self, url: str) -> Backend:
@@ -116,7 +115,7 @@ class ServerSupervisor:
         self.post(SideConnected(side, info))
 
     # -- one server at a time ---------------------------------------------------------------------------
-    def alone(self) -> bool:
+    def runs_alone(self) -> bool:
         """The launched pair runs one at a time (live, not a replay): a run or a lab starts each side."""
         return self.one_at_a_time and bool(self.launched) and not self.replaying
 
@@ -130,7 +129,7 @@ class ServerSupervisor:
 
     def pair(self) -> LaunchedPair:
         """The launched servers as run.pair's LaunchedPair: the one way a pair, or one side of it, comes up."""
-        return LaunchedPair(self.profile or "spectui tui", "", dict(self.launched), self.alone_why, None)
+        return LaunchedPair(self.profile or "spectui tui", "", dict(self.launched), self.alone, None)
 
     def show_progress(self, name: str, state: str, left: float) -> None:
         """A server's way up (run.pair's progress hook, from the thread that starts it), for its pane."""
@@ -174,7 +173,7 @@ class ServerSupervisor:
         self.stop()
         self.profile = profile_name
         self.launched = dict(pair.servers)
-        self.alone_why = pair.alone
+        self.alone = pair.alone
 
     def start_pair(self) -> None:
         """Both launched servers up together (run.pair), each pane told its way to /health (a thread's work)."""

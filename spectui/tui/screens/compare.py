@@ -377,7 +377,7 @@ class CompareScreen(Screen):
 
     def lab_context(self) -> LabContext:
         """What a lab screen gets, read now (tui.context): never the screen itself."""
-        alone = self.servers.alone()
+        alone = self.servers.alone if self.servers.runs_alone() else None
         typed = self.query_one("#prompt", Input).value
         info = self.pane("baseline").info
         return LabContext(
@@ -389,7 +389,7 @@ class CompareScreen(Screen):
             results=list(self.runs.results),
             refusal=self.servers.lab_refusal(all(self.pane(s).info is not None for s in SIDES)),
             open_alone=self.servers.open_alone if alone else None,
-            alone_why=(self.servers.alone_why or "") if alone else "",
+            alone_why=alone.why if alone else "",
             client=self.servers.client,
             launched=dict(self.servers.launched),
             notebook=self.config.notebook,

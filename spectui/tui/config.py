@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # for the annotations only: the app's first frame does not wa
     import httpx
 
     from spectui.backends.base import Backend
+    from spectui.store.replay import ReplayControl
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class AppConfig:
     autorun_lab: str | None = None
     title: str | None = None
     backends: dict | None = None  # ready-made backends by side (replay), instead of backend_factory
-    replay_control: object | None = None  # a ReplayControl when replaying
+    replay_control: ReplayControl | None = None  # when replaying
     autosave: bool = True  # record every run into session_dir
     session_dir: object | None = None  # default: the user data dir's sessions/
     notebook: str | None = None  # notebook path (None: $SPECTUI_NOTEBOOK or the default)

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from textual.notifications import SeverityLevel
+
 from spectui.core.errors import describe, redact_credentials, register_url
 from spectui.core.report import json_report, markdown_report
 from spectui.store import notebook
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from spectui.core.runner import PromptResult
     from spectui.core.types import GenerationParams, ServerInfo
 
-Said = tuple[str, str]  # (the line the user is told, its severity: information | warning | error)
+Said = tuple[str, SeverityLevel]  # (the line the user is told, its severity: information | warning | error)
 
 
 class SessionKeeper:
@@ -36,7 +38,7 @@ class SessionKeeper:
         self.config = config
         self.folder: Path | None = Path(str(config.session_dir)) if config.session_dir else None
         self.writer: SessionWriter | None = None
-        self.replay: ReplayControl | None = config.replay_control  # type: ignore[assignment]
+        self.replay: ReplayControl | None = config.replay_control
 
     @property
     def replaying(self) -> bool:
@@ -47,7 +49,7 @@ class SessionKeeper:
 
     def writer_for_run(self) -> tuple[SessionWriter | None, Said | None]:
         """The writer every run records into (autosaved unless turned off; None while replaying)."""
-        said = None
+        said: Said | None = None
         if self.writer is None and not self.replaying:
             path = self.session_dir() / autosave_path().name if self.config.autosave else None
             try:

@@ -236,7 +236,7 @@ class CompareScreen(Screen):
 
     def say(self, said: Said | None, timeout: float | None = None) -> None:
         if said is not None:
-            self.notify(said[0], severity=said[1], timeout=timeout)  # type: ignore[arg-type]
+            self.notify(said[0], severity=said[1], timeout=timeout)
 
     def check_action(self, action: str, parameters) -> bool | None:
         # True: shown; None: shown greyed out; False: hidden (Textual's convention)

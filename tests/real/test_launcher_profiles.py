@@ -271,7 +271,7 @@ async def test_the_app_launches_a_pair_reaches_identical_and_leaves_no_server_wh
         )
     )
     async with app.run_test(size=(160, 50)) as pilot:
-        app.servers.launch(profile, profile.comparison("draft"))
+        app.compare.launch(profile, profile.comparison("draft"))
         await until(pilot, lambda: app.results and app.run_done.is_set(), timeout=300, what="the launched pair's run")
         assert app.results[0].identical is True
         assert "IDENTICAL" in str(app.q("#banner").render())

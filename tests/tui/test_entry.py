@@ -105,7 +105,7 @@ async def test_a_launch_shows_progress_and_an_early_exit_opens_the_logs(tmp_path
         AppConfig("not started", "not started", autosave=False, gpu_probe=GPUProbe(FakeNVML(fail_init=True)))
     )
     async with app.run_test(size=(160, 48)) as pilot:
-        app.servers.launch(profile, profile.comparison("c"))
+        app.compare.launch(profile, profile.comparison("c"))
         pane = app.pane("baseline")
         await until(pilot, lambda: "waiting for /health" in (pane.cause or ""), 60, "progress to /health")
         assert pane.state == "starting" and pane.url.startswith("http://127.0.0.1:")

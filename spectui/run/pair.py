@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from spectui.core.errors import InputError
 from spectui.core.types import Prompt, ServerInfo
+from spectui.run.alone import ASKED, OneAtATime
 
 if TYPE_CHECKING:
     from spectui.core.runner import PromptResult
-    from spectui.run.phased import OneAtATime
 
 SIDES = ("baseline", "candidate")
 # a server's way up, as machine.launcher's wait_healthy reports it: (server name, state, seconds left); called
@@ -60,7 +60,6 @@ class LaunchedPair:
     ) -> LaunchedPair:
         """A loaded profile's comparison through the memory plan (plan_for once the names are read)."""
         from spectui.labs.memory.plan import plan_pair  # lazy: httpx (~127 ms cold)
-        from spectui.run.phased import ASKED, OneAtATime  # lazy: 22 modules more
         from spectui.store.profiles import servers_for  # lazy: httpx (~127 ms cold)
 
         plan = plan_pair(profile, comparison)

@@ -14,8 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from spectui.core.errors import describe
@@ -25,34 +24,12 @@ from spectui.core.findings import ProbeResult, Triage
 from spectui.core.runner import SIDES, PromptResult, Source, compare_prompt, render_prompt, run_side
 from spectui.core.types import GenerationParams, Prompt, ServerCounters, ServerInfo
 from spectui.core.verdict import Verdict
+from spectui.run.alone import OpenSide
 from spectui.run.events import PromptFinished, PromptStarted, RunEvent
 
 ORDER = "one-at-a-time"
-# a side that is up: the backend to stream from; leaving the context stops the server
-OpenSide = Callable[[str], AbstractAsyncContextManager[Source]]
 # what a side measured that the stream does not carry: the /metrics cross-check
 CROSS_CHECK = ("metrics_drafted", "metrics_accepted", "metrics_steps", "metrics_check", "accepted_per_position")
-
-
-@dataclass(frozen=True)
-class OneAtATime:
-    """One server at a time, the one way every driver says it: why (asked for, or the memory plan's reason) and,
-    once a driver can start them, how a side is opened alone for a block (`open_side`) and where the phases
-    are said (`say`). run.pair plans it; PhasedRun, prove, sweep and the TUI run it."""
-
-    open_side: OpenSide | None
-    why: str  # "asked for (--one-at-a-time)", or the memory plan's reason
-    say: Callable[[str], None] | None = None
-
-    def __str__(self) -> str:
-        return self.why
-
-    def opening(self, open_side: OpenSide, say: Callable[[str], None] | None = None) -> OneAtATime:
-        """The same, with the driver's way to open a side (and to say where it is)."""
-        return replace(self, open_side=open_side, say=say)
-
-
-ASKED = OneAtATime(None, "asked for (--one-at-a-time)")
 
 
 @dataclass

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spectui.core.types import GenerationParams, Prompt
-from spectui.run.phased import OpenSide
+from spectui.run.alone import OpenSide
 
 if TYPE_CHECKING:
     from spectui.backends.base import Backend

@@ -19,7 +19,6 @@ from textual.notifications import SeverityLevel
 
 from spectui.core.errors import describe, redact_credentials, register_url
 from spectui.core.report import json_report, markdown_report
-from spectui.store import notebook
 from spectui.store.locations import atomic_write
 from spectui.store.replay import ReplayControl, SessionBackend
 from spectui.store.session import Session, autosave_path, default_session_dir, load_session
@@ -79,6 +78,8 @@ class SessionKeeper:
     def append_notebook(
         self, results: list[PromptResult], infos: dict[str, ServerInfo], profile: str | None
     ) -> Said | None:
+        from spectui.store import notebook  # lazy: ~10 ms before the first frame, only when one is written
+
         if not results:
             return None
         path = notebook.notebook_path(self.config.notebook)

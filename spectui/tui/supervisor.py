@@ -20,8 +20,8 @@ from textual.worker import get_current_worker
 from spectui.core.errors import describe
 from spectui.core.runner import SIDES
 from spectui.machine.probes import GPUProbe, SideProcesses
+from spectui.run.alone import ASKED, OneAtATime
 from spectui.run.pair import LaunchedPair
-from spectui.run.phased import ASKED, OneAtATime
 from spectui.tui.config import AppConfig
 from spectui.tui.messages import PairFailed, PairStarted, ProbeSampled, SideChanged, SideConnected
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from spectui.machine.launcher import ServerProcess
-from spectui.run.phased import OneAtATime
+from spectui.run.alone import OneAtATime
 from tests.pilot import until
 
 

@@ -30,6 +30,7 @@ from spectui.core.errors import InputError, SpectuiError
 from spectui.core.findings import NEAR_TIE_NATS
 from spectui.core.runner import PromptResult, Source
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
+from spectui.run.alone import OneAtATime
 from spectui.run.events import (
     CertificateWritten,
     PhaseStarted,
@@ -39,7 +40,7 @@ from spectui.run.events import (
     ProveEvent,
     RunEvent,
 )
-from spectui.run.phased import ORDER, OneAtATime, Pass, PhasedRun
+from spectui.run.phased import ORDER, Pass, PhasedRun
 from spectui.run.prove import certificate
 from spectui.run.prove.shard import Shard, sampled_positions
 from spectui.run.session import RunOptions, RunSession

@@ -41,7 +41,6 @@ from spectui.core.types import GenerationParams, Prompt, ServerInfo
 from spectui.run import events
 from spectui.run.nodrafts import explain
 from spectui.run.pair import LaunchedPair
-from spectui.run.phased import PhasedRun
 from spectui.run.session import RunOptions, RunSession
 from spectui.store import prompts as prompt_sets
 from spectui.store.config import load as load_settings
@@ -729,6 +728,8 @@ class CompareScreen(Screen):
     async def _run_alone(self, prompts: list[Prompt], params: GenerationParams) -> None:
         """One server at a time (run.phased): each side started alone; the second side of each run streams
         live beside the first's recording, and the verdict is judged as side by side."""
+        from spectui.run.phased import PhasedRun  # lazy: ~10 ms before the first frame, one at a time only
+
         emit, on_stream = self.runs.sink(self.runs.generation)
         run = PhasedRun(
             self.servers.open_alone,

@@ -24,7 +24,7 @@ from spectui.core import terms_table
 from spectui.core.errors import describe
 from spectui.core.types import GenerationParams, Prompt
 from spectui.run import events
-from spectui.run.phased import OneAtATime
+from spectui.run.alone import OneAtATime
 from spectui.run.prove.prove import TRIAGE_SKIPPED, ProveOptions, Prover, default_dir
 from spectui.run.prove.terms import add_terms
 from spectui.store import notebook

@@ -1,8 +1,8 @@
-"""What a lab screen gets of the app: one typed `LabContext`, read once when the screen opens (never the app).
+"""What a lab screen gets of the comparison: one typed `LabContext`, read once when the lab opens.
 
-`SpectuiApp.lab_context()` builds it; every lab screen opens one way, `Screen.open(context)`, which returns
-the screen or the one line that says why it cannot open now (said in a notice). A screen keeps what it
-needs from the context and nothing of the app, so tui/app, the screens and the supervisor import no cycle.
+`CompareScreen.lab_context()` (tui.screens.compare) builds it; every lab screen opens one way,
+`Screen.open(context)`, which returns the screen or the one line that says why it cannot open now (said in a
+notice). A lab keeps what it needs from the context and nothing of the comparison screen or the app.
 """
 
 from __future__ import annotations

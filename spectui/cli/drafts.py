@@ -9,10 +9,27 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import httpx
+
+from spectui.backends.detect import api_key_from, resolve
 from spectui.backends.registry import KIND_CHOICES
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, append_to_notebook
+from spectui.cli.drafts_lesson import cmd_lesson, register_lesson
+from spectui.cli.outputs import check_gguf
+from spectui.cli.progress import Advance
 from spectui.core.errors import InputError
-from spectui.labs.drafts.cost import GPUS  # --gpu's choices: read by every drafts command's parser
+from spectui.core.runner import connect
+from spectui.core.types import checked_params
+from spectui.labs.drafts import cost as drafts
+from spectui.labs.drafts import train_eagle3, train_lookup
+from spectui.labs.drafts.cost import GPUS, PROFILE_GPU, CostInputs  # GPUS: --gpu's choices, in every drafts parser
+from spectui.labs.drafts.cost_text import text as cost_text
+from spectui.labs.drafts.data import generate
+from spectui.labs.drafts.lesson import measured_text, read_lesson
+from spectui.labs.memory.shape import read_shape
+from spectui.store import prompts as prompt_sets
+from spectui.store.profiles import load_profiles
 
 
 def _positive_int(text: str) -> int:
@@ -44,7 +61,7 @@ def _server_options(p: argparse.ArgumentParser) -> None:
 def register(sub) -> None:
     """The `drafts` subcommand and its actions (called by cli.main.build_parser), in the lesson's order: what
     a draft costs to train, the data, a lookup draft, an EAGLE-3 head, and the whole lesson."""
-    d = sub.add_parser("drafts", help="drafts: what training one costs, data from the target, a lookup draft proven")
+    d = sub.add_parser("drafts", help=COMMANDS["drafts"].help)
     dsub = d.add_subparsers(dest="drafts_command", parser_class=type(d))
     _add_cost(dsub)
     _add_data(dsub)
@@ -156,8 +173,6 @@ def _add_train_eagle3(dsub) -> None:
 
 
 def _register_lesson(dsub) -> None:
-    from spectui.cli.drafts_lesson import register_lesson  # lazy: 1 modules more
-
     register_lesson(dsub, _positive_int, _fraction)
 
 
@@ -169,8 +184,6 @@ def cmd_drafts(args):
             hint="see spectui drafts --help",
         )
     if action == "lesson":
-        from spectui.cli.drafts_lesson import cmd_lesson  # lazy: 1 modules more
-
         return cmd_lesson(args)
     return {"cost": cmd_cost, "data": cmd_data, "train-lookup": cmd_train_lookup, "train-eagle3": cmd_train_eagle3}[
         action
@@ -178,9 +191,6 @@ def cmd_drafts(args):
 
 
 async def _connect(url: str, args, client):
-    from spectui.backends.detect import api_key_from, resolve  # lazy: httpx (~127 ms cold)
-    from spectui.core.runner import connect  # lazy: asyncio (~81 ms cold)
-
     backend, found = await resolve(args.backend, url, client, api_key_from(args.api_key_env))
     if args.backend == "auto" and not getattr(args, "json", False):
         print(f"spectui: {url} is {found}", file=sys.stderr)
@@ -189,35 +199,27 @@ async def _connect(url: str, args, client):
 
 
 async def cmd_cost(args) -> int:
-    from spectui.labs.drafts import cost as drafts  # lazy: asyncio (~81 ms cold)
-    from spectui.labs.memory.shape import read_shape  # lazy: 7 modules more
-
     shape = read_shape(args.target)
     draft = read_shape(args.draft) if args.draft else None
     inputs, memory = _on_gpu(args, _cost_inputs(args))
     if args.baseline:
-        import httpx  # lazy: httpx (~127 ms cold), only where a served target is timed
-
         async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10)) as client:
             backend = await _connect(args.baseline, args, client)
             tps, how = await drafts.measure_prompt_throughput(backend)
         inputs = replace(inputs, prompt_tps=tps, prompt_tps_source=how)
     report = drafts.estimate(shape, inputs, draft, args.profile, memory)
-    from spectui.labs.drafts.cost_text import text  # lazy: asyncio (~81 ms cold)
 
     if args.lesson:
         if not Path(args.lesson).is_dir():
             raise InputError(f"--lesson {args.lesson} is not a folder", hint="give the -o of `spectui drafts lesson`")
         _print_with_lesson(report, Path(args.lesson), args.json)
     else:
-        print(json.dumps(report.to_json(), indent=2) if args.json else text(report))
+        print(json.dumps(report.to_json(), indent=2) if args.json else cost_text(report))
     return EXIT_OK
 
 
 def _cost_inputs(args):
     """The training run the estimate is for, as the options give it."""
-    from spectui.labs.drafts.cost import CostInputs  # lazy: asyncio (~81 ms cold)
-
     return CostInputs(
         seq_len=args.seq_len,
         batch=args.batch,
@@ -238,12 +240,8 @@ def _cost_inputs(args):
 def _on_gpu(args, inputs):
     """The GPU the training is timed on (--gpu, else the profile's track GPU) and its memory in GiB (the
     profile's floor, else the GPU's datasheet; None: no fits? column)."""
-    from spectui.labs.drafts.cost import GPUS, PROFILE_GPU  # lazy: asyncio (~81 ms cold)
-
     memory = None
     if args.profile:
-        from spectui.store.profiles import load_profiles  # lazy: httpx (~127 ms cold)
-
         profiles, _ = load_profiles()
         if args.profile not in profiles:
             raise InputError(f"no profile named {args.profile!r}", hint=f"profiles: {', '.join(profiles)}")
@@ -257,24 +255,14 @@ def _on_gpu(args, inputs):
 
 def _print_with_lesson(report, folder, as_json: bool) -> None:
     """`drafts cost --lesson DIR`: the estimate, then what the trained draft measured (labs.drafts.lesson)."""
-    from spectui.labs.drafts.cost_text import text  # lazy: asyncio (~81 ms cold)
-    from spectui.labs.drafts.lesson import measured_text, read_lesson  # lazy: platformdirs (~53 ms cold)
-
     if as_json:
         les = read_lesson(folder)
         print(json.dumps({**report.to_json(), "lesson": les.to_json() if les else None}, indent=2))
     else:
-        print(text(report) + "\n\n" + measured_text(folder))
+        print(cost_text(report) + "\n\n" + measured_text(folder))
 
 
 async def cmd_data(args) -> int:
-    import httpx  # lazy: httpx (~127 ms cold)
-
-    from spectui.cli.progress import Advance  # lazy: 1 modules more
-    from spectui.core.types import checked_params  # lazy: 1 modules more
-    from spectui.labs.drafts.data import generate  # lazy: asyncio (~81 ms cold)
-    from spectui.store import prompts as prompt_sets  # lazy: platformdirs (~53 ms cold)
-
     source, items = prompt_sets.load_set(args.prompts)
     items = prompt_sets.pick(items, args.limit)
     params = checked_params(args.max_tokens, args.temperature, args.seed, False, args.idle_timeout, 3600.0)
@@ -319,16 +307,12 @@ def data_summary(r) -> str:
 
 
 async def cmd_train_lookup(args) -> int:
-    from spectui.cli.outputs import check_gguf  # lazy: 1 modules more
-    from spectui.cli.progress import Advance  # lazy: 1 modules more
-    from spectui.labs.drafts.train_lookup import run_pipeline  # lazy: prometheus_client (~131 ms cold)
-
-    check_gguf(args.model, "--model")  # before any server is started to find out (issue 40, item 7)
+    check_gguf(args.model, "--model")  # before any server is started to find out
     bar = Advance("spectui drafts train-lookup")
     say = bar.sayer(quiet=args.json)
 
     try:
-        outcome = await run_pipeline(
+        outcome = await train_lookup.run_pipeline(
             Path(args.output),
             args.prompts,
             model=Path(args.model) if args.model else None,
@@ -351,14 +335,11 @@ async def cmd_train_lookup(args) -> int:
 
 
 async def cmd_train_eagle3(args) -> int:
-    from spectui.cli.progress import Advance  # lazy: 1 modules more
-    from spectui.labs.drafts.train_eagle3 import Options, run_pipeline  # lazy: prometheus_client (~131 ms cold)
-
     if args.aux_layers is not None:
         parts = args.aux_layers.split(",")
         if len(parts) != 3 or not all(x.strip().isdigit() for x in parts):
             raise InputError(f"--aux-layers {args.aux_layers!r} is not three layer numbers", hint="e.g. 2,15,27")
-    opts = Options(
+    opts = train_eagle3.Options(
         target=Path(args.target),
         data=Path(args.data),
         out=Path(args.output),
@@ -378,7 +359,7 @@ async def cmd_train_eagle3(args) -> int:
     say = bar.sayer(quiet=args.json)
 
     try:
-        outcome = await run_pipeline(opts, say=say, advance=None if args.json else bar)
+        outcome = await train_eagle3.run_pipeline(opts, say=say, advance=None if args.json else bar)
     finally:
         bar.close()
     print(json.dumps(outcome.to_json(), indent=2) if args.json else outcome.text())

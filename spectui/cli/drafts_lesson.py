@@ -8,6 +8,10 @@ import sys
 from pathlib import Path
 
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK
+from spectui.cli.progress import Advance
+from spectui.labs.drafts.lesson import default_dir
+from spectui.machine.assets import find_model
+from spectui.run.drafts_lesson import LessonOptions, run_lesson
 
 
 def register_lesson(dsub, positive_int, fraction) -> None:
@@ -41,9 +45,6 @@ def register_lesson(dsub, positive_int, fraction) -> None:
 
 
 async def cmd_lesson(args) -> int:
-    from spectui.cli.progress import Advance  # lazy: 1 modules more
-    from spectui.run.drafts_lesson import LessonOptions, run_lesson  # lazy: asyncio (~81 ms cold)
-
     out = Path(args.output) if args.output else _default_dir(args)
     opts = LessonOptions(
         out=out,
@@ -77,9 +78,5 @@ async def cmd_lesson(args) -> int:
 
 def _default_dir(args):
     """The data folder's lessons/<draft>-<target>[-f32]: the same command resumes the same lesson."""
-
-    from spectui.labs.drafts.lesson import default_dir  # lazy: platformdirs (~53 ms cold)
-    from spectui.machine.assets import find_model  # lazy: httpx (~127 ms cold)
-
     target = Path(args.target) if args.target else (find_model() or Path("model.gguf"))
     return default_dir(args.draft, target, args.f32)

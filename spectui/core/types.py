@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 
 from spectui.core.errors import InputError, redact
 
+# the two sides of every comparison, in the order they are shown, run and written
+SIDES = ("baseline", "candidate")
+
 
 @dataclass
 class GenerationParams:

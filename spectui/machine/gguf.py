@@ -56,7 +56,7 @@ def read_gguf_header(path: str | Path, tensors: bool = True) -> GGUFHeader:
         try:
             return _read(fh, p, tensors)
         except (struct.error, UnicodeDecodeError, KeyError, MemoryError, OverflowError, ValueError, RecursionError):
-            # RecursionError: arrays of arrays nested past any real header's depth (issue 40, item 7)
+            # RecursionError: arrays of arrays nested past any real header's depth
             raise InputError(f"{p}: the GGUF header is damaged or truncated") from None
 
 

@@ -10,8 +10,11 @@ import time
 from pathlib import Path
 
 from spectui.core.errors import SetupError
+from spectui.core.headline import from_certificate
 from spectui.core.runner import run_prompts
 from spectui.labs.drafts.lesson import Lesson, Phase, ThreeWay
+from spectui.labs.drafts.train_eagle3 import per_position
+from spectui.labs.theory.costs import measure
 from spectui.labs.theory.draft_length import RunCost, choose_n_max, draft_cost
 from spectui.labs.theory.terms import StepCosts
 from spectui.run.lesson_serving import (
@@ -33,8 +36,6 @@ from spectui.run.lesson_serving import (
 async def verify_curve(plain, results, top: int):
     """The target's V(k), k = 1 … top, measured on the plain server (labs.theory.costs) on the context of the
     held-out answer with the most tokens: its prompt's text and the first half of the answer cached."""
-    from spectui.labs.theory.costs import measure  # lazy: prometheus_client (~131 ms cold)
-
     best = max(results, key=lambda r: len(r.baseline.tokens))
     out_ids = [t.token_id for t in best.baseline.tokens]
     if not out_ids or any(i is None for i in out_ids):
@@ -59,8 +60,6 @@ def run_cost(results) -> RunCost:
 
 
 async def phase_measure(opts: LessonOptions, tools: Tools, les: Lesson, say: Say) -> None:
-    from spectui.labs.drafts.train_eagle3 import per_position  # lazy: prometheus_client (~131 ms cold)
-
     if les.phase("measure") and les.choice is not None:
         say(f"measure: kept from the last run (n_max {les.choice.n_max})")
         return
@@ -107,8 +106,6 @@ async def phase_measure(opts: LessonOptions, tools: Tools, les: Lesson, say: Say
 
 def certificate_figures(doc: dict) -> dict:
     """The verdict line, the headline and the rates a certificate holds (its derived section)."""
-    from spectui.core.headline import from_certificate  # lazy: 1 modules more
-
     d = doc["derived"]
     overall = (d.get("speedup") or {}).get("overall") or {}
     rates: dict[str, list] = {"baseline": [], "candidate": []}

@@ -12,11 +12,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
+
+from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.core.errors import InputError, SetupError
 from spectui.core.runner import connect
 from spectui.core.types import GenerationParams
 from spectui.labs.drafts import data as drafts_data
 from spectui.labs.drafts.lesson import Lesson
+from spectui.labs.drafts.lookup import server_extra
+from spectui.labs.drafts.train_eagle3 import eagle3_extra
+from spectui.machine import assets
+from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
+from spectui.store import prompts as prompt_sets
 
 Say = Callable[[str], None]
 DRAFTS = ("eagle3", "lookup")
@@ -54,8 +62,6 @@ class Tools:
 
 def resolve_tools(opts: LessonOptions, say: Say = print) -> Tools:
     """Every program and file the lesson needs, checked before anything runs; one line where one is missing."""
-    from spectui.machine import assets  # lazy: httpx (~127 ms cold)
-
     if opts.draft not in DRAFTS:
         raise InputError(f"unknown draft {opts.draft!r}", hint=f"one of {', '.join(DRAFTS)}")
     if opts.out.exists() and not opts.out.is_dir():
@@ -104,8 +110,6 @@ class Serving:
     """llama-servers for one phase: started together, healthy, their peak memory read before they stop."""
 
     def __init__(self, tools: Tools, threads: int, sides: list[tuple[str, Path, list[str]]]) -> None:
-        from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv  # lazy: httpx (~127 ms cold)
-
         self.launcher = Launcher()
         self.procs = []
         for name, model, extra in sides:
@@ -138,8 +142,6 @@ class Serving:
 
 
 async def backends_for(client, urls: list[str]):
-    from spectui.backends.llamacpp import LlamaCppBackend  # lazy: prometheus_client (~131 ms cold)
-
     out = [LlamaCppBackend(u, client) for u in urls]
     for b in out:
         await connect(b, 180)
@@ -151,25 +153,18 @@ def greedy_params(opts: LessonOptions):
 
 
 def http_client():
-    import httpx  # lazy: httpx (~127 ms cold)
-
     return httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10))
 
 
 def draft_extra(opts: LessonOptions, les: Lesson, n_max: int) -> list[str]:
     """The candidate's llama-server flags for the trained draft at this n_max."""
     if opts.draft == "eagle3":
-        from spectui.labs.drafts.train_eagle3 import eagle3_extra  # lazy: prometheus_client (~131 ms cold)
-
         return eagle3_extra(Path(les.done["convert"]["gguf"]), n_max)
-    from spectui.labs.drafts.lookup import server_extra  # lazy: httpx (~127 ms cold)
 
     return [*server_extra(Path(les.done["train"]["cache"])), "--spec-draft-n-max", str(n_max)]
 
 
 def heldout_prompts(opts: LessonOptions) -> tuple[Path, list]:
-    from spectui.store import prompts as prompt_sets  # lazy: 6 modules more
-
     path = drafts_data.heldout_path(opts.out / "data.jsonl")
     _, held = prompt_sets.load_set(str(path))
     if not held:

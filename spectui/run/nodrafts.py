@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+import psutil
+
 from spectui.backends.launchspec import NGRAM_SIMPLE_DEFAULT, LaunchSpec, flag_value
+from spectui.machine.probes import pid_listening_on
 
 
 def local_argv(url: str) -> list[str] | None:
@@ -21,14 +24,11 @@ def local_argv(url: str) -> list[str] | None:
     u = urlsplit(url)
     if (u.hostname or "") not in ("127.0.0.1", "localhost", "::1") or u.port is None:
         return None
-    from spectui.machine.probes import pid_listening_on  # lazy: psutil (~20 ms cold)
 
     pid = pid_listening_on(u.port)
     if pid is None:
         return None
     try:
-        import psutil  # lazy: psutil (~20 ms cold)
-
         return psutil.Process(pid).cmdline() or None
     except Exception:  # gone, or not ours to read
         return None

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import tomli_w
 
+from spectui.core import runner
 from spectui.core.errors import InputError
 from spectui.store.locations import atomic_write, data_dir
+from spectui.store.session import info_from_json
 
 
 def notebook_path(explicit: str | None = None) -> Path:
@@ -33,10 +35,8 @@ def notebook_path(explicit: str | None = None) -> Path:
 def measurements(results, infos, profile: str | None = None) -> list[dict]:
     """One measurement per prompt; repeated runs become one entry with the speed-up (the geometric mean
     of the paired ratios), its interval and N."""
-    from spectui.core.runner import grouped  # lazy: asyncio (~80 ms) only to write; the CLI loads this at --help
-
     out = []
-    for g in grouped(results):
+    for g in runner.grouped(results):
         m = measurement(g.runs[0], infos, profile)
         if len(g.runs) > 1:
             sp, db, dc = g.speedup, g.decode("baseline"), g.decode("candidate")
@@ -45,7 +45,7 @@ def measurements(results, infos, profile: str | None = None) -> list[dict]:
                     k: v
                     for k, v in {
                         "runs": len(g.runs),
-                        "failed_runs": len(g.failed_runs) or None,  # never measured (issue 40, item 3)
+                        "failed_runs": len(g.failed_runs) or None,  # never measured
                         "speedup": sp.median if sp else None,
                         "speedup_low": sp.low if sp else None,
                         "speedup_high": sp.high if sp else None,
@@ -215,8 +215,6 @@ def _word(m: dict, key: str, missing: str = "") -> str:
 
 def _described(server) -> str | None:
     """A recorded server's speed-up configuration as every other entry names it."""
-    from spectui.store.session import info_from_json  # lazy: psutil (~60 ms) with it, as grouped above
-
     try:
         return info_from_json(server).describe_speedup() if server else None
     except (TypeError, ValueError, AttributeError):

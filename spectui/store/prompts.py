@@ -94,7 +94,9 @@ def load_set(name_or_path: str) -> tuple[str, list[Prompt]]:
 def parse_set(data: dict, where: str) -> tuple[str, list[Prompt]]:
     items = data.get("prompt")
     if not items:
-        raise InputError(f"{where}: no [[prompt]] entries", hint="see the prompts file format in the README")
+        raise InputError(
+            f"{where}: no [[prompt]] entries", hint="see the prompts file format in docs/compare.md (Prompt sets)"
+        )
     if not isinstance(items, list):
         raise InputError(f"{where}: 'prompt' must be an array of tables ([[prompt]])")
     out: list[Prompt] = []

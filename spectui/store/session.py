@@ -44,7 +44,7 @@ from spectui.core.figures import SideRecorder
 from spectui.core.findings import ProbeResult, Triage
 from spectui.core.runner import PromptResult, same_tokenizer
 from spectui.core.tokens import EventLog
-from spectui.core.types import GenerationParams, Prompt, ServerInfo
+from spectui.core.types import SIDES, GenerationParams, Prompt, ServerInfo
 from spectui.core.verdict import Verdict, judge
 from spectui.machine.probes import GPUSample, HostSample
 from spectui.store.locations import data_dir
@@ -269,7 +269,7 @@ def _add_event(rec: dict, prompts: list[SessionPrompt], next_token: dict[tuple[i
     if not prompts:
         raise ValueError("an event before any prompt")
     side = rec["side"]
-    if side not in ("baseline", "candidate"):
+    if side not in SIDES:
         raise ValueError(f"side {side!r}")
     # two writers at once (or an old spectui without the lock): a side that starts twice in
     # one prompt, or whose tokens do not follow on, holds two runs' lines: no verdict from it
@@ -348,7 +348,7 @@ class _Records:
             self.runs += 1
             self.by_n = {}  # each run numbers its prompts from 0
         elif kind == "servers":
-            self.infos = {k: info_from_json(rec[k]) for k in ("baseline", "candidate")}
+            self.infos = {k: info_from_json(rec[k]) for k in SIDES}
         elif kind == "prompt":
             prompts.append(_prompt(rec))
         elif kind == "event":
@@ -475,7 +475,7 @@ _SAVED_FIGURES: dict[str, type | tuple[type, ...]] = {
 def recorders_for(sp: SessionPrompt) -> tuple[SideRecorder, SideRecorder]:
     """Rebuild both sides' figures from the recorded events, exactly as the live run built them."""
     recs = {}
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         rec = SideRecorder(side)
         rec.feed_all(sp.events[side])  # packed tokens copied whole, as feeding each in turn would
         saved = (sp.result or {}).get(side) or {}

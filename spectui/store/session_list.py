@@ -19,6 +19,7 @@ from pathlib import Path
 import orjson
 
 from spectui.core.stats import unit_geomean
+from spectui.core.types import SIDES
 from spectui.store.session import FORMAT, VERSION, info_from_json
 
 # a record's first bytes as the writer puts them (orjson, or json.dumps with or without spaces), at the
@@ -183,7 +184,7 @@ def summarise(path: Path) -> SessionSummary:
     prompts = [r for _, k, r in records if k == "prompt"]
     results_after = _results_after(records)
     infos = {}
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         try:
             infos[side] = info_from_json(servers[-1][side]).describe_speedup() if servers else "?"
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -255,7 +256,7 @@ def _results_after(records: list) -> list[dict | None]:
 def list_sessions(folder: Path) -> list[SessionSummary]:
     """Every *.jsonl in `folder`, newest first; a file that is not a regular one (a link, a pipe, a device)
     or cannot be read is a row with its problem, never opened (a FIFO froze the listing, a link to
-    /dev/zero filled memory, a dangling link was a traceback: issue 40, item 2)."""
+    /dev/zero filled memory, a dangling link was a traceback)."""
     if not folder.is_dir():
         return []
     found: list[tuple[float, Path, str | None]] = []

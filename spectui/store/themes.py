@@ -49,7 +49,7 @@ class ThemeLoad:
 
 
 def load_theme_file(path: Path) -> ThemeSpec:
-    data = tomllib.loads(read_config_file(path, "theme"))  # a regular file, bounded (issue 40, item 2)
+    data = tomllib.loads(read_config_file(path, "theme"))  # a regular file, bounded
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError("missing key 'name'")

@@ -129,7 +129,7 @@ def test_a_404_on_the_ready_path_is_an_answer_not_loading():
     assert "has no /v1/models: not a vllm server" in r.stderr
 
 
-# -- issue 26: odd /props and slot replies, normalised at the backend ------------------------------------
+# -- odd /props and slot replies, normalised at the backend ------------------------------------
 class OddServer(FaultServer):
     """Answers like llama-server b11434 but with the /props and slot replies given; /completion streams
     two tokens and a final event, as a real one does."""
@@ -233,7 +233,7 @@ def test_a_slot_reply_that_is_not_an_object_is_one_line():
     assert "Traceback" not in r.stderr and r.stdout == ""
 
 
-# -- issue 26, item 3: a file that cannot be written during or after the run never costs the run ----------
+# -- a file that cannot be written during or after the run never costs the run ----------
 def _file_size_limit(limit: int):
     """A full disk, portably: the child may write no file past `limit` bytes (RLIMIT_FSIZE; Python ignores
     SIGXFSZ, so a write past it fails with EFBIG 'File too large', as one on a full disk fails with ENOSPC)."""

@@ -127,7 +127,7 @@ FIRST_LINE_MAX = 64 << 20  # a speculators row holds one answer's ids and text: 
 
 def check_own(out: Path) -> None:
     """Refuse `out` unless it is new, empty or a drafts data file, and its held-out set unless it is new
-    or one this command wrote, before anything touches either file (issue 40: a mistyped -o at a model
+    or one this command wrote, before anything touches either file (a mistyped -o at a model
     had its tail cut off). Only the first record is read: a data file begins with a whole record, or
     with the torn first line of a run killed inside its first write."""
     if out.is_symlink() and not out.exists():

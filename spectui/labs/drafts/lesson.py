@@ -1,4 +1,4 @@
-"""What `spectui drafts lesson` measured, kept in its folder as DIR/lesson.json (issue 37, item 2): each phase's
+"""What `spectui drafts lesson` measured, kept in its folder as DIR/lesson.json: each phase's
 time, peak memory and tokens, the draft's per-position acceptance, its cost, the n_max chosen from them,
 the certificate's verdict line and, where the served weights are not the quantised ones, the three-way
 table (plain quantised rate, plain served rate, speculative served rate). The TUI's drafts screen and
@@ -32,7 +32,7 @@ class Phase:
 @dataclass
 class ThreeWay:
     """Plain quantised, plain served (F32) and speculative served rates: a "faster" on the F32 copy is only
-    read beside the quantised plain rate (issue 37, item 3). Ratios are paired (B C / C B in one session)."""
+    read beside the quantised plain rate. Ratios are paired (B C / C B in one session)."""
 
     quantised: str  # the quantised model's file name
     served: str  # the served copy's

@@ -1,4 +1,4 @@
-"""The formula's measured terms kept after the servers are gone (issues 30, 42): the record `spectui prove`
+"""The formula's measured terms kept after the servers are gone: the record `spectui prove`
 puts in a certificate ("terms") and `spectui theory --from S --save` appends to the session S (a "terms"
 record, store.session), or keeps beside it (S.terms.json) where the session must stay as recorded.
 

@@ -11,7 +11,7 @@ import statistics
 from spectui.core.stats import LEVEL, over_units
 
 TOLERANCE = 0.02  # an interval within ±2 % of 1.00 is no measurable difference (core.runner.Repeated)
-# below these, an interval is shown but no verdict word is drawn from it: "too few runs to judge" (issue 36)
+# below these, an interval is shown but no verdict word is drawn from it: "too few runs to judge"
 MIN_DF = 2  # degrees of freedom of a speed-up interval: 3 runs of a prompt, or 2 runs each of 2 prompts
 MIN_PROMPTS = 3  # prompts for an interval over prompts
 TOO_FEW = "too few runs to judge"
@@ -168,7 +168,7 @@ def shared_runs(g: float, shared: list[dict[int, float]], level: float = LEVEL) 
 
 
 def speed_word(s: dict | None) -> str:
-    """faster / slower / no measurable difference, by the README's rule (core.runner.Repeated)."""
+    """faster / slower / no measurable difference, by the rule docs/compare.md states (core.runner.Repeated)."""
     if s is None:
         return "not measured"
     if s["low"] is None:

@@ -16,7 +16,7 @@ from spectui.backends.registry import KIND_CHOICES
 from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, append_to_notebook
 from spectui.cli.drafts_lesson import cmd_lesson, register_lesson
-from spectui.cli.outputs import check_gguf
+from spectui.cli.outputs import check_gguf, check_notebook
 from spectui.cli.progress import Advance
 from spectui.core.errors import InputError
 from spectui.core.runner import connect
@@ -25,21 +25,40 @@ from spectui.labs.drafts import cost as drafts
 from spectui.labs.drafts import train_eagle3, train_lookup
 from spectui.labs.drafts.cost import GPUS, PROFILE_GPU, CostInputs  # GPUS: --gpu's choices, in every drafts parser
 from spectui.labs.drafts.cost_text import text as cost_text
-from spectui.labs.drafts.data import generate
+from spectui.labs.drafts.data import check_own, generate
 from spectui.labs.drafts.lesson import measured_text, read_lesson
 from spectui.labs.memory.shape import read_shape
 from spectui.store import prompts as prompt_sets
+from spectui.store.claim import locked
 from spectui.store.profiles import load_profiles
 
+COUNT_MAX = 1 << 30  # no count a drafts command takes comes near this; a larger one is a typo or an attack
+MAX_TOKENS_MAX = 1 << 20  # tokens an answer: beyond any context a server here holds
 
-def _positive_int(text: str) -> int:
+
+def _positive_int(text: str, hi: int = COUNT_MAX) -> int:
     try:
         v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if v < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    if v > hi:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at most {hi:,}")
     return v
+
+
+def _at_most(hi: int):
+    """A whole-number option from 1 to `hi` (its name shown in argparse's errors as a count)."""
+
+    def count(text: str) -> int:
+        return _positive_int(text, hi)
+
+    count.__name__ = "count"
+    return count
+
+
+_max_tokens = _at_most(MAX_TOKENS_MAX)
 
 
 def _fraction(text: str) -> float:
@@ -119,7 +138,7 @@ def _add_data(dsub) -> None:
     )
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="JSON Lines to append to (a rerun resumes it)")
     p.add_argument("--format", choices=("sharegpt", "conversations", "messages", "speculators"), default="sharegpt")
-    p.add_argument("--max-tokens", type=_positive_int, default=512, metavar="N", help="tokens an answer (512)")
+    p.add_argument("--max-tokens", type=_max_tokens, default=512, metavar="N", help="tokens an answer (512)")
     p.add_argument("--temperature", type=float, default=0.0, metavar="T", help="0 is greedy (default)")
     p.add_argument("--seed", type=int, default=42, metavar="S")
     p.add_argument(
@@ -136,7 +155,7 @@ def _add_train_lookup(dsub) -> None:
     p.add_argument("--prompts", required=True, metavar="SOURCE", help="prompts for the corpus; a share is held out")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for data, corpus, cache and logs")
     p.add_argument("--model", metavar="GGUF", help="the target (default: spectui's SmolLM2)")
-    p.add_argument("--max-tokens", type=_positive_int, default=128, metavar="N", help="tokens an answer (128)")
+    p.add_argument("--max-tokens", type=_max_tokens, default=128, metavar="N", help="tokens an answer (128)")
     p.add_argument("--holdout", type=_fraction, default=0.2, metavar="F", help="share held out for the proof (0.2)")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N prompts")
     p.add_argument("--threads", type=_positive_int, default=1, metavar="N", help="threads a server (1)")
@@ -164,8 +183,8 @@ def _add_train_eagle3(dsub) -> None:
     p.add_argument("--threads", type=_positive_int, default=1, metavar="N", help="trainer and server threads (1)")
     p.add_argument("--heldout", metavar="PROMPTS", help="held-out prompts (default: DATA.heldout.toml)")
     p.add_argument("--model", metavar="GGUF", help="the GGUF served (default: --target when it is one)")
-    p.add_argument("--n-max", type=_positive_int, default=3, metavar="N", help="--spec-draft-n-max when serving (3)")
-    p.add_argument("--max-tokens", type=_positive_int, default=128, metavar="N", help="tokens a held-out answer (128)")
+    p.add_argument("--n-max", type=_at_most(64), default=3, metavar="N", help="--spec-draft-n-max when serving (3)")
+    p.add_argument("--max-tokens", type=_max_tokens, default=128, metavar="N", help="tokens a held-out answer (128)")
     p.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop training after N steps (a quick try)")
     p.add_argument("--aux-layers", metavar="L1,L2,L3", help="target layers whose inputs feed the head ([2, n/2, n-3])")
     p.add_argument("--lr", type=float, default=5e-4, metavar="LR", help="learning rate (5e-4)")
@@ -173,7 +192,7 @@ def _add_train_eagle3(dsub) -> None:
 
 
 def _register_lesson(dsub) -> None:
-    register_lesson(dsub, _positive_int, _fraction)
+    register_lesson(dsub, _positive_int, _fraction, _max_tokens, _at_most)
 
 
 def cmd_drafts(args):
@@ -272,14 +291,15 @@ async def cmd_data(args) -> int:
         if not args.json:
             bar(f"answering {total} prompts", done / total if total else 1.0, pid)
 
-    async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10)) as client:
-        backend = await _connect(args.baseline, args, client)
-        try:
-            result = await generate(
-                backend, items, Path(args.output), args.format, params, args.holdout, source, progress
-            )
-        finally:
-            bar.close()
+    out = Path(args.output).expanduser()
+    check_own(out)  # a file that is not drafts data is refused before its lock is made beside it
+    with locked(out, "-o"):  # a second `drafts data -o` on the same file refuses instead of answering twice
+        async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10)) as client:
+            backend = await _connect(args.baseline, args, client)
+            try:
+                result = await generate(backend, items, out, args.format, params, args.holdout, source, progress)
+            finally:
+                bar.close()
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -308,6 +328,7 @@ def data_summary(r) -> str:
 
 async def cmd_train_lookup(args) -> int:
     check_gguf(args.model, "--model")  # before any server is started to find out
+    check_notebook(args)  # a --notebook that cannot be written is said now, not after the whole run
     bar = Advance("spectui drafts train-lookup")
     say = bar.sayer(quiet=args.json)
 

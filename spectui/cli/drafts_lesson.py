@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK
+from spectui.cli.outputs import check_gguf
 from spectui.cli.progress import Advance
-from spectui.labs.drafts.lesson import default_dir
+from spectui.labs.drafts.lesson import PROBE_N_MAX, default_dir
 from spectui.machine.assets import find_model
 from spectui.run.drafts_lesson import LessonOptions, run_lesson
 
 
-def register_lesson(dsub, positive_int, fraction) -> None:
+def register_lesson(dsub, positive_int, fraction, max_tokens, at_most) -> None:
     """The `drafts lesson` parser (called by cli.drafts.register with its number checks)."""
     p = dsub.add_parser(
         "lesson", help="the trained-draft lesson end to end: data, train, convert, serve, prove, each phase measured"
@@ -29,7 +30,7 @@ def register_lesson(dsub, positive_int, fraction) -> None:
     p.add_argument("--draft", choices=("eagle3", "lookup"), default="eagle3", help="train-eagle3 or train-lookup")
     p.add_argument("--target", metavar="GGUF", help="the target (default: spectui's SmolLM2)")
     p.add_argument("--f32", action="store_true", help="serve the target's F32 copy; adds the three-way table")
-    p.add_argument("--max-tokens", type=positive_int, default=128, metavar="N", help="tokens an answer (128)")
+    p.add_argument("--max-tokens", type=max_tokens, default=128, metavar="N", help="tokens an answer (128)")
     p.add_argument("--holdout", type=fraction, default=0.1, metavar="F", help="share held out for the proof (0.1)")
     p.add_argument("--limit", type=positive_int, metavar="N", help="only the first N prompts")
     p.add_argument("--epochs", type=positive_int, default=3, metavar="E", help="EAGLE-3 passes over the data (3)")
@@ -37,7 +38,11 @@ def register_lesson(dsub, positive_int, fraction) -> None:
     p.add_argument("--ttt", type=positive_int, default=3, metavar="K", help="EAGLE-3 test-time-training steps (3)")
     p.add_argument("--max-steps", type=positive_int, metavar="N", help="stop training after N steps (a quick try)")
     p.add_argument(
-        "--probe-n-max", type=positive_int, default=5, metavar="N", help="n_max while measuring acceptance (5)"
+        "--probe-n-max",
+        type=at_most(PROBE_N_MAX),
+        default=5,
+        metavar="N",
+        help=f"n_max while measuring acceptance (5; at most {PROBE_N_MAX})",
     )
     p.add_argument("--runs", type=positive_int, default=2, metavar="N", help="interleaved runs a prompt in the proof")
     p.add_argument("--threads", type=positive_int, default=1, metavar="N", help="threads a server and the trainer")
@@ -45,6 +50,8 @@ def register_lesson(dsub, positive_int, fraction) -> None:
 
 
 async def cmd_lesson(args) -> int:
+    check_gguf(args.target, "--target")  # before the folder is made or a server started
+
     out = Path(args.output) if args.output else _default_dir(args)
     opts = LessonOptions(
         out=out,

@@ -11,6 +11,7 @@ other paths never need (textual for the TUI, aiohttp for serve, numpy with the s
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -19,7 +20,7 @@ from spectui import __version__
 from spectui.cli.commands import COMMANDS, TASKS
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, EXIT_USAGE  # noqa: F401
 from spectui.cli.options import Parser
-from spectui.core.errors import InputError, SpectuiError, redacting_stream, register_urls_in
+from spectui.core.errors import InputError, SpectuiError, printable, redacting_stream, register_urls_in
 
 EPILOG = """plain `spectui` opens the picker: choose a hardware profile and spectui starts its pair of servers.
 
@@ -82,11 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout, sys.stderr = redacting_stream(sys.stdout), redacting_stream(sys.stderr)
     words = sys.argv[1:] if argv is None else list(argv)
     named = _command_in(words)
-    parser = build_parser(named if named in COMMANDS else None)
-    args = parser.parse_args(words)
-    command = args.command or "tui"
-    if args.command is None:  # plain `spectui [options]`: the TUI (its picker without URLs)
-        args = build_parser("tui").parse_args(["tui", *words])
+    try:  # Ctrl+C while the command's modules load (a second or more on a busy machine) is no traceback either
+        parser = build_parser(named if named in COMMANDS else None)
+        args = parser.parse_args(words)
+        command = args.command or "tui"
+        if args.command is None:  # plain `spectui [options]`: the TUI (its picker without URLs)
+            args = build_parser("tui").parse_args(["tui", *words])
+    except KeyboardInterrupt:
+        print("spectui: interrupted", file=sys.stderr)
+        return 130
     try:
         if command in COMMANDS:
             result = handler_for(command)(args)
@@ -103,13 +108,31 @@ def main(argv: list[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a writer the pipe stopped
     except InputError as exc:
-        print(f"spectui: error: {exc.one_line()}", file=sys.stderr)
+        print(f"spectui: error: {printable(exc.one_line())}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:
+        if exc.errno not in WRITE_ERRORS:
+            raise
+        print(f"spectui: error: {printable(write_error_line(exc))}", file=sys.stderr)
+        return EXIT_SERVER
     except SpectuiError as exc:
-        print(f"spectui: error: {exc.one_line()}", file=sys.stderr)
+        print(f"spectui: error: {printable(exc.one_line())}", file=sys.stderr)
         return EXIT_SERVER
     parser.print_help()
     return EXIT_USAGE
+
+
+# a write refused by the disk (full, read-only, no permission, over quota or the largest file size): one line,
+# whichever file it was; every writer appends whole lines or renames whole files, so what was written stays whole
+WRITE_ERRORS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT, errno.EFBIG}
+
+
+def write_error_line(exc: OSError) -> str:
+    where = f" {exc.filename}" if exc.filename else ""
+    return (
+        f"cannot write{where}: {exc.strerror or exc} — free space or give a writable path, then run the same "
+        "command again (what was written before is whole)"
+    )
 
 
 def handler_for(command: str):

@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 from spectui.core.errors import InputError, describe
+from spectui.machine.gguf import require_gguf
 from spectui.store import notebook
 
 
@@ -128,17 +129,7 @@ def session_failed(writer) -> bool:
 
 
 def check_gguf(path: str | Path | None, flag: str) -> Path | None:
-    """A model file given on the command line: it exists and is a GGUF (the first four bytes say so)."""
+    """A model file given on the command line: a regular file (a FIFO is refused unopened) that is a GGUF."""
     if path is None:
         return None
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise InputError(f"{flag} {p} does not exist" if not p.exists() else f"{flag} {p} is not a file")
-    try:
-        with open(p, "rb") as fh:
-            magic = fh.read(4)
-    except OSError as exc:
-        raise InputError(f"{flag} {p} cannot be read ({exc.strerror})") from None
-    if magic != b"GGUF":
-        raise InputError(f"{flag} {p} is not a GGUF model file", hint="give a model's .gguf file")
-    return p
+    return require_gguf(Path(path).expanduser(), flag)

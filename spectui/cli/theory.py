@@ -58,7 +58,9 @@ async def _theory_from(args) -> int:
     checks, curves, kept = await _checks(args, session, groups, say)
     if getattr(args, "save", False) and kept is not None:
         print("spectui: --save: nothing newly measured (the terms shown were kept in the session)", file=sys.stderr)
-    elif getattr(args, "save", False):
+    elif kept is None and any(c is not None and c.measured for c in curves.values()):
+        # measured terms belong with the session they were measured for: kept whether or not --save was
+        # given, so the lesson still shows them once the servers are gone
         _save_terms(session, checks, curves, args)
     if args.json:
         print(json.dumps(_json_doc(args, session, checks, curves, kept), indent=2))
@@ -244,7 +246,8 @@ def register(sub) -> None:
     p.add_argument(
         "--save",
         action="store_true",
-        help="with --from: keep the measured terms in the session (beside it, SESSION.terms.json, where a "
-        "certificate references it) for `spectui report` and for `theory --from` once the servers are gone",
+        help="with --from: measured terms are always kept in the session (beside it, SESSION.terms.json, where a "
+        "certificate references it) for `spectui report` and `theory --from` once the servers are gone; --save "
+        "only says so when nothing new was measured",
     )
     options.add_json(p)

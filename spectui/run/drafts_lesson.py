@@ -29,7 +29,7 @@ from spectui.core.errors import InputError, SetupError
 from spectui.labs.drafts import data as drafts_data
 from spectui.labs.drafts import lookup as lookup_draft
 from spectui.labs.drafts import train_eagle3
-from spectui.labs.drafts.lesson import Lesson, Phase, read_lesson, write_lesson
+from spectui.labs.drafts.lesson import LESSON_NAME, Lesson, Phase, read_lesson, write_lesson
 from spectui.run.drafts_lesson_measure import phase_measure, phase_prove
 from spectui.run.lesson_serving import (
     LessonOptions,
@@ -42,6 +42,7 @@ from spectui.run.lesson_serving import (
     resolve_tools,
 )
 from spectui.store import prompts as prompt_sets
+from spectui.store.claim import check_folder, claim_folder, locked
 from spectui.store.locations import atomic_write
 
 
@@ -179,10 +180,18 @@ async def phase_convert(opts: LessonOptions, tools: Tools, les: Lesson, say: Say
 
 
 async def run_lesson(opts: LessonOptions, say: Say = print, advance=None) -> Lesson:
-    """Every phase in order, the record written after each; returns the lesson."""
-    tools = resolve_tools(opts, say)
-    opts.out.mkdir(parents=True, exist_ok=True)
-    les = read_lesson(opts.out)
+    """Every phase in order, the record written after each; returns the lesson. The folder is claimed
+    (store.claim: new, empty or spectui's) and locked, and its lesson.json read and checked, before any
+    tool is looked for or server started."""
+    check_folder(opts.out, "-o", legacy_mark=LESSON_NAME)
+    tools = None if opts.out.is_dir() else resolve_tools(opts, say)  # a new folder is made once tools are found
+    claim_folder(opts.out, "-o", "drafts lesson", legacy_mark=LESSON_NAME)
+    with locked(opts.out, "-o"):
+        les = read_lesson(opts.out)
+        return await _run_locked(opts, tools or resolve_tools(opts, say), les, say, advance)
+
+
+async def _run_locked(opts: LessonOptions, tools: Tools, les: Lesson | None, say: Say, advance) -> Lesson:
     if les is not None and (les.draft != opts.draft or Path(les.target) != tools.target):
         raise InputError(
             f"{opts.out} holds a lesson of a {les.draft} draft for {Path(les.target).name}",

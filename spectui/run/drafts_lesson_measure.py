@@ -5,7 +5,6 @@ certificate's verdict line and, on the F32 copy, the three-way table prove adds 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from spectui.run.lesson_serving import (
     prove_argv,
     run_prove,
 )
+from spectui.store.bounded import load_json_object
 
 
 async def verify_curve(plain, results, top: int):
@@ -149,12 +149,12 @@ async def phase_prove(opts: LessonOptions, tools: Tools, les: Lesson, say: Say) 
     if not cert.is_file():
         tail = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
         raise SetupError(f"spectui prove wrote no certificate (status {code}): {tail}", hint=f"see {log}")
-    fig = certificate_figures(json.loads(cert.read_text()))
+    fig = certificate_figures(load_json_object(cert, "certificate"))
     les.certificate, les.verdict, les.headline = str(cert), fig["verdict"], fig["headline"]
     les.done["prove"] = {"n_max": k, "exit": code, "speedup": fig["speedup"]}
     three = folder / "three-way.json"  # prove's own table (run.three_way) where the served copy is F32
     if three.is_file():
-        d = json.loads(three.read_text())
+        d = load_json_object(three, "three-way table")
         les.three_way = ThreeWay(**{k: v for k, v in d.items() if k in ThreeWay.__dataclass_fields__})
     note = f"exit {code}; {fig['headline']}"
     les.record(Phase("prove", time.monotonic() - t0, srv.peak, None, note, "llama-server"))

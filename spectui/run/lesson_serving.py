@@ -23,6 +23,7 @@ from spectui.labs.drafts.lesson import Lesson
 from spectui.labs.drafts.lookup import server_extra
 from spectui.labs.drafts.train_eagle3 import eagle3_extra
 from spectui.machine import assets
+from spectui.machine.gguf import require_gguf
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
 from spectui.store import prompts as prompt_sets
 
@@ -72,8 +73,7 @@ def resolve_tools(opts: LessonOptions, say: Say = print) -> Tools:
     target = opts.target or found.model
     if target is None:
         raise SetupError("no target model: spectui's SmolLM2 is not downloaded", hint="run `spectui setup`")
-    if not target.is_file():
-        raise InputError(f"target {target} does not exist", hint="give --target a GGUF file")
+    target = require_gguf(target, "--target")  # a FIFO refused unopened, a non-model before any server
     tools = Tools(found.llama_server, target, target)
     if opts.draft == "eagle3":
         tools.python = assets.find_vllm_python()

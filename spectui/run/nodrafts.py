@@ -3,7 +3,7 @@
 "The candidate drafted nothing" alone leaves a newcomer stuck: llama.cpp's ngram-simple at its default
 sizes (N 12, M 48: common/common.h, backends/launchspec.NGRAM_SIMPLE_DEFAULT) drafts only where the last 12
 tokens already occurred earlier in the context, which a short prompt's answer almost never does; the same
-prompt drafted with N 3 / M 8 (FACTS: ngram-simple 3/8 accepted 27/28 on a copying prompt). The command
+prompt drafted with N 3 / M 8 (measured on a copying prompt with llama-server b11434). The command
 line is the launched one where spectui started the server, else the one of the local process listening on
 the URL's port (psutil), else unknown.
 """

@@ -43,7 +43,6 @@ import ipaddress
 import os
 import platform
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,6 +55,7 @@ from spectui.core.types import SIDES
 from spectui.machine import assets
 from spectui.machine.launcher import ServerProcess, apply_memory_share, free_port, share_env
 from spectui.machine.probes import GPUProbe
+from spectui.store.bounded import parse_toml_text
 from spectui.store.locations import config_dir, read_config_file, resource_dir
 
 if TYPE_CHECKING:
@@ -170,10 +170,7 @@ def _line_of(text: str, key: str) -> int | None:
 
 
 def parse_profile(text: str, path: str) -> Profile:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"profile {path}: {exc}") from None  # tomllib names line and column
+    data = parse_toml_text(text, f"profile {path}")  # depth checked first; tomllib names line and column
 
     def err(key: str, what: str) -> InputError:
         line = _line_of(text, key.rsplit(".", 1)[-1])

@@ -9,7 +9,6 @@ memory map and parsed alone; the stream events, nearly all of a file's bytes, ar
 
 from __future__ import annotations
 
-import json
 import mmap
 import re
 import stat
@@ -18,8 +17,10 @@ from pathlib import Path
 
 import orjson
 
+from spectui.core.errors import InputError
 from spectui.core.stats import unit_geomean
 from spectui.core.types import SIDES
+from spectui.store.bounded import parse_json_text
 from spectui.store.session import FORMAT, VERSION, info_from_json
 
 # a record's first bytes as the writer puts them (orjson, or json.dumps with or without spaces), at the
@@ -226,8 +227,8 @@ def _head_and_records(path: Path) -> tuple[dict, list] | SessionSummary:
             if not first_line:
                 return _problem(path, "empty, not a spectui session")
             try:
-                head = json.loads(first_line)
-            except ValueError:
+                head = parse_json_text(first_line, str(path))
+            except InputError:
                 head = None
             if not isinstance(head, dict) or head.get("format") != FORMAT:
                 return _problem(path, "not a spectui session (its first line is not a spectui header)")

@@ -340,3 +340,26 @@ def test_a_notebook_that_cannot_be_written_after_compare_keeps_the_report(llama_
     [line] = errors(r)
     assert f"cannot write notebook {nb}" in line and "the report above is complete" in line
     assert r.returncode == 1 and not nb.exists()
+
+
+def test_api_key_env_reaches_a_llama_server_started_with_api_key(tmp_path):
+    """llama-server --api-key answers 401 to every request without the bearer token: --api-key-env sends it
+    to llama.cpp servers too, and the key is in no file written (the session, the notebook)."""
+    from spectui.machine import assets
+    from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
+
+    found = assets.find_all()
+    key = "k-" + os.urandom(8).hex()
+    with Launcher() as launcher:
+        s = launcher.add(ServerProcess("keyed", llama_server_argv(found.llama_server, found.model, 0,
+                                                                  extra=["--api-key", key])))  # fmt: skip
+        s.argv[s.argv.index("--port") + 1] = str(s.port)
+        launcher.start_all(timeout=120)
+        session = tmp_path / "s.jsonl"
+        env = {"SPECTUI_TEST_KEY": key}
+        r, _ = compare(s.url, s.url, "--api-key-env", "SPECTUI_TEST_KEY", "--save", str(session), env=env)
+        without, _ = compare(s.url, s.url, env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["prompts"][0]["candidate"]["tokens"] == 8
+    assert without.returncode != 0 and "401" in without.stderr  # the control: the server does want the key
+    assert key not in session.read_text() and key not in r.stdout + r.stderr

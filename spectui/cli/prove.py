@@ -19,15 +19,15 @@ from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, PairOptions, 
 from spectui.cli.compare import machine_sampler
 from spectui.cli.options import add_run_options
 from spectui.cli.outputs import check_output
+from spectui.cli.progress import run_events
 from spectui.core.errors import InputError, describe
 from spectui.core.report import text_report
 from spectui.core.types import SIDES
 from spectui.run import events as ev
 from spectui.run import three_way
 from spectui.run.pair import GivenPair, LaunchedPair
-from spectui.run.prove import prove
 from spectui.run.prove.certificate import canonical, merge, verify, write
-from spectui.run.prove.prove import OneAtATime, ProveOptions, Prover, SessionNotWritten, default_dir, prepare_dir
+from spectui.run.prove.prove import ProveOptions, Prover, SessionNotWritten, default_dir, prepare_dir
 from spectui.run.prove.regress import regress
 from spectui.run.prove.render import render_text
 from spectui.run.prove.shard import parse_shard
@@ -168,28 +168,6 @@ def _say(line: str) -> None:
     print(f"spectui: {line}", file=sys.stderr, flush=True)
 
 
-def progress(quiet: bool):
-    def emit(e) -> None:
-        if quiet:
-            return
-        if isinstance(e, prove.PhaseStarted):
-            what = {
-                "greedy": f"greedy pass: {e.total} prompt runs at temperature 0",
-                "triage": f"triage of {e.total} differing prompt(s): reruns, cache, log-probabilities",
-                "sampled": f"sampled pass: {e.total} seeded prompt runs",
-                "certificate": "deriving the certificate from the recorded sessions",
-            }[e.phase]
-            _say(what + " …")
-        elif isinstance(e, prove.Progressed):
-            step = max(1, e.total // 10)
-            if e.phase != "sampled" or e.done == e.total or e.done % step == 0:
-                _say(f"{e.phase} {e.done}/{e.total} {e.prompt_id}")
-        elif isinstance(e, ev.StepStopped):
-            _say(f"{e.result.prompt.id}: {e.step} stopped: {e.message}")
-
-    return emit
-
-
 def pair_from(args):
     """The two servers: the user's (--baseline/--candidate), or a profile's pair (--launch COMPARISON /
     --profile NAME [--comparison ID]: 127.0.0.1, free ports, through run.pair's memory plan)."""
@@ -299,8 +277,9 @@ async def _prover(pair, reach, client, args, params, options, prompt_list, set_n
     one = None
     if reach is None:
         key = api_key_from(args.api_key_env)
-        one = OneAtATime(
-            lambda side: pair.side(side, client, key, args.ready_timeout), pair.alone, None if args.json else _say
+        assert pair.alone is not None  # no reach: the pair runs one at a time
+        one = pair.alone.opening(
+            lambda side: pair.side(side, client, key, args.ready_timeout), None if args.json else _say
         )
     else:
         backends, _ = await connect_pair(client, reach)
@@ -312,7 +291,7 @@ async def _prover(pair, reach, client, args, params, options, prompt_list, set_n
         set_name,
         out,
         options,
-        emit=progress(args.json),
+        emit=_progress(args.json),
         machine=machine_sampler(),
         client=client,
         launched={s: LaunchSpec.from_argv(srv.argv) for s, srv in pair.servers.items()},
@@ -398,3 +377,8 @@ def cmd_merge(args) -> int:
     print(canonical(doc) if args.json else render_text(doc), end="")
     _say(f"wrote {out} (+ {out.with_suffix('.md').name}, {out.with_suffix('.html').name})")
     return exit_for(doc)
+
+
+def _progress(quiet: bool):
+    """prove's lines: its phases and pairs, and a step that stopped (not each prompt's start: the pairs say it)."""
+    return run_events(quiet, (ev.PhaseStarted, ev.Progressed, ev.StepStopped))

@@ -112,7 +112,7 @@ class TheoryScreen(Screen):
             yield PlotextPlot(id="plot")
             yield Static("", id="table")
         yield Static("", id="measured")
-        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
+        yield KeysFooter()  # its own keys and the app's few that work here (SpectuiApp.BINDINGS)
 
     def on_mount(self) -> None:
         self.redraw()

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "verify": ("prove", "re-derive a certificate from its raw sessions (no servers) and check every hash", "prove"),
     "regress": ("prove", "two certificates of one prompt set: what got worse", "prove"),
     "merge": ("prove", "shard certificates (--shard I/N) into the one a single run would give", "prove"),
+    "formats": ("formats", "which weight format to serve: each measured plain and speculative on this machine", "labs"),
     "theory": ("theory", "speed-up as a function of acceptance rate, draft length and draft cost", "labs"),
     "sweep": ("sweep", "throughput and speed-up against concurrency: where the payoff collapses", "labs"),
     "sampling": ("sampling", "exact under sampling: seeded bytes and the two output distributions", "labs"),

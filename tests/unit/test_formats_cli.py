@@ -49,3 +49,24 @@ def test_a_kept_table_is_shown_with_its_recommendation(tmp_path, capsys):
     assert "| Q4_0 |" in capsys.readouterr().out
     assert main(["formats", "--show", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["recommendation"]["format"] == "Q4_0"
+
+
+def test_the_drafts_lesson_trains_for_the_recommended_format_of_a_kept_table(tmp_path, capsys):
+    import argparse
+
+    from spectui.cli.drafts_lesson import _recommended_target
+
+    q40 = tmp_path / "m.Q4_0.gguf"
+    q40.write_bytes(b"GGUF")
+    rows = [
+        FormatRow("Q4_1", file=str(tmp_path / "m.Q4_1.gguf"), plain_tps=45.0, verify=[1.0, 1.9, 2.9, 3.8]),
+        FormatRow("Q4_0", file=str(q40), plain_tps=50.0, verify=[1.0, 1.2, 1.3, 1.4]),
+    ]
+    path = atomic_write(tmp_path / "t.json", FormatsLesson("m", rows, {}, recommend(rows)).dumps())
+    args = argparse.Namespace(for_format=str(path), f32=False, target=None)
+    assert _recommended_target(args) == q40
+    assert "training for Q4_0" in capsys.readouterr().err
+    q40.unlink()  # the recommended file is gone: one line, rerun the lesson
+    assert main(["drafts", "lesson", "--for-format", str(path), "-o", str(tmp_path / "l")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "recommends no format whose file is here" in err[0]

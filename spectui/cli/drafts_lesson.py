@@ -53,8 +53,10 @@ async def cmd_lesson(args) -> int:
     from spectui.cli.progress import Advance  # lazy: 1 modules more
     from spectui.run.drafts_lesson import LessonOptions, run_lesson  # lazy: asyncio (~81 ms cold)
 
+    table = None
     if args.for_format is not None:
-        args.target = str(_recommended_target(args))
+        target, table = _recommended_target(args)
+        args.target = str(target)
     out = Path(args.output) if args.output else _default_dir(args)
     opts = LessonOptions(
         out=out,
@@ -72,6 +74,7 @@ async def cmd_lesson(args) -> int:
         probe_n_max=args.probe_n_max,
         runs=args.runs,
         threads=args.threads,
+        formats_table=table,
     )
     bar = Advance("spectui drafts lesson")
     say = bar.sayer(quiet=args.json)
@@ -86,8 +89,9 @@ async def cmd_lesson(args) -> int:
     return EXIT_OK if les.verdict and les.verdict.startswith("IDENTICAL") else EXIT_DIFFERS
 
 
-def _recommended_target(args) -> Path:
-    """The file of the format the kept formats table recommends (run.formats): the lesson trains for it."""
+def _recommended_target(args) -> tuple[Path, Path]:
+    """The file of the format the kept formats table recommends (run.formats), which the lesson trains for,
+    and the table (its prove prints the n-way table from it)."""
     from spectui.machine.assets import find_model  # lazy: httpx (~127 ms cold)
     from spectui.run import formats  # lazy: the run session (~40 modules)
 
@@ -109,7 +113,7 @@ def _recommended_target(args) -> Path:
         f"spectui drafts lesson: training for {row.format} ({Path(row.file).name}), as {path} recommends",
         file=sys.stderr,
     )
-    return Path(row.file)
+    return Path(row.file), path
 
 
 def _default_dir(args):

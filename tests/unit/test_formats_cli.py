@@ -64,7 +64,7 @@ def test_the_drafts_lesson_trains_for_the_recommended_format_of_a_kept_table(tmp
     ]
     path = atomic_write(tmp_path / "t.json", FormatsLesson("m", rows, {}, recommend(rows)).dumps())
     args = argparse.Namespace(for_format=str(path), f32=False, target=None)
-    assert _recommended_target(args) == q40
+    assert _recommended_target(args) == (q40, path)
     assert "training for Q4_0" in capsys.readouterr().err
     q40.unlink()  # the recommended file is gone: one line, rerun the lesson
     assert main(["drafts", "lesson", "--for-format", str(path), "-o", str(tmp_path / "l")]) == 2

@@ -155,7 +155,8 @@ def recommend(rows: list[FormatRow], alpha: float | None = None) -> Recommendati
         why.insert(
             0,
             f"{r.format}: plain {r.plain_tps:.1f} tok/s, V({len(r.verify)}) = {r.verify[-1]:.2f} steps "
-            f"({r.kernel_read()}; {kernel_words(r.format)}); at {said} a free draft of γ = {g} projects "
+            f"({r.kernel_read()}; {kernel_words(r.format)}); at {said.replace(': ', ' (', 1)}"
+            f"{')' if ': ' in said else ''} a free draft of γ = {g} projects "
             f"{s:.2f}× → {tps:.1f} tok/s; bytes {bytes_said}",
         )
         why += [
@@ -249,6 +250,11 @@ def table_text(rows: list[FormatRow], rec: Recommendation, ks: tuple[int, ...] =
     lines.append(
         "  V(k): a k-token verification batch in target decode steps, every position's logits as the server "
         "verifies; ≈ 1 is a batched kernel (one pass over the weights), ≈ k is row by row"
+    )
+    lines.append(
+        "  plain tok/s: each format in its own phase, one after the other — not paired, the machine's load moves "
+        "between them; V(k) and the n-gram speed-up are ratios within a phase. `spectui prove --formats-table` "
+        "pairs every plain format with one baseline"
     )
     return "\n".join(lines) + "\n"
 

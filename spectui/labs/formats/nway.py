@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 @dataclass
 class NWayRow:
     label: str  # "plain Q4_0", "speculative (the candidate)"
-    tps: float | None  # median decode rate in this run
+    tps: float | None  # median decode rate in this run, in its own phase (the load moves between phases)
     over_baseline: float | None  # paired ratio to the proof's baseline (geometric mean)
     low: float | None = None
     high: float | None = None
@@ -64,7 +64,7 @@ class NWay:
         return not (s.low > best.high or best.low > s.high)  # type: ignore[operator]
 
     def text(self) -> str:
-        rows = [["configuration", "tok/s", "over the baseline (paired)"]]
+        rows = [["configuration", "tok/s (its own phase)", "over the baseline (paired: read this)"]]
         for r in [*self.plain, self.speculative]:
             rows.append(
                 [r.label, f"{r.tps:.1f}" if r.tps else "—", r.ratio_text() + (f"  ({r.note})" if r.note else "")]

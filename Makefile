@@ -48,8 +48,10 @@ test: setup lint browser
 	$(PY) -m spectui setup --vllm
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
-# the inner loop: lint and the fast tests (unit + contract), which need no server, model or browser built
+# the inner loop: lint and the fast tests (unit + contract), which need no server, model or browser built;
+# first the house's report (import cycles, function-level imports, long modules and functions to look at)
 check: lint
+	$(PY) -m tests.unit.test_architecture
 	$(PY) -m pytest -q -n $(TEST_WORKERS) tests/unit tests/contract
 
 # mutation testing (mutmut) of the verdict and figure modules against the fast tests, one module at a time;

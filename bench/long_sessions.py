@@ -1,4 +1,4 @@
-"""Long sessions (issue 32, goal 4), each a ratio measured in the same run:
+"""Long sessions, each a ratio measured in the same run:
 
 1. a 1,000,000-event session replays headless (`spectui replay FILE --no-tui --json`) in ≤ 2× the time
    of ten 100,000-event ones, at ≤ 250 MB peak RSS. Times are the replay's own, from after the modules

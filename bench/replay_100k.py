@@ -1,5 +1,5 @@
 """Replay: the TUI's replay of a 100,000-token session against the headless replay's, each its own
-process, measured in the same run (issue 32, goal 2: wall time ≤ 1.5×, peak RSS ≤ 1.3×).
+process, measured in the same run (wall time ≤ 1.5×, peak RSS ≤ 1.3×).
 
 The session is the recorded draft-simple llama-server stream repeated to N tokens a side (labelled as a
 live run labels it, with its result record). Headless: `spectui replay FILE --no-tui --json` (load, the

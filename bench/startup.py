@@ -1,8 +1,8 @@
 """Start-up: `spectui --help` wall time, and the TUI's first frame against a bare Textual app with the
 same skeleton (a header, two bordered panes of text, an input, a footer; no spectui imports), each a
 fresh process, measured in the same run with the same ready hook: the first screen update Textual
-makes (App._display with something to show) under App.run_test, timed from the spawn. Issue 32,
-goal 3: spectui's ≤ 1.5× the bare app's.
+makes (App._display with something to show) under App.run_test, timed from the spawn. The
+goal: spectui's ≤ 1.5× the bare app's.
 
 spectui's app is pointed at two running llama-servers where `spectui setup` has built them (it also
 reports when both panes are connected), else at two closed ports (the first frame does not wait for

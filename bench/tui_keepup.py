@@ -1,6 +1,6 @@
 """Keep-up: the highest per-pane rate at which the TUI shows every token of both panes with an end lag
 under 100 ms and at least 20 redraws a second, as a fraction of spectui's own headless parse-and-label
-rate measured in the same run (bench/parse_throughput.py's figure). Goal (issue 32): at least 1/4 a pane.
+rate measured in the same run (bench/parse_throughput.py's figure). Goal: at least 1/4 a pane.
 
 A recorded llama-server stream (draft-simple, with its counters) is repeated and replayed into both panes
 at once (order: concurrent) through App.run_test(), on a schedule: token k of a side is due at

@@ -1,4 +1,4 @@
-"""What a verification batch costs beyond a prompt batch (issue 42): the verification-batch probe
+"""What a verification batch costs beyond a prompt batch: the verification-batch probe
 (spectui/machine/native/verify_batch.cpp, linked against the pinned libllama) decodes k tokens on a cached
 prefix with the last position's logits only (llama-server's prompt batch, server-context.cpp:3867) and with
 every position's logits sampled (its verification batch, :570-573, :4268), interleaved, k rising then

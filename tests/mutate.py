@@ -53,7 +53,7 @@ SLOW = [
     "test_tui_stream_client",  # the TUI
     "test_interleaving",  # sweep --repeat through the CLI
     "test_prove_alone_recorded",  # prove and sweep one server at a time through the CLI
-    "test_hardening_round3",  # every writer through the CLI
+    "test_foreign_files_and_bad_readings",  # every writer through the CLI
     "(test_compare_options and (deadline or silent))",  # wait for a 20 s and a 10 s deadline
 ]
 # mutmut's exit codes (mutmut/stats.py): killed by a failing test, a timeout or the type checker

@@ -6,7 +6,7 @@ the `monkeypatch` fixture and @pytest.mark.parametrize, and refuses any other fi
 (the unmutated run then fails, and nothing is counted); a child still running after 60 s is killed (a timeout). Run from the run's
 mutants/ folder, after copying the test module into mutants/tests/unit/:
 
-    cd COPY/mutants && python ../tests/mutkill.py tests.unit.test_mut_regress SURVIVORS.txt OUT.txt
+    cd COPY/mutants && python ../tests/mutkill.py tests.unit.test_regress SURVIVORS.txt OUT.txt
 
 SURVIVORS.txt: one mutant name a line (`tests/mutate.py --report` lists them); OUT.txt: name, killed or
 survived, exit code. The unmutated code must pass the module first."""

@@ -53,18 +53,19 @@ class LlamaCppBackend(Backend):
         self,
         url: str,
         client: httpx.AsyncClient,
-        api_key: str | None = None,  # not sent: spectui reaches llama-server without one (as before the registry)
+        api_key: str | None = None,  # llama-server --api-key: sent as a bearer token, never saved anywhere
         clock: Callable[[], int] = time.perf_counter_ns,
     ):
         self.url = url.rstrip("/")
         self.client = client
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.clock = clock
         self.info: ServerInfo | None = None
 
     # -- HTTP helpers ------------------------------------------------------------------------
     async def _get(self, path: str, timeout: float = 10.0) -> httpx.Response:
         try:
-            return await self.client.get(self.url + path, timeout=timeout)
+            return await self.client.get(self.url + path, timeout=timeout, headers=self._headers)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise ServerUnreachable(f"cannot connect to {self.url} ({_why(exc)})") from None
         except httpx.TimeoutException:
@@ -74,7 +75,7 @@ class LlamaCppBackend(Backend):
 
     async def _post_json(self, path: str, body: dict, timeout: float = 30.0) -> dict:
         try:
-            r = await self.client.post(self.url + path, json=body, timeout=timeout)
+            r = await self.client.post(self.url + path, json=body, timeout=timeout, headers=self._headers)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise ServerUnreachable(f"cannot connect to {self.url} ({_why(exc)})") from None
         except httpx.HTTPError as exc:
@@ -198,6 +199,7 @@ class LlamaCppBackend(Backend):
                 self.client,
                 self.url + "/completion",
                 self.request_body(prompt, params),
+                headers=self._headers,
                 idle_timeout=params.idle_timeout,
                 deadline=params.deadline,
                 clock=self.clock,
@@ -343,7 +345,7 @@ class LlamaCppBackend(Backend):
     async def reset_cache(self, slot: int = 0) -> str:
         """Erase the slot's cache (needs --slot-save-path); cold runs also send cache_prompt: false."""
         try:
-            r = await self.client.post(f"{self.url}/slots/{slot}?action=erase", timeout=10)
+            r = await self.client.post(f"{self.url}/slots/{slot}?action=erase", timeout=10, headers=self._headers)
         except httpx.HTTPError:
             return "could not reach /slots to erase"
         if r.status_code == 200:
@@ -353,7 +355,9 @@ class LlamaCppBackend(Backend):
         return f"erase answered HTTP {r.status_code}"
 
     async def slot_action(self, action: str, slot: int = 0, filename: str | None = None) -> SlotResult:
-        return slot_result(action, slot, filename, await slot_action(self.client, self.url, action, slot, filename))
+        return slot_result(
+            action, slot, filename, await slot_action(self.client, self.url, action, slot, filename, self._headers)
+        )
 
     async def slots(self) -> list[dict]:
         r = await self._get("/slots")
@@ -432,13 +436,15 @@ def slot_result(action: str, slot: int, filename: str | None, body: dict) -> Slo
     )
 
 
-async def slot_action(client: httpx.AsyncClient, url: str, action: str, slot: int, filename: str | None) -> dict:
+async def slot_action(
+    client: httpx.AsyncClient, url: str, action: str, slot: int, filename: str | None, headers: dict | None = None
+) -> dict:
     """POST /slots/{slot}?action=save|restore|erase; a one-line error naming --slot-save-path when it is off,
     and one for a slot the server does not have (llama-server b11434 answered a save of slot 99 on a 2-slot
     server with another slot's 89 tokens)."""
     if slot < 0:
         raise InputError(f"--slot must be 0 or more, not {slot}")
-    total = await _total_slots(client, url)
+    total = await _total_slots(client, url, headers)
     if total is not None and slot >= total:
         raise InputError(
             f"{url} has {total} slot{'s' if total != 1 else ''} (0–{total - 1}); there is no slot {slot}",
@@ -446,7 +452,9 @@ async def slot_action(client: httpx.AsyncClient, url: str, action: str, slot: in
         )
     body = {"filename": filename} if filename else {}
     try:
-        r = await client.post(f"{url.rstrip('/')}/slots/{slot}?action={action}", json=body, timeout=60)
+        r = await client.post(
+            f"{url.rstrip('/')}/slots/{slot}?action={action}", json=body, timeout=60, headers=headers or {}
+        )
     except (httpx.ConnectError, httpx.ConnectTimeout):
         raise ServerUnreachable(f"cannot connect to {url}") from None
     except httpx.HTTPError as exc:
@@ -468,10 +476,10 @@ async def slot_action(client: httpx.AsyncClient, url: str, action: str, slot: in
     return body
 
 
-async def _total_slots(client: httpx.AsyncClient, url: str) -> int | None:
+async def _total_slots(client: httpx.AsyncClient, url: str, headers: dict | None = None) -> int | None:
     """The server's slot count from /props (None when it does not say)."""
     try:
-        r = await client.get(f"{url.rstrip('/')}/props", timeout=10)
+        r = await client.get(f"{url.rstrip('/')}/props", timeout=10, headers=headers or {})
         return P.count(r.json().get("total_slots")) if r.status_code == 200 else None
     except (httpx.HTTPError, ValueError, AttributeError):
         return None

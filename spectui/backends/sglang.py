@@ -1,6 +1,6 @@
 """The SGLang backend: stream /generate, read meta_info and /metrics, identify with /server_info.
 
-Mirrors SGLang 0.5.x as documented (FACTS.md; field names vary by release): `text` and `output_ids`
+Mirrors SGLang 0.5.x as documented (docs.sglang.ai, "Native APIs": POST /generate; sglang python/sglang/srt/entrypoints/http_server.py; field names vary by release): `text` and `output_ids`
 are cumulative unless the server runs with --incremental-streaming-output (both are handled: a chunk
 whose text does not extend the previous text is taken as an increment). At the end `meta_info` holds
 `prompt_tokens`, `completion_tokens`, `cached_tokens` and, under speculation, `spec_verify_ct` (steps)

@@ -71,13 +71,13 @@ class PromptOptions:
 
 async def connect_pair(client, args: argparse.Namespace | PairOptions):
     """Both servers, detected (or as --backend says), waited for (visibly) and identified; an error names the side."""
-    from spectui.backends.detect import api_key_from, resolve  # lazy: httpx (~127 ms cold)
-    from spectui.core.runner import connect  # lazy: asyncio (~81 ms cold)
+    from spectui.backends.detect import api_key_from, resolve  # lazy: httpx (~127 ms cold), not for --help
+    from spectui.core.runner import SIDES, connect  # lazy: asyncio (~81 ms cold), not for --help
 
     opts = args if isinstance(args, PairOptions) else PairOptions.from_args(args)
     key = api_key_from(opts.api_key_env)
     backends = {}
-    for name in ("baseline", "candidate"):
+    for name in SIDES:
         kind = opts.kind(name)
         try:
             backends[name], found = await resolve(kind, opts.url(name), client, key)
@@ -120,7 +120,7 @@ def check_pair_source(args: argparse.Namespace, command: str) -> None:
 
 
 def params_from(args: argparse.Namespace):
-    from spectui.core.types import checked_params  # lazy: 1 modules more
+    from spectui.core.types import checked_params  # lazy: core.types (~6 ms), not for --help
 
     a = vars(args)
     # a lab that sets the cache per side (prefix) offers no --cache-prompt: its params say off
@@ -136,7 +136,7 @@ def params_from(args: argparse.Namespace):
 
 
 def prompts_from(args: argparse.Namespace | PromptOptions):
-    from spectui.store import prompts  # lazy: platformdirs (~53 ms cold)
+    from spectui.store import prompts  # lazy: platformdirs (~53 ms cold), not for --help
 
     opts = args if isinstance(args, PromptOptions) else PromptOptions.from_args(args)
     if opts.prompt is not None:
@@ -160,7 +160,7 @@ def prompts_from(args: argparse.Namespace | PromptOptions):
 def append_to_notebook(args, rows: list[dict]) -> bool:
     """--notebook [PATH]: append the rows and say where they went (or why they went beside it). A notebook
     that cannot be written is one line after the report (which is printed first) and False."""
-    from spectui.store import notebook  # lazy: platformdirs (~53 ms cold)
+    from spectui.store import notebook  # lazy: platformdirs (~53 ms cold), not for --help
 
     try:
         where, warning = notebook.append(notebook.notebook_path(args.notebook or None), rows)

@@ -8,7 +8,10 @@ import json
 import sys
 from pathlib import Path
 
+from spectui.backends.detect import api_key_from
+from spectui.backends.transport import stamped_client
 from spectui.cli import options
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import (  # noqa: F401
     EXIT_DIFFERS,
     EXIT_OK,
@@ -24,6 +27,14 @@ from spectui.cli.common import (  # noqa: F401
 from spectui.cli.outputs import check_gguf, check_notebook, check_output, session_failed
 from spectui.core.errors import InputError
 from spectui.core.findings import NEAR_TIE_NATS
+from spectui.core.report import json_report, text_report
+from spectui.core.types import SIDES
+from spectui.machine.probes import GPUProbe, host_sample
+from spectui.run import events as ev
+from spectui.run.pair import GivenPair, LaunchedPair, infos_of, order_of
+from spectui.run.session import RunOptions
+from spectui.store import notebook
+from spectui.store.session_writer import SessionWriter
 
 
 def _say(line: str) -> None:
@@ -44,7 +55,6 @@ def ngram_sizes(text: str | None) -> tuple[int, int] | None:
 
 def progress(quiet: bool):
     """The run session's events as progress lines on stderr (none with --json)."""
-    from spectui.run import events as ev  # lazy: asyncio (~81 ms cold)
 
     def emit(e) -> None:
         if isinstance(e, ev.StepStopped):  # said even with --json: the report lacks what it would have held
@@ -64,8 +74,6 @@ def progress(quiet: bool):
 
 def machine_sampler():
     """The GPUs and the host, sampled around each prompt for the session file."""
-    from spectui.machine.probes import GPUProbe, host_sample  # lazy: psutil (~20 ms cold)
-
     gpu = GPUProbe()
     return lambda: (gpu.sample(), host_sample())
 
@@ -79,8 +87,6 @@ def exit_for(results) -> int:
 
 def pair_from(args):
     """The two servers: the user's (--baseline/--candidate) or a profile's pair (--launch, run.pair's plan)."""
-    from spectui.run.pair import GivenPair, LaunchedPair  # lazy: asyncio (~81 ms cold)
-
     if args.launch is None:
         return GivenPair(args.baseline, args.candidate)
     say = None if args.json else _say
@@ -97,12 +103,10 @@ async def cmd_compare(args) -> int:
     params = params_from(args)
     prompt_list = prompts_from(args)
     check_pair_source(args, "compare")
-    options = _run_options(args)  # every input and output checked before any server is asked (issue 26)
+    options = _run_options(args)  # every input and output checked before any server is asked
     pair = pair_from(args)
     writer = None
     if args.save:
-        from spectui.store.session_writer import SessionWriter  # lazy: asyncio (~81 ms cold)
-
         writer = SessionWriter(args.save)  # refuses a file that is not a session before any server is asked
     if pair.alone is not None and not args.json:
         _say(f"[{pair.title}] one server at a time ({'asked for' if args.one_at_a_time else pair.alone})")
@@ -117,8 +121,6 @@ async def cmd_compare(args) -> int:
     _print_report(results, infos, params, order, args.json)
     unwritten = session_failed(writer)
     if args.notebook is not None:
-        from spectui.store import notebook  # lazy: platformdirs (~53 ms cold)
-
         # one row per prompt (repeats are one row with their spread), so count the rows, not the runs
         unwritten |= not append_to_notebook(args, notebook.measurements(results, infos, args.profile))
     code = exit_for(results)
@@ -126,10 +128,8 @@ async def cmd_compare(args) -> int:
 
 
 def _run_options(args):
-    """The run session's options; the draft probe's GGUF, --save and --notebook checked first (issue 26,
-    items 3 and 9)."""
-    from spectui.run.session import RunOptions  # lazy: asyncio (~81 ms cold)
-
+    """The run session's options; the draft probe's GGUF, --save and --notebook checked first,
+    before any server is asked."""
     if args.probe_drafts and args.draft_model:
         check_gguf(args.draft_model, "--draft-model")
     check_output(args.save, "--save")
@@ -149,10 +149,6 @@ def _run_options(args):
 async def _run(pair, args, params, options, prompt_list, writer):
     """The prompts on the pair (run.pair picks the session: both up, or one at a time); the results, both
     servers' identities and the order the report states."""
-    from spectui.backends.detect import api_key_from  # lazy: httpx (~127 ms cold)
-    from spectui.backends.transport import stamped_client  # lazy: httpx (~127 ms cold)
-    from spectui.run.pair import SIDES, infos_of, order_of  # lazy: asyncio (~81 ms cold)
-
     async with stamped_client() as client:
         session = pair.session(
             params,
@@ -173,8 +169,6 @@ async def _run(pair, args, params, options, prompt_list, writer):
 
 def _print_report(results, infos, params, order, as_json: bool) -> None:
     """The report (text or JSON) on stdout, then each failed side's reason on stderr."""
-    from spectui.core.report import json_report, text_report  # lazy: asyncio (~81 ms cold)
-
     if as_json:
         print(json.dumps(json_report(infos, results, params, order), indent=2))
     else:
@@ -188,7 +182,7 @@ def _print_report(results, infos, params, order, as_json: bool) -> None:
 def register(sub) -> None:
     p = sub.add_parser(
         "compare",
-        help="stream the same prompts to both servers and compare, headless",
+        help=COMMANDS["compare"].help,
         description="The same prompts to the baseline and the candidate: are the bytes the same, and how much "
         "faster is the candidate? Exit 0 identical, 3 different, 1 a side failed, 2 usage.",
     )

@@ -8,15 +8,18 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from spectui.cli.commands import COMMANDS
 from spectui.cli.main import main as cli_main
+from spectui.core.types import GenerationParams
+from spectui.machine import assets
+from spectui.machine.launcher import Launcher
+from spectui.store.profiles import load_profiles, servers_for
 
 DEMO_PROMPT = "Write a Python function fizzbuzz(n) that returns a list of strings for 1..n. Keep it short."
 
 
 def demo_servers(kind: str):
     """The cpu-demo profile's pair for `kind` (profiles/cpu-demo.toml), on 127.0.0.1 and free ports."""
-    from spectui.store.profiles import load_profiles, servers_for  # lazy: httpx (~127 ms cold)
-
     profiles, _ = load_profiles()
     profile = profiles["cpu-demo"]
     comparison = profile.comparison(kind)
@@ -26,8 +29,7 @@ def demo_servers(kind: str):
 
 def demo_config(base, cand, **overrides):
     """The TUI's configuration for a launched demo pair: autorun the bundled prompt, pids for the live panel."""
-    from spectui.core.types import GenerationParams  # lazy: 1 modules more
-    from spectui.tui.app import AppConfig  # lazy: prometheus_client (~131 ms cold)
+    from spectui.tui.app import AppConfig  # lazy: textual (~130 ms cold), not for demo --help
 
     kw = dict(
         params=GenerationParams(max_tokens=96, cache_prompt=False),
@@ -48,14 +50,11 @@ def demo_overrides(kind: str) -> dict:
     tokens reused and bytes compared (labs/prefix.py)."""
     if kind != "prefix":
         return {}
-    from spectui.core.types import GenerationParams  # lazy: 1 modules more
 
     return dict(params=GenerationParams(max_tokens=96, cache_prompt=None), autorun=False, autorun_lab="prefix_lab")
 
 
 def cmd_demo(args) -> int:
-    from spectui.machine import assets  # lazy: httpx (~127 ms cold)
-
     assets.ensure_all(progress=lambda m: print(f"spectui demo: {m}", file=sys.stderr))
     if args.one_at_a_time and args.headless:
         return cli_main(
@@ -99,8 +98,6 @@ def _tui_one_at_a_time(args) -> int:
 @contextmanager
 def _both_up(base, cand) -> Iterator[None]:
     """Both servers started and healthy for the block, stopped after it — also when spectui is `kill`ed."""
-    from spectui.machine.launcher import Launcher  # lazy: httpx (~127 ms cold): not for demo --help
-
     launcher = Launcher()
     for s in (base, cand):
         launcher.add(s)
@@ -126,7 +123,7 @@ def _run_app(config) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("demo", help="launch the bundled pair of llama-servers and open the TUI on them")
+    p = sub.add_parser("demo", help=COMMANDS["demo"].help)
     p.add_argument("--headless", action="store_true", help="run the comparison without the TUI and print it")
     p.add_argument("--repeat", type=int, default=1, metavar="N", help="with --headless: runs per side (interleaved)")
     p.add_argument(

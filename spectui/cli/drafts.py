@@ -9,20 +9,56 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import httpx
+
+from spectui.backends.detect import api_key_from, resolve
 from spectui.backends.registry import KIND_CHOICES
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, append_to_notebook
+from spectui.cli.drafts_lesson import cmd_lesson, register_lesson
+from spectui.cli.outputs import check_gguf, check_notebook
+from spectui.cli.progress import Advance
 from spectui.core.errors import InputError
-from spectui.labs.drafts.cost import GPUS  # --gpu's choices: read by every drafts command's parser
+from spectui.core.runner import connect
+from spectui.core.types import checked_params
+from spectui.labs.drafts import cost as drafts
+from spectui.labs.drafts import train_eagle3, train_lookup
+from spectui.labs.drafts.cost import GPUS, PROFILE_GPU, CostInputs  # GPUS: --gpu's choices, in every drafts parser
+from spectui.labs.drafts.cost_text import text as cost_text
+from spectui.labs.drafts.data import check_own, generate
+from spectui.labs.drafts.lesson import measured_text, read_lesson
+from spectui.labs.memory.shape import read_shape
+from spectui.store import prompts as prompt_sets
+from spectui.store.claim import locked
+from spectui.store.profiles import load_profiles
+
+COUNT_MAX = 1 << 30  # no count a drafts command takes comes near this; a larger one is a typo or an attack
+MAX_TOKENS_MAX = 1 << 20  # tokens an answer: beyond any context a server here holds
 
 
-def _positive_int(text: str) -> int:
+def _positive_int(text: str, hi: int = COUNT_MAX) -> int:
     try:
         v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if v < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    if v > hi:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at most {hi:,}")
     return v
+
+
+def _at_most(hi: int):
+    """A whole-number option from 1 to `hi` (its name shown in argparse's errors as a count)."""
+
+    def count(text: str) -> int:
+        return _positive_int(text, hi)
+
+    count.__name__ = "count"
+    return count
+
+
+_max_tokens = _at_most(MAX_TOKENS_MAX)
 
 
 def _fraction(text: str) -> float:
@@ -44,7 +80,7 @@ def _server_options(p: argparse.ArgumentParser) -> None:
 def register(sub) -> None:
     """The `drafts` subcommand and its actions (called by cli.main.build_parser), in the lesson's order: what
     a draft costs to train, the data, a lookup draft, an EAGLE-3 head, and the whole lesson."""
-    d = sub.add_parser("drafts", help="drafts: what training one costs, data from the target, a lookup draft proven")
+    d = sub.add_parser("drafts", help=COMMANDS["drafts"].help)
     dsub = d.add_subparsers(dest="drafts_command", parser_class=type(d))
     _add_cost(dsub)
     _add_data(dsub)
@@ -102,7 +138,7 @@ def _add_data(dsub) -> None:
     )
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="JSON Lines to append to (a rerun resumes it)")
     p.add_argument("--format", choices=("sharegpt", "conversations", "messages", "speculators"), default="sharegpt")
-    p.add_argument("--max-tokens", type=_positive_int, default=512, metavar="N", help="tokens an answer (512)")
+    p.add_argument("--max-tokens", type=_max_tokens, default=512, metavar="N", help="tokens an answer (512)")
     p.add_argument("--temperature", type=float, default=0.0, metavar="T", help="0 is greedy (default)")
     p.add_argument("--seed", type=int, default=42, metavar="S")
     p.add_argument(
@@ -119,7 +155,7 @@ def _add_train_lookup(dsub) -> None:
     p.add_argument("--prompts", required=True, metavar="SOURCE", help="prompts for the corpus; a share is held out")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for data, corpus, cache and logs")
     p.add_argument("--model", metavar="GGUF", help="the target (default: spectui's SmolLM2)")
-    p.add_argument("--max-tokens", type=_positive_int, default=128, metavar="N", help="tokens an answer (128)")
+    p.add_argument("--max-tokens", type=_max_tokens, default=128, metavar="N", help="tokens an answer (128)")
     p.add_argument("--holdout", type=_fraction, default=0.2, metavar="F", help="share held out for the proof (0.2)")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N prompts")
     p.add_argument("--threads", type=_positive_int, default=1, metavar="N", help="threads a server (1)")
@@ -147,8 +183,8 @@ def _add_train_eagle3(dsub) -> None:
     p.add_argument("--threads", type=_positive_int, default=1, metavar="N", help="trainer and server threads (1)")
     p.add_argument("--heldout", metavar="PROMPTS", help="held-out prompts (default: DATA.heldout.toml)")
     p.add_argument("--model", metavar="GGUF", help="the GGUF served (default: --target when it is one)")
-    p.add_argument("--n-max", type=_positive_int, default=3, metavar="N", help="--spec-draft-n-max when serving (3)")
-    p.add_argument("--max-tokens", type=_positive_int, default=128, metavar="N", help="tokens a held-out answer (128)")
+    p.add_argument("--n-max", type=_at_most(64), default=3, metavar="N", help="--spec-draft-n-max when serving (3)")
+    p.add_argument("--max-tokens", type=_max_tokens, default=128, metavar="N", help="tokens a held-out answer (128)")
     p.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop training after N steps (a quick try)")
     p.add_argument("--aux-layers", metavar="L1,L2,L3", help="target layers whose inputs feed the head ([2, n/2, n-3])")
     p.add_argument("--lr", type=float, default=5e-4, metavar="LR", help="learning rate (5e-4)")
@@ -156,9 +192,7 @@ def _add_train_eagle3(dsub) -> None:
 
 
 def _register_lesson(dsub) -> None:
-    from spectui.cli.drafts_lesson import register_lesson  # lazy: 1 modules more
-
-    register_lesson(dsub, _positive_int, _fraction)
+    register_lesson(dsub, _positive_int, _fraction, _max_tokens, _at_most)
 
 
 def cmd_drafts(args):
@@ -169,8 +203,6 @@ def cmd_drafts(args):
             hint="see spectui drafts --help",
         )
     if action == "lesson":
-        from spectui.cli.drafts_lesson import cmd_lesson  # lazy: 1 modules more
-
         return cmd_lesson(args)
     return {"cost": cmd_cost, "data": cmd_data, "train-lookup": cmd_train_lookup, "train-eagle3": cmd_train_eagle3}[
         action
@@ -178,9 +210,6 @@ def cmd_drafts(args):
 
 
 async def _connect(url: str, args, client):
-    from spectui.backends.detect import api_key_from, resolve  # lazy: httpx (~127 ms cold)
-    from spectui.core.runner import connect  # lazy: asyncio (~81 ms cold)
-
     backend, found = await resolve(args.backend, url, client, api_key_from(args.api_key_env))
     if args.backend == "auto" and not getattr(args, "json", False):
         print(f"spectui: {url} is {found}", file=sys.stderr)
@@ -189,35 +218,27 @@ async def _connect(url: str, args, client):
 
 
 async def cmd_cost(args) -> int:
-    from spectui.labs.drafts import cost as drafts  # lazy: asyncio (~81 ms cold)
-    from spectui.labs.memory.shape import read_shape  # lazy: 7 modules more
-
     shape = read_shape(args.target)
     draft = read_shape(args.draft) if args.draft else None
     inputs, memory = _on_gpu(args, _cost_inputs(args))
     if args.baseline:
-        import httpx  # lazy: httpx (~127 ms cold), only where a served target is timed
-
         async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10)) as client:
             backend = await _connect(args.baseline, args, client)
             tps, how = await drafts.measure_prompt_throughput(backend)
         inputs = replace(inputs, prompt_tps=tps, prompt_tps_source=how)
     report = drafts.estimate(shape, inputs, draft, args.profile, memory)
-    from spectui.labs.drafts.cost_text import text  # lazy: asyncio (~81 ms cold)
 
     if args.lesson:
         if not Path(args.lesson).is_dir():
             raise InputError(f"--lesson {args.lesson} is not a folder", hint="give the -o of `spectui drafts lesson`")
         _print_with_lesson(report, Path(args.lesson), args.json)
     else:
-        print(json.dumps(report.to_json(), indent=2) if args.json else text(report))
+        print(json.dumps(report.to_json(), indent=2) if args.json else cost_text(report))
     return EXIT_OK
 
 
 def _cost_inputs(args):
     """The training run the estimate is for, as the options give it."""
-    from spectui.labs.drafts.cost import CostInputs  # lazy: asyncio (~81 ms cold)
-
     return CostInputs(
         seq_len=args.seq_len,
         batch=args.batch,
@@ -238,12 +259,8 @@ def _cost_inputs(args):
 def _on_gpu(args, inputs):
     """The GPU the training is timed on (--gpu, else the profile's track GPU) and its memory in GiB (the
     profile's floor, else the GPU's datasheet; None: no fits? column)."""
-    from spectui.labs.drafts.cost import GPUS, PROFILE_GPU  # lazy: asyncio (~81 ms cold)
-
     memory = None
     if args.profile:
-        from spectui.store.profiles import load_profiles  # lazy: httpx (~127 ms cold)
-
         profiles, _ = load_profiles()
         if args.profile not in profiles:
             raise InputError(f"no profile named {args.profile!r}", hint=f"profiles: {', '.join(profiles)}")
@@ -257,24 +274,14 @@ def _on_gpu(args, inputs):
 
 def _print_with_lesson(report, folder, as_json: bool) -> None:
     """`drafts cost --lesson DIR`: the estimate, then what the trained draft measured (labs.drafts.lesson)."""
-    from spectui.labs.drafts.cost_text import text  # lazy: asyncio (~81 ms cold)
-    from spectui.labs.drafts.lesson import measured_text, read_lesson  # lazy: platformdirs (~53 ms cold)
-
     if as_json:
         les = read_lesson(folder)
         print(json.dumps({**report.to_json(), "lesson": les.to_json() if les else None}, indent=2))
     else:
-        print(text(report) + "\n\n" + measured_text(folder))
+        print(cost_text(report) + "\n\n" + measured_text(folder))
 
 
 async def cmd_data(args) -> int:
-    import httpx  # lazy: httpx (~127 ms cold)
-
-    from spectui.cli.progress import Advance  # lazy: 1 modules more
-    from spectui.core.types import checked_params  # lazy: 1 modules more
-    from spectui.labs.drafts.data import generate  # lazy: asyncio (~81 ms cold)
-    from spectui.store import prompts as prompt_sets  # lazy: platformdirs (~53 ms cold)
-
     source, items = prompt_sets.load_set(args.prompts)
     items = prompt_sets.pick(items, args.limit)
     params = checked_params(args.max_tokens, args.temperature, args.seed, False, args.idle_timeout, 3600.0)
@@ -284,14 +291,15 @@ async def cmd_data(args) -> int:
         if not args.json:
             bar(f"answering {total} prompts", done / total if total else 1.0, pid)
 
-    async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10)) as client:
-        backend = await _connect(args.baseline, args, client)
-        try:
-            result = await generate(
-                backend, items, Path(args.output), args.format, params, args.holdout, source, progress
-            )
-        finally:
-            bar.close()
+    out = Path(args.output).expanduser()
+    check_own(out)  # a file that is not drafts data is refused before its lock is made beside it
+    with locked(out, "-o"):  # a second `drafts data -o` on the same file refuses instead of answering twice
+        async with httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10)) as client:
+            backend = await _connect(args.baseline, args, client)
+            try:
+                result = await generate(backend, items, out, args.format, params, args.holdout, source, progress)
+            finally:
+                bar.close()
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -319,16 +327,13 @@ def data_summary(r) -> str:
 
 
 async def cmd_train_lookup(args) -> int:
-    from spectui.cli.outputs import check_gguf  # lazy: 1 modules more
-    from spectui.cli.progress import Advance  # lazy: 1 modules more
-    from spectui.labs.drafts.train_lookup import run_pipeline  # lazy: prometheus_client (~131 ms cold)
-
-    check_gguf(args.model, "--model")  # before any server is started to find out (issue 40, item 7)
+    check_gguf(args.model, "--model")  # before any server is started to find out
+    check_notebook(args)  # a --notebook that cannot be written is said now, not after the whole run
     bar = Advance("spectui drafts train-lookup")
     say = bar.sayer(quiet=args.json)
 
     try:
-        outcome = await run_pipeline(
+        outcome = await train_lookup.run_pipeline(
             Path(args.output),
             args.prompts,
             model=Path(args.model) if args.model else None,
@@ -351,14 +356,11 @@ async def cmd_train_lookup(args) -> int:
 
 
 async def cmd_train_eagle3(args) -> int:
-    from spectui.cli.progress import Advance  # lazy: 1 modules more
-    from spectui.labs.drafts.train_eagle3 import Options, run_pipeline  # lazy: prometheus_client (~131 ms cold)
-
     if args.aux_layers is not None:
         parts = args.aux_layers.split(",")
         if len(parts) != 3 or not all(x.strip().isdigit() for x in parts):
             raise InputError(f"--aux-layers {args.aux_layers!r} is not three layer numbers", hint="e.g. 2,15,27")
-    opts = Options(
+    opts = train_eagle3.Options(
         target=Path(args.target),
         data=Path(args.data),
         out=Path(args.output),
@@ -378,7 +380,7 @@ async def cmd_train_eagle3(args) -> int:
     say = bar.sayer(quiet=args.json)
 
     try:
-        outcome = await run_pipeline(opts, say=say, advance=None if args.json else bar)
+        outcome = await train_eagle3.run_pipeline(opts, say=say, advance=None if args.json else bar)
     finally:
         bar.close()
     print(json.dumps(outcome.to_json(), indent=2) if args.json else outcome.text())

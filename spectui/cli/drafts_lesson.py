@@ -8,10 +8,16 @@ import sys
 from pathlib import Path
 
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK
+from spectui.cli.outputs import check_gguf
+from spectui.cli.progress import Advance
 from spectui.core.errors import InputError
+from spectui.labs.drafts.lesson import PROBE_N_MAX, default_dir
+from spectui.machine.assets import find_model
+from spectui.run import formats
+from spectui.run.drafts_lesson import LessonOptions, run_lesson
 
 
-def register_lesson(dsub, positive_int, fraction) -> None:
+def register_lesson(dsub, positive_int, fraction, max_tokens, at_most) -> None:
     """The `drafts lesson` parser (called by cli.drafts.register with its number checks)."""
     p = dsub.add_parser(
         "lesson", help="the trained-draft lesson end to end: data, train, convert, serve, prove, each phase measured"
@@ -34,7 +40,7 @@ def register_lesson(dsub, positive_int, fraction) -> None:
         help="train and serve the format `spectui formats` recommends: its kept table (default: the one it keeps "
         "for the target); run `spectui formats` first",
     )
-    p.add_argument("--max-tokens", type=positive_int, default=128, metavar="N", help="tokens an answer (128)")
+    p.add_argument("--max-tokens", type=max_tokens, default=128, metavar="N", help="tokens an answer (128)")
     p.add_argument("--holdout", type=fraction, default=0.1, metavar="F", help="share held out for the proof (0.1)")
     p.add_argument("--limit", type=positive_int, metavar="N", help="only the first N prompts")
     p.add_argument("--epochs", type=positive_int, default=3, metavar="E", help="EAGLE-3 passes over the data (3)")
@@ -42,7 +48,11 @@ def register_lesson(dsub, positive_int, fraction) -> None:
     p.add_argument("--ttt", type=positive_int, default=3, metavar="K", help="EAGLE-3 test-time-training steps (3)")
     p.add_argument("--max-steps", type=positive_int, metavar="N", help="stop training after N steps (a quick try)")
     p.add_argument(
-        "--probe-n-max", type=positive_int, default=5, metavar="N", help="n_max while measuring acceptance (5)"
+        "--probe-n-max",
+        type=at_most(PROBE_N_MAX),
+        default=5,
+        metavar="N",
+        help=f"n_max while measuring acceptance (5; at most {PROBE_N_MAX})",
     )
     p.add_argument("--runs", type=positive_int, default=2, metavar="N", help="interleaved runs a prompt in the proof")
     p.add_argument("--threads", type=positive_int, default=1, metavar="N", help="threads a server and the trainer")
@@ -50,8 +60,7 @@ def register_lesson(dsub, positive_int, fraction) -> None:
 
 
 async def cmd_lesson(args) -> int:
-    from spectui.cli.progress import Advance  # lazy: 1 modules more
-    from spectui.run.drafts_lesson import LessonOptions, run_lesson  # lazy: asyncio (~81 ms cold)
+    check_gguf(args.target, "--target")  # before the folder is made or a server started
 
     table = None
     if args.for_format is not None:
@@ -92,9 +101,6 @@ async def cmd_lesson(args) -> int:
 def _recommended_target(args) -> tuple[Path, Path]:
     """The file of the format the kept formats table recommends (run.formats), which the lesson trains for,
     and the table (its prove prints the n-way table from it)."""
-    from spectui.machine.assets import find_model  # lazy: httpx (~127 ms cold)
-    from spectui.run import formats  # lazy: the run session (~40 modules)
-
     if args.f32:
         raise InputError("--for-format and --f32 each choose the served file: give one")
     if args.for_format:
@@ -118,9 +124,5 @@ def _recommended_target(args) -> tuple[Path, Path]:
 
 def _default_dir(args):
     """The data folder's lessons/<draft>-<target>[-f32]: the same command resumes the same lesson."""
-
-    from spectui.labs.drafts.lesson import default_dir  # lazy: platformdirs (~53 ms cold)
-    from spectui.machine.assets import find_model  # lazy: httpx (~127 ms cold)
-
     target = Path(args.target) if args.target else (find_model() or Path("model.gguf"))
     return default_dir(args.draft, target, args.f32)

@@ -11,9 +11,13 @@ import sys
 from pathlib import Path
 
 from spectui.cli import options
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_OK, EXIT_SERVER
 from spectui.core.errors import InputError
+from spectui.labs.formats import table
 from spectui.labs.formats.kernels import DEFAULT_FORMATS
+from spectui.run import formats
+from spectui.store import prompts as prompt_sets
 
 
 def _positive_int(text: str) -> int:
@@ -29,7 +33,7 @@ def _positive_int(text: str) -> int:
 def register(sub) -> None:
     p = sub.add_parser(
         "formats",
-        help="which weight format to serve: each made with llama-quantize, measured plain and speculative here",
+        help=COMMANDS["formats"].help,
         description="Make each weight format's copy of MODEL (llama-quantize --allow-requantize, kept in the "
         "cache), then measure one format at a time on this machine: the plain decode rate, V(k) for k = 1…K as "
         "the server verifies, and whether a lossless n-gram candidate keeps the bytes. Prints one table and the "
@@ -57,9 +61,6 @@ def register(sub) -> None:
 
 
 async def cmd_formats(args) -> int:
-    from spectui.labs.formats import table  # lazy: 6 modules more
-    from spectui.run import formats  # lazy: asyncio, the run session (~40 modules)
-
     if args.show:
         les = formats.read(Path(args.show))
         _print(les, args, table)
@@ -97,8 +98,6 @@ async def cmd_formats(args) -> int:
 
 
 def _prompts(args):
-    from spectui.store import prompts as prompt_sets  # lazy: 6 modules more
-
     _, items = prompt_sets.load_set(args.prompts)
     if not items:
         raise InputError(f"prompt set {args.prompts!r} holds no prompts")

@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 import sys
 
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, EXIT_USAGE, connect_pair, params_from, prompts_from  # noqa: F401
+from spectui.cli.progress import Advance
 from spectui.core.errors import InputError  # noqa: F401
+from spectui.labs.memory.plan import OVERHEAD_SOURCES, floor_gpu, plan_profile
+from spectui.machine.assets import ensure_all, ensure_vllm, server_build
+from spectui.machine.doctor import doctor_report, doctor_text
+from spectui.store import profiles as profile_store  # detect() through the module: tests stand in a machine
+from spectui.store.profiles import fits, load_profiles, preselect, profile_text, servers_for
 
 
 def cmd_setup(args=None) -> int:
-    from spectui.cli.progress import Advance  # lazy: 1 modules more
-    from spectui.machine.assets import ensure_all, ensure_vllm, server_build  # lazy: httpx (~127 ms cold)
-
     bar = Advance("spectui setup")
 
     def progress(m: str) -> None:
@@ -40,20 +44,16 @@ def cmd_setup(args=None) -> int:
 
 
 def cmd_doctor(args) -> int:
-    from spectui.machine.doctor import doctor_report, doctor_text  # lazy: httpx (~127 ms cold)
-
     report = doctor_report()
     print(json.dumps(report, indent=2) if args.json else doctor_text(report))
     return EXIT_OK
 
 
 def cmd_profiles(args) -> int:
-    from spectui.store.profiles import detect, load_profiles, profile_text  # lazy: httpx (~127 ms cold)
-
     profiles, problems = load_profiles()
     for problem in problems:
         print(f"spectui: warning: {problem}", file=sys.stderr)
-    hw = detect()
+    hw = profile_store.detect()
     if args.action == "list":
         _list_profiles(profiles, hw)
         return EXIT_OK
@@ -70,8 +70,6 @@ def cmd_profiles(args) -> int:
 
 def _list_profiles(profiles: dict, hw) -> None:
     """Every profile, whether this machine fits it, and the one the picker pre-selects (*)."""
-    from spectui.store.profiles import fits, preselect  # lazy: httpx (~127 ms cold)
-
     chosen = preselect(profiles, hw)
     print(f"this machine: {hw.describe()}")
     for each in profiles.values():
@@ -87,8 +85,6 @@ def _list_profiles(profiles: dict, hw) -> None:
 def _check_profile(p, hw) -> int:
     """Does this machine fit the profile (the exit status), what set-up is still to do (said, not failed),
     and the memory plan of each comparison on an NVIDIA profile."""
-    from spectui.store.profiles import fits, servers_for  # lazy: httpx (~127 ms cold)
-
     ok, _ = fits(p, hw)
     not_set_up = []  # the machine may fit while llama-server, a model or a variable is not there yet
     for c in p.comparisons:
@@ -108,8 +104,6 @@ def _check_profile(p, hw) -> int:
 def _print_memory_plan(p, hw) -> list[str]:
     """The memory plan: on this machine's GPU (NVML), else on the track's hardware from the profile's
     figures; the comparisons too big to launch."""
-    from spectui.labs.memory.plan import OVERHEAD_SOURCES, floor_gpu, plan_profile  # lazy: httpx (~127 ms cold)
-
     plans = plan_profile(p, hw.gpu_memory or floor_gpu(p, hw.note))
     where = "this GPU" if hw.gpu_memory else f"track {p.track or p.name}'s hardware (no NVIDIA GPU here)"
     print(f"memory plan on {where}: each server's weights, KV cache and overhead, and what spectui does")
@@ -124,17 +118,17 @@ def _print_memory_plan(p, hw) -> list[str]:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("setup", help="build llama-server and fetch SmolLM2 and its draft into the cache")
+    p = sub.add_parser("setup", help=COMMANDS["setup"].help)
     p.add_argument(
         "--vllm", action="store_true", help="also install vLLM for CPU (its own environment) and convert the model"
     )
 
-    p = sub.add_parser("doctor", help="what spectui found: llama-server, models, GPUs, host")
+    p = sub.add_parser("doctor", help=COMMANDS["doctor"].help)
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the text")
 
     p = sub.add_parser(
         "profiles",
-        help="hardware profiles: list, show one, check one against this machine",
+        help=COMMANDS["profiles"].help,
         epilog="check exits 0 where this machine fits the profile (set-up still to do, such as `spectui setup` "
         "or a variable to set, is listed), 1 where it does not fit or a pair is too big for its GPU",
     )

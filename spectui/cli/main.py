@@ -1,55 +1,26 @@
 """spectui's command line: `spectui` opens the TUI; subcommands run headless.
 
 The rule for imports in spectui/cli: `spectui --help` reads the COMMANDS table below and imports no command
-module; `spectui COMMAND --help` and the command's run import its module. In every cli module an import
-stands at the module top unless it loads what the module's own top does not (httpx ~0.13 s, textual
-~0.13 s, aiohttp ~0.28 s, asyncio ~0.08 s cold, scipy, or a run/labs subsystem of tens of modules) for a
-path only some of its commands take; such an import stays in its function, marked `# lazy: <what it
-loads>` (tests/unit/test_architecture.py checks every one is). So `spectui --help` (~0.2 s) and each
-command's --help load none of those (`python -X importtime`, `sys.modules` after `main([..., "--help"])`).
+module (main, common and options only, so those three keep what --help does not need inside their functions);
+a command's module is imported only when that command is named (pip's commands/ pattern) and imports what it
+uses at its top. An import stays inside a function only where it loads something heavy that the module's
+other paths never need (textual for the TUI, aiohttp for serve, numpy with the sampling statistics), marked
+`# lazy: <what it loads>` (tests/unit/test_architecture.py checks every one says so).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
 
 from spectui import __version__
+from spectui.cli.commands import COMMANDS, TASKS
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, EXIT_USAGE  # noqa: F401
 from spectui.cli.options import Parser
-from spectui.core.errors import InputError, SpectuiError, redacting_stream, register_urls_in
-
-# command → (module in spectui.cli, one line of help, task); only the command that runs is imported
-# (pip's commands_dict): `spectui --help` reads this table and imports no command module
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    "tui": ("tui", "open the two-pane TUI on two running servers (or the profile picker)", "watch"),
-    "compare": ("compare", "stream the same prompts to both servers and compare, headless", "watch"),
-    "demo": ("demo", "launch the bundled pair of llama-servers and open the TUI on them", "watch"),
-    "serve": ("serve", "the app in a web browser (textual-serve), on 127.0.0.1 unless told otherwise", "watch"),
-    "prove": ("prove", "one certificate that the candidate is identical to the baseline, and how much faster", "prove"),
-    "verify": ("prove", "re-derive a certificate from its raw sessions (no servers) and check every hash", "prove"),
-    "regress": ("prove", "two certificates of one prompt set: what got worse", "prove"),
-    "merge": ("prove", "shard certificates (--shard I/N) into the one a single run would give", "prove"),
-    "formats": ("formats", "which weight format to serve: each measured plain and speculative on this machine", "labs"),
-    "theory": ("theory", "speed-up as a function of acceptance rate, draft length and draft cost", "labs"),
-    "sweep": ("sweep", "throughput and speed-up against concurrency: where the payoff collapses", "labs"),
-    "sampling": ("sampling", "exact under sampling: seeded bytes and the two output distributions", "labs"),
-    "prefix": ("prefix", "prefix caching: cold vs warm turns, tokens reused, TTFT, and the bytes", "labs"),
-    "cache": ("prefix", "save, restore or erase a llama.cpp slot's cache (--slot-save-path)", "labs"),
-    "kv": ("memory", "KV cache types: each server's flags, and the memory a quantised cache saves", "labs"),
-    "drafts": ("drafts", "drafts: what training one costs, data from the target, a lookup draft proven", "labs"),
-    "replay": ("sessions", "replay a saved session without any server", "sessions"),
-    "report": ("sessions", "export a saved session as text, Markdown, JSON or HTML", "sessions"),
-    "sessions": ("sessions", "list saved sessions (the autosave folder by default)", "sessions"),
-    "notebook": ("sessions", "the lab notebook: show it or print its path", "sessions"),
-    "import": ("sessions", "results of vllm bench serve, AIPerf or guidellm into the lab notebook", "sessions"),
-    "setup": ("machine", "build llama-server and fetch SmolLM2 and its draft into the cache", "set-up"),
-    "doctor": ("machine", "what spectui found: llama-server, models, GPUs, host", "set-up"),
-    "profiles": ("machine", "hardware profiles: list, show one, check one against this machine", "set-up"),
-}
-TASKS = ("watch", "prove", "labs", "sessions", "set-up")
+from spectui.core.errors import InputError, SpectuiError, printable, redacting_stream, register_urls_in
 
 EPILOG = """plain `spectui` opens the picker: choose a hardware profile and spectui starts its pair of servers.
 
@@ -107,16 +78,20 @@ def _command_in(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # a URL's user:password never reaches the console, whichever line prints it (issue 26, item 5)
+    # a URL's user:password never reaches the console, whichever line prints it
     register_urls_in(sys.argv[1:] if argv is None else argv)
     sys.stdout, sys.stderr = redacting_stream(sys.stdout), redacting_stream(sys.stderr)
     words = sys.argv[1:] if argv is None else list(argv)
     named = _command_in(words)
-    parser = build_parser(named if named in COMMANDS else None)
-    args = parser.parse_args(words)
-    command = args.command or "tui"
-    if args.command is None:  # plain `spectui [options]`: the TUI (its picker without URLs)
-        args = build_parser("tui").parse_args(["tui", *words])
+    try:  # Ctrl+C while the command's modules load (a second or more on a busy machine) is no traceback either
+        parser = build_parser(named if named in COMMANDS else None)
+        args = parser.parse_args(words)
+        command = args.command or "tui"
+        if args.command is None:  # plain `spectui [options]`: the TUI (its picker without URLs)
+            args = build_parser("tui").parse_args(["tui", *words])
+    except KeyboardInterrupt:
+        print("spectui: interrupted", file=sys.stderr)
+        return 130
     try:
         if command in COMMANDS:
             result = handler_for(command)(args)
@@ -133,13 +108,31 @@ def main(argv: list[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a writer the pipe stopped
     except InputError as exc:
-        print(f"spectui: error: {exc.one_line()}", file=sys.stderr)
+        print(f"spectui: error: {printable(exc.one_line())}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:
+        if exc.errno not in WRITE_ERRORS:
+            raise
+        print(f"spectui: error: {printable(write_error_line(exc))}", file=sys.stderr)
+        return EXIT_SERVER
     except SpectuiError as exc:
-        print(f"spectui: error: {exc.one_line()}", file=sys.stderr)
+        print(f"spectui: error: {printable(exc.one_line())}", file=sys.stderr)
         return EXIT_SERVER
     parser.print_help()
     return EXIT_USAGE
+
+
+# a write refused by the disk (full, read-only, no permission, over quota or the largest file size): one line,
+# whichever file it was; every writer appends whole lines or renames whole files, so what was written stays whole
+WRITE_ERRORS = {errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT, errno.EFBIG}
+
+
+def write_error_line(exc: OSError) -> str:
+    where = f" {exc.filename}" if exc.filename else ""
+    return (
+        f"cannot write{where}: {exc.strerror or exc} — free space or give a writable path, then run the same "
+        "command again (what was written before is whole)"
+    )
 
 
 def handler_for(command: str):

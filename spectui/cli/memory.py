@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_OK
 from spectui.core.errors import InputError
+from spectui.labs.memory.kv import kv_text
+from spectui.machine import assets
 
 
 def cmd_kv(args) -> int:
-    from spectui.labs.memory.kv import kv_text  # lazy: 19 modules more
-    from spectui.machine import assets  # lazy: httpx (~127 ms cold)
-
     model = args.model or assets.find_model()
     if model is None:
         raise InputError("no model to size", hint="give --model PATH.gguf or run `spectui setup`")
@@ -20,6 +20,6 @@ def cmd_kv(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("kv", help="KV cache types: each server's flags, and the memory a quantised cache saves")
+    p = sub.add_parser("kv", help=COMMANDS["kv"].help)
     p.add_argument("--model", metavar="GGUF", help="model to size (default: the cached SmolLM2)")
     p.add_argument("--ctx", type=int, default=4096, metavar="N", help="context length (default 4096)")

@@ -1,5 +1,5 @@
 """Where the headless commands write files: every path checked before the run, and a write that fails
-afterwards turned into one line that says what was kept (issue 26, item 3: a bad --notebook, --save,
+afterwards turned into one line that says what was kept (a bad --notebook, --save,
 --svg or -o used to end in a traceback after the run, with the printed report lost).
 """
 
@@ -12,6 +12,8 @@ import tomllib
 from pathlib import Path
 
 from spectui.core.errors import InputError, describe
+from spectui.machine.gguf import require_gguf
+from spectui.store import notebook
 
 
 def check_output(path: str | Path | None, flag: str, kinds: tuple[str, ...] | None = None) -> Path | None:
@@ -45,7 +47,7 @@ def check_output(path: str | Path | None, flag: str, kinds: tuple[str, ...] | No
     return p
 
 
-# What each output flag writes over or appends to (issue 40, item 1: `report -o model.gguf` replaced a
+# What each output flag writes over or appends to (`report -o model.gguf` replaced a
 # model): an existing file is written only when it is empty or one of these.
 OWN_KINDS: dict[str, tuple[str, ...]] = {
     "--save": ("session", "sweep result"),
@@ -105,7 +107,6 @@ def check_notebook(args) -> None:
     """--notebook [PATH], when given: the notebook, its lock file and its side file live in one folder."""
     if getattr(args, "notebook", None) is None:
         return
-    from spectui.store import notebook  # lazy: platformdirs (~53 ms cold)
 
     check_output(notebook.notebook_path(args.notebook or None), "--notebook")
 
@@ -128,17 +129,7 @@ def session_failed(writer) -> bool:
 
 
 def check_gguf(path: str | Path | None, flag: str) -> Path | None:
-    """A model file given on the command line: it exists and is a GGUF (the first four bytes say so)."""
+    """A model file given on the command line: a regular file (a FIFO is refused unopened) that is a GGUF."""
     if path is None:
         return None
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise InputError(f"{flag} {p} does not exist" if not p.exists() else f"{flag} {p} is not a file")
-    try:
-        with open(p, "rb") as fh:
-            magic = fh.read(4)
-    except OSError as exc:
-        raise InputError(f"{flag} {p} cannot be read ({exc.strerror})") from None
-    if magic != b"GGUF":
-        raise InputError(f"{flag} {p} is not a GGUF model file", hint="give a model's .gguf file")
-    return p
+    return require_gguf(Path(path).expanduser(), flag)

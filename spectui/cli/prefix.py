@@ -6,15 +6,19 @@ from __future__ import annotations
 import json
 import time
 
+import httpx
+
+from spectui.backends.llamacpp import LlamaCppBackend
+from spectui.backends.transport import stamped_client
 from spectui.cli import options
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, connect_pair, params_from
 from spectui.core.errors import InputError
+from spectui.core.types import SIDES
+from spectui.labs.prefix import FOLLOW_UPS, prefix_table, restore_experiment, run_prefix, same_server
 
 
 async def cmd_prefix(args) -> int:
-    from spectui.backends.transport import stamped_client  # lazy: httpx (~127 ms cold)
-    from spectui.labs.prefix import run_prefix  # lazy: prometheus_client (~131 ms cold)
-
     turns = _turns(args)
     params = params_from(args)
     async with stamped_client() as client:
@@ -22,8 +26,6 @@ async def cmd_prefix(args) -> int:
         result, cleared = await run_prefix(backends["baseline"], backends["candidate"], turns, params)
         restore = None
         if args.restore_check:
-            from spectui.labs.prefix import restore_experiment  # lazy: prometheus_client (~131 ms cold)
-
             restore = await restore_experiment(backends["candidate"], [{"role": "user", "content": turns[0]}], params)
     if args.json:
         doc = {
@@ -46,8 +48,6 @@ async def cmd_prefix(args) -> int:
 
 def _turns(args) -> list[str]:
     """The conversation's user turns: --prompt N times, or the bundled follow-ups; two distinct servers."""
-    from spectui.labs.prefix import FOLLOW_UPS, same_server  # lazy: prometheus_client (~131 ms cold)
-
     if args.turns < 1:
         raise InputError("--turns must be at least 1")
     if why := same_server(args.baseline, args.candidate):
@@ -56,9 +56,7 @@ def _turns(args) -> list[str]:
 
 
 def _print_text(result, infos, cleared, restore: dict | None) -> None:
-    from spectui.labs.prefix import prefix_table  # lazy: prometheus_client (~131 ms cold)
-
-    for name in ("baseline", "candidate"):
+    for name in SIDES:
         print(f"{name:<9} {infos[name].url} ({infos[name].build}); before the run: {cleared[name]}")
     print(prefix_table(result, infos["candidate"].backend))
     if restore:
@@ -79,10 +77,6 @@ def _print_text(result, infos, cleared, restore: dict | None) -> None:
 
 
 async def cmd_cache(args) -> int:
-    import httpx  # lazy: httpx (~127 ms cold)
-
-    from spectui.backends.llamacpp import LlamaCppBackend  # lazy: prometheus_client (~131 ms cold)
-
     if args.action in ("save", "restore") and not args.file:
         raise InputError(f"spectui cache {args.action} needs --file NAME")
     if args.file and ("/" in args.file or args.file.startswith(".")):
@@ -109,7 +103,7 @@ async def cmd_cache(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser(
         "prefix",
-        help="prefix caching: cold vs warm turns, tokens reused, TTFT, and the bytes",
+        help=COMMANDS["prefix"].help,
         description="The baseline's prompt cache is off (every turn recomputed), the candidate's on; each turn's "
         "TTFT, prompt tokens reused, and whether the two answers are the same bytes.",
     )
@@ -126,7 +120,7 @@ def register(sub) -> None:
     options.add_generation(p)
     options.add_connection(p)
 
-    p = sub.add_parser("cache", help="save, restore or erase a llama.cpp slot's cache (--slot-save-path)")
+    p = sub.add_parser("cache", help=COMMANDS["cache"].help)
     p.add_argument("action", choices=("save", "restore", "erase"))
     p.add_argument("url", metavar="URL")
     p.add_argument("--slot", type=int, default=0, metavar="N")

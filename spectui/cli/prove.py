@@ -11,10 +11,29 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spectui.backends.detect import api_key_from
+from spectui.backends.launchspec import LaunchSpec
+from spectui.backends.transport import stamped_client
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, PairOptions, connect_pair, params_from, prompts_from
+from spectui.cli.compare import machine_sampler
 from spectui.cli.options import add_run_options
+from spectui.cli.outputs import check_output
 from spectui.core.errors import InputError, describe
+from spectui.core.report import text_report
+from spectui.core.types import SIDES
+from spectui.run import events as ev
+from spectui.run import formats, nway, three_way
+from spectui.run.pair import GivenPair, LaunchedPair
+from spectui.run.prove import prove
+from spectui.run.prove.certificate import canonical, merge, verify, write
+from spectui.run.prove.prove import OneAtATime, ProveOptions, Prover, SessionNotWritten, default_dir, prepare_dir
+from spectui.run.prove.regress import regress
+from spectui.run.prove.render import render_text
 from spectui.run.prove.shard import parse_shard
+from spectui.run.prove.terms import SKIPPED_FLAG, add_terms
+from spectui.store import notebook
+from spectui.store import prompts as prompt_sets
 
 if TYPE_CHECKING:
     from spectui.run.prove.prove import ProveOptions, Prover
@@ -26,12 +45,14 @@ EXIT_NOT_WRITTEN = 5  # prove: a session or the certificate stopped being writte
 def register(sub) -> None:
     _add_prove(sub)
 
-    p = sub.add_parser("verify", help="re-derive a certificate from its raw sessions (no servers) and check every hash")
+    p = sub.add_parser("verify", help=COMMANDS["verify"].help)
     p.add_argument("certificate", metavar="CERT", help="certificate.json (or its folder)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser(
-        "regress", help="two certificates of one prompt set: what got worse (exit 0 no, 4 yes, 2 incomparable)"
+        "regress",
+        help=COMMANDS["regress"].help,
+        description=f"{COMMANDS['regress'].help}: exit 0 nothing did, 4 something did, 2 the two are not comparable",
     )
     p.add_argument("old", metavar="OLD")
     p.add_argument("new", metavar="NEW")
@@ -40,7 +61,7 @@ def register(sub) -> None:
     )
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("merge", help="shard certificates (--shard I/N) into the one a single run would give")
+    p = sub.add_parser("merge", help=COMMANDS["merge"].help)
     p.add_argument("certificates", nargs="+", metavar="CERT")
     p.add_argument(
         "-o", "--output", required=True, metavar="FILE", help="the merged certificate (JSON; .md/.html beside it)"
@@ -53,7 +74,7 @@ def _add_prove(sub) -> None:
     goes, a launched pair, what else is measured, what is printed; then the run options compare has too."""
     p = sub.add_parser(
         "prove",
-        help="one certificate that the candidate is identical to the baseline, and how much faster",
+        help=COMMANDS["prove"].help,
         description="Greedy identity on every prompt, identity under sampling on a subset, the speed-up with its "
         "interval beside its acceptance, and what it was measured on: a certificate (JSON, Markdown, HTML) next "
         "to the raw sessions it was derived from. --temperature is the sampled pass's; the greedy pass is at 0.",
@@ -154,9 +175,6 @@ def _say(line: str) -> None:
 
 
 def progress(quiet: bool):
-    from spectui.run import events as ev  # lazy: asyncio (~81 ms cold)
-    from spectui.run.prove import prove  # lazy: asyncio (~81 ms cold)
-
     def emit(e) -> None:
         if quiet:
             return
@@ -181,19 +199,12 @@ def progress(quiet: bool):
 def pair_from(args):
     """The two servers: the user's (--baseline/--candidate), or a profile's pair (--launch COMPARISON /
     --profile NAME [--comparison ID]: 127.0.0.1, free ports, through run.pair's memory plan)."""
-    from spectui.run.pair import GivenPair, LaunchedPair  # lazy: asyncio (~81 ms cold)
-
     if args.profile is None and args.launch is None:
         return GivenPair(args.baseline, args.candidate)
     return LaunchedPair.plan_for(args.profile, args.launch or args.comparison, args.one_at_a_time, _say)
 
 
 async def cmd_prove(args) -> int:
-    from spectui.backends.transport import stamped_client  # lazy: httpx (~127 ms cold)
-    from spectui.run.prove.certificate import canonical  # lazy: asyncio (~81 ms cold)
-    from spectui.run.prove.prove import SessionNotWritten, default_dir, prepare_dir  # lazy: asyncio (~81 ms cold)
-    from spectui.run.prove.render import render_text  # lazy: asyncio (~81 ms cold)
-
     _check_pair_source(args)
     table = _formats_table(args)  # a bad --formats-table is said before any server starts
     params = params_from(args)
@@ -214,14 +225,12 @@ async def cmd_prove(args) -> int:
             return EXIT_NOT_WRITTEN
         doc = await _with_terms(doc, prover, client, args, measurable=pair.alone is None)
         three = await _three_way(doc, prover, prompt_list, params, args, out, pair.alone is None)
-        nway = await _nway(doc, prover, prompt_list, params, args, out, table, pair.alone is None)
+        n_way = await _nway(doc, prover, prompt_list, params, args, out, table, pair.alone is None)
     print(canonical(doc) if args.json else render_text(doc), end="")  # the text's first line is the verdict
     if three is not None and not args.json:
-        from spectui.run.three_way import table_text  # lazy: platformdirs (~53 ms cold)
-
-        print(table_text(three), end="")
-    if nway is not None and not args.json:
-        print(nway.text(), end="")
+        print(three_way.table_text(three), end="")
+    if n_way is not None and not args.json:
+        print(n_way.text(), end="")
     cert = Path(doc["_path"])
     _say(f"wrote {cert} (+ {cert.with_suffix('.md').name}, {cert.with_suffix('.html').name}) beside its sessions")
     if not args.no_notebook:
@@ -250,8 +259,6 @@ def _check_pair_source(args) -> None:
 
 
 def _prove_options(args) -> ProveOptions:
-    from spectui.run.prove.prove import ProveOptions  # lazy: asyncio (~81 ms cold)
-
     options = ProveOptions(
         runs=args.runs,
         sampled=args.sampled,
@@ -271,8 +278,6 @@ def _prove_options(args) -> ProveOptions:
 
 def _prompt_set(args) -> tuple[list, str]:
     """The prompts that run, and the set's name as the certificate states it (a subset says so)."""
-    from spectui.store import prompts as prompt_sets  # lazy: platformdirs (~53 ms cold)
-
     prompt_list = prompts_from(args)
     set_name = prompt_sets.load_set(args.prompts)[0]
     if args.limit or args.sample:
@@ -284,8 +289,6 @@ def _prompt_set(args) -> tuple[list, str]:
 async def _both_up(pair, args) -> AsyncIterator[PairOptions | None]:
     """How to reach both servers for the run: the user's as given; a launched pair started together through
     run.pair (stopped by their PIDs after the block); None one at a time (each side starts in its block)."""
-    from spectui.run.pair import GivenPair  # lazy: asyncio (~81 ms cold)
-
     if pair.alone is not None:
         yield None
         return
@@ -300,11 +303,6 @@ async def _both_up(pair, args) -> AsyncIterator[PairOptions | None]:
 
 async def _prover(pair, reach, client, args, params, options, prompt_list, set_name, out) -> Prover:
     """The prover on the pair: both servers connected, or each side opened alone for its block."""
-    from spectui.backends.detect import api_key_from  # lazy: httpx (~127 ms cold)
-    from spectui.backends.launchspec import LaunchSpec  # lazy: 1 modules more
-    from spectui.cli.compare import machine_sampler  # lazy: 2 modules more
-    from spectui.run.prove.prove import OneAtATime, Prover  # lazy: asyncio (~81 ms cold)
-
     backends: dict = {"baseline": None, "candidate": None}
     one = None
     if reach is None:
@@ -332,8 +330,6 @@ async def _prover(pair, reach, client, args, params, options, prompt_list, set_n
 
 async def _with_terms(doc: dict, prover: Prover, client, args, measurable: bool) -> dict:
     """The formula's terms measured on both servers after the run (never one at a time: both must be up)."""
-    from spectui.run.prove.terms import SKIPPED_FLAG, add_terms  # lazy: asyncio (~81 ms cold)
-
     if args.terms and not args.json and measurable:
         _say("measuring the formula's terms on the servers (--no-terms skips it) …")
     return await add_terms(
@@ -351,10 +347,11 @@ async def _three_way(doc: dict, prover, prompt_list, params, args, out, both_up:
     it does not apply or only one server could be up at a time."""
     if not both_up or prover.baseline is None:
         return None
-    from spectui.run.three_way import beside  # lazy: platformdirs (~53 ms cold)
 
     try:
-        return await beside(doc, prover.baseline, prompt_list, params, args.runs, out, None if args.json else _say)
+        return await three_way.beside(
+            doc, prover.baseline, prompt_list, params, args.runs, out, None if args.json else _say
+        )
     except Exception as exc:  # a measurement beside a certificate already written: it never hides the verdict
         _say(f"the three-way table was not measured: {describe(exc)} (the certificate stands)")
         return None
@@ -364,8 +361,6 @@ def _formats_table(args):
     """--formats-table's kept table (run.formats.read: one line where it is not one), None without it."""
     if not args.formats_table:
         return None
-    from spectui.run import formats  # lazy: the run session (~40 modules)
-
     return formats.read(Path(args.formats_table))
 
 
@@ -374,8 +369,6 @@ async def _nway(doc: dict, prover, prompt_list, params, args, out, table, both_u
     (run.nway); None without it. A format that fails is said; the certificate stands."""
     if table is None:
         return None
-    from spectui.run import nway  # lazy: the run session (~40 modules)
-
     if not both_up or prover.baseline is None:
         _say("the n-way table needs the baseline up beside each plain format: not measured one server at a time")
         return None
@@ -389,17 +382,13 @@ async def _nway(doc: dict, prover, prompt_list, params, args, out, table, both_u
 def _not_written(prover, exc, params, as_json: bool) -> None:
     """The text report of every prompt run that finished (the run is not lost with the file), then one
     line: which file stopped being written, and that no certificate was made over it."""
-    from spectui.core.report import text_report  # lazy: asyncio (~81 ms cold)
-
     if exc.results and not as_json:
-        infos = {side: prover._info(side) for side in ("baseline", "candidate")}
+        infos = {side: prover._info(side) for side in SIDES}
         print(text_report(infos, exc.results, params, prover.options.order), end="")
     _say(f"error: {exc.one_line()}")
 
 
 def _note(path: str | None, doc: dict) -> None:
-    from spectui.store import notebook  # lazy: platformdirs (~53 ms cold)
-
     try:
         where, warning = notebook.append(notebook.notebook_path(path), [notebook.certificate_entry(doc)])
     except (InputError, OSError) as exc:
@@ -409,8 +398,6 @@ def _note(path: str | None, doc: dict) -> None:
 
 
 def cmd_verify(args) -> int:
-    from spectui.run.prove.certificate import verify  # lazy: asyncio (~81 ms cold)
-
     v = verify(args.certificate)
     if args.json:
         print(json.dumps({"ok": v.ok, "problems": v.problems, "checked": v.checked}, indent=2))
@@ -427,18 +414,12 @@ def cmd_verify(args) -> int:
 
 
 def cmd_regress(args) -> int:
-    from spectui.run.prove.regress import regress  # lazy: asyncio (~81 ms cold)
-
     r = regress(args.old, args.new, check=not args.no_verify)
     print(json.dumps(r.to_json(), indent=2) if args.json else r.text())
     return r.code
 
 
 def cmd_merge(args) -> int:
-    from spectui.cli.outputs import check_output  # lazy: 1 modules more
-    from spectui.run.prove.certificate import canonical, merge, write  # lazy: asyncio (~81 ms cold)
-    from spectui.run.prove.render import render_text  # lazy: asyncio (~81 ms cold)
-
     out = check_output(args.output, "-o")
     if out is None:
         raise InputError("spectui merge needs -o FILE: where the merged certificate goes")

@@ -6,7 +6,9 @@ import dataclasses
 import datetime as dt
 import json
 
+from spectui.backends.transport import stamped_client
 from spectui.cli import options
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import (
     EXIT_DIFFERS,
     EXIT_OK,
@@ -19,6 +21,9 @@ from spectui.cli.common import (
 from spectui.cli.outputs import check_notebook, check_output, session_failed
 from spectui.cli.progress import Advance
 from spectui.core.errors import InputError
+from spectui.core.types import SIDES
+from spectui.labs.sampling.exact import NOT_ENOUGH, sampling
+from spectui.store.session_writer import SessionWriter
 
 EXIT_UNDECIDED = 4  # spectui sampling: not enough samples to decide (never a pass)
 
@@ -26,12 +31,10 @@ EXIT_UNDECIDED = 4  # spectui sampling: not enough samples to decide (never a pa
 async def cmd_sampling(args) -> int:
     params = _checked_params(args)
     prompt_list = prompts_from(args)
-    check_output(args.save, "--save")  # every output checked before the run (issue 26, item 3)
+    check_output(args.save, "--save")  # every output checked before the run
     check_notebook(args)
     writer = None
     if args.save:
-        from spectui.store.session_writer import SessionWriter  # lazy: asyncio (~81 ms cold): only for a run
-
         writer = SessionWriter(args.save)
     try:
         results, infos = await _sample_both(args, params, prompt_list, writer)
@@ -65,9 +68,6 @@ def _checked_params(args):
 
 async def _sample_both(args, params, prompt_list, writer) -> tuple[list, dict]:
     """Every seed on both servers (labs.sampling.exact), with a progress bar; the results and the servers."""
-    from spectui.backends.transport import stamped_client  # lazy: httpx (~127 ms cold)
-    from spectui.labs.sampling.exact import sampling  # lazy: prometheus_client (~131 ms cold)
-
     bar = Advance("spectui sampling")
 
     def progress(prompt, done, total):
@@ -111,7 +111,7 @@ def _json_doc(results, infos, params, args) -> dict:
 
 
 def _print_text(results, infos, params, args) -> None:
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         print(f"{side:<9} {infos[side].url} ({infos[side].build}) [{infos[side].describe_speedup()}]")
     print(
         f"temperature {params.temperature}, top_p {params.top_p or 'server default'}, {args.samples} seeds from "
@@ -153,13 +153,12 @@ def _exit_for(results, unwritten: bool) -> int:
         return EXIT_SERVER
     if any(r.verdict == "different" or r.seeded_mismatch_is_failure for r in results):
         return EXIT_DIFFERS  # a seeded mismatch counts only where seeded bytes are (or may be) promised
-    from spectui.labs.sampling.exact import NOT_ENOUGH  # lazy: scipy (~167 ms cold), loaded by the run already
 
     return EXIT_UNDECIDED if any(r.verdict == NOT_ENOUGH for r in results) else EXIT_OK
 
 
 def register(sub) -> None:
-    p = sub.add_parser("sampling", help="exact under sampling: seeded bytes and the two output distributions")
+    p = sub.add_parser("sampling", help=COMMANDS["sampling"].help)
     options.add_pair(p, launch=False)
     options.add_prompt_choice(p)
     p.add_argument(

@@ -23,6 +23,7 @@ import ipaddress
 import logging
 import sys
 
+from spectui.cli.commands import COMMANDS
 from spectui.cli.serve_guard import Guard
 from spectui.core.errors import InputError
 
@@ -69,7 +70,7 @@ def cmd_serve(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("serve", help="the app in a web browser (textual-serve), on 127.0.0.1 unless told otherwise")
+    p = sub.add_parser("serve", help=COMMANDS["serve"].help)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, metavar="N", help="port (default 8000; 0 picks a free one)")
     p.add_argument(

@@ -8,6 +8,7 @@ reaches 127.0.0.1 under its own name, is refused too.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import re
@@ -131,7 +132,7 @@ class Guard:
         return guard
 
 
-# -- bounds once connected (issue 40, item 8) ---------------------------------------------------------------
+# -- bounds once connected ---------------------------------------------------------------
 MAX_WIDTH, MAX_HEIGHT = 500, 200  # a terminal larger than any screen shows: an app's memory grows with its size
 HEADER_TIMEOUT_S = 10.0  # a connection that has not sent one whole request head by then is closed
 MAX_CONNECTIONS = 64  # open connections at once (pages, scripts, websockets of at most --max-apps apps)
@@ -175,8 +176,6 @@ class ConnectionLimits:
         self.timed_out = 0  # connections closed without a whole request head in time
 
     def __call__(self):
-        import asyncio  # lazy: asyncio (~81 ms cold)
-
         limits = self
 
         class Guarded(asyncio.Protocol):

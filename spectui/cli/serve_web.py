@@ -48,7 +48,7 @@ class ExecAppService(app_service.AppService):
     `spectui serve`, and killed if it does not quit when asked."""
 
     async def _open_app_process(self, width: int = 80, height: int = 24):
-        width, height = clamp_size(width, height)  # a page may ask for any size (issue 40, item 8)
+        width, height = clamp_size(width, height)  # a page may ask for any size
         environment = self._build_environment(width=width, height=height)
         self._process = process = await asyncio.create_subprocess_exec(
             *shlex.split(self.command),

@@ -7,34 +7,34 @@ import json
 import sys
 from pathlib import Path
 
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_OK
 from spectui.cli.compare import exit_for
 from spectui.cli.outputs import check_output
 from spectui.core.errors import InputError
+from spectui.core.report import json_report, markdown_report, text_report
+from spectui.labs.html_report import html_report
+from spectui.labs.theory.record import for_report
+from spectui.store import imports, notebook
+from spectui.store.locations import atomic_write
+from spectui.store.session import default_session_dir, load_session, results_for
+from spectui.store.session_list import list_sessions
 
 
 def _text(infos, results, params, order, path=None, terms=None, checks=None) -> str:
-    from spectui.core.report import text_report  # lazy: asyncio (~81 ms cold)
-
     return text_report(infos, results, params, order, terms=terms) + "\n"
 
 
 def _markdown(infos, results, params, order, path=None, terms=None, checks=None) -> str:
-    from spectui.core.report import markdown_report  # lazy: asyncio (~81 ms cold)
-
     return markdown_report(infos, results, params, order, path, terms=terms)
 
 
 def _json(infos, results, params, order, path=None, terms=None, checks=None) -> str:
-    from spectui.core.report import json_report  # lazy: asyncio (~81 ms cold)
-
     doc = json_report(infos, results, params, order)
     return json.dumps({**doc, "terms": terms} if terms else doc, indent=2) + "\n"
 
 
 def _html(infos, results, params, order, path=None, terms=None, checks=None) -> str:
-    from spectui.labs.html_report import html_report  # lazy: asyncio (~81 ms cold)
-
     return html_report(infos, results, params, order, path, checks=checks, terms_record=terms)
 
 
@@ -43,13 +43,13 @@ REPORTS = {"text": _text, "md": _markdown, "json": _json, "html": _html}
 
 
 def register(sub) -> None:
-    p = sub.add_parser("replay", help="replay a saved session without any server")
+    p = sub.add_parser("replay", help=COMMANDS["replay"].help)
     p.add_argument("file", metavar="FILE")
     p.add_argument("--no-tui", action="store_true", help="print the same report as `compare`")
     p.add_argument("--json", action="store_true", help="with --no-tui: the same JSON as `compare --json`")
     p.add_argument("--speed", default="1", metavar="X", help="1 (recorded speed), 2, 10, … or max")
 
-    p = sub.add_parser("report", help="export a saved session as text, Markdown, JSON or HTML")
+    p = sub.add_parser("report", help=COMMANDS["report"].help)
     p.add_argument("file", metavar="FILE")
     p.add_argument(
         "--format",
@@ -59,14 +59,14 @@ def register(sub) -> None:
     )
     p.add_argument("-o", "--output", metavar="PATH", help="write here (atomically) instead of printing")
 
-    p = sub.add_parser("sessions", help="list saved sessions (the autosave folder by default)")
+    p = sub.add_parser("sessions", help=COMMANDS["sessions"].help)
     p.add_argument("folder", nargs="?", metavar="FOLDER")
 
-    p = sub.add_parser("notebook", help="the lab notebook: show it or print its path")
+    p = sub.add_parser("notebook", help=COMMANDS["notebook"].help)
     p.add_argument("action", choices=("show", "path"))
     p.add_argument("--notebook", metavar="PATH")
 
-    p = sub.add_parser("import", help="results of vllm bench serve, AIPerf or guidellm into the lab notebook")
+    p = sub.add_parser("import", help=COMMANDS["import"].help)
     p.add_argument("tool", choices=("vllm-bench", "aiperf", "guidellm"))
     p.add_argument(
         "file",
@@ -79,8 +79,6 @@ def register(sub) -> None:
 
 
 def cmd_replay(args) -> int:
-    from spectui.store.session import load_session, results_for  # lazy: asyncio (~81 ms cold)
-
     if args.json and not args.no_tui:  # else the TUI would open and --json be ignored
         raise InputError("replay --json prints the report instead of playing it: give it with --no-tui")
     session = load_session(args.file)
@@ -98,14 +96,12 @@ def cmd_replay(args) -> int:
         return exit_for(results)
     for w in session.warnings:
         print(f"spectui: warning: {w}", file=sys.stderr)
-    from spectui.cli.tui import run_replay  # lazy: prometheus_client (~131 ms cold)
+    from spectui.cli.tui import run_replay  # lazy: textual (~130 ms cold), only for replay
 
     return run_replay(session, args.speed)
 
 
 def cmd_report(args) -> int:
-    from spectui.store.session import load_session, results_for  # lazy: asyncio (~81 ms cold)
-
     session = load_session(args.file)
     results = results_for(session)
     for w in session.warnings:
@@ -118,8 +114,6 @@ def cmd_report(args) -> int:
     terms, checks = _saved_terms(session.path, results)
     text = REPORTS[args.format](session.infos, results, params, order, str(session.path), terms, checks)
     if args.output:
-        from spectui.store.locations import atomic_write  # lazy: platformdirs (~53 ms cold)
-
         try:
             atomic_write(Path(args.output).expanduser(), text)
         except OSError as exc:
@@ -133,8 +127,6 @@ def cmd_report(args) -> int:
 def _saved_terms(path, results):
     """The formula's terms saved beside the session by `theory --from S --save` (each check derived again
     from the saved times and the session's runs) and its checks; a warning printed for each problem."""
-    from spectui.labs.theory.record import for_report  # lazy: prometheus_client (~131 ms cold)
-
     terms, checks, warnings = for_report(path, results)
     for w in warnings:
         print(f"spectui: warning: {w}", file=sys.stderr)
@@ -142,9 +134,6 @@ def _saved_terms(path, results):
 
 
 def cmd_sessions(args) -> int:
-    from spectui.store.session import default_session_dir  # lazy: asyncio (~81 ms cold)
-    from spectui.store.session_list import list_sessions  # lazy: asyncio (~81 ms cold)
-
     folder = Path(args.folder).expanduser() if args.folder else default_session_dir()
     rows = list_sessions(folder)
     if not rows:
@@ -156,16 +145,12 @@ def cmd_sessions(args) -> int:
 
 
 def cmd_notebook(args) -> int:
-    from spectui.store import notebook  # lazy: platformdirs (~53 ms cold)
-
     path = notebook.notebook_path(args.notebook)
     print(path if args.action == "path" else notebook.show_text(path))
     return EXIT_OK
 
 
 def cmd_import(args) -> int:
-    from spectui.store import imports, notebook  # lazy: platformdirs (~53 ms cold)
-
     rows = imports.read(args.tool, Path(args.file).expanduser(), args.tool_version)
     if args.json:
         print(json.dumps(rows, indent=2, default=str))

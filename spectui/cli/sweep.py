@@ -7,7 +7,10 @@ import json
 import sys
 from pathlib import Path
 
+from spectui.backends.detect import api_key_from
+from spectui.backends.transport import stamped_client
 from spectui.cli import options
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import (
     EXIT_DIFFERS,
     EXIT_OK,
@@ -18,14 +21,16 @@ from spectui.cli.common import (
     params_from,
     prompts_from,
 )
+from spectui.cli.compare import pair_from
 from spectui.cli.outputs import check_notebook, check_output, write_failed
 from spectui.cli.progress import Advance
+from spectui.core.report import cache_text
+from spectui.core.types import SIDES, ServerInfo
+from spectui.labs.sweep.levels import parse_levels, svg_chart, sweep, sweep_alone, text_table
 from spectui.store.locations import atomic_write
 
 
 async def cmd_sweep(args) -> int:
-    from spectui.labs.sweep.levels import parse_levels  # lazy: prometheus_client (~131 ms cold)
-
     levels = parse_levels(args.concurrency)
     check_pair_source(args, "sweep")
     params = params_from(args)
@@ -50,9 +55,6 @@ async def cmd_sweep(args) -> int:
 async def _sweep(args, prompt_list, levels, params) -> tuple[list, dict, bool]:
     """Every level on the pair (run.pair): both up together, or each side alone; the levels, the servers, and
     whether it ran one at a time."""
-    from spectui.backends.transport import stamped_client  # lazy: httpx (~127 ms cold)
-    from spectui.cli.compare import pair_from  # lazy: 1 modules more
-
     pair = pair_from(args)
     alone = pair.alone is not None
     async with stamped_client(max(levels) * 2 + 4) as client:
@@ -82,10 +84,7 @@ def _json_doc(result, infos, params, alone: bool) -> dict:
 
 
 def _print_text(result, infos, params, alone: bool) -> None:
-    from spectui.core.report import cache_text  # lazy: asyncio (~81 ms cold)
-    from spectui.labs.sweep.levels import text_table  # lazy: prometheus_client (~131 ms cold)
-
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         print(f"{side:<9} {infos[side].url} ({infos[side].build}) [{infos[side].describe_speedup()}]")
     # the prompt cache changes TTFT with what ran before: named, as the TUI's sweep names it
     print(f"prompt cache {cache_text(params)} (--cache-prompt off|on|server; off unless asked)")
@@ -96,8 +95,6 @@ def _print_text(result, infos, params, alone: bool) -> None:
 
 def _write_files(args, doc: dict, result, infos) -> bool:
     """--save (the JSON) and --svg (the plot), each written atomically; True where one was not written."""
-    from spectui.labs.sweep.levels import svg_chart  # lazy: prometheus_client (~131 ms cold)
-
     unwritten = False
     kept = "the report above is complete"
     if args.save:
@@ -148,8 +145,6 @@ def _say(line: str) -> None:
 
 async def _sweep_together(client, args, prompt_list, levels, params) -> tuple[list, dict]:
     """Both servers up: each level's requests to the baseline, then the same to the candidate."""
-    from spectui.labs.sweep.levels import sweep  # lazy: prometheus_client (~131 ms cold)
-
     backends, infos = await connect_pair(client, args)
     for name, info in infos.items():
         if info.slots is not None and info.slots < max(levels):
@@ -181,10 +176,6 @@ async def _sweep_together(client, args, prompt_list, levels, params) -> tuple[li
 
 async def _sweep_alone(pair, client, args, prompt_list, levels, params) -> tuple[list, dict]:
     """--one-at-a-time: the baseline alone at every level, then the candidate alone (labs.sweep.levels.sweep_alone)."""
-    from spectui.backends.detect import api_key_from  # lazy: httpx (~127 ms cold)
-    from spectui.core.types import ServerInfo  # lazy: 1 modules more
-    from spectui.labs.sweep.levels import sweep_alone  # lazy: prometheus_client (~131 ms cold)
-
     servers = pair.servers
     say = (lambda line: print(f"spectui: {line}", file=sys.stderr)) if not args.json else None
     if say is not None:
@@ -194,13 +185,13 @@ async def _sweep_alone(pair, client, args, prompt_list, levels, params) -> tuple
     result, infos = await sweep_alone(
         lambda side: pair.side(side, client, key, args.ready_timeout), prompt_list, levels, params, args.repeat, say
     )
-    return result, {s: infos.get(s) or ServerInfo(servers[s].url) for s in ("baseline", "candidate")}
+    return result, {s: infos.get(s) or ServerInfo(servers[s].url) for s in SIDES}
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "sweep",
-        help="throughput and speed-up against concurrency: where the payoff collapses",
+        help=COMMANDS["sweep"].help,
         description="Each concurrency level's requests to the baseline, then the same to the candidate: "
         "throughput, the speed-up and the bytes per level (with --one-at-a-time, speed-ups paired per level).",
     )

@@ -7,14 +7,23 @@ import json
 import sys
 from pathlib import Path
 
+from spectui.backends.launchspec import LaunchSpec
+from spectui.backends.transport import stamped_client
 from spectui.cli import options
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_OK, EXIT_SERVER, PairOptions, connect_pair
 from spectui.core.errors import InputError, ServerError, describe
+from spectui.core.runner import grouped
+from spectui.core.types import SIDES, GenerationParams
+from spectui.labs.html_report import html_report
+from spectui.labs.theory import formula as theory
+from spectui.labs.theory import record as terms_record
+from spectui.labs.theory.costs import check_prompt, curve_text
+from spectui.store.locations import atomic_write
+from spectui.store.session import load_session, results_for
 
 
 def cmd_theory(args):
-    from spectui.labs.theory import formula as theory  # lazy: 10 modules more
-
     typed = [f"--{n}" for n in ("alpha", "gamma", "cost") if getattr(args, n, None) is not None]
     if getattr(args, "from_session", None):
         if typed:
@@ -49,7 +58,9 @@ async def _theory_from(args) -> int:
     checks, curves, kept = await _checks(args, session, groups, say)
     if getattr(args, "save", False) and kept is not None:
         print("spectui: --save: nothing newly measured (the terms shown were kept in the session)", file=sys.stderr)
-    elif getattr(args, "save", False):
+    elif kept is None and any(c is not None and c.measured for c in curves.values()):
+        # measured terms belong with the session they were measured for: kept whether or not --save was
+        # given, so the lesson still shows them once the servers are gone
         _save_terms(session, checks, curves, args)
     if args.json:
         print(json.dumps(_json_doc(args, session, checks, curves, kept), indent=2))
@@ -71,9 +82,6 @@ def _check_from_options(args) -> None:
 
 def _finished_groups(path: str):
     """The session, and its prompts that finished on both sides at least once (each with its runs)."""
-    from spectui.core.runner import grouped  # lazy: asyncio (~81 ms cold)
-    from spectui.store.session import load_session, results_for  # lazy: asyncio (~81 ms cold)
-
     session = load_session(path)
     groups = [g for g in grouped(results_for(session)) if any(r.speedup for r in g.runs)]
     if not groups:
@@ -86,18 +94,14 @@ def _finished_groups(path: str):
 async def _checks(args, session, groups, say) -> tuple[dict, dict, dict | None]:
     """Each prompt's formula check and measured curve: measured now on the session's servers, or (where they
     are gone) read from the terms kept with the session (returned as the third value)."""
-    from spectui.backends.launchspec import LaunchSpec  # lazy: 1 modules more
-    from spectui.backends.transport import stamped_client  # lazy: httpx (~127 ms cold)
-    from spectui.labs.sampling.exact import launch_argv  # lazy: prometheus_client (~131 ms cold)
-    from spectui.labs.theory import record as terms_record  # lazy: prometheus_client (~131 ms cold)
-    from spectui.labs.theory.costs import check_prompt  # lazy: prometheus_client (~131 ms cold)
-
     infos = session.infos
     checks: dict = {}
     curves: dict = {}
     # each server's own command line where it runs here: the draft is timed at the candidate's threads and
     # offload, every position's outputs at the baseline's
-    launched = {side: LaunchSpec.from_argv(launch_argv(infos[side].url)) for side in ("baseline", "candidate")}
+    from spectui.labs.sampling.exact import launch_argv  # lazy: numpy (~0.3 s), only where servers are checked
+
+    launched = {side: LaunchSpec.from_argv(launch_argv(infos[side].url)) for side in SIDES}
     async with stamped_client() as client:
         backends, kept = (None, None) if args.no_measure else await _pair_or_kept(client, args, session, say)
         if kept is not None:  # the servers are gone: every prompt's check from the times kept with the session
@@ -122,8 +126,6 @@ async def _checks(args, session, groups, say) -> tuple[dict, dict, dict | None]:
 
 def _save_terms(session, checks: dict, curves: dict, args) -> None:
     """--save: the measured terms appended to the session (spectui report shows them)."""
-    from spectui.labs.theory import record as terms_record  # lazy: prometheus_client (~131 ms cold)
-
     rec = terms_record.record(
         [terms_record.entry(pid, chk, curves[pid]) for pid, chk in checks.items()], args.repeats, args.draft_model
     )
@@ -155,8 +157,6 @@ def _json_doc(args, session, checks: dict, curves: dict, kept) -> dict:
 
 
 def _print_checks(checks: dict, curves: dict) -> None:
-    from spectui.labs.theory.costs import curve_text  # lazy: prometheus_client (~131 ms cold)
-
     for pid, chk in checks.items():
         print(f"== {pid}")
         if chk is None:
@@ -170,10 +170,6 @@ def _print_checks(checks: dict, curves: dict) -> None:
 
 def _write_html(path: str, session, groups, checks: dict) -> bool:
     """--html: the session's report with each prompt's formula check; False (and one line) where not written."""
-    from spectui.core.types import GenerationParams  # lazy: 1 modules more
-    from spectui.labs.html_report import html_report  # lazy: asyncio (~81 ms cold)
-    from spectui.store.locations import atomic_write  # lazy: platformdirs (~53 ms cold)
-
     results = [r for g in groups for r in g.runs]
     sp = session.prompts[0] if session.prompts else None
     params, order = (sp.params, sp.order) if sp else (GenerationParams(), "sequential")
@@ -191,8 +187,6 @@ def _write_html(path: str, session, groups, checks: dict) -> bool:
 async def _pair_or_kept(client, args, session, say) -> tuple[dict | None, dict | None]:
     """The session's two servers, connected and checked to serve what the run used; or, where they are not
     up, the terms kept with the session (None, record); neither: one line offering --no-measure."""
-    from spectui.labs.theory import record as terms_record  # lazy: prometheus_client (~131 ms cold)
-
     infos = session.infos
     opts = PairOptions(
         infos["baseline"].url,
@@ -215,7 +209,7 @@ async def _pair_or_kept(client, args, session, say) -> tuple[dict | None, dict |
             print(f"spectui: warning: {w}", file=sys.stderr)
         say(f"the session's servers are not up ({describe(exc)}): showing the terms kept in the session")
         return None, kept
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         was, now = infos[side], live[side]
         if (was.model, was.build) != (now.model, now.build):
             raise InputError(
@@ -227,7 +221,7 @@ async def _pair_or_kept(client, args, session, say) -> tuple[dict | None, dict |
 
 
 def register(sub) -> None:
-    p = sub.add_parser("theory", help="speed-up as a function of acceptance rate, draft length and draft cost")
+    p = sub.add_parser("theory", help=COMMANDS["theory"].help)
     p.add_argument(
         "--alpha",
         type=options.finite,
@@ -252,7 +246,8 @@ def register(sub) -> None:
     p.add_argument(
         "--save",
         action="store_true",
-        help="with --from: keep the measured terms in the session (beside it, SESSION.terms.json, where a "
-        "certificate references it) for `spectui report` and for `theory --from` once the servers are gone",
+        help="with --from: measured terms are always kept in the session (beside it, SESSION.terms.json, where a "
+        "certificate references it) for `spectui report` and `theory --from` once the servers are gone; --save "
+        "only says so when nothing new was measured",
     )
     options.add_json(p)

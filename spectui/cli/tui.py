@@ -6,7 +6,9 @@ import argparse
 import math
 import signal
 
+from spectui.backends.detect import api_key_from
 from spectui.cli import options
+from spectui.cli.commands import COMMANDS
 from spectui.cli.common import params_from
 from spectui.core.errors import InputError
 from spectui.store.config import load as load_settings
@@ -41,7 +43,7 @@ def run_replay(session, speed: str) -> int:
 
 def app_exit(app) -> int:
     """The command's exit status after the app: non-zero when it died of an error (Textual's return code
-    1), so a script sees the failure (issue 40, item 2: `spectui tui` exited 0 after a traceback)."""
+    1), so a script sees the failure (`spectui tui` exited 0 after a traceback)."""
     return getattr(app, "return_code", 0) or 0
 
 
@@ -49,7 +51,6 @@ def cmd_tui(args) -> int:
     if bool(args.baseline) != bool(args.candidate):
         raise InputError("give both --baseline URL and --candidate URL, or neither (to pick a profile)")
     pick = not args.baseline
-    from spectui.backends.detect import api_key_from  # lazy: httpx (~127 ms cold)
 
     settings, _ = load_settings()  # autosave = false, auto_notebook = true, notebook = "…" in config.toml
     config = AppConfig(
@@ -82,7 +83,7 @@ def cmd_tui(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("tui", help="open the two-pane TUI on two running servers (or the profile picker)")
+    p = sub.add_parser("tui", help=COMMANDS["tui"].help)
     p.add_argument("--no-autosave", action="store_true", help="do not record runs into the sessions folder")
     p.add_argument("--notebook", metavar="PATH", help="the lab notebook for Ctrl+N (else $SPECTUI_NOTEBOOK)")
     p.add_argument("--baseline", metavar="URL", help="the baseline server (with --candidate; neither: pick a profile)")

@@ -39,6 +39,16 @@ class SpectuiError(Exception):
         return redact(f"{msg} — {self.hint}" if self.hint else msg)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """`text` with every control character escaped (ESC, CR, BEL, backspace, C1, bidirectional overrides):
+    a name or path from a file the user was given can never move the cursor, retitle the terminal or hide
+    what follows it."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
 def describe(exc: BaseException) -> str:
     """The one-line message for any exception: ours say what to do, others name their type."""
     if isinstance(exc, SpectuiError):

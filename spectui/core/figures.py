@@ -98,7 +98,7 @@ class SideRecorder:
     """Feeds on one side's events and keeps its output bytes, tokens and figures.
 
     `tokens` and `steps` are sequences of events, packed (core.tokens): a long output costs ~50 bytes a
-    token, not ~250 (issue 32: a 1,000,000-event replay at 655 MB); read them as lists.
+    token, not ~250 (a 1,000,000-event replay at 655 MB); read them as lists.
     """
 
     def __init__(self, name: str) -> None:

@@ -12,7 +12,7 @@ from spectui.core.headline import headline_for
 from spectui.core.markdown import md_cell
 from spectui.core.runner import PromptResult, Repeated, grouped
 from spectui.core.stats import Spread, over_units
-from spectui.core.types import GenerationParams, ServerInfo
+from spectui.core.types import SIDES, GenerationParams, ServerInfo
 
 
 def fmt(v: float | None, spec: str = ".1f", missing: str = "—") -> str:
@@ -96,7 +96,7 @@ def prompt_params(r: PromptResult) -> str:
     return params_words(r.params, r.order or "?") if r.params is not None else "not recorded"
 
 
-# what the run's order and prompt cache do to its figures, said beside them (issue 39: Ctrl+O moved a speed-up
+# what the run's order and prompt cache do to its figures, said beside them (Ctrl+O moved a speed-up
 # 0.19× → 0.46× with no word; a cache left to the server's default changes TTFT with what ran before)
 CONCURRENT_SHORT = "concurrent: each side's tok/s includes the other's load"
 CONCURRENT_CAVEAT = (
@@ -225,7 +225,7 @@ def divergence_lines(r: PromptResult, d: Divergence) -> list[str]:
         t = r.triage
         lines.append(f"{'':<18}   {t.line()}")
         lp = t.logprobs or {}
-        for side in ("baseline", "candidate"):
+        for side in SIDES:
             if lp.get(side):
                 top = ", ".join(f"'{escape_bytes(str(tok).encode())}' {v:.3f}" for tok, v in lp[side])
                 lines.append(f"{'':<18}     {side} top tokens at {lp.get('position')}: {top}")
@@ -243,7 +243,7 @@ ALPHA_NOTE = (
 
 def repeat_text(g: Repeated) -> str:
     """`speed-up 0.29× [0.27–0.31] at 38% accepted (5 runs): slower` — the spread beside every speed-up;
-    runs that failed are said and never counted (issue 40, item 3)."""
+    runs that failed are said and never counted."""
     sp = g.speedup
     failed = g.failed_runs
     if sp is None:
@@ -337,7 +337,7 @@ def repeat_lines(results: list[PromptResult]) -> list[str]:
     ]
     for g in groups:
         out.append(f"{g.prompt.id:<18} {repeat_text(g)}")
-        for side in ("baseline", "candidate"):
+        for side in SIDES:
             d, t = g.decode(side), g.ttft(side)
             out.append(
                 f"{'':<18}   {side:<9} decode tok/s {d.text('.1f') if d else '—'}   TTFT ms {t.text('.0f') if t else '—'}"

@@ -18,11 +18,10 @@ from spectui.core.events import StreamEvent, StreamFailed, TokenEvent
 from spectui.core.figures import SideRecorder, rate_basis_note
 from spectui.core.findings import ProbeResult, Triage
 from spectui.core.stats import TOLERANCE, interval, ratio_interval, speed_call
-from spectui.core.types import GenerationParams, Prompt, ServerCounters, ServerInfo
+from spectui.core.types import SIDES, GenerationParams, Prompt, ServerCounters, ServerInfo
 from spectui.core.verdict import Verdict, judge
 
 EventSink = Callable[[str, StreamEvent], None]
-SIDES = ("baseline", "candidate")
 
 
 class Source(Protocol):
@@ -80,6 +79,12 @@ class PromptResult:
     # hold prompts run with different ones: every report names each prompt's own, core.report.mixed_params)
     params: GenerationParams | None = None
     order: str | None = None
+
+    def side(self, name: str) -> SideRecorder:
+        """The recorder of side `name` ("baseline" or "candidate", core.types.SIDES)."""
+        if name not in SIDES:
+            raise ValueError(f"no side named {name!r}: one of {', '.join(SIDES)}")
+        return self.baseline if name == "baseline" else self.candidate
 
     @property
     def failed(self) -> bool:
@@ -183,7 +188,7 @@ def cross_check(
 
 # Tokens a server may send past max_tokens before spectui stops reading: above any draft step (llama.cpp's
 # --spec-draft-n-max, vLLM's num_speculative_tokens are tens at most), so only a server that ignores
-# max_tokens meets it (issue 40, item 4: 4,974 tokens in 30 s for max_tokens=128).
+# max_tokens meets it (4,974 tokens in 30 s for max_tokens=128).
 OVERRUN_MARGIN = 64
 
 
@@ -365,7 +370,7 @@ class Repeated:
     @property
     def measured_runs(self) -> list[PromptResult]:
         """The runs where both sides finished: the only ones a rate, a TTFT or an acceptance comes from
-        (issue 40, item 3: a run cut off mid-stream gave the candidate's rate)."""
+        (a run cut off mid-stream gave the candidate's rate)."""
         return [r for r in self.runs if r.measured]
 
     @property
@@ -379,10 +384,10 @@ class Repeated:
         return [r for r in self.runs if r.identical is not None]
 
     def decode(self, side: str):
-        return self._spread([getattr(r, side).figures.decode_tps for r in self.measured_runs])
+        return self._spread([r.side(side).figures.decode_tps for r in self.measured_runs])
 
     def ttft(self, side: str):
-        return self._spread([getattr(r, side).figures.ttft_ms for r in self.measured_runs])
+        return self._spread([r.side(side).figures.ttft_ms for r in self.measured_runs])
 
     @property
     def acceptance(self) -> list[float | None]:

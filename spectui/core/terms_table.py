@@ -1,4 +1,4 @@
-"""The formula's measured terms as one table and a few lines (issue 30), read from their JSON record
+"""The formula's measured terms as one table and a few lines, read from their JSON record
 (labs.theory.record: each prompt's TheoryCheck.to_json and its raw measurement): the same rows in the
 certificate (text, Markdown, HTML) and in `spectui report` (text, Markdown, HTML). Nothing is judged here.
 """

@@ -2,7 +2,7 @@
 record each, read back as the same frozen events.
 
 A TokenEvent held as a Python object costs about 250 bytes (the object, its bytes, its ints); a
-1,000,000-event session held that way took 655 MB to replay (issue 32). Packed, a token costs 45 bytes
+1,000,000-event session held that way took 655 MB to replay. Packed, a token costs 45 bytes
 plus its own bytes, a step 32. The logs are sequences of events (len, index, slice, iterate, append,
 assign), so code that reads `recorder.tokens` reads them as it read lists; an event read back is a new
 object equal to the one stored. An event that does not pack (an id past 64 bits, a field of an odd

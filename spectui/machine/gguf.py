@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,9 +47,43 @@ class GGUFHeader:
         return self.meta.get(f"{self.arch}.{key}")
 
 
+_CONFIG_MAX = 16 << 20  # a model's config.json is a few KiB
+
+
+def check_regular(path: str | Path, what: str) -> Path:
+    """A path given as a model: a regular file, by stat (a FIFO is never opened: opening one blocks until a
+    writer comes); InputError otherwise. store.bounded checks every other file the same way; this layer
+    sits below store, so the model reader keeps its own copy of the check."""
+    p = Path(path).expanduser()
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        raise InputError(f"{what} {p} does not exist") from None
+    except OSError as exc:
+        raise InputError(f"{what} {p} cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a device"
+        raise InputError(f"{what} {p} is {kind}, not a regular file", hint="give a model file")
+    return p
+
+
+def require_gguf(path: str | Path, flag: str) -> Path:
+    """A model file given by the user: a regular file (a FIFO or a device is refused by stat, never opened)
+    whose first four bytes are GGUF's magic; InputError naming the flag otherwise."""
+    p = check_regular(path, flag)
+    try:
+        with open(p, "rb") as fh:
+            magic = fh.read(4)
+    except OSError as exc:
+        raise InputError(f"{flag} {p} cannot be read ({exc.strerror})") from None
+    if magic != b"GGUF":
+        raise InputError(f"{flag} {p} is not a GGUF model file", hint="give a model's .gguf file")
+    return p
+
+
 def read_gguf_header(path: str | Path, tensors: bool = True) -> GGUFHeader:
     """Every key/value (arrays as lengths) and, with `tensors`, every tensor's dims and type."""
-    p = Path(path)
+    p = check_regular(path, "model")
     try:
         fh = open(p, "rb")
     except OSError as exc:
@@ -56,7 +92,7 @@ def read_gguf_header(path: str | Path, tensors: bool = True) -> GGUFHeader:
         try:
             return _read(fh, p, tensors)
         except (struct.error, UnicodeDecodeError, KeyError, MemoryError, OverflowError, ValueError, RecursionError):
-            # RecursionError: arrays of arrays nested past any real header's depth (issue 40, item 7)
+            # RecursionError: arrays of arrays nested past any real header's depth
             raise InputError(f"{p}: the GGUF header is damaged or truncated") from None
 
 
@@ -121,7 +157,9 @@ def read_config_json(path: str | Path) -> tuple[Path, dict]:
     """A Hugging Face model's config.json (the folder or the file itself) as a dict, with a multimodal
     wrapper's text_config (the language model's) laid over the top level; and the file's path."""
     p = Path(path)
-    cfg_path = p / "config.json" if p.is_dir() else p
+    cfg_path = check_regular(p / "config.json" if p.is_dir() else p, "model config")
+    if cfg_path.stat().st_size > _CONFIG_MAX:
+        raise InputError(f"{cfg_path} is {cfg_path.stat().st_size:,} bytes: not a model's config.json")
     try:
         cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
     except OSError as exc:

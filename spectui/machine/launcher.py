@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import os
+import re
 import shutil
 import signal
 import socket
@@ -53,7 +54,25 @@ def die_with_parent() -> None:  # runs in the child between fork and exec (also 
 
 
 class EarlyExit(ServerError):
-    hint = "see the server's last log lines above"
+    hint = "fix what the server's own lines name, then start it again"
+
+
+# what a crashing llama-server prints after its own error: ggml_print_backtrace attaches gdb (or prints
+# backtrace(3) frames), whose lines bury the cause (ggml/src/ggml.c, ggml_print_backtrace_symbols and the gdb
+# call of ggml_print_backtrace); they are left out of the lines quoted
+_BACKTRACE = re.compile(
+    r"^\s*(#\d+\s|0x[0-9a-fA-F]+ in |\[New LWP|\[New Thread|\[Thread debugging|\[Inferior \d|Using host libthread_db|"
+    r"warning: |\(gdb\)|ptrace:|Could not attach|No stack\.|\d+\s+\.\./sysdeps/|[^ ]+\.so[.\d]*\(|"
+    r"Downloading separate debug info|\[libthread_db)"
+)
+_ERRORISH = re.compile(r"(?i)error|fail|abort|assert|cannot|unable|invalid|not found|no such|exception|terminate")
+
+
+def own_last_lines(lines: list[str], n: int = 4) -> list[str]:
+    """The server's own last log lines: backtrace lines left out, its error lines first where it printed some."""
+    own = [ln.strip() for ln in lines if ln.strip() and not _BACKTRACE.match(ln)]
+    errs = [ln for ln in own if _ERRORISH.search(ln)]
+    return (errs or own)[-n:]
 
 
 @dataclass(frozen=True)
@@ -199,8 +218,10 @@ class ServerProcess:
                 if code is not None:
                     if self._reader:
                         self._reader.join(timeout=2)
-                    last = " | ".join(line.strip() for line in self.tail(4) if line.strip())
-                    raise EarlyExit(f"{self.name} exited with status {code} before it was ready: {last}")
+                    last = " | ".join(own_last_lines(list(self.log))) or "it printed nothing"
+                    raise EarlyExit(
+                        f"{self.name} exited with status {code} before it was ready; its last lines: {last}"
+                    )
                 try:
                     r = client.get(self.url + "/health")
                     if r.status_code == 200:

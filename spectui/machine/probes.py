@@ -65,7 +65,7 @@ class HostSample:
 
 def _printable_name(name) -> str:
     """A GPU name as a driver reports it, safe to print: control characters (escape codes) shown as '?',
-    at most 96 characters (issue 40, item 9: a name with escape codes reached the terminal raw)."""
+    at most 96 characters (a name with escape codes reached the terminal raw)."""
     if isinstance(name, bytes):
         name = name.decode(errors="replace")
     if not isinstance(name, str):

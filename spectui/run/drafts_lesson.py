@@ -1,4 +1,4 @@
-"""`spectui drafts lesson`: the trained-draft lesson as one command (issue 37, item 2), each phase timed, its peak
+"""`spectui drafts lesson`: the trained-draft lesson as one command, each phase timed, its peak
 memory and tokens kept in DIR/lesson.json (labs.drafts.lesson):
 
 1. data: a plain llama-server (the target) answers the prompts → DIR/data.jsonl, a share held out →
@@ -27,7 +27,9 @@ from pathlib import Path
 
 from spectui.core.errors import InputError, SetupError
 from spectui.labs.drafts import data as drafts_data
-from spectui.labs.drafts.lesson import Lesson, Phase, read_lesson, write_lesson
+from spectui.labs.drafts import lookup as lookup_draft
+from spectui.labs.drafts import train_eagle3
+from spectui.labs.drafts.lesson import LESSON_NAME, Lesson, Phase, read_lesson, write_lesson
 from spectui.run.drafts_lesson_measure import phase_measure, phase_prove
 from spectui.run.lesson_serving import (
     LessonOptions,
@@ -39,12 +41,12 @@ from spectui.run.lesson_serving import (
     http_client,
     resolve_tools,
 )
+from spectui.store import prompts as prompt_sets
+from spectui.store.claim import check_folder, claim_folder, locked
 from spectui.store.locations import atomic_write
 
 
 async def phase_data(opts: LessonOptions, tools: Tools, les: Lesson, say: Say, advance=None) -> None:
-    from spectui.store import prompts as prompt_sets  # lazy: 6 modules more
-
     data = opts.out / "data.jsonl"
     if les.phase("data") and data.is_file() and drafts_data.heldout_path(data).is_file():
         say(f"data: kept from the last run ({data})")
@@ -81,7 +83,6 @@ def _child_peak() -> float:
 async def phase_train(opts: LessonOptions, tools: Tools, les: Lesson, say: Say, advance=None) -> None:
     if opts.draft == "lookup":
         return await _train_lookup(opts, tools, les, say, advance)
-    from spectui.labs.drafts import train_eagle3  # lazy: prometheus_client (~131 ms cold)
 
     done = les.done.get("train") or {}
     if les.phase("train") and done.get("head") and Path(done["head"]).is_dir():
@@ -118,8 +119,6 @@ async def phase_train(opts: LessonOptions, tools: Tools, les: Lesson, say: Say, 
 
 
 async def _train_lookup(opts: LessonOptions, tools: Tools, les: Lesson, say: Say, advance=None) -> None:
-    from spectui.labs.drafts import lookup as lookup_draft  # lazy: httpx (~127 ms cold)
-
     cache = opts.out / "lookup.bin"
     if les.phase("train") and cache.is_file():
         say(f"train: the lookup cache is kept from the last run ({cache})")
@@ -155,8 +154,6 @@ async def _train_lookup(opts: LessonOptions, tools: Tools, les: Lesson, say: Say
 
 
 async def phase_convert(opts: LessonOptions, tools: Tools, les: Lesson, say: Say) -> None:
-    from spectui.labs.drafts import train_eagle3  # lazy: prometheus_client (~131 ms cold)
-
     gguf = opts.out / "head.gguf"
     if opts.draft != "eagle3":
         return
@@ -183,10 +180,18 @@ async def phase_convert(opts: LessonOptions, tools: Tools, les: Lesson, say: Say
 
 
 async def run_lesson(opts: LessonOptions, say: Say = print, advance=None) -> Lesson:
-    """Every phase in order, the record written after each; returns the lesson."""
-    tools = resolve_tools(opts, say)
-    opts.out.mkdir(parents=True, exist_ok=True)
-    les = read_lesson(opts.out)
+    """Every phase in order, the record written after each; returns the lesson. The folder is claimed
+    (store.claim: new, empty or spectui's) and locked, and its lesson.json read and checked, before any
+    tool is looked for or server started."""
+    check_folder(opts.out, "-o", legacy_mark=LESSON_NAME)
+    tools = None if opts.out.is_dir() else resolve_tools(opts, say)  # a new folder is made once tools are found
+    claim_folder(opts.out, "-o", "drafts lesson", legacy_mark=LESSON_NAME)
+    with locked(opts.out, "-o"):
+        les = read_lesson(opts.out)
+        return await _run_locked(opts, tools or resolve_tools(opts, say), les, say, advance)
+
+
+async def _run_locked(opts: LessonOptions, tools: Tools, les: Lesson | None, say: Say, advance) -> Lesson:
     if les is not None and (les.draft != opts.draft or Path(les.target) != tools.target):
         raise InputError(
             f"{opts.out} holds a lesson of a {les.draft} draft for {Path(les.target).name}",

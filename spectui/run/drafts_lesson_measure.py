@@ -5,13 +5,15 @@ certificate's verdict line and, on the F32 copy, the three-way table prove adds 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 
 from spectui.core.errors import SetupError
+from spectui.core.headline import from_certificate
 from spectui.core.runner import run_prompts
 from spectui.labs.drafts.lesson import Lesson, Phase, ThreeWay
+from spectui.labs.drafts.train_eagle3 import per_position
+from spectui.labs.theory.costs import measure
 from spectui.labs.theory.draft_length import RunCost, choose_n_max, draft_cost
 from spectui.labs.theory.terms import StepCosts
 from spectui.run.lesson_serving import (
@@ -28,13 +30,12 @@ from spectui.run.lesson_serving import (
     prove_argv,
     run_prove,
 )
+from spectui.store.bounded import load_json_object
 
 
 async def verify_curve(plain, results, top: int):
     """The target's V(k), k = 1 … top, measured on the plain server (labs.theory.costs) on the context of the
     held-out answer with the most tokens: its prompt's text and the first half of the answer cached."""
-    from spectui.labs.theory.costs import measure  # lazy: prometheus_client (~131 ms cold)
-
     best = max(results, key=lambda r: len(r.baseline.tokens))
     out_ids = [t.token_id for t in best.baseline.tokens]
     if not out_ids or any(i is None for i in out_ids):
@@ -59,8 +60,6 @@ def run_cost(results) -> RunCost:
 
 
 async def phase_measure(opts: LessonOptions, tools: Tools, les: Lesson, say: Say) -> None:
-    from spectui.labs.drafts.train_eagle3 import per_position  # lazy: prometheus_client (~131 ms cold)
-
     if les.phase("measure") and les.choice is not None:
         say(f"measure: kept from the last run (n_max {les.choice.n_max})")
         return
@@ -107,8 +106,6 @@ async def phase_measure(opts: LessonOptions, tools: Tools, les: Lesson, say: Say
 
 def certificate_figures(doc: dict) -> dict:
     """The verdict line, the headline and the rates a certificate holds (its derived section)."""
-    from spectui.core.headline import from_certificate  # lazy: 1 modules more
-
     d = doc["derived"]
     overall = (d.get("speedup") or {}).get("overall") or {}
     rates: dict[str, list] = {"baseline": [], "candidate": []}
@@ -152,12 +149,12 @@ async def phase_prove(opts: LessonOptions, tools: Tools, les: Lesson, say: Say) 
     if not cert.is_file():
         tail = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
         raise SetupError(f"spectui prove wrote no certificate (status {code}): {tail}", hint=f"see {log}")
-    fig = certificate_figures(json.loads(cert.read_text()))
+    fig = certificate_figures(load_json_object(cert, "certificate"))
     les.certificate, les.verdict, les.headline = str(cert), fig["verdict"], fig["headline"]
     les.done["prove"] = {"n_max": k, "exit": code, "speedup": fig["speedup"]}
     three = folder / "three-way.json"  # prove's own table (run.three_way) where the served copy is F32
     if three.is_file():
-        d = json.loads(three.read_text())
+        d = load_json_object(three, "three-way table")
         les.three_way = ThreeWay(**{k: v for k, v in d.items() if k in ThreeWay.__dataclass_fields__})
     note = f"exit {code}; {fig['headline']}"
     les.record(Phase("prove", time.monotonic() - t0, srv.peak, None, note, "llama-server"))

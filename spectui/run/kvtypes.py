@@ -45,6 +45,8 @@ def fill_kv_types(info: ServerInfo, launched: LaunchSpec | None, read_argv=None)
 
 def local_argv(url: str) -> list[str] | None:
     """The command line of the server behind `url` where it runs on this machine (labs.sampling's reader)."""
-    from spectui.labs.sampling.exact import launch_argv  # lazy: prometheus_client (~131 ms cold)
+    from spectui.labs.sampling.exact import (
+        launch_argv,  # lazy: numpy (~0.3 s) with exact.py; the TUI imports this module
+    )
 
     return launch_argv(url)

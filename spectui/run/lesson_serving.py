@@ -12,11 +12,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
+
+from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.core.errors import InputError, SetupError
 from spectui.core.runner import connect
 from spectui.core.types import GenerationParams
 from spectui.labs.drafts import data as drafts_data
 from spectui.labs.drafts.lesson import Lesson
+from spectui.labs.drafts.lookup import server_extra
+from spectui.labs.drafts.train_eagle3 import eagle3_extra
+from spectui.machine import assets
+from spectui.machine.gguf import require_gguf
+from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
+from spectui.store import prompts as prompt_sets
 
 Say = Callable[[str], None]
 DRAFTS = ("eagle3", "lookup")
@@ -57,8 +66,6 @@ class Tools:
 
 def resolve_tools(opts: LessonOptions, say: Say = print) -> Tools:
     """Every program and file the lesson needs, checked before anything runs; one line where one is missing."""
-    from spectui.machine import assets  # lazy: httpx (~127 ms cold)
-
     if opts.draft not in DRAFTS:
         raise InputError(f"unknown draft {opts.draft!r}", hint=f"one of {', '.join(DRAFTS)}")
     if opts.out.exists() and not opts.out.is_dir():
@@ -69,8 +76,7 @@ def resolve_tools(opts: LessonOptions, say: Say = print) -> Tools:
     target = opts.target or found.model
     if target is None:
         raise SetupError("no target model: spectui's SmolLM2 is not downloaded", hint="run `spectui setup`")
-    if not target.is_file():
-        raise InputError(f"target {target} does not exist", hint="give --target a GGUF file")
+    target = require_gguf(target, "--target")  # a FIFO refused unopened, a non-model before any server
     tools = Tools(found.llama_server, target, target)
     if opts.draft == "eagle3":
         tools.python = assets.find_vllm_python()
@@ -107,8 +113,6 @@ class Serving:
     """llama-servers for one phase: started together, healthy, their peak memory read before they stop."""
 
     def __init__(self, tools: Tools, threads: int, sides: list[tuple[str, Path, list[str]]]) -> None:
-        from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv  # lazy: httpx (~127 ms cold)
-
         self.launcher = Launcher()
         self.procs = []
         for name, model, extra in sides:
@@ -141,8 +145,6 @@ class Serving:
 
 
 async def backends_for(client, urls: list[str]):
-    from spectui.backends.llamacpp import LlamaCppBackend  # lazy: prometheus_client (~131 ms cold)
-
     out = [LlamaCppBackend(u, client) for u in urls]
     for b in out:
         await connect(b, 180)
@@ -154,25 +156,18 @@ def greedy_params(opts: LessonOptions):
 
 
 def http_client():
-    import httpx  # lazy: httpx (~127 ms cold)
-
     return httpx.AsyncClient(timeout=httpx.Timeout(600, connect=10))
 
 
 def draft_extra(opts: LessonOptions, les: Lesson, n_max: int) -> list[str]:
     """The candidate's llama-server flags for the trained draft at this n_max."""
     if opts.draft == "eagle3":
-        from spectui.labs.drafts.train_eagle3 import eagle3_extra  # lazy: prometheus_client (~131 ms cold)
-
         return eagle3_extra(Path(les.done["convert"]["gguf"]), n_max)
-    from spectui.labs.drafts.lookup import server_extra  # lazy: httpx (~127 ms cold)
 
     return [*server_extra(Path(les.done["train"]["cache"])), "--spec-draft-n-max", str(n_max)]
 
 
 def heldout_prompts(opts: LessonOptions) -> tuple[Path, list]:
-    from spectui.store import prompts as prompt_sets  # lazy: 6 modules more
-
     path = drafts_data.heldout_path(opts.out / "data.jsonl")
     _, held = prompt_sets.load_set(str(path))
     if not held:

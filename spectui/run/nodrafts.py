@@ -3,7 +3,7 @@
 "The candidate drafted nothing" alone leaves a newcomer stuck: llama.cpp's ngram-simple at its default
 sizes (N 12, M 48: common/common.h, backends/launchspec.NGRAM_SIMPLE_DEFAULT) drafts only where the last 12
 tokens already occurred earlier in the context, which a short prompt's answer almost never does; the same
-prompt drafted with N 3 / M 8 (FACTS: ngram-simple 3/8 accepted 27/28 on a copying prompt). The command
+prompt drafted with N 3 / M 8 (measured on a copying prompt with llama-server b11434). The command
 line is the launched one where spectui started the server, else the one of the local process listening on
 the URL's port (psutil), else unknown.
 """
@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+import psutil
+
 from spectui.backends.launchspec import NGRAM_SIMPLE_DEFAULT, LaunchSpec, flag_value
+from spectui.machine.probes import pid_listening_on
 
 
 def local_argv(url: str) -> list[str] | None:
@@ -21,14 +24,11 @@ def local_argv(url: str) -> list[str] | None:
     u = urlsplit(url)
     if (u.hostname or "") not in ("127.0.0.1", "localhost", "::1") or u.port is None:
         return None
-    from spectui.machine.probes import pid_listening_on  # lazy: psutil (~20 ms cold)
 
     pid = pid_listening_on(u.port)
     if pid is None:
         return None
     try:
-        import psutil  # lazy: psutil (~20 ms cold)
-
         return psutil.Process(pid).cmdline() or None
     except Exception:  # gone, or not ours to read
         return None

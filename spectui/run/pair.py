@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from spectui.core.errors import InputError
-from spectui.core.types import ServerInfo
+from spectui.core.runner import connect
+from spectui.core.types import SIDES, ServerInfo
+from spectui.run.session import RunSession
 
-SIDES = ("baseline", "candidate")
 # a server's way up, as machine.launcher's wait_healthy reports it: (server name, state, seconds left); called
 # from the thread that starts the servers
 Progress = Callable[[str, str, float], None]
@@ -40,7 +41,7 @@ class LaunchedPair:
     ) -> LaunchedPair:
         """The profile's comparison (default: profile cpu-demo, its first comparison) through the memory
         plan; a pair that cannot fit is one InputError, a pair with no plan is said and launched as written."""
-        from spectui.store.profiles import load_profiles  # lazy: httpx (~127 ms cold)
+        from spectui.store.profiles import load_profiles  # lazy: httpx (~127 ms cold), not before the TUI's first frame
 
         profiles, _ = load_profiles()
         name = profile or "cpu-demo"
@@ -55,8 +56,8 @@ class LaunchedPair:
         cls, profile, comparison, one_at_a_time: bool = False, say: Callable[[str], None] | None = None
     ) -> LaunchedPair:
         """A loaded profile's comparison through the memory plan (plan_for once the names are read)."""
-        from spectui.labs.memory.plan import plan_pair  # lazy: httpx (~127 ms cold)
-        from spectui.store.profiles import servers_for  # lazy: httpx (~127 ms cold)
+        from spectui.labs.memory.plan import plan_pair  # lazy: httpx (~127 ms cold), not before the TUI's first frame
+        from spectui.store.profiles import servers_for  # lazy: httpx (~127 ms cold), not before the TUI's first frame
 
         plan = plan_pair(profile, comparison)
         where = f"{profile.name}/{comparison.id}"
@@ -80,7 +81,7 @@ class LaunchedPair:
         """Both servers in a machine.launcher.Launcher, not started: `start_all(on_progress=…)` brings them up
         and waits for /health (blocking: a thread's work), `stop_all()` stops them by their PIDs. The TUI keeps
         it to stop the pair when the app quits or launches another; `up` is the same for one block."""
-        from spectui.machine.launcher import Launcher  # lazy: httpx (~127 ms cold)
+        from spectui.machine.launcher import Launcher  # lazy: httpx (~127 ms cold), not before the TUI's first frame
 
         launcher = Launcher()
         for s in self.servers.values():
@@ -132,8 +133,7 @@ class LaunchedPair:
         both servers up together (connected by `connect(baseline_url, candidate_url)` → (backends, infos)
         where the driver shows its own waiting, else quietly). `run_kw`: writer, emit, machine …, each
         passed to the run that takes it."""
-        from spectui.run.phased import PhasedRun  # lazy: 22 modules more
-        from spectui.run.session import RunSession  # lazy: 35 modules more
+        from spectui.run.phased import PhasedRun  # lazy: run.phased (~7 ms), not before the TUI's first frame
 
         if self.alone is not None:
             phased_kw = {k: v for k, v in run_kw.items() if k in ("writer", "emit", "on_stream", "recorders")}
@@ -177,7 +177,7 @@ class GivenPair:
 
 def order_of(run, options) -> str:
     """The order a run's report states: one-at-a-time for a PhasedRun, else the options' own."""
-    from spectui.run.phased import ORDER, PhasedRun  # lazy: 22 modules more
+    from spectui.run.phased import ORDER, PhasedRun  # lazy: run.phased (~7 ms), not before the TUI's first frame
 
     return ORDER if isinstance(run, PhasedRun) else options.order
 
@@ -189,8 +189,7 @@ def infos_of(run, urls: dict[str, str]) -> dict[str, ServerInfo]:
 
 
 async def _connect(url: str, kind: str, client, api_key: str | None, ready_timeout: float):
-    from spectui.backends.detect import resolve  # lazy: httpx (~127 ms cold)
-    from spectui.core.runner import connect  # lazy: 20 modules more
+    from spectui.backends.detect import resolve  # lazy: httpx (~127 ms cold), not before the TUI's first frame
 
     backend, _ = await resolve(kind, url, client, api_key)
     await connect(backend, ready_timeout)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from spectui.backends.base import Backend
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core import runner
 from spectui.core.errors import describe
@@ -25,6 +26,8 @@ from spectui.core.findings import NEAR_TIE_NATS, ProbeResult, Triage
 from spectui.core.runner import PromptResult, RunObserver, Source
 from spectui.core.types import GenerationParams, Prompt, ServerInfo
 from spectui.run import kvtypes
+from spectui.run import probe as drafts
+from spectui.run import triage as triage_step
 from spectui.run.events import (
     ProbeFound,
     ProbeStarted,
@@ -139,7 +142,6 @@ class RunSession:
                 "baseline": self.baseline.info or ServerInfo(self.baseline.url),
                 "candidate": self.candidate.info or ServerInfo(self.candidate.url),
             }
-        from spectui.backends.base import Backend  # lazy: prometheus_client (~131 ms cold)
 
         for side, info in infos.items():  # KV types no server reports: from the command line (run.kvtypes)
             source = self.baseline if side == "baseline" else self.candidate
@@ -175,14 +177,12 @@ class RunSession:
     async def triage(self, result: PromptResult) -> Triage | None:
         """Why `result`'s outputs differ (run.triage); the finding goes on the result and into the session.
         An error stops triage, never the result."""
-        from spectui.run.triage import triage  # lazy: prometheus_client (~131 ms cold)
-
         if result.verdict is None or result.verdict.status != "differs":
             return None
         self.emit(TriageStarted(result))
         launched = {s: spec.note() for s, spec in self.options.launched.items() if spec.launched}
         try:
-            found = await triage(
+            found = await triage_step.triage(
                 self._backend(self.baseline),
                 self._backend(self.candidate),
                 result,
@@ -204,8 +204,6 @@ class RunSession:
 
     async def probe_all(self, results: list[PromptResult]) -> None:
         """The draft probe over every result, with one draft-model server for all of them."""
-        from spectui.run import probe as drafts  # lazy: 1 modules more
-
         kind = drafts.drafter_kind(self.candidate.info.speculative if self.candidate.info else {})
         launcher = drafter = None
         first = results[0] if results else None
@@ -223,8 +221,6 @@ class RunSession:
 
     async def probe(self, result: PromptResult) -> ProbeResult | None:
         """The draft probe for one result (the TUI's Ctrl+B); an error stops the probe, never the result."""
-        from spectui.run import probe as drafts  # lazy: 1 modules more
-
         kind = drafts.drafter_kind(self.candidate.info.speculative if self.candidate.info else {})
         launcher = drafter = None
         try:
@@ -239,15 +235,15 @@ class RunSession:
                 launcher.stop_all()
 
     async def _start_drafter(self, result: PromptResult):
-        from spectui.machine.drafter import start_drafter  # lazy: prometheus_client (~131 ms cold)
+        from spectui.machine.drafter import (
+            start_drafter,  # lazy: aiohttp with the launcher (~0.8 s), only for a drafter run
+        )
 
         model = self.options.draft_model or self.launched("candidate").draft_model
         self.emit(ProbeStarted(result, "starting the draft model on its own server …"))
         return await start_drafter(self.client, model, lambda line: self.emit(ProbeStarted(result, line)))
 
     async def _probe_one(self, result: PromptResult, drafter) -> ProbeResult:
-        from spectui.run import probe as drafts  # lazy: 1 modules more
-
         self.emit(ProbeStarted(result, "rebuilding the candidate's drafts …"))
         sizes = self.options.ngram_sizes or self.launched("candidate").ngram_sizes
         found = await drafts.probe_prompt(self._backend(self.candidate), result, drafter, sizes)
@@ -262,8 +258,6 @@ class RunSession:
 
     @staticmethod
     def _backend(source: Source) -> Backend:
-        from spectui.backends.base import Backend  # lazy: prometheus_client (~131 ms cold)
-
         if not isinstance(source, Backend):
             raise TypeError(f"{source.url} is not a server backend")
         return source

@@ -1,4 +1,4 @@
-"""The verification-cost lesson's three-way table beside a speculative result on an F32 copy (issue 37, item 3).
+"""The verification-cost lesson's three-way table beside a speculative result on an F32 copy.
 
 On a CPU, verifying k tokens in F32 costs far less than k steps (reading the weights is the cost, as on a
 GPU) while in Q4_1 it costs nearly k (dequantising is compute): speculation that loses on Q4_1 can win on
@@ -14,14 +14,17 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from spectui.backends.launchspec import flag_value
+from spectui.core.runner import run_prompts
 from spectui.labs.drafts.lesson import ThreeWay
+from spectui.machine.assets import MODEL_NAME, f32_path, find_llama_server
+from spectui.run.drafts_lesson_measure import certificate_figures
+from spectui.run.lesson_serving import Serving, Tools, backends_for, median_or_none
 from spectui.store.locations import atomic_write
 
 
 def quantised_sibling(model_path: str | None) -> Path | None:
     """The GGUF whose F32 copy this is (NAME.QUANT.gguf beside NAME.F32.gguf); None for any other file."""
-    from spectui.machine.assets import MODEL_NAME, f32_path  # lazy: httpx (~127 ms cold)
-
     if not model_path or not model_path.endswith(".F32.gguf"):
         return None
     path = Path(model_path)
@@ -48,8 +51,6 @@ def applies(doc: dict, baseline_model_path: str | None) -> Path | None:
 
 
 def _threads(doc: dict) -> int:
-    from spectui.backends.launchspec import flag_value  # lazy: 1 modules more
-
     argv = doc["measured_on"]["servers"]["baseline"].get("launch_argv") or []
     t = flag_value(argv, "-t", "--threads")
     return int(t) if t and str(t).isdigit() else 1
@@ -58,11 +59,6 @@ def _threads(doc: dict) -> int:
 async def beside(doc: dict, baseline, prompts, params, runs: int, out: Path, say=None) -> ThreeWay | None:
     """Measure the plain quantised rate against the proof's baseline and write out/three-way.json; None where
     the table does not apply (no F32 copy, no speculation) or llama-server is not here."""
-    from spectui.core.runner import run_prompts  # lazy: asyncio (~81 ms cold)
-    from spectui.machine.assets import find_llama_server  # lazy: httpx (~127 ms cold)
-    from spectui.run.drafts_lesson_measure import certificate_figures  # lazy: asyncio (~81 ms cold)
-    from spectui.run.lesson_serving import Serving, Tools, backends_for, median_or_none  # lazy: asyncio (~81 ms cold)
-
     path = baseline.info.model_path if baseline.info else None
     quantised = applies(doc, path)
     server = find_llama_server()

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import tomllib
-
 import tomli_w
 
+from spectui.core.errors import InputError
+from spectui.store.bounded import load_toml_file
 from spectui.store.locations import atomic_write, config_path
 
 KNOWN = {"theme", "profile", "autosave", "auto_notebook", "notebook"}
@@ -16,9 +16,9 @@ def load() -> tuple[dict, list[str]]:
     if not path.exists():
         return {}, []
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        return {}, [f"settings {path}: {exc}; using defaults (the file is left as it is)"]
+        data = load_toml_file(path, "settings")
+    except InputError as exc:
+        return {}, [f"{exc}; using defaults (the file is left as it is)"]
     warnings = [f"settings {path}: unknown key {k!r} ignored" for k in data if k not in KNOWN]
     return {k: v for k, v in data.items() if k in KNOWN}, warnings
 
@@ -29,8 +29,8 @@ def remember(**values) -> None:
     current: dict = {}
     if path.exists():
         try:
-            current = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            current = load_toml_file(path, "settings")
+        except InputError:
             return
     current.update({k: v for k, v in values.items() if v is not None})
     atomic_write(path, tomli_w.dumps(current))

@@ -10,12 +10,14 @@ made it (where the file does not carry the version, it says so).
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
 
 from spectui.core.errors import InputError
+from spectui.store.bounded import load_json_file
+
+RESULT_MAX = 256 << 20  # a benchmark tool's result file with per-request records is tens of MiB
 
 TOOLS = ("vllm-bench", "aiperf", "guidellm")
 LONG_LIST = 16  # per-request arrays (one value per request) stay in the tool's file, not the notebook
@@ -307,20 +309,7 @@ def read(tool: str, path: Path, version: str | None = None) -> list[dict]:
     """The tool's result file as notebook measurements; InputError for a file that is not that tool's."""
     if tool not in READERS:
         raise InputError(f"unknown tool {tool!r}", hint=f"one of {', '.join(TOOLS)}")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        raise InputError(f"{path} does not exist") from None
-    except IsADirectoryError:
-        raise InputError(f"{path} is a folder", hint="give the tool's result file") from None
-    except PermissionError:
-        raise InputError(f"{path} cannot be read (permission denied)") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path} is not JSON (line {exc.lineno}: {exc.msg})") from None
-    except RecursionError:
-        raise InputError(f"{path} is nested too deeply to be a result file") from None
+    doc = load_json_file(path, f"{tool} result file", RESULT_MAX)  # the one bounded loader: type, size, depth
     found = _looks_like(doc)
     if found != tool:
         what = f"looks like a {found} result" if found else "is not a result file spectui knows"

@@ -14,6 +14,7 @@ from pathlib import Path
 import platformdirs
 
 from spectui.core.errors import InputError
+from spectui.store.bounded import CONFIG_MAX, read_text_bounded
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -74,25 +75,11 @@ def atomic_write(path: Path, text: str | bytes) -> Path:
     return path
 
 
-CONFIG_MAX = 1 << 20  # a profile, theme or prompt set a person wrote is far below 1 MiB
-
-
 def read_config_file(path: Path, what: str, limit: int = CONFIG_MAX) -> str:
-    """The text of a file found in a folder of `what`s: a regular file (not a link to a device, a pipe or
-    a folder named *.toml), at most `limit` bytes, UTF-8; else InputError naming the file."""
+    """The text of a file found in a folder of `what`s, through the one bounded loader (store.bounded): a
+    regular file (not a link to a device, a pipe or a folder named *.toml), at most `limit` bytes, UTF-8;
+    else InputError naming the file."""
     try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{what} {path} is not a regular file: skipped")
-        if st.st_size > limit:
-            raise InputError(f"{what} {path} is {st.st_size} bytes, over the {limit}-byte limit: skipped")
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
-    except OSError as exc:
-        raise InputError(f"{what} {path} cannot be read ({exc.strerror or exc}): skipped") from None
-    if len(data) > limit:
-        raise InputError(f"{what} {path} is over the {limit}-byte limit: skipped")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{what} {path} is not UTF-8 text (byte {exc.start}): skipped") from None
+        return read_text_bounded(path, what, limit)
+    except InputError as exc:
+        raise InputError(f"{exc}: skipped") from None

@@ -12,13 +12,17 @@ import datetime as dt
 import fcntl
 import math
 import os
-import tomllib
 from pathlib import Path
 
 import tomli_w
 
+from spectui.core import runner
 from spectui.core.errors import InputError
+from spectui.store.bounded import load_toml_file, parse_toml_text, read_text_bounded
 from spectui.store.locations import atomic_write, data_dir
+from spectui.store.session import info_from_json
+
+NOTEBOOK_MAX = 64 << 20  # years of measurements are a few MiB
 
 
 def notebook_path(explicit: str | None = None) -> Path:
@@ -33,10 +37,8 @@ def notebook_path(explicit: str | None = None) -> Path:
 def measurements(results, infos, profile: str | None = None) -> list[dict]:
     """One measurement per prompt; repeated runs become one entry with the speed-up (the geometric mean
     of the paired ratios), its interval and N."""
-    from spectui.core.runner import grouped  # lazy: asyncio (~80 ms) only to write; the CLI loads this at --help
-
     out = []
-    for g in grouped(results):
+    for g in runner.grouped(results):
         m = measurement(g.runs[0], infos, profile)
         if len(g.runs) > 1:
             sp, db, dc = g.speedup, g.decode("baseline"), g.decode("candidate")
@@ -45,7 +47,7 @@ def measurements(results, infos, profile: str | None = None) -> list[dict]:
                     k: v
                     for k, v in {
                         "runs": len(g.runs),
-                        "failed_runs": len(g.failed_runs) or None,  # never measured (issue 40, item 3)
+                        "failed_runs": len(g.failed_runs) or None,  # never measured
                         "speedup": sp.median if sp else None,
                         "speedup_low": sp.low if sp else None,
                         "speedup_high": sp.high if sp else None,
@@ -163,18 +165,18 @@ def _append(path: Path, measurements: list[dict]) -> tuple[Path, str | None]:
         problem = None
         if path.exists():
             try:
-                existing = path.read_text(encoding="utf-8")
-                tomllib.loads(existing)
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                problem = f"is not valid TOML ({exc})"
+                existing = read_text_bounded(path, "notebook", NOTEBOOK_MAX)
+                parse_toml_text(existing, f"notebook {path}")
+            except InputError as exc:
+                problem = f"cannot take the new entries ({exc})"
         sep = "" if not existing or existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
         text = existing + sep + block
         if problem is None:
             try:
-                parsed = tomllib.loads(text)
+                parsed = parse_toml_text(text, f"notebook {path}")
                 if not isinstance(parsed.get("measurement"), list):
                     raise ValueError("measurement is not a list of tables")
-            except (tomllib.TOMLDecodeError, ValueError) as exc:
+            except (InputError, ValueError) as exc:
                 problem = f"would not parse with the new entries ({exc}; does it use the key 'measurement' itself?)"
         if problem is not None:
             side = path.with_name(path.name + ".pending.toml")
@@ -190,11 +192,8 @@ def read(path: Path) -> list[dict]:
         raise InputError(f"notebook {path} is a folder", hint="give --notebook a file name")
     if not path.exists():
         return []
-    try:
-        rows = tomllib.loads(path.read_text(encoding="utf-8")).get("measurement", [])
-        return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"notebook {path} is not valid TOML: {exc}") from None
+    rows = load_toml_file(path, "notebook", NOTEBOOK_MAX).get("measurement", [])
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
 
 def _figure(m: dict, key: str, spec: str, missing: str = "—") -> str:
@@ -215,8 +214,6 @@ def _word(m: dict, key: str, missing: str = "") -> str:
 
 def _described(server) -> str | None:
     """A recorded server's speed-up configuration as every other entry names it."""
-    from spectui.store.session import info_from_json  # lazy: psutil (~60 ms) with it, as grouped above
-
     try:
         return info_from_json(server).describe_speedup() if server else None
     except (TypeError, ValueError, AttributeError):

@@ -44,7 +44,6 @@ import ipaddress
 import os
 import platform
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,9 +52,11 @@ import psutil
 
 from spectui.backends.registry import BACKENDS
 from spectui.core.errors import InputError
+from spectui.core.types import SIDES
 from spectui.machine import assets
 from spectui.machine.launcher import ServerProcess, apply_memory_share, free_port, share_env
 from spectui.machine.probes import GPUProbe
+from spectui.store.bounded import parse_toml_text
 from spectui.store.locations import config_dir, read_config_file, resource_dir
 
 if TYPE_CHECKING:
@@ -170,10 +171,7 @@ def _line_of(text: str, key: str) -> int | None:
 
 
 def parse_profile(text: str, path: str) -> Profile:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"profile {path}: {exc}") from None  # tomllib names line and column
+    data = parse_toml_text(text, f"profile {path}")  # depth checked first; tomllib names line and column
 
     def err(key: str, what: str) -> InputError:
         line = _line_of(text, key.rsplit(".", 1)[-1])
@@ -251,7 +249,7 @@ def _parse_comparisons(raw, err, warnings: list[str], path: str) -> list[Compari
         if kind not in KINDS:
             raise err(f"{where}.kind", f"{kind!r} is not one of {', '.join(sorted(KINDS))}")
         sides: dict[str, ServerSpec] = {}
-        for side in ("baseline", "candidate"):
+        for side in SIDES:
             sides[side] = _parse_side(c.get(side), f"{where}.{side}", side, sides.get("baseline"), err, warnings, path)
         comps.append(Comparison(cid, str(c.get("title", cid)), kind, sides["baseline"], sides["candidate"]))
     return comps
@@ -298,7 +296,7 @@ def _parse_side(s, at: str, side: str, baseline: ServerSpec | None, err, warning
     host = s.get("host", "127.0.0.1")
     if not isinstance(host, str) or not host:
         raise err(f"{at}.host", "must be a host name or address")
-    if not is_loopback(host):  # as `spectui serve` warns for the same choice (issue 40, item 6)
+    if not is_loopback(host):  # as `spectui serve` warns for the same choice
         warnings.append(
             f"profile {path}: {at}.host {host!r} lets other machines reach the launched "
             "server (no API key): use 127.0.0.1 unless that is meant"
@@ -358,7 +356,7 @@ def load_profiles(dirs: list[Path] | None = None) -> tuple[dict[str, Profile], l
         for path in sorted(d.glob("*.toml")):
             try:
                 p = parse_profile(read_config_file(path, "profile"), str(path))
-            except InputError as exc:  # one bad file is one line; the others still load (issue 40, item 5)
+            except InputError as exc:  # one bad file is one line; the others still load
                 problems.append(exc.one_line())
                 continue
             problems += p.warnings

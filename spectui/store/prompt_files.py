@@ -19,6 +19,9 @@ from pathlib import Path
 
 from spectui.core.errors import InputError
 from spectui.core.types import Prompt
+from spectui.store.bounded import read_text_bounded
+
+PROMPTS_MAX = 256 << 20  # Spec-Bench and ShareGPT dumps are tens of MiB
 
 SHAREGPT_ROLES = {
     "human": "user",
@@ -39,10 +42,7 @@ def is_json_prompts(path: Path) -> bool:
 
 def load(path: Path) -> tuple[str, list[Prompt]]:
     """The prompts in a JSON Lines (or JSON array) file; InputError naming the bad lines."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # a BOM (files saved on Windows) is not data
-    except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text") from None
+    text = read_text_bounded(path, "prompts file", PROMPTS_MAX)  # a BOM (files saved on Windows) is not data
     records, errors = _records(path, text)
     if not records and not errors:
         raise InputError(f"{path} holds no prompts", hint="one JSON object a line: messages, conversations or turns")

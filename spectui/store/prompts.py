@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import random
 import stat
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
 from spectui.core.errors import InputError
 from spectui.core.types import Prompt
 from spectui.store import prompt_files
+from spectui.store.bounded import load_toml_file
 from spectui.store.locations import config_dir, resource_dir
 
 BUNDLED_DIR = resource_dir("prompts")
@@ -82,19 +82,16 @@ def load_set(name_or_path: str) -> tuple[str, list[Prompt]]:
 
     if prompt_files.is_json_prompts(path):
         return prompt_files.load(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM (Windows editors) is not TOML
-    except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: invalid TOML: {exc}") from None
+    data = load_toml_file(path, "prompts file", prompt_files.PROMPTS_MAX)  # bounded, depth checked; a BOM is dropped
     return parse_set(data, str(path))
 
 
 def parse_set(data: dict, where: str) -> tuple[str, list[Prompt]]:
     items = data.get("prompt")
     if not items:
-        raise InputError(f"{where}: no [[prompt]] entries", hint="see the prompts file format in the README")
+        raise InputError(
+            f"{where}: no [[prompt]] entries", hint="see the prompts file format in docs/compare.md (Prompt sets)"
+        )
     if not isinstance(items, list):
         raise InputError(f"{where}: 'prompt' must be an array of tables ([[prompt]])")
     out: list[Prompt] = []

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,9 +43,10 @@ from spectui.core.figures import SideRecorder
 from spectui.core.findings import ProbeResult, Triage
 from spectui.core.runner import PromptResult, same_tokenizer
 from spectui.core.tokens import EventLog
-from spectui.core.types import GenerationParams, Prompt, ServerInfo
+from spectui.core.types import SIDES, GenerationParams, Prompt, ServerInfo
 from spectui.core.verdict import Verdict, judge
 from spectui.machine.probes import GPUSample, HostSample
+from spectui.store.bounded import parse_json_text
 from spectui.store.locations import data_dir
 
 FORMAT = "spectui-session"
@@ -144,8 +144,8 @@ def is_session(path: Path) -> bool:
     """Whether the file's first line is a spectui session header."""
     try:
         with open(path, "rb") as fh:
-            head = json.loads(fh.readline() or b"null")
-    except (OSError, ValueError):
+            head = parse_json_text(fh.readline(1 << 20) or b"null", str(path))
+    except (OSError, InputError):
         return False
     return isinstance(head, dict) and head.get("format") == FORMAT
 
@@ -245,8 +245,8 @@ def _header(p: Path, first: bytes) -> dict:
     if not first.strip():
         raise InputError(f"{p} is empty, not a spectui session")
     try:
-        head = json.loads(first)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        head = parse_json_text(first, f"session {p}")
+    except InputError:
         raise InputError(f"{p} is not a spectui session (its first line is not a spectui header)") from None
     if not isinstance(head, dict) or head.get("format") != FORMAT:
         raise InputError(f"{p} is not a spectui session (its first line is not a spectui header)")
@@ -269,7 +269,7 @@ def _add_event(rec: dict, prompts: list[SessionPrompt], next_token: dict[tuple[i
     if not prompts:
         raise ValueError("an event before any prompt")
     side = rec["side"]
-    if side not in ("baseline", "candidate"):
+    if side not in SIDES:
         raise ValueError(f"side {side!r}")
     # two writers at once (or an old spectui without the lock): a side that starts twice in
     # one prompt, or whose tokens do not follow on, holds two runs' lines: no verdict from it
@@ -348,7 +348,7 @@ class _Records:
             self.runs += 1
             self.by_n = {}  # each run numbers its prompts from 0
         elif kind == "servers":
-            self.infos = {k: info_from_json(rec[k]) for k in ("baseline", "candidate")}
+            self.infos = {k: info_from_json(rec[k]) for k in SIDES}
         elif kind == "prompt":
             prompts.append(_prompt(rec))
         elif kind == "event":
@@ -475,7 +475,7 @@ _SAVED_FIGURES: dict[str, type | tuple[type, ...]] = {
 def recorders_for(sp: SessionPrompt) -> tuple[SideRecorder, SideRecorder]:
     """Rebuild both sides' figures from the recorded events, exactly as the live run built them."""
     recs = {}
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         rec = SideRecorder(side)
         rec.feed_all(sp.events[side])  # packed tokens copied whole, as feeding each in turn would
         saved = (sp.result or {}).get(side) or {}

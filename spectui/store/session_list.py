@@ -9,7 +9,6 @@ memory map and parsed alone; the stream events, nearly all of a file's bytes, ar
 
 from __future__ import annotations
 
-import json
 import mmap
 import re
 import stat
@@ -18,7 +17,10 @@ from pathlib import Path
 
 import orjson
 
+from spectui.core.errors import InputError
 from spectui.core.stats import unit_geomean
+from spectui.core.types import SIDES
+from spectui.store.bounded import parse_json_text
 from spectui.store.session import FORMAT, VERSION, info_from_json
 
 # a record's first bytes as the writer puts them (orjson, or json.dumps with or without spaces), at the
@@ -183,7 +185,7 @@ def summarise(path: Path) -> SessionSummary:
     prompts = [r for _, k, r in records if k == "prompt"]
     results_after = _results_after(records)
     infos = {}
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         try:
             infos[side] = info_from_json(servers[-1][side]).describe_speedup() if servers else "?"
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -225,8 +227,8 @@ def _head_and_records(path: Path) -> tuple[dict, list] | SessionSummary:
             if not first_line:
                 return _problem(path, "empty, not a spectui session")
             try:
-                head = json.loads(first_line)
-            except ValueError:
+                head = parse_json_text(first_line, str(path))
+            except InputError:
                 head = None
             if not isinstance(head, dict) or head.get("format") != FORMAT:
                 return _problem(path, "not a spectui session (its first line is not a spectui header)")
@@ -255,7 +257,7 @@ def _results_after(records: list) -> list[dict | None]:
 def list_sessions(folder: Path) -> list[SessionSummary]:
     """Every *.jsonl in `folder`, newest first; a file that is not a regular one (a link, a pipe, a device)
     or cannot be read is a row with its problem, never opened (a FIFO froze the listing, a link to
-    /dev/zero filled memory, a dangling link was a traceback: issue 40, item 2)."""
+    /dev/zero filled memory, a dangling link was a traceback)."""
     if not folder.is_dir():
         return []
     found: list[tuple[float, Path, str | None]] = []

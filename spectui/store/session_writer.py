@@ -51,7 +51,7 @@ class SessionWriter(RunObserver):
                 self._fh = open(self.path, "a", encoding="utf-8")
             except OSError as exc:
                 raise InputError(f"cannot write session {self.path}: {exc.strerror}") from None
-            try:  # one writer at a time: two appending at once interleave their lines (issue 26, item 4)
+            try:  # one writer at a time: two appending at once interleave their lines
                 fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 self._fh.close()

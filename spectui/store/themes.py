@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spectui.core.errors import InputError
+from spectui.store.bounded import parse_toml_text
 from spectui.store.locations import config_dir, read_config_file, resource_dir
 
 MARKS = ("accepted", "target", "first", "rejected", "diverge")
@@ -49,7 +50,7 @@ class ThemeLoad:
 
 
 def load_theme_file(path: Path) -> ThemeSpec:
-    data = tomllib.loads(read_config_file(path, "theme"))  # a regular file, bounded (issue 40, item 2)
+    data = parse_toml_text(read_config_file(path, "theme"), f"theme {path}")  # a regular file, bounded, depth checked
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError("missing key 'name'")
@@ -81,8 +82,9 @@ def load_themes(dirs: list[Path] | None = None) -> ThemeLoad:
         for path in sorted(d.glob("*.toml")):
             try:
                 out.themes.append(load_theme_file(path))
-            except InputError as exc:  # not a regular file, too large, not UTF-8: it says so, naming it
-                out.problems.append(exc.one_line())
+            except InputError as exc:  # not a regular file, too large, not UTF-8, too deep: it says so, naming it
+                line = exc.one_line()
+                out.problems.append(line if line.endswith("skipped") else f"{line}; skipped")
             except (tomllib.TOMLDecodeError, ValueError, UnicodeDecodeError, OSError) as exc:
                 out.problems.append(f"theme {path}: {exc}; skipped")
     return out

@@ -1,4 +1,4 @@
-"""The formula's terms measured on real llama-servers (issue 30): a draft-simple pair and an n-gram pair
+"""The formula's terms measured on real llama-servers: a draft-simple pair and an n-gram pair
 on a copying prompt, through `spectui theory --from SESSION`; the measurement leaves the run's figures
 and the candidate's speculation counters where they were, and `--save` appends the terms to the session,
 which `spectui report` then shows; a sweep at 1, 2, 4 compares every output and prints the predicted and
@@ -106,7 +106,7 @@ def test_draft_simple_pair_measures_c_and_the_verification_curve_and_saves_them(
     assert list(v) == [str(k) for k in range(1, DRAFT_N_MAX + 2)] and v["1"] == 1.0
     assert v[top] > 2.0
     assert chk["draft_reevaluation_cost"][top] > 0
-    # V(k) as the server verifies: every position's outputs timed on the probe and added, labelled so (issue 42)
+    # V(k) as the server verifies: every position's outputs timed on the probe and added, labelled so
     ks = list(range(1, DRAFT_N_MAX + 2))
     assert m["output_extra"] is not None and sorted(int(k) for k in m["output_extra"]) == ks
     assert m["output_extra"]["1"]["ms"] == [0.0] * len(m["output_extra"]["1"]["ms"])

@@ -129,7 +129,7 @@ def test_a_404_on_the_ready_path_is_an_answer_not_loading():
     assert "has no /v1/models: not a vllm server" in r.stderr
 
 
-# -- issue 26: odd /props and slot replies, normalised at the backend ------------------------------------
+# -- odd /props and slot replies, normalised at the backend ------------------------------------
 class OddServer(FaultServer):
     """Answers like llama-server b11434 but with the /props and slot replies given; /completion streams
     two tokens and a final event, as a real one does."""
@@ -233,7 +233,7 @@ def test_a_slot_reply_that_is_not_an_object_is_one_line():
     assert "Traceback" not in r.stderr and r.stdout == ""
 
 
-# -- issue 26, item 3: a file that cannot be written during or after the run never costs the run ----------
+# -- a file that cannot be written during or after the run never costs the run ----------
 def _file_size_limit(limit: int):
     """A full disk, portably: the child may write no file past `limit` bytes (RLIMIT_FSIZE; Python ignores
     SIGXFSZ, so a write past it fails with EFBIG 'File too large', as one on a full disk fails with ENOSPC)."""
@@ -340,3 +340,26 @@ def test_a_notebook_that_cannot_be_written_after_compare_keeps_the_report(llama_
     [line] = errors(r)
     assert f"cannot write notebook {nb}" in line and "the report above is complete" in line
     assert r.returncode == 1 and not nb.exists()
+
+
+def test_api_key_env_reaches_a_llama_server_started_with_api_key(tmp_path):
+    """llama-server --api-key answers 401 to every request without the bearer token: --api-key-env sends it
+    to llama.cpp servers too, and the key is in no file written (the session, the notebook)."""
+    from spectui.machine import assets
+    from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
+
+    found = assets.find_all()
+    key = "k-" + os.urandom(8).hex()
+    with Launcher() as launcher:
+        s = launcher.add(ServerProcess("keyed", llama_server_argv(found.llama_server, found.model, 0,
+                                                                  extra=["--api-key", key])))  # fmt: skip
+        s.argv[s.argv.index("--port") + 1] = str(s.port)
+        launcher.start_all(timeout=120)
+        session = tmp_path / "s.jsonl"
+        env = {"SPECTUI_TEST_KEY": key}
+        r, _ = compare(s.url, s.url, "--api-key-env", "SPECTUI_TEST_KEY", "--save", str(session), env=env)
+        without, _ = compare(s.url, s.url, env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["prompts"][0]["candidate"]["tokens"] == 8
+    assert without.returncode != 0 and "401" in without.stderr  # the control: the server does want the key
+    assert key not in session.read_text() and key not in r.stdout + r.stderr

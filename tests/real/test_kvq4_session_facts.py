@@ -1,6 +1,6 @@
-"""A q4_0-KV session recorded from real llama-servers keeps its facts in replay, every report and the listing
-(issue 39, item 9): the KV types from each server's command line (llama.cpp's /props reports none), and the
-/metrics state the live run recorded ("ok"), replayed through the run loop as the TUI replays it."""
+"""A q4_0-KV session recorded from real llama-servers keeps its facts in replay, every report and the listing: the KV
+types from each server's command line (llama.cpp's /props reports none), and the /metrics state the live run recorded
+("ok"), replayed through the run loop as the TUI replays it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One server at a time (issue: two servers, one GPU): `compare --launch … --one-at-a-time` starts and
+"""One server at a time (two servers, one GPU): `compare --launch … --one-at-a-time` starts and
 stops the servers in turn — never both up — and gives the verdicts, labels and acceptance of the same
 comparison run side by side."""
 

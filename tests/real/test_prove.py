@@ -200,7 +200,7 @@ def session_outputs(path: Path) -> dict[str, tuple[bytes, bytes]]:
 
 def test_regress_does_not_judge_a_shorter_draft_on_mean_accepted_length(draft_cert, llama_servers, tmp_path, capsys):
     """n-max DRAFT_N_MAX → 2: mean accepted length (1 + Σᵢ P(positions 1…i accepted)) falls by itself when fewer
-    positions are drafted, so it is shown, not judged (issue 36); positions 1 and 2, drafted by both, are."""
+    positions are drafted, so it is shown, not judged; positions 1 and 2, drafted by both, are."""
     *_, out, _, _ = draft_cert
     args = ("--prompts", "quick", "--max-tokens", "16", "--runs", "2", "--sampled", "0", "--no-terms")
     code, _, same = prove(capsys, llama_servers["baseline"], llama_servers["draft"], tmp_path / "same", *args)
@@ -293,7 +293,7 @@ assert set(CANDIDATES) >= {"baseline", "draft", "ngram", "kvq4"}
 def test_a_full_disk_during_prove_is_one_line_the_text_report_and_exit_5(draft_cert, llama_servers, tmp_path):
     """A file-size limit in the child (RLIMIT_FSIZE: EFBIG, as a full disk's ENOSPC) cuts greedy.jsonl
     mid-run: prove prints the text report of the runs it has, one error line naming the session and the
-    disk, exits 5, and writes no certificate over the cut session (issue 36). One run of draft_cert's
+    disk, exits 5, and writes no certificate over the cut session. One run of draft_cert's
     prove, cut about halfway: the limit is taken from draft_cert's own session (a header line, two runs)."""
     import resource
 

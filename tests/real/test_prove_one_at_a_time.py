@@ -1,4 +1,4 @@
-"""`spectui prove --launch … --one-at-a-time` on real llama-servers (issue 28: two servers, one GPU): the
+"""`spectui prove --launch … --one-at-a-time` on real llama-servers (two servers, one GPU): the
 servers are started and stopped in turn — never both up, watched in the process list — and the
 certificate's verdicts and acceptance are those of the side-by-side prove of the same pair; it says the
 two sides were measured one after the other, verifies, and leaves no server behind."""

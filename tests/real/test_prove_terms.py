@@ -1,4 +1,4 @@
-"""`spectui prove` measures the formula's terms on real llama-servers after its run (issue 30): the
+"""`spectui prove` measures the formula's terms on real llama-servers after its run: the
 certificate carries the terms table (c, V(k), R(k), α per position, predicted against measured), verify
 derives each check again, and an n-gram candidate has c = 0 and says so.
 
@@ -53,7 +53,7 @@ def test_a_draft_simple_certificate_carries_measured_terms_that_verify_rederives
         v = chk["verification_cost"]
         assert v["1"] == 1.0 and list(v) == [str(k) for k in range(1, DRAFT_N_MAX + 2)]
         assert chk["draft_reevaluation_cost"] and chk["measured_low"] is not None
-        # agreement, the term that misses, or an interval too wide to tell (issue 42): never silence
+        # agreement, the term that misses, or an interval too wide to tell: never silence
         assert chk["agree"] or chk["miss"] or any(n.startswith("too few runs") for n in chk["notes"])
         cells = terms_row(md, e["id"])
         assert cells[1] == f"{chk['draft_cost_c']:.3f}" and cells[2].split()[0] == "1.00"

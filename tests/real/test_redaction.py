@@ -1,4 +1,4 @@
-"""A URL's user:password never leaves spectui (issue 26, item 5): not on the console (progress lines, the
+"""A URL's user:password never leaves spectui: not on the console (progress lines, the
 report, errors), not in the TUI's Markdown/JSON export (Ctrl+E) or its SVG screenshot (F12)."""
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def test_the_same_model_on_two_servers_is_consistent(llama_servers, assets_found
             "--temperature",
             "0.8",
             "--samples",
-            "30",  # 10 (and 20) could find only TVD ≥ 0.55 on the prompt issue 36 used: "not enough samples to decide"
+            "30",  # 10 (and 20) could find only TVD ≥ 0.55 on this prompt: "not enough samples to decide"
             "--max-tokens",
             "4",
             "--distribution",

@@ -1,4 +1,4 @@
-"""`spectui serve` bounded once connected (issue 40, item 8): the terminal size a page asks for is clamped at
+"""`spectui serve` bounded once connected: the terminal size a page asks for is clamped at
 start and on resize, half-sent requests are closed after the header timeout, connections past the cap are
 closed on arrival, and the page asks no other site for anything (textual-serve's template loads a font
 from Google Fonts; an offline machine waited for it)."""

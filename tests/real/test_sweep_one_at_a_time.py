@@ -1,4 +1,4 @@
-"""`spectui sweep --launch … --one-at-a-time` on real llama-servers (issue 28): the baseline alone at
+"""`spectui sweep --launch … --one-at-a-time` on real llama-servers: the baseline alone at
 every concurrency level, then the candidate alone, whole phases alternating — never both up, watched in
 the process list — every output compared with the other side's of the same run and request, each level's
 speed-up paired run by run, and no server left."""

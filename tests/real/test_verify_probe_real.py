@@ -1,4 +1,4 @@
-"""The verification-batch probe built against the pinned libllama and run on the bundled model (issue 42):
+"""The verification-batch probe built against the pinned libllama and run on the bundled model:
 its "all" decode of k tokens gives k output rows, as a verification batch does, its "last" decode one, as a
 prompt batch does. No times are asserted (bench/verify_outputs.py prints them)."""
 

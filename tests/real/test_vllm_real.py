@@ -110,7 +110,7 @@ def check_prompt(p, exact: bool):
     if exact:
         # exact where the stream's chunks fit the per-step counts; under CPU load vLLM's API process can
         # send two engine steps in one chunk, and then the labels must say they are placed in order, not
-        # claim exactness (exact labels on recorded vLLM streams: unit/test_figures_oracle.py, contract tests)
+        # claim exactness (exact labels on recorded vLLM streams: unit/test_figures.py, contract tests)
         assert c["labels"].startswith("exact (vLLM per-step counts)") or c["labels"].startswith(
             "inferred (vLLM per-step counts placed in order: the chunks do not match them"
         ), c["labels"]

@@ -1,5 +1,5 @@
 """The session browser on a folder holding a FIFO, a dangling link, a link to /dev/zero and a folder named
-*.jsonl beside one real session (issue 40, item 2): the app stays responsive, lists the session and names
+*.jsonl beside one real session: the app stays responsive, lists the session and names
 each odd entry in its row. Before, the FIFO froze the app on the UI thread until it was killed."""
 
 from __future__ import annotations

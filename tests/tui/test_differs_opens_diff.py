@@ -1,4 +1,4 @@
-"""A DIFFERS row opens the diff and the cause (issue 39, item 8): in the cache lab (Ctrl+F) the turn's diff
+"""A DIFFERS row opens the diff and the cause: in the cache lab (Ctrl+F) the turn's diff
 with which request it is, where the bytes part and why prefix reuse can change greedy output on this server;
 in the sweep the request that differs, then triage's cause. Replayed real streams whose candidate parts from
 the baseline at one token (tests/tui/test_snapshots.py's "diverge"), so every request differs."""

@@ -1,7 +1,7 @@
 """F3 (the drafts screen) shows what a trained draft measured: the newest `spectui drafts lesson` folder under
 the data folder's lessons/ — each phase's time, memory and tokens, acceptance per position, the n_max
 chosen, the certificate's verdict line and the three-way table — above the cost estimate; another folder
-typed in is read when Enter is pressed, a damaged one is one line (issue 37, item 4)."""
+typed in is read when Enter is pressed, a damaged one is one line."""
 
 from __future__ import annotations
 

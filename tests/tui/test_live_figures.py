@@ -1,4 +1,4 @@
-"""Each pane's figures while text streams (issue 39, item 6): the rate so far, the tokens and the acceptance
+"""Each pane's figures while text streams: the rate so far, the tokens and the acceptance
 are drawn at the redraw rate, from core (SideRecorder.rate_so_far, the observed rate's definition), and the
 final figures replace the live ones at the end. The streams are real llama-server recordings replayed on a
 virtual clock (12.5 ms an event), held part-way as the streaming snapshot does."""

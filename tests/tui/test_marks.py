@@ -1,4 +1,4 @@
-"""The candidate's inline marks can be cycled (issue 39, item 6): all marks (`✗n` written before a rejection),
+"""The candidate's inline marks can be cycled: all marks (`✗n` written before a rejection),
 colours only (the text exactly as the server sent it, so code reads as code) and off; the key is neither
 tmux's nor readline's, and is in the footer and on the `?` screen. Side by side, both panes' outputs start
 on the same row (the candidate's acceptance, labels and speed-up lines no longer push its text down).

@@ -1,4 +1,4 @@
-"""The newcomer's path through the TUI, as one person walks it (issue 39, "Done when"): plain `spectui` opens
+"""The newcomer's path through the TUI, as one person walks it : plain `spectui` opens
 the profile picker, Enter twice launches the demo pair of real llama-servers, a prompt runs, the banner's
 headline answers both halves, `F1` (the `?` screen) lists the keys, Ctrl+Y puts the run on the theory curve, F2
 opens the sampling screen on the prompt just run, and Ctrl+F runs the cache lab's turns cold against warm.

@@ -1,4 +1,4 @@
-"""The TUI names what changes a figure (issue 39, item 8): after Ctrl+O (concurrent) the speed-up carries a
+"""The TUI names what changes a figure: after Ctrl+O (concurrent) the speed-up carries a
 caveat beside it and a notice says why; the sweep asks for the prompt cache as the main screen does (off unless
 asked, as `spectui sweep`), and says so. Replayed real streams, as tests/tui/test_snapshots.py."""
 

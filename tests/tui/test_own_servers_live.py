@@ -1,4 +1,4 @@
-"""Your own servers in the TUI (issue 39, items 3 and 9), against real llama-server processes that the app
+"""Your own servers in the TUI, against real llama-server processes that the app
 did not launch: the live panel finds each by its port (PID, RSS), and a q4_0-KV candidate's pane names its
 KV types from the process's command line after a run, where it read "no speculation" like the baseline."""
 

@@ -1,5 +1,5 @@
 """The command palette (Ctrl+P) gives each of spectui's entries one sentence saying what it does, the same as
-the `?` screen (tui.keys.SENTENCES); it read "spectui: prove" (issue 39, item 4). Replayed real streams."""
+the `?` screen (tui.keys.SENTENCES); it read "spectui: prove". Replayed real streams."""
 
 from __future__ import annotations
 

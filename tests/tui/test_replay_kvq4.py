@@ -1,5 +1,5 @@
 """The TUI replay of a q4_0-KV session recorded from real llama-servers (tests/data/session-kvq4-mixed.jsonl)
-shows what the run recorded (issue 39, item 9): the /metrics cross-check "ok" on both sides, where it said
+shows what the run recorded: the /metrics cross-check "ok" on both sides, where it said
 "unavailable … start it with --metrics", and each side's KV types in its pane header, where both read
 "no speculation"."""
 

@@ -16,7 +16,7 @@ from tests.pilot import until
 
 def _result(candidate_fails: bool) -> SamplingResult:
     runs = []
-    for i in range(20):  # 8 could find only TVD ≥ 0.6: not enough to decide since issue 36
+    for i in range(20):  # 8 could find only TVD ≥ 0.6: not enough to decide (DECIDE_TVD)
         b, c = SideRecorder("baseline"), SideRecorder("candidate")
         for rec, failed in ((b, False), (c, candidate_fails)):
             rec.feed(StreamStarted(0, "p"))

@@ -1,4 +1,4 @@
-"""Per-screen keys (issue 39): each sub-screen's footer shows its own keys and the app's few that work there
+"""Per-screen keys: each sub-screen's footer shows its own keys and the app's few that work there
 (F1/? the keys, Ctrl+Q quit), never the main screen's Export, Diff, Triage or Rerun, and its `?` screen lists
 the same keys (plus F12's screenshot, hidden from every footer). Replayed real streams, as test_snapshots.py."""
 

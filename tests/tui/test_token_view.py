@@ -1,4 +1,4 @@
-"""The pane's token view (issue 32: text kept plain with its marks as ranges, rows counted once and only
+"""The pane's token view (text kept plain with its marks as ranges, rows counted once and only
 the rows on screen rendered) draws exactly what Rich draws for the same marked text: the same rows,
 the same characters in the same styles, as tokens stream in, after a rebuild and on a resize."""
 

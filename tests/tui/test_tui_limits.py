@@ -1,4 +1,4 @@
-"""The TUI keeps --idle-timeout, --deadline and the max_tokens overrun cap (issue 40, item 4): a candidate that
+"""The TUI keeps --idle-timeout, --deadline and the max_tokens overrun cap: a candidate that
 sends only keep-alives fails on the idle timeout it was given, one that streams slowly without end fails at
 its deadline, one that ignores max_tokens is stopped. Before, the settings row rebuilt the request's
 parameters without the two limits, so such a stream ran for the defaults (120 s, an hour)."""
@@ -13,7 +13,7 @@ from spectui.core.types import GenerationParams, Prompt
 from tests.pilot import ready, until
 from tests.recorded_server import RecordedServer
 from tests.recordings import BASELINE, payloads
-from tests.unit.test_hardening_round3 import Misbehaving
+from tests.unit.test_foreign_files_and_bad_readings import Misbehaving
 
 
 @pytest.mark.parametrize(

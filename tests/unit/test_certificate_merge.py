@@ -1,4 +1,4 @@
-"""merge (issue 36): an output that is, or whose .md/.html would replace, an input certificate, its
+"""merge: an output that is, or whose .md/.html would replace, an input certificate, its
 renderings or a session it references is refused before anything is written; a missing output folder is
 created (the shards' sessions copied into it, so verify reads only files inside it); shards measured on
 different machines are named in the verdict line with each machine's speed-up."""

@@ -1,4 +1,4 @@
-"""Secrets in a file made to be shared (issue 36): a candidate started with every engine's secret-bearing
+"""Secrets in a file made to be shared: a candidate started with every engine's secret-bearing
 flags (llama-server --api-key, --api-key-file, -hft/--hf-token; vLLM --hf-token=…; SGLang --admin-api-key)
 and a value registered as a secret: none of the planted values appears in any file the certificate run
 writes (sessions, JSON, Markdown, HTML), on the console (the text rendering, verify's output) or in the

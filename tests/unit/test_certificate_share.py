@@ -1,4 +1,4 @@
-"""The share is the denominator (issue 36): a certificate rebuilt over sessions that lack a prompt of its
+"""The share is the denominator: a certificate rebuilt over sessions that lack a prompt of its
 share, hold a (prompt, run) twice, or hold another count of runs than `inputs.runs` says INCOMPLETE … N not
 run, and verify, merge and regress refuse it; a session listed twice does not verify. Certificates are built
 with `certificate.build` from recorded llama-server streams (tests/unit/test_certificate.py's `prove`)."""

@@ -1,4 +1,4 @@
-"""Statistics a reader can act on (issue 36): a certificate whose sampled part is only "consistent" says
+"""Statistics a reader can act on: a certificate whose sampled part is only "consistent" says
 so in its first words; intervals stay in their quantity's range (mean accepted length in [1, 1 + γ] ⊆
 [1, n-max + 1], acceptance in [0, 1]); a figure every run gave alike is shown as exact, not as a
 zero-width interval; below 3 runs (2 degrees of freedom) or 3 prompts no verdict word is drawn."""

@@ -1,4 +1,4 @@
-"""Tampering (issue 36): every field of a certificate edited one at a time, and pairs of fields with the
+"""Tampering: every field of a certificate edited one at a time, and pairs of fields with the
 session hashes fixed, each written back with fresh renderings (as someone editing it would), and `verify`
 must either catch the edit or the field must be one the certificate labels "stated, not derivable"
 (run.prove.conditions.STATED). Malformed documents and session references are one line, never a traceback.

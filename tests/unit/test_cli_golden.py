@@ -135,7 +135,7 @@ def test_spectui_help_imports_no_command_module():
         "import sys\nfrom spectui.cli.main import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "print(sorted(m for m in sys.modules if m.startswith('spectui.cli.') and m not in "
-        "('spectui.cli.main', 'spectui.cli.common', 'spectui.cli.options')))"
+        "('spectui.cli.main', 'spectui.cli.commands', 'spectui.cli.common', 'spectui.cli.options')))"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout[-500:] + r.stderr[-500:]

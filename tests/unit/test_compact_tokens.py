@@ -1,5 +1,5 @@
 """Packed token and step logs (core.tokens) read back exactly what was stored, and a recorder fed a whole
-recorded stream at once (feed_all) ends up exactly as one fed each event in turn (issue 32)."""
+recorded stream at once (feed_all) ends up exactly as one fed each event in turn."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Order and cache named wherever they change a figure (issue 39, item 8): a concurrent run's speed-up and a
+"""Order and cache named wherever they change a figure: a concurrent run's speed-up and a
 run with the prompt cache on or left to the server carry a caveat in every report; the defaults (sequential,
 cache off) carry none. On the recorded real session tests/data/session-kvq4-mixed.jsonl."""
 

@@ -1,4 +1,4 @@
-"""The formula's terms, measured and checked (issue 30): a synthetic server pair with known α, γ, c and
+"""The formula's terms, measured and checked: a synthetic server pair with known α, γ, c and
 cost curve, timed through labs.theory.costs.measure as a real llama-server would answer, must give back each
 term within 2 %, a prediction within 2 % of the measured speed-up, and — where the run hides a cost the
 terms do not hold — name that cost and its size."""

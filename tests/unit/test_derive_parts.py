@@ -1,5 +1,5 @@
 """The certificate's derivation (run/prove/derive.py), part by part, on results built here: each expected
-value is written by hand from the inputs of its test (issue 41: the mutation table's survivors in derive's
+value is written by hand from the inputs of its test (the mutation table's survivors in derive's
 difference record, draft counters, cache totals, one-server-at-a-time checks and the sampled words)."""
 
 from __future__ import annotations

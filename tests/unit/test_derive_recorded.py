@@ -2,7 +2,7 @@
 (tests/data/README.md), against what their raw lines say: the servers record, each run's verdict and ratio as
 the run recorded them, the first difference's byte from the outputs' bytes, triage's recorded cause, one
 server at a time from the recorded order — and each problem a damaged or mismatched set of sessions gives,
-in the order derive finds them (issue 41: the mutation table's survivors in derive and greedy_groups)."""
+in the order derive finds them (the mutation table's survivors in derive and greedy_groups)."""
 
 from __future__ import annotations
 

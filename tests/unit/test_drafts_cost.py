@@ -86,7 +86,7 @@ def test_eagle1_matches_the_published_sizes(tmp_path):
 SPECFORGE_EAGLE3_8B = 50_331_648 + 33_554_432 + 16_777_216 + 16_777_216 + 176_160_768 + 16_384 + 131_072_000
 # counted by the trainer's own code: speculators 0.9.0's Eagle3DraftModel built for this config (one layer,
 # draft vocabulary 32000) on the meta device, parameters with requires_grad summed — 293,617,664 trainable of
-# 1,081,102,336 (its draft LM head is copied from the target and frozen); the script is in the issue-31 note
+# 1,081,102,336 (its draft LM head is copied from the target and frozen); counted once, outside the tests
 SPECULATORS_EAGLE3_8B_TRAINABLE = 293_617_664
 SPECULATORS_EAGLE3_8B_ALL = 1_081_102_336
 

@@ -1,6 +1,6 @@
 """`spectui drafts lesson`: the n_max a measured draft pays for (labs.theory.draft_length) against values worked
 out by hand here, the draft's cost from its own run, the lesson record's round trip, and the command's
-one-line errors where the environment is missing (issue 37, item 2)."""
+one-line errors where the environment is missing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A failed side is never recorded as a measurement (issue 26, item 2): the candidate's stream is cut
+"""A failed side is never recorded as a measurement: the candidate's stream is cut
 before its first token, in the middle, and after its last token but before the final event; compare's
 JSON and text, replay, the reports, the notebook, the sweep and the TUI then give no speed-up, no
 acceptance and no rate for it anywhere, and say why."""

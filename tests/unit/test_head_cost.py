@@ -1,4 +1,4 @@
-"""Issue 37: the EAGLE-3 head's own c and R(k), measured (labs.theory.head_cost), not assumed 0.
+"""The EAGLE-3 head's own c and R(k), measured (labs.theory.head_cost), not assumed 0.
 
 The statistics lines below are copied from a llama-server b11434 log (`-md head.gguf --spec-type draft-eagle3
 --spec-draft-n-max 3 -lv 4`, two /completion requests); every expected figure is worked out by hand beside it."""

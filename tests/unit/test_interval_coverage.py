@@ -40,7 +40,7 @@ def test_one_run_gives_no_interval_and_says_why():
 
 
 def test_two_close_runs_are_not_called_faster():
-    # the case: --repeat 2 with ratios 1.10 and 1.12 printed [1.10–1.12] "faster"; two runs leave
+    # the case that was wrong: --repeat 2 with ratios 1.10 and 1.12 printed [1.10–1.12] "faster"; two runs leave
     # the t-interval wide (t = 12.7 at one degree of freedom)
     s = interval([1.10, 1.12])
     assert s.low < 1.0 < s.high

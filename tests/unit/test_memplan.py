@@ -1,4 +1,4 @@
-"""The memory plan (issue 28): two servers on one GPU, planned before launch against a fake NVML.
+"""The memory plan: two servers on one GPU, planned before launch against a fake NVML.
 
 An 8B-shaped bf16 model and its draft on a 24 GB GPU do not fit twice: the plan says one at a time, with
 the numbers. A 1B-shaped pair does: each server gets an explicit share that does not overlap the other's,

@@ -1,5 +1,5 @@
 """The live panel's processes: a server spectui did not launch is found by its port (PID, RSS, GPU memory
-where NVML lists it), not "not a local process" (issue 39, item 3)."""
+where NVML lists it), not "not a local process"."""
 
 from __future__ import annotations
 

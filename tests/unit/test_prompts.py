@@ -25,7 +25,7 @@ def test_user_file(tmp_path):
     "content,needle",
     [
         ("", "no [[prompt]]"),
-        ("[[prompt]\n", "invalid TOML"),
+        ("[[prompt]\n", "not valid TOML"),
         ('[[prompt]]\nid="a"\n', "exactly one of"),
         ('[[prompt]]\ntext="a"\nbogus=1\n', "unknown key 'bogus'"),
         ('[[prompt]]\nmessages=[{role="user", content="a"}, {role="assistant", content="b"}]\n', "last message"),

@@ -1,4 +1,4 @@
-"""prove on a full disk and a folder it cannot write (issue 36): `-o` is checked by writing to it before
+"""prove on a full disk and a folder it cannot write: `-o` is checked by writing to it before
 any server is asked; a session that stopped being written (RLIMIT_FSIZE in a child process: a write past
 the limit fails with EFBIG as one on a full disk fails with ENOSPC) ends prove with SessionNotWritten naming
 the file, every finished prompt kept for the report, and no certificate over the cut session."""

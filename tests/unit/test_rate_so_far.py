@@ -1,4 +1,4 @@
-"""SideRecorder.rate_so_far: the rate a pane shows while its text streams (issue 39, item 6), by the observed
+"""SideRecorder.rate_so_far: the rate a pane shows while its text streams, by the observed
 rate's definition: the tokens that came with the first event are not in the window, and at the end it equals
 observed_tps."""
 

@@ -1,4 +1,4 @@
-"""Replay and reports keep every recorded fact (issue 39, item 9), on a session recorded from real llama-servers
+"""Replay and reports keep every recorded fact, on a session recorded from real llama-servers
 (tests/data/session-kvq4-mixed.jsonl: a q4_0-KV candidate, /metrics "ok", two prompts with their own params)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""regress as a CI gate (issue 36): exit 4 for a candidate that no longer completes, a sampled prompt that
+"""regress as a CI gate: exit 4 for a candidate that no longer completes, a sampled prompt that
 passed and now does not, a figure measured before and not now; the mean accepted length is not judged when
 the draft length changed. Certificates are built from recorded llama-server streams
 (tests/unit/test_certificate.py's `prove`)."""

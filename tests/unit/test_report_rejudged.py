@@ -1,4 +1,4 @@
-"""A kept report carries replay's disagreement (issue 36): a session whose recorded verdict says identical
+"""A kept report carries replay's disagreement: a session whose recorded verdict says identical
 while its recorded events differ (token ids and bytes) gives, beside that prompt, "judged again from the
 recorded events: DIFFERS …" in the Markdown, HTML and JSON reports, not only a warning on stderr."""
 

@@ -1,6 +1,6 @@
 """SamplingResult.overall: seeds whose bytes differ under a drafting that promises the distribution only are
 CONSISTENT only where the distribution test ran and found them so; with no test it is NOT DECIDED, never a
-'the distributions are consistent' that nothing measured (issue 39, item 7)."""
+'the distributions are consistent' that nothing measured."""
 
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ def test_no_position_or_no_samples_is_not_enough():
 
 
 def test_identical_samples_are_consistent_with_a_detectable_figure():
-    # 20 a side: 10 could find only a TVD of 0.6, more than the 0.5 a decision needs (DECIDE_TVD, issue 36)
+    # 20 a side: 10 could find only a TVD of 0.6, more than the 0.5 a decision needs (DECIDE_TVD)
     t = distribution_test([[5, 6, 7]] * 20, [[5, 6, 7]] * 20, 3)
     assert t.verdict == "consistent" and t.p == 1.0 and t.detectable is not None
 

@@ -1,4 +1,4 @@
-"""What "consistent" promises (issue 36): a sampled comparison says `consistent` only where it could have
+"""What "consistent" promises: a sampled comparison says `consistent` only where it could have
 found a TVD of DECIDE_TVD (0.5) at one position with 80 % probability; where it could find only larger
 ones it says "not enough samples to decide (could detect only TVD ≥ x)". Simulated on token sequences whose
 truth is known (tests/unit/test_sampling_power.py's six-token distribution): at such a sample count a real

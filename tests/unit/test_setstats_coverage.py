@@ -1,4 +1,4 @@
-"""The speed-up interval where runs share launches (issue 36), its coverage simulated: one server at a time,
+"""The speed-up interval where runs share launches, its coverage simulated: one server at a time,
 every prompt's run k shares run k's launches, so log ratio = μ + prompt effect + run shift + noise, with the
 shift's sd equal to the run noise's. The set's speed-up exp(μ + mean prompt effect) must be covered by the
 '95 %' interval at least 93 % of the time at 2/4/8 prompts × 2/3/5 runs. The pooled within-prompt interval
@@ -46,7 +46,7 @@ def test_the_pooled_interval_misses_a_shared_run_shift():
         sp = set_speedup([list(d.values()) for d in shared])
         assert sp is not None
         hit += sp["low"] <= truth <= sp["high"]
-    assert hit / sims < 0.85, hit / sims  # what one-at-a-time certificates said before issue 36
+    assert hit / sims < 0.85, hit / sims  # what a one-at-a-time certificate would say with a plain t-interval
 
 
 def test_one_at_a_time_certificates_use_it():

@@ -84,7 +84,7 @@ def test_verdicts():
 
 
 def test_a_speedup_across_two_clocks_says_so():
-    # issue 25 item 9: llama.cpp's server-timed rate over vLLM's observed one is one ratio of two clocks
+    # llama.cpp's server-timed rate over vLLM's observed one is one ratio of two clocks
     from spectui.core.events import StreamFinished
     from spectui.core.figures import SideRecorder
     from spectui.core.report import speedup_text

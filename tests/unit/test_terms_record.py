@@ -1,4 +1,4 @@
-"""The formula's measured terms kept after the servers are gone (issue 30): in the certificate (prove's
+"""The formula's measured terms kept after the servers are gone: in the certificate (prove's
 "terms", checked again by verify, kept by merge, rendered as one table) and beside a session (`theory
 --from S --save`, shown by `spectui report` and `replay --no-tui`). The times come from test_costs' fake
 llama-servers with a known cost curve (c 0.3, V(k) = 1 + 0.5(k − 1), R(k) = 0.1k); the runs from recorded
@@ -151,7 +151,7 @@ def test_terms_kept_beside_the_session_are_still_shown_by_report(tmp_path, capsy
     synthetic_session(path)
     session = load_session(path)
     rec = measured_record(terms_record.runs_by_prompt([session]))
-    side = terms_record.save_beside(path, rec)  # as `theory --save` kept them before issue 42
+    side = terms_record.save_beside(path, rec)  # as an older `theory --save` kept them
     assert side.name == "s.jsonl.terms.json" and load_session(path).prompts  # the session file is untouched
     want = rec["prompts"][0]["check"]
     for fmt in ("md", "html", "json"):
@@ -252,7 +252,7 @@ def test_the_ngram_row_says_c_is_zero_and_an_undrafted_prompt_says_so():
 
 
 def test_the_text_and_markdown_reports_carry_alpha_per_position_beside_acceptance_per_drafted_token():
-    """Issue 25: α per position (Σ α^i = accepted/steps) beside accepted/drafted, in both tables."""
+    """α per position (Σ α^i = accepted/steps) beside accepted/drafted, in both tables."""
     from spectui.core.figures import per_position_alpha
     from spectui.core.report import markdown_report, text_report
     from spectui.core.types import GenerationParams, ServerInfo

@@ -92,7 +92,7 @@ def leviathan_result(alpha, gamma, cost, steps=4000, plain_every=0, seed=0, base
 @pytest.mark.parametrize("alpha,gamma,cost", [(0.8, 4, 0.0), (0.8, 4, 0.05), (0.6, 3, 0.2), (0.9, 8, 0.02)])
 def test_a_synthetic_leviathan_stream_lands_on_its_own_curve(alpha, gamma, cost):
     m = theory.from_result(leviathan_result(alpha, gamma, cost))
-    # the issue's case (0.8, 4, 0): accepted/drafted said α 0.59 and predicted 2.27× against 3.36× measured
+    # the case that was wrong (0.8, 4, 0): accepted/drafted said α 0.59 and predicted 2.27× against 3.36× measured
     assert m["alpha"] == pytest.approx(alpha, abs=0.01)
     assert m["acceptance_per_drafted_token"] == pytest.approx(
         sum(alpha**i for i in range(1, gamma + 1)) / gamma, abs=0.01
@@ -104,7 +104,7 @@ def test_a_synthetic_leviathan_stream_lands_on_its_own_curve(alpha, gamma, cost)
 
 
 def test_empty_draft_steps_do_not_inflate_the_implied_cost():
-    # the issue's case: half the steps plain, a free draft: c came out 0.2 and "a verification step took
+    # the case that was wrong: half the steps plain, a free draft: c came out 0.2 and "a verification step took
     # 1.6× a target step" (truth 1.0×)
     m = theory.from_result(leviathan_result(0.8, 4, 0.0, plain_every=2))
     assert m["implied_cost"] == pytest.approx(0.0, abs=0.005)

@@ -1,4 +1,4 @@
-"""Issue 42: "agrees" only where the measured interval could have disagreed, its width shown; terms that
+"""The theory verdict: "agrees" only where the measured interval could have disagreed, its width shown; terms that
 were assumed (--no-measure) never "account for" the speed-up nor give a break-even "with the measured costs"."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The three-way table is measured after `spectui prove` has written its certificate (run.three_way): where
 that extra measurement fails (the quantised server does not come up, a request fails), prove says so in one
-line and still prints the certificate and exits by its verdict (issue 37, item 3)."""
+line and still prints the certificate and exits by its verdict."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 42: V(k) and B(n) with every position's outputs added (labs.theory.outputs, machine.verify_probe),
+"""V(k) and B(n) with every position's outputs added (labs.theory.outputs, machine.verify_probe),
 and the draft server started with the candidate's own threads and offload (backends.launchspec,
 machine.drafter). Figures here are made up; each expected value is computed by hand beside it."""
 
@@ -49,7 +49,7 @@ def test_round_trip_and_older_records_without_outputs_still_load():
     again = CostCurve.from_json(c.to_json())
     assert again.output_extra is not None and again.terms().V(5) == c.terms().V(5)
     old = curve(False).to_json()
-    del old["output_extra"]  # terms recorded before issue 42
+    del old["output_extra"]  # terms recorded before outputs were timed
     assert CostCurve.from_json(old).output_extra is None
 
 

@@ -51,7 +51,7 @@ def test_a_vllm_pair_falls_back_to_the_ideal_terms_naming_the_missing_timings():
     assert agreeing, "the recorded runs' predictions fall inside their intervals"
     for pid in agreeing:
         assert f"{pid}: the ideal formula's terms (none measured) lie within the measured interval" in text
-    assert "account for" not in text  # assumed terms explain nothing (issue 42)
+    assert "account for" not in text  # assumed terms explain nothing
     for _, chk, _ in out:
         html = terms_table_html(chk)
         assert "the measured terms" not in html

@@ -63,9 +63,12 @@ PUBLISHED = {
     "eagle3": [
         Published(
             "~10 min on 2× H100, offline, Llama-3.1-8B, 5k samples; ~17 min on 4× H100 online (Qwen3-8B)",
-            "vLLM speculators tutorials (FACTS.md)",
+            "vLLM speculators tutorials (github.com/vllm-project/speculators, examples/)",
         ),
-        Published("offline hidden states ~1.6 TB per 50k samples", "vLLM speculators tutorials (FACTS.md)"),
+        Published(
+            "offline hidden states ~1.6 TB per 50k samples",
+            "vLLM speculators tutorials (github.com/vllm-project/speculators, examples/)",
+        ),
         Published(
             "avg_seq_len × 4 layers × h × 2 bytes a sample: 268 MB at 8192 tokens for Llama-3.1-8B",
             "speculators docs/user_guide/tutorials/train.md, 'Estimating Disk Space' (commit c05b95b)",
@@ -515,17 +518,23 @@ _PROSE = (
 )
 
 
-async def measure_prompt_throughput(backend, words: int = 400, repeats: int = 3) -> tuple[float, str]:
+async def measure_prompt_throughput(
+    backend, words: int = 400, repeats: int = 3, idle_timeout: float = 120.0
+) -> tuple[float, str]:
     """The target's prompt (prefill) throughput on this machine, in tokens/s: the median of `repeats`
     cold requests of one generated token each, timed by the server where it reports prompt timings,
     else by the first token's arrival (which includes one decode step)."""
     text = " ".join((_PROSE * (words // 30 + 1)).split()[:words])
-    params = GenerationParams(max_tokens=1, temperature=0.0, seed=1, cache_prompt=False)
+    params = GenerationParams(max_tokens=1, temperature=0.0, seed=1, cache_prompt=False, idle_timeout=idle_timeout)
     rates, how = [], "server timings"
     for i in range(repeats):
         rec = await run_side("baseline", backend, f"[{i}] {text}", params)
-        if rec.failed is not None:
-            raise ServerError(f"{backend.url}: timing the prompt failed: {rec.failed.message}")
+        if rec.failed is not None:  # its own hint: the stream's names options (--idle-timeout) this command lacks
+            raise ServerError(
+                f"{backend.url}: timing the prompt failed: {rec.failed.message.split(' — ', 1)[0]}",
+                hint=f"the target did not answer a one-token request within {idle_timeout:g} s: check that it is "
+                "up and idle, or leave out --baseline for the estimate alone",
+            )
         f = rec.figures
         if f.prompt_tokens and f.server_prompt_ms:
             rates.append(f.prompt_tokens / (f.server_prompt_ms / 1000))

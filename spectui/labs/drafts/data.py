@@ -23,6 +23,7 @@ FILE.heldout.toml that `spectui compare --prompts` reads.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ import tomli_w
 from spectui.core.errors import InputError, Unsupported, describe
 from spectui.core.runner import render_prompt, run_side
 from spectui.core.types import GenerationParams, Prompt
+from spectui.store.bounded import parse_json_text
 from spectui.store.locations import atomic_write
 
 FORMATS = ("sharegpt", "conversations", "messages", "speculators")
@@ -127,7 +129,7 @@ FIRST_LINE_MAX = 64 << 20  # a speculators row holds one answer's ids and text: 
 
 def check_own(out: Path) -> None:
     """Refuse `out` unless it is new, empty or a drafts data file, and its held-out set unless it is new
-    or one this command wrote, before anything touches either file (issue 40: a mistyped -o at a model
+    or one this command wrote, before anything touches either file (a mistyped -o at a model
     had its tail cut off). Only the first record is read: a data file begins with a whole record, or
     with the torn first line of a run killed inside its first write."""
     if out.is_symlink() and not out.exists():
@@ -210,11 +212,11 @@ def read_records(path: Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            rec = parse_json_text(line, f"{path}: line {i}")
+        except InputError as exc:
             if i == len(lines):  # the torn tail of a killed run: not a record yet
                 break
-            raise InputError(f"{path}: line {i} is not a JSON record", hint="is it a drafts data file?") from None
+            raise InputError(f"{exc}", hint="is it a drafts data file?") from None
         if not isinstance(rec, dict):
             raise InputError(f"{path}: line {i} is not a JSON object")
         out.append(rec)
@@ -226,14 +228,18 @@ class AppendLog:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def append(self, rec: dict) -> None:
         data = (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8")
-        written = os.write(self.fd, data)
-        if written != len(data):  # a short write (disk full): the next start cuts the torn line off
-            raise OSError(f"short write: {written} of {len(data)} bytes")
-        os.fsync(self.fd)
+        try:
+            written = os.write(self.fd, data)
+            if written != len(data):  # a short write (disk full): the next start cuts the torn line off
+                raise OSError(errno.ENOSPC, f"short write: {written} of {len(data)} bytes")
+            os.fsync(self.fd)
+        except OSError as exc:  # named, so the one line the CLI prints says which file
+            raise OSError(exc.errno, exc.strerror or str(exc), str(self.path)) from None
 
     def close(self) -> None:
         os.close(self.fd)

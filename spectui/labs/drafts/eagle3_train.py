@@ -37,6 +37,17 @@ def emit(event: str, **kw) -> None:
     print(json.dumps({"event": event, **kw}), flush=True)
 
 
+def load_kept(path: Path):
+    """A file this trainer saved (checkpoint, cached features); a damaged one is named in the error event
+    (torch raises UnpicklingError, RuntimeError or EOFError), and the run stops: nothing is trained from it."""
+    print(f"spectui-trainer: loading {path}", file=sys.stderr, flush=True)
+    try:
+        return torch.load(path)
+    except Exception as exc:  # any failure of the unpickler is a damaged file here
+        emit("error", message=f"{path} is corrupt ({type(exc).__name__}: {str(exc)[:120]}): delete it to start afresh")
+        raise SystemExit(1) from None
+
+
 def parse_gguf_once():
     """One parse of a GGUF file per process. transformers (5.19, the torch environment's) builds a GGUFReader
     for the tokenizer and two for the model (8-12 CPU-s each for SmolLM2 here: its 49k-token vocabulary is
@@ -120,7 +131,7 @@ def features(model, rows, layers, out: Path, key: str, name: str = "features.pt"
     """The aux layers' inputs for every record, cached in DIR/name (a rerun on the same data reuses it)."""
     path = out / name
     if path.is_file():
-        cached = torch.load(path)
+        cached = load_kept(path)
         if cached.get("key") == key:
             emit("phase", name="features", cached=True, records=len(rows))
             return cached["feats"]
@@ -231,7 +242,7 @@ def train(head, rows, feats, args, out: Path, t2d_index, key: str) -> dict:
     ck = out / "checkpoint.pt"
     epoch, pos, hist = 0, 0, []
     if ck.is_file():
-        state = torch.load(ck)
+        state = load_kept(ck)
         if state.get("key") == key:
             head.load_state_dict(state["model"], strict=False)
             opt.load_state_dict(state["opt"])

@@ -1,4 +1,4 @@
-"""What `spectui drafts lesson` measured, kept in its folder as DIR/lesson.json (issue 37, item 2): each phase's
+"""What `spectui drafts lesson` measured, kept in its folder as DIR/lesson.json: each phase's
 time, peak memory and tokens, the draft's per-position acceptance, its cost, the n_max chosen from them,
 the certificate's verdict line and, where the served weights are not the quantised ones, the three-way
 table (plain quantised rate, plain served rate, speculative served rate). The TUI's drafts screen and
@@ -13,6 +13,8 @@ from pathlib import Path
 
 from spectui.core.errors import InputError
 from spectui.labs.theory.draft_length import LengthChoice
+from spectui.store.bounded import load_json_file, typed_field
+from spectui.store.claim import inside
 from spectui.store.locations import atomic_write, data_dir
 
 LESSON_NAME = "lesson.json"
@@ -32,7 +34,7 @@ class Phase:
 @dataclass
 class ThreeWay:
     """Plain quantised, plain served (F32) and speculative served rates: a "faster" on the F32 copy is only
-    read beside the quantised plain rate (issue 37, item 3). Ratios are paired (B C / C B in one session)."""
+    read beside the quantised plain rate. Ratios are paired (B C / C B in one session)."""
 
     quantised: str  # the quantised model's file name
     served: str  # the served copy's
@@ -112,15 +114,96 @@ class Lesson:
         return d
 
     @classmethod
-    def from_json(cls, d: dict) -> Lesson:
-        kw = dict(d)
-        kw["phases"] = [Phase(**p) for p in d.get("phases") or []]
-        kw["choice"] = LengthChoice.from_json(d["choice"]) if d.get("choice") else None
-        kw["three_way"] = ThreeWay(**d["three_way"]) if d.get("three_way") else None
+    def from_json(cls, d: dict, source: str = LESSON_NAME) -> Lesson:
+        """The record as lesson.json keeps it, every field's type and range checked (InputError naming
+        the file and the key); `done`'s paths are left as written (read_lesson places them)."""
+        if not isinstance(d, dict):
+            raise InputError(f"{source} holds a JSON {type(d).__name__}, not a lesson object")
+        kw: dict = {}
+        for key in ("draft", "target", "served"):
+            kw[key] = typed_field(d, key, str, source)
+        if kw["draft"] not in ("eagle3", "lookup"):
+            raise InputError(f"{source}: 'draft' is {kw['draft'][:20]!r}, not eagle3 or lookup")
+        phases = typed_field(d, "phases", list, source, required=False) or []
+        kw["phases"] = [_phase(p, f"{source}: phases[{i}]") for i, p in enumerate(phases)]
+        kw["done"] = typed_field(d, "done", dict, source, required=False) or {}
+        for name, v in kw["done"].items():
+            if not isinstance(v, dict):
+                raise InputError(f"{source}: 'done'.{name} is not an object")
+        probe = typed_field(d, "probe_n_max", int, source, required=False, lo=1, hi=PROBE_N_MAX)
+        kw["probe_n_max"] = probe
+        per = typed_field(d, "per_position", list, source, required=False)
+        if per is not None:
+            for i, x in enumerate(per):
+                typed_field({"x": x}, "x", float, f"{source}: 'per_position'[{i}]", lo=0, hi=1)
+            if len(per) > PROBE_N_MAX:
+                raise InputError(f"{source}: 'per_position' has {len(per)} positions, over {PROBE_N_MAX}")
+        kw["per_position"] = per
+        for key in ("acceptance", "cost"):
+            kw[key] = typed_field(d, key, dict, source, required=False)
+        if kw["cost"] is not None:
+            typed_field(kw["cost"], "c", float, f"{source}: 'cost'", lo=0, hi=1e6)
+            for i, x in enumerate(typed_field(kw["cost"], "verify", list, f"{source}: 'cost'", required=False) or []):
+                typed_field({"x": x}, "x", float, f"{source}: 'cost'.verify[{i}]", lo=0, hi=1e6)
+        for key in ("certificate", "verdict", "headline"):
+            kw[key] = typed_field(d, key, str, source, required=False)
+        ch = typed_field(d, "choice", dict, source, required=False)
+        kw["choice"] = _choice(ch, probe, per, source) if ch else None
+        tw = typed_field(d, "three_way", dict, source, required=False)
+        try:
+            kw["three_way"] = ThreeWay(**tw) if tw else None
+        except TypeError as exc:
+            raise InputError(f"{source}: 'three_way' is not a three-way table ({exc})") from None
         return cls(**kw)
 
     def text(self) -> str:
         return "\n".join(text_lines(self))
+
+
+PROBE_N_MAX = 64  # --probe-n-max's bound: llama.cpp drafts far fewer; a larger n_max is never measured
+
+
+def _phase(p, source: str) -> Phase:
+    if not isinstance(p, dict):
+        raise InputError(f"{source} is not an object")
+    name = typed_field(p, "name", str, source)
+    return Phase(
+        name,
+        typed_field(p, "seconds", float, source, lo=0, hi=1e9),
+        typed_field(p, "peak_mib", float, source, required=False, lo=0, hi=1e9),
+        typed_field(p, "tokens", int, source, required=False, lo=0, hi=1e15),
+        typed_field(p, "note", str, source, required=False) or "",
+        typed_field(p, "memory_of", str, source, required=False) or "",
+    )
+
+
+def _choice(ch: dict, probe: int | None, per: list | None, source: str) -> LengthChoice:
+    """The chosen n_max: a whole number within what was measured (1 … the positions whose acceptance the
+    probe saw), its predicted speed-ups one a position."""
+    where = f"{source}: 'choice'"
+    top = len(per) if per else (probe or PROBE_N_MAX)
+    n = typed_field(ch, "n_max", int, where, lo=1, hi=top)
+    lists = {}
+    for key in ("speedups", "tokens_per_step", "step_costs"):
+        xs = typed_field(ch, key, list, where, required=False) or []
+        for i, x in enumerate(xs):
+            typed_field({"x": x}, "x", float, f"{where}.{key}[{i}]", lo=0, hi=1e6)
+        lists[key] = tuple(float(x) for x in xs)
+    if len(lists["speedups"]) < n:
+        raise InputError(f"{where}: 'n_max' {n} has no predicted speed-up (speedups holds {len(lists['speedups'])})")
+    pays = typed_field(ch, "pays", bool, where, required=False)
+    return LengthChoice(
+        n,
+        bool(pays),
+        lists["speedups"],
+        lists["tokens_per_step"],
+        lists["step_costs"],
+        typed_field(ch, "why", str, where, required=False) or "",
+    )
+
+
+# the paths a phase leaves in `done`, kept relative to the lesson's folder and checked inside it on resume
+PATH_KEYS = {"data": ("path", "heldout"), "train": ("head", "cache", "target_dir"), "convert": ("gguf",)}
 
 
 def text_lines(les: Lesson) -> list[str]:
@@ -204,25 +287,60 @@ def measured_text(folder: Path) -> str:
         head += " (not finished: rerun the same command to resume it)"
     try:
         return "\n".join([head, *text_lines(les)])
-    except (KeyError, TypeError, ValueError, AttributeError) as e:  # a field of the wrong kind or missing
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:  # a field the reader did not check
         return f"lesson {folder}: its lesson.json is not a lesson record ({type(e).__name__}: {e})"
 
 
+LESSON_MAX = 4 << 20  # a lesson record is a few KiB; a larger lesson.json is not one
+
+
 def read_lesson(folder: Path) -> Lesson | None:
-    """The lesson kept in a folder; None where there is none yet; InputError for a file that is not one."""
+    """The lesson kept in a folder; None where there is none yet; InputError (one line naming the file and
+    the key) for a lesson.json that is not a regular file (a folder, a link, a FIFO), too large, too deep,
+    not a lesson record, or whose paths leave the folder."""
+    folder = Path(folder)
     path = lesson_path(folder) if folder.is_dir() else folder
-    if not path.is_file():
+    base = path.parent
+    if path.is_symlink():
+        raise InputError(f"{path} is a symbolic link", hint="a lesson's record is a file in its folder: move the link")
+    if not path.exists():
         return None
     try:
-        doc = json.loads(path.read_text())
-        if not isinstance(doc, dict):
-            raise TypeError(f"a JSON {type(doc).__name__}, not an object")
-        return Lesson.from_json(doc)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
-        raise InputError(
-            f"{path} is not a lesson record ({type(e).__name__}: {e})", hint="move it away and rerun the lesson"
-        ) from None
+        les = Lesson.from_json(load_json_file(path, "lesson record", LESSON_MAX), str(path))
+    except InputError as exc:
+        why = str(exc).replace(f"lesson record {path} ", "").replace(f"{path}: ", "")
+        raise InputError(f"{path} is not a lesson record ({why})", hint="move it away and rerun the lesson") from None
+    for phase, keys in PATH_KEYS.items():
+        got = les.done.get(phase) or {}
+        for key in keys:
+            v = got.get(key)
+            if v is None:
+                continue
+            if not isinstance(v, str):
+                raise InputError(f"{path}: 'done'.{phase}.{key} is not a path")
+            got[key] = str(inside(base, v, f"{path}: 'done'.{phase}.{key}"))
+    if les.certificate is not None:
+        les.certificate = str(inside(base, les.certificate, f"{path}: 'certificate'"))
+    return les
 
 
 def write_lesson(folder: Path, les: Lesson) -> Path:
-    return atomic_write(lesson_path(folder), json.dumps(les.to_json(), indent=2) + "\n")
+    """lesson.json, atomically, with `done`'s paths relative to the folder (a moved folder still reads)."""
+    doc = les.to_json()
+    base = Path(folder).resolve()
+    done = {k: dict(v) if isinstance(v, dict) else v for k, v in doc["done"].items()}
+    for phase, keys in PATH_KEYS.items():
+        for key in keys:
+            v = (done.get(phase) or {}).get(key)
+            if isinstance(v, str):
+                try:
+                    done[phase][key] = str(Path(v).resolve().relative_to(base))
+                except ValueError:
+                    pass  # outside the folder (a target's own HF folder): kept as given, refused on resume
+    doc["done"] = done
+    if isinstance(doc.get("certificate"), str):
+        try:
+            doc["certificate"] = str(Path(doc["certificate"]).resolve().relative_to(base))
+        except ValueError:
+            pass  # refused on resume, as the paths in `done`
+    return atomic_write(lesson_path(folder), json.dumps(doc, indent=2) + "\n")

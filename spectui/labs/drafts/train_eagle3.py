@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from spectui.labs.drafts import lookup as lookup_draft
 from spectui.machine import assets
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
 from spectui.store import prompts as prompt_sets
+from spectui.store.claim import claim_folder, locked
 from spectui.store.locations import atomic_write
 
 TRAINER = Path(__file__).with_name("eagle3_train.py")
@@ -194,9 +196,27 @@ def run_trainer(python: Path, opts: Options, train: Path, log: Path, advance=Non
                 error = ev.get("message", "")
         code = proc.wait()
     if code != 0 or not done:
-        tail = error or (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
-        raise SetupError(f"training the EAGLE-3 head failed (status {code}): {tail}", hint=f"see {log}")
+        raise SetupError(f"training the EAGLE-3 head failed (status {code}): {error or trainer_failure(log, opts.out)}",
+                         hint=f"see {log}")  # fmt: skip
     return argv, done
+
+
+_DAMAGED = re.compile(r"UnpicklingError|PytorchStreamReader|EOFError|invalid load key|failed finding central directory")
+
+
+def trainer_failure(log: Path, out: Path) -> str:
+    """What the trainer's log says went wrong, in one line: a damaged file it was loading is named (a
+    checkpoint.pt cut by a full disk used to end in the unpickler's last line alone)."""
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no log"
+    if not lines:
+        return "no output"
+    loading = [ln.split("spectui-trainer: loading ", 1)[1] for ln in lines if "spectui-trainer: loading " in ln]
+    if loading and any(_DAMAGED.search(ln) for ln in lines):
+        return f"{loading[-1]} is corrupt ({lines[-1] if not lines[-1].startswith('spectui-trainer') else lines[-2]}): delete it to start afresh"
+    return lines[-1]
 
 
 def convert(
@@ -258,10 +278,17 @@ def resolve(opts: Options) -> tuple[Path, Path, Path, Path]:
 
 
 async def run_pipeline(opts: Options, say: Say = print, advance=None) -> Outcome:
+    """The folder claimed (new, empty or spectui's: its inputs may sit in it) and locked, then the run."""
+    inputs = [
+        p for p in (opts.data, drafts_data.heldout_path(opts.data), opts.heldout, opts.target, opts.serve_model) if p
+    ]
+    claim_folder(opts.out, "-o", "drafts train-eagle3", inputs)
+    with locked(opts.out, "-o"):
+        return await _run_pipeline(opts, say, advance)
+
+
+async def _run_pipeline(opts: Options, say: Say, advance) -> Outcome:
     python, script, server, serve = resolve(opts)
-    if opts.out.exists() and not opts.out.is_dir():
-        raise InputError(f"{opts.out} is a file", hint="give -o a folder")
-    opts.out.mkdir(parents=True, exist_ok=True)
     outcome = Outcome(opts.out)
     train, held, outcome.records, outcome.dropped_heldout = split_heldout(opts.data, opts.heldout, opts.out)
     say(f"training on {outcome.records} records ({outcome.dropped_heldout} held out) in {python.parent.parent}")

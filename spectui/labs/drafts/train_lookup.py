@@ -29,6 +29,7 @@ from spectui.machine import assets
 from spectui.machine.launcher import Launcher, ServerProcess, llama_server_argv
 from spectui.store import notebook
 from spectui.store import prompts as prompt_sets
+from spectui.store.claim import claim_folder, locked
 from spectui.store.locations import atomic_write
 
 
@@ -156,6 +157,13 @@ async def run_pipeline(
     say: Say = print,
     advance=None,
 ) -> Outcome:
+    """The folder claimed (new, empty or spectui's) and locked, then the run."""
+    claim_folder(out_dir, "-o", "drafts train-lookup")
+    with locked(out_dir, "-o"):
+        return await _run_pipeline(out_dir, prompts_source, model, max_tokens, holdout, limit, threads, say, advance)
+
+
+async def _run_pipeline(out_dir, prompts_source, model, max_tokens, holdout, limit, threads, say, advance) -> Outcome:
     server, model, tool = await _tools(model, say, advance)
     source, items, plan = _split_prompts(prompts_source, limit, holdout, out_dir)
     outcome = Outcome(out_dir, heldout=len(plan.heldout))

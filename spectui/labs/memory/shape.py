@@ -87,6 +87,11 @@ def shape_from_gguf(path: str | Path) -> ModelShape:
     head_dim = get("attention.key_length") or head_size(hidden, heads, path, f"{arch}.attention.head_count")
     intermediate = get("feed_forward_length") or 0
     embd = h.tensors.get("token_embd.weight")
+    if embd and embd[0] != hidden:  # the header's number against the tensor table the weights are read by
+        raise InputError(
+            f"{path}: {arch}.embedding_length is {hidden:,} but token_embd.weight's rows are {embd[0]:,} long",
+            hint="the GGUF header is damaged",
+        )
     vocab = get("vocab_size") or h.array_lengths.get("tokenizer.ggml.tokens") or (embd[1] if embd else 0)
     if not vocab:
         raise InputError(f"{path}: cannot tell the vocabulary size from the GGUF header")

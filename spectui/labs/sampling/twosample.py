@@ -18,6 +18,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
+import numpy as np
+
 ALPHA = 0.05
 PERMUTATIONS = 999  # one test, not one per position: its smallest p, 1/1000, is far below ALPHA
 PILOT = 400  # relabellings that give each position's TVD mean and spread under the null
@@ -42,8 +44,6 @@ def encode(a: list[list], b: list[list], k: int):
     """Samples (token sequences) of both sides as an (len(a)+len(b)) × K integer matrix: per position each
     distinct token is numbered from 1, 0 meaning the sample had ended there. K is the longest sample,
     at most k."""
-    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
-
     samples = list(a) + list(b)
     width = min(k, max((len(s) for s in samples), default=0))
     codes = np.zeros((len(samples), width), dtype=np.int64)
@@ -60,8 +60,6 @@ class _Tables:
     at once (one matrix product per batch)."""
 
     def __init__(self, codes, n_a: int):
-        import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
-
         self.np = np
         self.n, self.width = codes.shape
         self.n_a, self.n_b = n_a, self.n - n_a
@@ -83,8 +81,6 @@ class _Tables:
 
 def _random_sides(rng, count: int, n: int, n_a: int):
     """`count` random labellings of n samples into n_a and n − n_a, as 0/1 rows."""
-    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
-
     idx = np.argsort(rng.random((count, n)), axis=1)[:, :n_a]
     member = np.zeros((count, n), dtype=np.float32)
     np.put_along_axis(member, idx, 1.0, axis=1)
@@ -153,8 +149,6 @@ def distribution_test(
 ) -> DistributionTest:
     """The two sides' samples (token sequences) compared by one permutation test over the whole sequence;
     with `detect`, the smallest TVD at one position it finds with 80 % probability (by simulation)."""
-    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
-
     n_a, n_b = len(a), len(b)
     if n_a < 2 or n_b < 2:
         reason = f"{n_a} and {n_b} samples finished on the two sides: at least 2 a side are needed"
@@ -194,8 +188,6 @@ def distribution_test(
 def _position_tests(n: tuple[int, int], observed, mean, z_obs, tested, null, exact: bool) -> list[PositionTest]:
     """Each position's TVD, its mean under relabelling, its standardised TVD and its p within the whole test
     (the largest over positions must reach it); a position no relabelling moves is untested (p 1)."""
-    import numpy as np  # lazy: numpy loads only for the sampling lesson
-
     add = 0 if exact else 1
 
     def p_of(z):
@@ -217,8 +209,7 @@ def _position_tests(n: tuple[int, int], observed, mean, z_obs, tested, null, exa
 def _permutation_test(tables: _Tables, n_a: int, n: int, standardised, permutations: int, seed: int):
     """scipy's permutation test of the largest standardised TVD over positions: its null distribution (sorted),
     p and statistic."""
-    import numpy as np  # lazy: numpy and scipy load only for the sampling lesson
-    from scipy import stats  # lazy: as numpy
+    from scipy import stats  # lazy: scipy.stats (~4 s cold, 0.2 s warm), only when a test runs
 
     def statistic(x, axis=-1):  # x: (…, n_a) indices of the samples labelled as side A
         x = np.asarray(x).astype(np.int64)
@@ -242,8 +233,6 @@ def _permutation_test(tables: _Tables, n_a: int, n: int, standardised, permutati
 def _untestable(codes, n_a: int, n_b: int, p_floor: float, tested) -> str | None:
     """Why these samples cannot decide at all, whatever they hold: no outcome can reach p < ALPHA, or no
     position where the tokens differ can be tested; None where the test can decide."""
-    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
-
     if p_floor >= ALPHA:
         return (
             f"with {n_a} and {n_b} samples no outcome of the test can reach p < {ALPHA} (its smallest p is "
@@ -261,8 +250,6 @@ def _untestable(codes, n_a: int, n_b: int, p_floor: float, tested) -> str | None
 def _find_detectable(out: DistributionTest, codes, n_a: int, null, exact: bool, tested, seed: int) -> None:
     """The smallest TVD at each position the test finds with POWER probability, the largest of them, and why
     more samples are needed where that is beyond what a decision needs."""
-    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
-
     n_b, p, positions = out.n[1], out.p, out.positions
     crit = _critical(null, exact) if tested.any() else -np.inf  # else each position's own null decides
     for t in positions:
@@ -288,8 +275,6 @@ def _null_moments(codes, n_a: int, seed: int):
     """Each position's TVD mean and spread over PILOT random relabellings of the pooled samples, taken in
     a canonical order so that they depend on the pool alone, not on which side a sample came from (the
     test stays exact with them fixed)."""
-    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
-
     order = np.lexsort(codes.T[::-1]) if codes.shape[1] else np.arange(len(codes))
     pool = codes[order]
     tables = _Tables(pool, n_a)
@@ -299,8 +284,6 @@ def _null_moments(codes, n_a: int, seed: int):
 
 def _critical(null, exact: bool) -> float:
     """The smallest standardised TVD whose p in the whole test is below ALPHA."""
-    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
-
     add = 0 if exact else 1
     # p(z) = (#null ≥ z + add)/(len + add) < ALPHA ⇔ #null ≥ z < ALPHA·(len + add) − add
     allowed = math.ceil(ALPHA * (len(null) + add) - add) - 1  # how many null values may reach z
@@ -312,8 +295,6 @@ def _critical(null, exact: bool) -> float:
 def _power_at(codes, n_a: int, pos: int, crit: float, seed: int):
     """The simulation _detectable_at bisects: power(d), the share of SIMULATIONS random splits in which the
     test rejects once the second side's distribution at `pos` is moved by TVD d."""
-    import numpy as np  # lazy: numpy (~0.5 s) only when a test runs; exact.py imports this module for launch_argv too
-
     n = len(codes)
     n_b = n - n_a
     col = codes[:, pos]

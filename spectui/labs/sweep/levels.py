@@ -27,7 +27,7 @@ from spectui.core.figures import SideRecorder
 from spectui.core.report import fmt
 from spectui.core.runner import bounded, counters_or_none, render_prompt, same_tokenizer
 from spectui.core.stats import quantile, ratio_interval
-from spectui.core.types import GenerationParams, Prompt
+from spectui.core.types import SIDES, GenerationParams, Prompt
 from spectui.core.verdict import Verdict, judge
 from spectui.labs.sweep import predict as sweep_predict
 
@@ -351,7 +351,7 @@ def alone_schedule(repeat: int) -> list[tuple[str, list[int]]]:
     schedule (labs sits below run, so it is spelled here; a unit test holds the two equal)."""
     out: list[tuple[str, list[int]]] = []
     for k in range(1, repeat + 1):
-        for side in ("baseline", "candidate") if k % 2 else ("candidate", "baseline"):
+        for side in SIDES if k % 2 else SIDES[::-1]:
             if out and out[-1][0] == side:
                 out[-1][1].append(k)
             else:

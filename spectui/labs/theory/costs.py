@@ -1,5 +1,5 @@
 """The formula's terms measured on the servers being compared: the target's cost to verify k tokens in one
-batch, the draft's cost per token, and the draft's re-evaluation of each verified batch (issue 30).
+batch, the draft's cost per token, and the draft's re-evaluation of each verified batch.
 
 How, with llama-server's own timings (backends.llamacpp_timing), on requests of token ids made after the
 run, each pinned to slot 0 with the prompt cache on:

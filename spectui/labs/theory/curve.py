@@ -4,10 +4,12 @@ sweep's prediction and the kept record read it)."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from spectui.core.errors import InputError
 from spectui.labs.theory.terms import StepCosts
 
 DRAFT_MODEL, NGRAM, OTHER, NONE = "draft model", "n-gram", "other", "none"
@@ -137,27 +139,61 @@ class CostCurve:
         """The curve as to_json wrote it (a certificate's or a session's recorded terms): the raw times, from
         which terms() gives the same c, V(k) and R(k) again."""
 
-        def samples(x) -> Samples | None:
-            return Samples(tuple(float(v) for v in x["ms"])) if x else None
+        def samples(x, key: str) -> Samples | None:
+            return _samples(x, key) if x else None
 
-        def batch(x) -> dict[int, Samples] | None:
-            return {int(k): Samples(tuple(float(v) for v in s["ms"])) for k, s in x.items()} if x else None
+        def batch(x, key: str) -> dict[int, Samples] | None:
+            if not x:
+                return None
+            if not isinstance(x, dict) or len(x) > K_MAX:
+                raise InputError(f"the terms' {key} is not a table of at most {K_MAX} batch sizes")
+            out = {}
+            for k, s in x.items():
+                kk = int(k) if isinstance(k, str) and k.isdigit() and len(k) < 7 else None
+                if kk is None or not 1 <= kk <= K_MAX:
+                    raise InputError(f"the terms' {key} has a batch of {str(k)[:20]!r} tokens, not 1 … {K_MAX}")
+                out[kk] = _samples(s, f"{key}[{kk}]")
+            return out
 
+        if not isinstance(d, dict):
+            raise InputError("the terms' measurement is not an object")
+        repeats = d.get("repeats")
+        if not isinstance(repeats, int) or isinstance(repeats, bool) or not 0 <= repeats <= SAMPLES_MAX:
+            raise InputError(f"the terms' repeats is {str(repeats)[:20]!r}, not a whole number 0 … {SAMPLES_MAX}")
+        step = samples(d.get("target_step"), "target_step")
+        if step is not None and min(step.values) <= 0:
+            raise InputError("the terms' target_step is 0 ms: no time a step can be measured in")
         return cls(
-            context=int(d["context_tokens"]),
-            repeats=int(d["repeats"]),
-            target_step=samples(d.get("target_step")),
-            target_batch=batch(d.get("target_batch")) or {},
-            draft_step=samples(d.get("draft_step")),
-            draft_batch=batch(d.get("draft_batch")),
-            candidate_batch=batch(d.get("candidate_batch")),
+            context=int(d.get("context_tokens") or 0),
+            repeats=repeats,
+            target_step=step,
+            target_batch=batch(d.get("target_batch"), "target_batch") or {},
+            draft_step=samples(d.get("draft_step"), "draft_step"),
+            draft_batch=batch(d.get("draft_batch"), "draft_batch"),
+            candidate_batch=batch(d.get("candidate_batch"), "candidate_batch"),
             drafting=str(d.get("drafting", DRAFT_MODEL)),
             sources=dict(d.get("sources") or {}),
             notes=list(d.get("notes") or []),
             left_out=int(d.get("left_out") or 0),
-            output_extra=batch(d.get("output_extra")),  # absent in terms recorded before it was measured
-            draft_decode=samples(d.get("draft_decode")),
+            output_extra=batch(d.get("output_extra"), "output_extra"),  # absent in terms recorded before it was
+            draft_decode=samples(d.get("draft_decode"), "draft_decode"),
         )
+
+
+K_MAX = 512  # the largest batch the probes measure is a few dozen tokens; a stored k beyond this is tampered
+SAMPLES_MAX = 1000  # repeats of one time
+TIME_MAX_MS = 3.6e6  # an hour for one batch: beyond it a stored time is not a measurement
+
+
+def _samples(x, key: str) -> Samples:
+    """Recorded times (ms): a list of 1 … SAMPLES_MAX finite numbers, none negative, below an hour."""
+    ms = x.get("ms") if isinstance(x, dict) else None
+    if not isinstance(ms, list) or not 1 <= len(ms) <= SAMPLES_MAX:
+        raise InputError(f"the terms' {key} holds no list of 1 … {SAMPLES_MAX} times (ms)")
+    for v in ms:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= TIME_MAX_MS:
+            raise InputError(f"the terms' {key} holds the time {str(v)[:20]!r} ms, not a number 0 … {TIME_MAX_MS:g}")
+    return Samples(tuple(float(v) for v in ms))
 
 
 def _interp(table: dict[int, Samples] | None, k: float, i: int | None) -> float:

@@ -1,4 +1,4 @@
-"""The draft length a measured draft pays for (issue 37, item 2): `--spec-draft-n-max` from the draft's own
+"""The draft length a measured draft pays for: `--spec-draft-n-max` from the draft's own
 per-position acceptance and its measured cost, by the step formula of labs.theory.terms.
 
 With n_max = k, a verification step yields E(k) = 1 + Σ_{i≤k} p_i tokens, p_i the share of verification

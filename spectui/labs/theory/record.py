@@ -1,4 +1,4 @@
-"""The formula's measured terms kept after the servers are gone (issues 30, 42): the record `spectui prove`
+"""The formula's measured terms kept after the servers are gone: the record `spectui prove`
 puts in a certificate ("terms") and `spectui theory --from S --save` appends to the session S (a "terms"
 record, store.session), or keeps beside it (S.terms.json) where the session must stay as recorded.
 
@@ -25,6 +25,7 @@ from spectui.core.runner import grouped
 from spectui.labs.theory.costs import check_prompt
 from spectui.labs.theory.curve import CostCurve
 from spectui.labs.theory.terms import check_runs
+from spectui.store.bounded import load_json_file
 from spectui.store.locations import atomic_write
 from spectui.store.session import append_terms, read_terms, results_for
 
@@ -125,6 +126,8 @@ def from_stored(rec: dict, groups) -> tuple[dict, dict]:
         try:
             checks[g.prompt.id] = rederive(e, g.runs) if e else None
             curves[g.prompt.id] = CostCurve.from_json(m) if m else None
+        except InputError as exc:
+            raise InputError(f"the terms kept for {g.prompt.id!r} are refused: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"the terms kept for {g.prompt.id!r} cannot be read ({exc!r})") from None
     return checks, curves
@@ -140,8 +143,8 @@ def _certified(p: Path) -> bool:
     """Whether a certificate in the session's folder references it (then its bytes must not change)."""
     cert = p.parent / "certificate.json"
     try:
-        doc = json.loads(cert.read_text(encoding="utf-8")) if cert.is_file() else None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        doc = load_json_file(cert, "certificate") if cert.is_file() else None
+    except InputError:
         return True  # unreadable: it may reference the session, so leave the session as it is
     refs = doc.get("sessions") if isinstance(doc, dict) else None
     return any(isinstance(r, dict) and r.get("path") == p.name for r in refs or [])
@@ -171,9 +174,9 @@ def load_beside(session_path: str | Path) -> tuple[dict | None, list[str]]:
     if not side.is_file():
         return None, []
     try:
-        rec = json.loads(side.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return None, [f"{side}: not read ({exc}); no measured terms shown"]
+        rec = load_json_file(side, "terms record")
+    except InputError as exc:
+        return None, [f"{exc}; no measured terms shown"]
     if not isinstance(rec, dict) or rec.get("format") != FORMAT or not isinstance(rec.get("prompts"), list):
         return None, [f'{side}: not a spectui terms record (no "format": "{FORMAT}"); no measured terms shown']
     if not isinstance(rec.get("version"), int) or rec["version"] > VERSION:

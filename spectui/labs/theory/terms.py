@@ -1,4 +1,4 @@
-"""The formula checked against a run (issue 30): the cost terms (measured by labs.theory.costs, or the ideal's),
+"""The formula checked against a run: the cost terms (measured by labs.theory.costs, or the ideal's),
 the run's own steps, and the prediction beside the measured speed-up with the term that misses.
 
 A speculative step that drafts d tokens costs, in target decode steps (t = 1):

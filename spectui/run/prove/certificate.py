@@ -22,8 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spectui.core.errors import InputError
+from spectui.core.types import SIDES
+from spectui.labs.theory.record import rederive, runs_by_prompt
 from spectui.run.prove import conditions
 from spectui.run.prove.derive import derive, load_sessions, normalised
+from spectui.run.prove.provenance import sha256_file
+from spectui.run.prove.render import render_html, render_markdown
 from spectui.store.locations import atomic_write
 
 FORMAT = "spectui-certificate"
@@ -36,8 +40,6 @@ CERT_NAME, MD_NAME, HTML_NAME = "certificate.json", "certificate.md", "certifica
 # -- files -----------------------------------------------------------------------------------------
 def sha256_of(path: Path) -> str:
     """In chunks: a session of any size is hashed in constant memory."""
-    from spectui.run.prove.provenance import sha256_file  # lazy: 5 modules more
-
     return sha256_file(path)
 
 
@@ -229,7 +231,7 @@ def _rederive(doc: dict, readable: list[dict], base: Path) -> tuple[list[str], l
 def _servers_as_recorded(doc: dict, fresh: dict) -> list[str]:
     """Each server the certificate states, against the one its sessions recorded."""
     problems = []
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         claimed = doc["measured_on"].get("servers", {}).get(side, {})
         recorded = fresh["servers"].get(side, {})
         for key in sorted(set(recorded) | {"build", "model", "speculative", "kv_cache", "backend"}):
@@ -243,8 +245,6 @@ def _servers_as_recorded(doc: dict, fresh: dict) -> list[str]:
 
 def check_renderings(doc: dict, cert_path: Path) -> tuple[list[str], list[str]]:
     """(problems, checked): the .md and .html beside the certificate, each equal to its rendering now."""
-    from spectui.run.prove.render import render_html, render_markdown  # lazy: 6 modules more
-
     problems: list[str] = []
     checked: list[str] = []
     for name, render in ((MD_NAME, render_markdown), (HTML_NAME, render_html)):
@@ -303,8 +303,6 @@ def recheck_terms(terms: dict, greedy_sessions) -> tuple[list[str], list[str]]:
     recorded figures (no server to time again), and each prompt's check — α, γ, E, the prediction, the
     measured speed-up and its interval, agree or the term that misses — is derived again from those times
     and the greedy sessions' runs, and must be equal."""
-    from spectui.labs.theory.record import rederive, runs_by_prompt  # lazy: prometheus_client (~131 ms cold)
-
     if terms.get("skipped"):
         return [], [f"terms: not measured ({terms['skipped']}): nothing to check"]
     runs = runs_by_prompt(greedy_sessions)
@@ -354,7 +352,7 @@ def merge(paths: list[str | Path], out: str | Path) -> dict:
         if not v.ok:
             raise InputError(f"{d['_path']} does not verify: {v.problems[0]}", hint="run spectui verify on it")
     for d in docs[1:]:
-        for side in ("baseline", "candidate"):
+        for side in SIDES:
             a, b = (x["derived"]["servers"].get(side, {}) for x in (first, d))
             if a != b:
                 keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
@@ -419,7 +417,7 @@ def _merged_measured_on(docs: list[dict]) -> dict:
             "certificate_sha256": sha256_of(Path(d["_path"])),
             "hardware": d["measured_on"].get("hardware"),
             "date": d["measured_on"].get("date"),
-            "urls": {s: d["measured_on"]["servers"][s].get("url") for s in ("baseline", "candidate")},
+            "urls": {s: d["measured_on"]["servers"][s].get("url") for s in SIDES},
         }
         for d in sorted(docs, key=lambda d: d["inputs"]["shard"]["index"])
     ]
@@ -512,8 +510,6 @@ def build(inputs: dict, measured_on: dict, refs: list[dict], base: Path, terms: 
 
 def write(doc: dict, path: Path) -> list[Path]:
     """The certificate JSON and its Markdown and HTML renderings beside it, each written atomically."""
-    from spectui.run.prove.render import render_html, render_markdown  # lazy: 6 modules more
-
     doc["_path"] = str(path)
     written = [atomic_write(path, canonical(doc))]
     written.append(atomic_write(path.with_suffix(".md"), render_markdown(doc)))

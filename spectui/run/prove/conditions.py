@@ -14,6 +14,7 @@ import datetime as dt
 import json
 
 from spectui.core.types import Prompt
+from spectui.run.prove.provenance import prompt_set_hash
 from spectui.store.session import Session
 
 # what the sessions cannot show: said "stated, not derivable" in every rendering
@@ -114,8 +115,6 @@ def _sampled(inp: dict, sessions: list[Session]) -> list[str]:
 def _prompts(inp: dict, mo: dict, sessions: list[Session]) -> list[str]:
     """Each recorded prompt's id and category in the set; the set's sha256 from the texts where the share is
     the whole set (a shard's sessions hold only its share's texts: the hash is then stated)."""
-    from spectui.run.prove.provenance import prompt_set_hash  # lazy: 5 modules more
-
     ps = inp["prompt_set"]
     listed = {q.get("id"): q.get("category") for q in ps.get("prompts") or []}
     problems: list[str] = []

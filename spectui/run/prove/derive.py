@@ -12,9 +12,13 @@ from pathlib import Path
 
 from spectui.core.figures import per_position_alpha, rate_basis_note
 from spectui.core.runner import PromptResult, same_tokenizer
+from spectui.core.types import SIDES
 from spectui.core.verdict import judge
+from spectui.run.phased import ORDER
+from spectui.run.prove.provenance import machine_name, machines, where_measured
 from spectui.run.prove.sampled import sampled_json
 from spectui.run.prove.setstats import accepted_at, interval_text, set_ratio, set_speedup, speed_word
+from spectui.run.prove.shard import Shard
 from spectui.store.session import Session, load_session, recorded_verdict, recorders_for
 
 
@@ -75,8 +79,7 @@ class PromptRuns:
         sp = set_speedup([self.ratios()])  # this prompt's runs: the same method as the set's
         measured = self.measured()
         cache = {
-            side: sum(getattr(r, side).figures.prompt_cached or 0 for r in measured) if measured else None
-            for side in ("baseline", "candidate")
+            side: sum(r.side(side).figures.prompt_cached or 0 for r in measured) if measured else None for side in SIDES
         }
         return {
             "id": self.id,
@@ -89,9 +92,7 @@ class PromptRuns:
             ),
             "speedups": self.ratios(),
             "speedup": sp,
-            "decode_tps": {
-                side: [getattr(r, side).figures.decode_tps for r in measured] for side in ("baseline", "candidate")
-            },
+            "decode_tps": {side: [r.side(side).figures.decode_tps for r in measured] for side in SIDES},
             "acceptance": self.acceptance(),
             "prompt_cached": cache,
             "difference": difference_json(diff) if diff is not None else None,
@@ -272,7 +273,6 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     not_run, more = schedule(groups, inputs, order)
     problems += more
     counts = {k: sum(1 for g in groups if g.status == k) for k in ("identical", "differs", "failed", "incomplete")}
-    from spectui.run.phased import ORDER  # lazy: 2 modules more
 
     alone_now = bool(orders_of(greedy)) and orders_of(greedy) == {ORDER}
     # one server at a time: run k of every prompt shares run k's launches, so the interval is over runs
@@ -336,10 +336,10 @@ def _cache(inputs: dict, measured: list[PromptResult]) -> dict:
         "requested": inputs["params"].get("cache_prompt"),
         **{
             side: {
-                "prompt_tokens": sum(getattr(r, side).figures.prompt_tokens or 0 for r in measured),
-                "prompt_cached": sum(getattr(r, side).figures.prompt_cached or 0 for r in measured),
+                "prompt_tokens": sum(r.side(side).figures.prompt_tokens or 0 for r in measured),
+                "prompt_cached": sum(r.side(side).figures.prompt_cached or 0 for r in measured),
             }
-            for side in ("baseline", "candidate")
+            for side in SIDES
         },
     }
 
@@ -363,9 +363,6 @@ def orders_of(sessions: list[Session]) -> set[str]:
 def by_machine(groups: list[PromptRuns], inputs: dict, measured_on: dict) -> dict:
     """Merged shards that ran on different machines: the speed-up of each machine's prompts ({} otherwise,
     so other certificates stay as they were). A prompt's machine is its shard's (run.prove.shard)."""
-    from spectui.run.prove.provenance import machine_name, machines  # lazy: 5 modules more
-    from spectui.run.prove.shard import Shard  # lazy: 1 modules more
-
     found = machines(measured_on)
     if len(found) < 2:
         return {}
@@ -419,8 +416,6 @@ MEASURED_APART = (
 def one_at_a_time(sessions: list[Session], inputs: dict) -> tuple[bool, list[str]]:
     """Whether the sessions recorded every pair measured one after the other (run.phased: never both
     servers up), and where that disagrees with the inputs or between the runs."""
-    from spectui.run.phased import ORDER  # lazy: 2 modules more
-
     orders = {sp.order for s in sessions for sp in s.prompts}
     alone = bool(orders) and orders == {ORDER}
     problems = []
@@ -523,7 +518,6 @@ def speed_words(derived: dict, measured_on: dict) -> str:
     else:
         a, mal = acc["alpha"]["value"], acc["mean_accepted_length"]["value"]
         at = f" at α {a:.2f} (mean accepted length {mal:.2f})" if a is not None and mal is not None else ""
-    from spectui.run.prove.provenance import where_measured  # lazy: 5 modules more
 
     per = derived["speedup"].get("by_machine")
     if per:  # shards on different machines: one speed-up over all of them would mix two hardware

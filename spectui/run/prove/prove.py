@@ -29,13 +29,15 @@ from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import InputError, SpectuiError
 from spectui.core.findings import NEAR_TIE_NATS
 from spectui.core.runner import PromptResult, Source
-from spectui.core.types import GenerationParams, Prompt, ServerInfo
+from spectui.core.types import SIDES, GenerationParams, Prompt, ServerInfo
 from spectui.run.events import PromptFinished, PromptStarted, RunEvent
 from spectui.run.phased import ORDER, Pass, PhasedRun
 from spectui.run.prove import certificate
+from spectui.run.prove.provenance import measured_on, prompt_set_hash
 from spectui.run.prove.shard import Shard, sampled_positions
 from spectui.run.session import RunOptions, RunSession
 from spectui.store.locations import data_dir
+from spectui.store.session_writer import SessionWriter
 
 GREEDY, SAMPLED = "greedy.jsonl", "sampled.jsonl"
 TRIAGE_SKIPPED = (
@@ -285,10 +287,9 @@ class Prover:
             )
 
         self.emit(PhaseStarted("certificate", 1))
-        from spectui.run.prove.provenance import measured_on  # lazy: 4 modules more
 
-        infos = {side: self._info(side) for side in ("baseline", "candidate")}
-        argvs = {side: self._argv(side) for side in ("baseline", "candidate")}
+        infos = {side: self._info(side) for side in SIDES}
+        argvs = {side: self._argv(side) for side in SIDES}
         mo = measured_on(infos, argvs, self.prompts, self.set_name, o.hash_files, self.gpu_probe)
         refs = [certificate.session_ref(p, out, phase) for p, phase in refs_paths]
         doc = certificate.build(self.inputs(), mo, refs, out)
@@ -305,8 +306,6 @@ class Prover:
         return doc
 
     async def _together(self, out: Path) -> None:
-        from spectui.store.session_writer import SessionWriter  # lazy: 1 modules more
-
         o = self.options
         total = len(self.share) * o.runs
         self.emit(PhaseStarted("greedy", total))
@@ -353,8 +352,6 @@ class Prover:
     async def _one_at_a_time(self, out: Path) -> None:
         """Both passes one server at a time: the greedy runs, then the sampled pass (each seed its own
         parameters), on one schedule of whole phases, each pair judged as side by side."""
-        from spectui.store.session_writer import SessionWriter  # lazy: 1 modules more
-
         assert self.alone is not None
         o = self.options
         greedy_total = len(self.share) * o.runs
@@ -424,13 +421,13 @@ class Prover:
             return list(spec.argv)
         if side in self.argvs:
             return self.argvs[side]
-        from spectui.labs.sampling.exact import launch_argv  # lazy: prometheus_client (~131 ms cold)
+        from spectui.labs.sampling.exact import (
+            launch_argv,  # lazy: numpy (~0.3 s) with exact.py, only to read a local argv
+        )
 
         source = self.baseline if side == "baseline" else self.candidate
         return launch_argv(source.url) if source is not None else None
 
 
 def _set_hash(prompts: list[Prompt]) -> str:
-    from spectui.run.prove.provenance import prompt_set_hash  # lazy: 4 modules more
-
     return prompt_set_hash(prompts)

@@ -16,10 +16,13 @@ import platform
 import time
 from pathlib import Path
 
+import psutil
+
 from spectui import __version__
 from spectui.backends.launchspec import LaunchSpec, flag_value
 from spectui.core.errors import redact_argv, redact_credentials
-from spectui.core.types import Prompt, ServerInfo
+from spectui.core.types import SIDES, Prompt, ServerInfo
+from spectui.machine.probes import GPUProbe
 
 CHUNK = 1 << 20
 
@@ -134,9 +137,6 @@ def cpu_model() -> str:
 
 def hardware(gpu_probe=None) -> dict:
     """CPU, cores, RAM and NVIDIA GPUs (NVML); no GPU is a value, never an error."""
-    import psutil  # lazy: psutil (~20 ms cold)
-
-    from spectui.machine.probes import GPUProbe  # lazy: psutil (~20 ms cold)
 
     probe = gpu_probe or GPUProbe()
     gpus = [{"index": g.index, "name": g.name, "memory_total": g.memory_total} for g in probe.sample()]
@@ -222,7 +222,7 @@ def measured_on(
     gpu_probe=None,
 ) -> dict:
     return {
-        "servers": {side: server_facts(infos[side], argvs.get(side), hash_files) for side in ("baseline", "candidate")},
+        "servers": {side: server_facts(infos[side], argvs.get(side), hash_files) for side in SIDES},
         "hardware": hardware(gpu_probe),
         "spectui": __version__,
         "prompt_set": {"name": set_name, "sha256": prompt_set_hash(prompts), "count": len(prompts)},

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spectui.core.types import SIDES
 from spectui.run.prove.certificate import load, machine_names, verify
 from spectui.run.prove.setstats import interval_text
 
@@ -71,7 +72,7 @@ def incomparable(old: dict, new: dict) -> str | None:
     for key in ("max_tokens", "cache_prompt"):
         if a["params"].get(key) != b["params"].get(key):
             return f"different {key} ({a['params'].get(key)} vs {b['params'].get(key)})"
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         x, y = _model_identity(old, side), _model_identity(new, side)
         if x and y and x != y:
             return f"different {side} models ({_short_id(x)} vs {_short_id(y)})"

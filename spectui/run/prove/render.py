@@ -10,6 +10,7 @@ import html
 from spectui.core import terms_table
 from spectui.core.headline import from_certificate
 from spectui.core.markdown import md_cell
+from spectui.core.types import SIDES
 from spectui.run.prove.conditions import STATED_WORDS
 from spectui.run.prove.setstats import interval_text
 
@@ -59,7 +60,7 @@ def sections(doc: dict) -> list[tuple[str, list[list[str]] | list[str]]]:
         out.append(_sampled_identity(d["sampled"]))
     out.append(("Speed-up, beside its acceptance", _speedup_lines(d["speedup"], d.get("acceptance"))))
     out.append(("By category", _by_category(d["by_category"])))
-    out += terms_table.sections(doc.get("terms"))  # measured on the servers after the run (issue 30)
+    out += terms_table.sections(doc.get("terms"))  # measured on the servers after the run
     out.append(("Measured on", _measured_on(doc)))
     out.append(
         (
@@ -205,7 +206,7 @@ def _measured_on(doc: dict) -> list[str]:
     """Each server as the sessions state it, the cache reuse, the hardware, the shards, and what is stated."""
     mo, c = doc["measured_on"], doc["derived"]["cache"]
     lines = []
-    for side in ("baseline", "candidate"):
+    for side in SIDES:
         lines += _server_lines(side, mo["servers"][side])
     lines.append(
         f"cache: prompt cache {_cache(c['requested'])} per request; prompt tokens reused from the cache: baseline "

@@ -16,8 +16,7 @@ def sampled_json(sessions: list[Session], order: dict, inputs: dict, argv: list[
     cfg = inputs.get("sampled")
     if not cfg or not cfg.get("ids"):
         return None
-    # lazy: 65 modules with prometheus_client, only where a certificate has a sampled pass
-    from spectui.labs.sampling.exact import SamplingResult, distribution_pass, guarantee_for  # lazy: see above
+    from spectui.labs.sampling.exact import SamplingResult, distribution_pass, guarantee_for  # lazy: numpy (~0.3 s)
 
     by_id, info = _sampled_runs(sessions)
     if not by_id:

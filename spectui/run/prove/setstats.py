@@ -10,7 +10,7 @@ import statistics
 
 from spectui.core.stats import LEVEL, MIN_DF, TOO_FEW_RUNS, over_units, speed_call
 
-# below these, an interval is shown but no verdict word is drawn from it: "too few runs to judge" (issue 36)
+# below these, an interval is shown but no verdict word is drawn from it: "too few runs to judge"
 MIN_PROMPTS = 3  # prompts for an interval over prompts
 TOO_FEW = TOO_FEW_RUNS
 

@@ -1,4 +1,4 @@
-"""The formula's terms measured for a certificate (issue 30): after `spectui prove` has written its
+"""The formula's terms measured for a certificate: after `spectui prove` has written its
 certificate, the servers it ran on (still up) are timed on separate requests (labs.theory.costs, as `spectui
 theory --from` does) for each prompt of the greedy session, and the certificate gets a "terms" record
 (labs.theory.record) and is written again (JSON, Markdown, HTML).
@@ -15,6 +15,8 @@ from pathlib import Path
 from spectui.backends.launchspec import LaunchSpec
 from spectui.core.errors import describe
 from spectui.core.runner import grouped
+from spectui.core.types import SIDES
+from spectui.labs.theory import record as terms_record
 from spectui.run.prove import certificate
 from spectui.run.prove.derive import normalised
 from spectui.store.session import load_session, results_for
@@ -26,9 +28,7 @@ def launched_of(doc: dict) -> dict:
     """Each side's recorded command line as a LaunchSpec (empty where not recorded): the draft is timed at
     the candidate's threads and offload, every position's outputs at the baseline's."""
     servers = doc["measured_on"].get("servers", {})
-    return {
-        side: LaunchSpec.from_argv((servers.get(side) or {}).get("launch_argv")) for side in ("baseline", "candidate")
-    }
+    return {side: LaunchSpec.from_argv((servers.get(side) or {}).get("launch_argv")) for side in SIDES}
 
 
 def draft_model_of(doc: dict) -> str | None:
@@ -65,8 +65,6 @@ async def add_terms(
 
 async def _measure(doc: dict, client, baseline, candidate, repeats: int, say: Callable[[str], None] | None) -> dict:
     """The terms of every greedy prompt that finished on both sides (labs.theory.record), on the servers."""
-    from spectui.labs.theory import record as terms_record  # lazy: prometheus_client (~131 ms cold)
-
     groups = _finished_groups(doc)
 
     def done(i: int, pid: str) -> None:

@@ -62,7 +62,7 @@ class SessionBrowser(Screen):
         self.reload()
 
     def reload(self) -> None:
-        # read in a thread: a slow disk or an odd file in the folder never freezes the app (issue 40, item 2)
+        # read in a thread: a slow disk or an odd file in the folder never freezes the app
         self.run_worker(self._list, thread=True, exclusive=True, group="session-list", exit_on_error=False)
 
     def _list(self) -> None:

@@ -1,5 +1,5 @@
 """The pane's token view: one side's output with each candidate token marked by its label, kept plain
-with its marks as ranges and drawn a row at a time (issue 32)."""
+with its marks as ranges and drawn a row at a time."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from spectui.core.tokens import TokenLog
 
 _TRAILING_SPACE = re.compile(r"\s+$")
 
-# the candidate's inline marks, a key cycles them (issue 39): every mark; the labels' colours only, no glyph
+# the candidate's inline marks, a key cycles them: every mark; the labels' colours only, no glyph
 # written into the text (`✗7` before a line number read as part of it, and shifted indentation); none
 MARK_MODES = ("full", "colour", "off")
 
@@ -42,7 +42,7 @@ class TokenView(ScrollView, can_focus=True):
     never as styled segments per token. Each logical line's display rows are counted once, with Rich's
     own word wrap (the open last line from its last row on), and only the rows on screen are rendered,
     from a cache of strips. The virtual height changes without a layout of the screen. So a frame costs
-    the rows that changed, not the output's length, and both panes keep up with a fast stream (issue 32).
+    the rows that changed, not the output's length, and both panes keep up with a fast stream.
     """
 
     DEFAULT_CSS = "TokenView { width: 1fr; height: 1fr; padding: 0 1; }"
@@ -298,7 +298,7 @@ class TokenView(ScrollView, can_focus=True):
             return
         try:
             # the virtual size is a layout reactive: setting it lays the whole screen out again, which
-            # took half the time of a frame at 2 × 12,000 tokens/s (profile in issue 32's note). Only
+            # took half the time of a frame at 2 × 12,000 tokens/s (profiled). Only
             # the scrollbars need the new size (as Widget._size_updated gives it them without a layout);
             # a scrollbar appearing or going still lays out, through its own reactive.
             self.set_reactive(ScrollView.virtual_size, size)

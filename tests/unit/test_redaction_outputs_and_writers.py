@@ -1,4 +1,5 @@
-"""Hardening, round 2 (issue 26): each case failed (a traceback, a leak, a wrong figure) before its fix.
+"""Credentials redacted, server text escaped, odd files one line, outputs checked before any server, one
+writer per session: each case failed (a traceback, a leak, a wrong figure) before its fix.
 
 Expected values are written from the input, not read back from spectui's output.
 """
@@ -362,7 +363,7 @@ def test_sampling_checks_its_outputs_before_any_server(tmp_path):
 
 
 def test_report_o_into_a_path_under_a_file_is_one_line(tmp_path):
-    from tests.unit.test_hardening import PROMPT, _session, _side
+    from tests.unit.test_bad_input_nothing_lost import PROMPT, _session, _side
 
     p = _session(tmp_path, [PROMPT, *_side("baseline", "a"), *_side("candidate", "a")])
     (tmp_path / "f.txt").write_text("x")
@@ -421,7 +422,7 @@ def test_two_processes_saving_to_one_file_one_is_refused(tmp_path):
 
 
 def _interleaved_lines():
-    from tests.unit.test_hardening import PROMPT, _side
+    from tests.unit.test_bad_input_nothing_lost import PROMPT, _side
 
     a = [PROMPT, *_side("baseline", "hey"), *_side("candidate", "hey")]
     b = [PROMPT, *_side("baseline", "hey"), *_side("candidate", "hey")]
@@ -432,7 +433,7 @@ def _interleaved_lines():
 
 
 def test_two_runs_interleaved_in_one_file_are_named_not_judged(tmp_path):
-    from tests.unit.test_hardening import _session
+    from tests.unit.test_bad_input_nothing_lost import _session
 
     p = _session(tmp_path, _interleaved_lines())
     r = _cli("replay", str(p), "--no-tui", "--json")
@@ -445,7 +446,7 @@ def test_two_runs_interleaved_in_one_file_are_named_not_judged(tmp_path):
 def test_runs_appended_one_after_another_are_kept_apart(tmp_path):
     from spectui.store.session import load_session
     from spectui.store.session_writer import SessionWriter
-    from tests.unit.test_hardening import PROMPT, _side
+    from tests.unit.test_bad_input_nothing_lost import PROMPT, _side
 
     path = tmp_path / "s.jsonl"
 
@@ -510,7 +511,7 @@ def test_a_full_disk_mid_run_stops_the_file_not_the_run(tmp_path):
     ],
 )
 def test_an_edited_session_is_read_by_replay_and_every_report(tmp_path, result, triage):
-    from tests.unit.test_hardening import PROMPT, _session, _side
+    from tests.unit.test_bad_input_nothing_lost import PROMPT, _session, _side
 
     lines = [PROMPT, *_side("baseline", "hi"), *_side("candidate", "hi")]
     lines += [
@@ -535,7 +536,7 @@ def test_listing_parses_summary_records_not_events(tmp_path, monkeypatch):
     import orjson
 
     from spectui.store import session_list
-    from tests.unit.test_hardening import PROMPT, _ev
+    from tests.unit.test_bad_input_nothing_lost import PROMPT, _ev
 
     head = {"format": "spectui-session", "version": 1, "created": "2026-12-01T00:00:00+00:00"}
     servers = {"type": "servers", "baseline": {"url": "http://b"}, "candidate": {"url": "http://c"}}
@@ -560,7 +561,7 @@ def test_listing_parses_summary_records_not_events(tmp_path, monkeypatch):
 
 def test_listing_says_what_a_cut_off_run_recorded(tmp_path):
     from spectui.store.session_list import summarise
-    from tests.unit.test_hardening import PROMPT, _session, _side
+    from tests.unit.test_bad_input_nothing_lost import PROMPT, _session, _side
 
     done = {"type": "result", "n": 0, "identical": True, "speedup": 1.2}
     p = _session(tmp_path, [PROMPT, *_side("baseline", "hi"), *_side("candidate", "hi"), done, PROMPT])

@@ -1,4 +1,5 @@
-"""Hardening, round 3 (issue 40): each case failed (a damaged file, a traceback, a wrong figure) before
+"""No command writes over a file not its own; unreadable files, odd readings and servers that ignore
+max_tokens are one line or no figure: each case failed (a damaged file, a traceback, a wrong figure) before
 its fix. Expected values are written from the input, not read back from spectui's output."""
 
 from __future__ import annotations

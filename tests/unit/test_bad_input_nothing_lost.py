@@ -1,4 +1,4 @@
-"""Bad servers, bad files, two terminals at once: one clear line, nothing lost (issue: hardening).
+"""Bad servers, bad files, two terminals at once: one clear line, nothing lost.
 
 Each expected value here is written from the input, not read back from spectui's output.
 """

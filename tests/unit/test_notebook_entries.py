@@ -14,7 +14,7 @@ import spectui.core.runner as runner
 from spectui.core.errors import InputError
 from spectui.core.findings import Triage
 from spectui.store import notebook
-from tests.unit.test_notebook_oracle import INFOS, results
+from tests.unit.test_notebook import INFOS, results
 
 
 def _group(runs, **kw):

@@ -13,6 +13,7 @@ from pathlib import Path
 from spectui.cli import options
 from spectui.cli.commands import COMMANDS
 from spectui.cli.common import EXIT_OK, EXIT_SERVER
+from spectui.cli.outputs import check_output
 from spectui.core.errors import InputError
 from spectui.labs.formats import table
 from spectui.labs.formats.kernels import DEFAULT_FORMATS
@@ -80,9 +81,8 @@ async def cmd_formats(args) -> int:
         verify=not args.no_verify,
     )
     _, _, model = formats.resolve(opts)
-    out = Path(args.output) if args.output else formats.default_path(model)
-    if out.is_dir():
-        raise InputError(f"{out} is a folder", hint="give -o a file name for the JSON")
+    out = check_output(args.output or formats.default_path(model), "-o", ("formats table",))
+    assert out is not None
     prompts = _prompts(args)
 
     def say(line: str) -> None:

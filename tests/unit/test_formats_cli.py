@@ -70,3 +70,16 @@ def test_the_drafts_lesson_trains_for_the_recommended_format_of_a_kept_table(tmp
     assert main(["drafts", "lesson", "--for-format", str(path), "-o", str(tmp_path / "l")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "recommends no format whose file is here" in err[0]
+
+
+def test_o_never_overwrites_a_file_that_is_not_a_formats_table(tmp_path, capsys, stand_in_assets, monkeypatch):
+    monkeypatch.setenv("SPECTUI_LLAMA_SERVER", str(stand_in_assets))
+    quantize = stand_in_assets.parent / "llama-quantize"
+    quantize.write_text("#!/bin/sh\nexit 1\n")
+    quantize.chmod(0o755)
+    mine = tmp_path / "notes.txt"
+    mine.write_text("my notes")
+    assert main(["formats", "--no-verify", "-o", str(mine)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not a formats table spectui wrote" in err[0]
+    assert mine.read_text() == "my notes"

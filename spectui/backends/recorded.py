@@ -6,6 +6,7 @@ Used by the keep-up benchmark, the snapshot tests and anything that needs a stre
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -67,6 +68,7 @@ class ReplayBackend(Backend):
         tokens_per_s: float | None = None,
         fail_after: int | None = None,
         virtual_ms_per_event: float | None = None,
+        pace: str = "recorded",
     ) -> None:
         self.url = url
         self.payloads = payloads
@@ -77,6 +79,10 @@ class ReplayBackend(Backend):
         self.fail_after = fail_after
         # a virtual clock: events stamped start + k·interval, so figures are the same every run (snapshots)
         self.virtual_ms_per_event = virtual_ms_per_event
+        # on the virtual clock: "recorded" (each payload when the recording's own timings say, so arrivals and
+        # timings agree as a live server's do; verify checks they do) or "fixed" (every payload one interval
+        # after the last, from 0: the same picture every time, for screenshots)
+        self.pace = pace
 
     async def wait_ready(self, timeout: float = 0, on_wait=None) -> None:
         return None
@@ -94,10 +100,14 @@ class ReplayBackend(Backend):
     async def stream(self, prompt: str, params: GenerationParams) -> AsyncIterator[StreamEvent]:
         lab = LlamaCppLabeller()
         clock = time.perf_counter_ns
-        if self.virtual_ms_per_event is not None:
+        pace = None
+        if self.virtual_ms_per_event is not None and self.pace == "fixed":
             ticks = iter(range(10**9))
             step = int(self.virtual_ms_per_event * 1e6)
             clock = lambda: next(ticks) * step  # noqa: E731
+        elif self.virtual_ms_per_event is not None:
+            pace = _RecordedPace(int(self.virtual_ms_per_event * 1e6))
+            clock = pace.now
         start = clock()
         yield StreamStarted(start, prompt)
         interval = 1e9 / self.tokens_per_s if self.tokens_per_s else 0
@@ -113,6 +123,48 @@ class ReplayBackend(Backend):
                     await asyncio.sleep((due - now) / 1e9)
             elif sent % 64 == 0:
                 await asyncio.sleep(0)  # let the UI breathe, as a network read would
+            if pace is not None:
+                pace.advance(obj)
+                if isinstance(obj.get("generation_settings"), dict):  # the request's own length, as a server says it
+                    obj = {**obj, "generation_settings": {**obj["generation_settings"], "n_predict": params.max_tokens}}
             for ev in lab.feed(obj, clock()):
                 yield ev
             sent += len(obj.get("tokens") or [])
+
+
+class _RecordedPace:
+    """A virtual clock for a replay: the first event one `step` after the start (the prompt's time), each
+    later one when the recording's own cumulative `timings.predicted_ms` says its tokens were made (one
+    `step` on where a payload has no timing), so the arrivals agree with the timings the stream reports, as a
+    live server's do. Streams follow one another on it (never overlapping, never before the process's
+    clock), so sequential sides replayed in turn do not overlap either."""
+
+    floor = 0  # where the last stream replayed on a virtual clock ended
+    streams = 0  # streams replayed so far: each one's arrivals get their own sub-microsecond jitter
+
+    def __init__(self, step: int) -> None:
+        self.step = max(step, 1)
+        _RecordedPace.streams += 1
+        # a live stream's gaps never repeat to the nanosecond; a replay's would (verify takes two runs with
+        # equal gaps for one run recorded twice): a deterministic jitter below a microsecond per event
+        self.jitter = random.Random(_RecordedPace.streams)
+        self.t = max(time.perf_counter_ns(), _RecordedPace.floor)
+        self.generation: int | None = None  # when the first payload arrived
+        self.last_ms = -1.0
+
+    def now(self) -> int:
+        _RecordedPace.floor = max(_RecordedPace.floor, self.t + self.step)
+        return self.t
+
+    def advance(self, payload: dict) -> None:
+        ms = (payload.get("timings") or {}).get("predicted_ms") if isinstance(payload, dict) else None
+        if self.generation is None:
+            self.t += self.step
+            self.generation = self.t
+        elif isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > self.last_ms:
+            self.t = max(self.t + 1, self.generation + int(ms * 1e6))
+        else:
+            self.t += self.step
+        if isinstance(ms, (int, float)) and not isinstance(ms, bool):
+            self.last_ms = max(self.last_ms, float(ms))
+        self.t += self.jitter.randrange(1, 1000)

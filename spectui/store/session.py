@@ -172,6 +172,8 @@ class Session:
     prompts: list[SessionPrompt]
     warnings: list[str] = field(default_factory=list)
     terms: dict | None = None  # the last "terms" record: the formula's terms measured after the run
+    # every "servers" record in file order (infos is the last): an identity that changed mid-run shows here
+    servers_seen: list[dict[str, ServerInfo]] = field(default_factory=list)
 
 
 def probe_from_json(rec: dict):
@@ -327,7 +329,7 @@ def load_session(path: str | Path) -> Session:
             if read.prompts:
                 read.prompts[-1].damaged = True
     warnings += _damage_said(p, bad, interleaved, read.runs)
-    return Session(p, head.get("created", "?"), read.infos, read.prompts, warnings, read.terms)
+    return Session(p, head.get("created", "?"), read.infos, read.prompts, warnings, read.terms, read.servers_seen)
 
 
 class _Records:
@@ -337,6 +339,7 @@ class _Records:
         self.infos = {"baseline": ServerInfo(url="?"), "candidate": ServerInfo(url="?")}
         self.prompts: list[SessionPrompt] = []
         self.terms: dict | None = None
+        self.servers_seen: list[dict[str, ServerInfo]] = []
         self.by_n: dict = {}  # the writer's prompt numbers → prompts (a later triage record names one)
         self.runs = 0  # runs appended one after another (each opens with a "run" record)
         self.next_token: dict[tuple[int, str], int] = {}  # (prompt, side) → the token index its stream is at
@@ -349,6 +352,7 @@ class _Records:
             self.by_n = {}  # each run numbers its prompts from 0
         elif kind == "servers":
             self.infos = {k: info_from_json(rec[k]) for k in SIDES}
+            self.servers_seen.append(self.infos)
         elif kind == "prompt":
             prompts.append(_prompt(rec))
         elif kind == "event":

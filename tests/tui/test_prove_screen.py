@@ -15,7 +15,7 @@ from tests.tui.test_snapshots import make
 
 
 async def test_f4_proves_the_set_on_screen_and_saves_the_certificate(tmp_path):
-    app = make()
+    app = make(pace="recorded")  # the certificate must verify: arrivals that agree with the timings
     book = notebook.notebook_path(None)
     before = len(notebook.read(book))
     async with app.run_test(size=(160, 48)) as pilot:

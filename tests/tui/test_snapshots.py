@@ -30,7 +30,9 @@ def diverging(payloads):
     return out
 
 
-def make(candidate="draft", fail_after=None, size_note=""):
+def make(candidate="draft", fail_after=None, size_note="", pace="fixed"):
+    """pace "fixed": the same picture every time; "recorded": arrivals as the recordings' timings say (what a
+    certificate made on screen needs to verify)."""
     infos = {
         "replay://baseline": ServerInfo(
             "http://127.0.0.1:8080",
@@ -53,6 +55,7 @@ def make(candidate="draft", fail_after=None, size_note=""):
             streams[url],
             infos[url],
             virtual_ms_per_event=12.5,
+            pace=pace,
             fail_after=fail_after if url.endswith("candidate") else None,
         )
 

@@ -1,6 +1,6 @@
 """regress (run/prove/regress.py), part by part, on certificate documents written here: every expected row,
 reason and exit code is written by hand from the inputs of its test (the mutation table's survivors in
-acceptance_rows, _greedy_rows, regress, _sampled_row, incomparable, _model_identity, _lower and
+acceptance_rows, _greedy_rows, regress, _sampled_row, incomparable, _recorded_model, _stated_sha256, _lower and
 draft_length). `regress` itself reads its two documents through a stand-in for `load` and `verify` (the
 files and their verification are certificate.py's, tested in test_certificate.py)."""
 
@@ -20,10 +20,11 @@ from spectui.run.prove.regress import (
     RegressRow,
     _greedy_rows,
     _lower,
-    _model_identity,
+    _recorded_model,
     _same_draft,
     _sampled_row,
     _short_id,
+    _stated_sha256,
     acceptance_rows,
     compared,
     draft_length,
@@ -72,23 +73,20 @@ def test_the_json_holds_code_reason_and_every_row_field():
 
 
 # -- which model each side ran ---------------------------------------------------------------------------
-def test_the_model_identity_is_the_files_hash_else_the_servers_model_name():
-    assert _model_identity({"measured_on": {}}, "baseline") is None  # no servers recorded
-    assert _model_identity({"measured_on": {"servers": {}}}, "baseline") is None  # not this side
-    assert _model_identity({"measured_on": {"servers": {"baseline": {}}}}, "baseline") is None
-    servers = {
-        "baseline": {"model": "target.gguf", "model_file": {"sha256": SHA_A}},
-        "candidate": {"model": "draft.gguf"},
+def test_the_model_is_the_one_the_sessions_recorded_and_the_sha256_only_stated():
+    assert _recorded_model({"derived": {}}, "baseline") is None  # no servers recorded
+    assert _recorded_model({"derived": {"servers": {}}}, "baseline") is None  # not this side
+    doc = {
+        "derived": {"servers": {"baseline": {"model": "target.gguf"}, "candidate": {"model": None}}},
+        "measured_on": {"servers": {"baseline": {"model": "stated.gguf", "model_file": {"sha256": SHA_A}}}},
     }
-    doc = {"measured_on": {"servers": servers}}
-    assert _model_identity(doc, "baseline") == SHA_A  # the hash first
-    assert _model_identity(doc, "candidate") == "draft.gguf"  # no file: the name
+    assert _recorded_model(doc, "baseline") == "target.gguf"  # the sessions', never the stated name
+    assert _recorded_model(doc, "candidate") is None
+    assert _stated_sha256(doc, "baseline") == SHA_A
+    assert _stated_sha256(doc, "candidate") is None
+    assert _stated_sha256({"measured_on": {}}, "baseline") is None
     none_file = {"measured_on": {"servers": {"baseline": {"model": "m", "model_file": None}}}}
-    assert _model_identity(none_file, "baseline") == "m"
-    no_hash = {"measured_on": {"servers": {"baseline": {"model": "m", "model_file": {"sha256": None}}}}}
-    assert _model_identity(no_hash, "baseline") == "m"
-    hash_only = {"measured_on": {"servers": {"baseline": {"model_file": {"sha256": SHA_B}}}}}
-    assert _model_identity(hash_only, "baseline") == SHA_B
+    assert _stated_sha256(none_file, "baseline") is None
 
 
 def test_a_short_id_cuts_only_a_64_character_hash():
@@ -100,13 +98,15 @@ def test_a_short_id_cuts_only_a_64_character_hash():
 
 # -- incomparable ----------------------------------------------------------------------------------------
 def doc_inputs(sha=SHA_A, name="set-a", share=None, max_tokens=64, cache_prompt=True, servers=None) -> dict:
+    """`servers`: each side's stated model_file and its recorded model (derived.servers)."""
     inputs = {"prompt_set": {"name": name, "sha256": sha}, "params": {"max_tokens": max_tokens}}
     if cache_prompt is not None:
         inputs["params"]["cache_prompt"] = cache_prompt
     if share is not None:
         inputs["share"] = share
     measured = {} if servers is None else {"servers": servers}
-    return {"inputs": inputs, "measured_on": measured}
+    recorded = {side: {"model": s.get("model")} for side, s in (servers or {}).items()}
+    return {"inputs": inputs, "measured_on": measured, "derived": {"servers": recorded}}
 
 
 def test_the_same_inputs_are_comparable():
@@ -149,11 +149,11 @@ def test_different_models_on_a_side_are_incomparable_only_when_both_are_known():
     a = {"baseline": {"model_file": {"sha256": SHA_A}}, "candidate": {"model": "d1.gguf"}}
     b = {"baseline": {"model_file": {"sha256": SHA_B}}, "candidate": {"model": "d1.gguf"}}
     assert incomparable(doc_inputs(servers=a), doc_inputs(servers=b)) == (
-        "different baseline models (0123456789ab… vs fedcba987654…)"
+        "different baseline model files (stated sha256 0123456789ab… vs fedcba987654…)"
     )
     c = {"baseline": {"model_file": {"sha256": SHA_A}}, "candidate": {"model": "d2.gguf"}}
-    assert (
-        incomparable(doc_inputs(servers=a), doc_inputs(servers=c)) == "different candidate models (d1.gguf vs d2.gguf)"
+    assert incomparable(doc_inputs(servers=a), doc_inputs(servers=c)) == (
+        "different candidate models as the servers reported them (d1.gguf vs d2.gguf)"
     )
     # one side unknown on either certificate: not judged
     assert incomparable(doc_inputs(servers=a), doc_inputs(servers={})) is None
@@ -503,7 +503,10 @@ def test_the_same_positions_drafted_add_no_draft_length_row():
     old = accepting({"drafted": 4, "mean_accepted_length": {"value": 1.5}, "per_position": [P2_OLD]}, n_max=1)
     new = accepting({"drafted": 4, "mean_accepted_length": {"value": 1.75}, "per_position": [P2_NEW]}, n_max=1)
     assert acceptance_rows(old, new) == [
-        RegressRow("mean accepted length", "1.50", "1.75", "+0.250 (no interval: 1 run; not judged)"),
+        # greedy acceptance counts are exact: without an interval the change is judged as it is (higher: fine)
+        RegressRow(
+            "mean accepted length", "1.50", "1.75", "+0.250, not lower (exact counts at temperature 0; no interval)"
+        ),
         RegressRow(
             "acceptance per drafted token", "—", "—", "shown, not judged (it falls with a longer draft by design)"
         ),
@@ -643,10 +646,12 @@ def test_a_speed_up_on_other_hardware_or_in_another_mode_is_not_judged(monkeypat
     lower = {"value": 1.2, "low": 1.125, "high": 1.1875}
     other = {"cpu": "Xeon", "gpus": [{"name": "H200"}]}
     stub_load(monkeypatch, cert("o.json"), cert("n.json", speedup=lower, measured_on={"hardware": other}))
-    how = "-20.0%, lower beyond the intervals; measured on different hardware: not judged"
+    hw = "measured on different hardware (stated: measured_on.hardware)"
+    how = f"-20.0%, lower beyond the intervals; {hw}: not judged"
+    # not judged is never a pass: INCOMPARABLE, saying why
     assert rg.regress("o.json", "n.json", check=False) == Regression(
-        0,
-        "nothing worse beyond its interval" + NO_VERIFY,
+        2,
+        f"nothing worse found, but speed-up {hw}: not judged" + NO_VERIFY,
         [GREEDY_SAME, SAMPLED_SAME, speed("1.50× [1.25–1.75]", "1.20× [1.12–1.19]", how)],
     )
     stub_load(monkeypatch, cert("o.json"), cert("n.json", speedup=lower, one_at_a_time=True))
@@ -672,7 +677,9 @@ def test_a_speed_up_without_intervals_shows_its_change(monkeypatch):
         cert("n.json", speedup={"value": 1.8}, measured_on={}),
     )
     row = speed("1.50×", "1.80×", "+20.0%, +0.300 (no interval: 1 run; not judged)")
-    assert rg.regress("o.json", "n.json", check=False).rows == [GREEDY_SAME, SAMPLED_SAME, row]
+    r = rg.regress("o.json", "n.json", check=False)
+    assert r.rows == [GREEDY_SAME, SAMPLED_SAME, row]
+    assert r.code == 2 and "has no interval on one side" in r.reason  # not judged: never a pass
 
 
 def test_a_speed_up_measured_before_and_not_now_is_a_regression(monkeypatch):

@@ -29,12 +29,15 @@ from spectui.run.prove.derive import derive, load_sessions, normalised
 from spectui.run.prove.provenance import sha256_file
 from spectui.run.prove.render import render_html, render_markdown
 from spectui.store.locations import atomic_write
+from spectui.store.strict_json import StrictJSONError, first_duplicate_key, loads_strict, read_bounded
 
 FORMAT = "spectui-certificate"
 VERSION = 1
 KNOWN_VERSIONS = (1,)  # exactly the versions this spectui reads (0, 1.5, a future 2: refused)
 SCHEMA = Path(__file__).with_name("certificate.schema.json")
 CERT_NAME, MD_NAME, HTML_NAME = "certificate.json", "certificate.md", "certificate.html"
+# a certificate lists its prompts, shards and figures, never the sessions' events: far below this
+MAX_BYTES = 64 * 1024 * 1024
 
 
 # -- files -----------------------------------------------------------------------------------------
@@ -56,13 +59,17 @@ def session_ref(path: Path, base: Path, phase: str) -> dict:
 
 def load(path: str | Path) -> dict:
     """A certificate document; a one-line error for a file that is not one (or a newer version)."""
+    if "\x00" in str(path):
+        raise InputError("a certificate path with a NUL byte is refused", hint="give the path of a certificate.json")
     p = Path(path).expanduser()
     if p.is_dir():
         p = p / CERT_NAME
     if not p.is_file():
         raise InputError(f"certificate {p} does not exist")
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        doc = loads_strict(read_bounded(p, MAX_BYTES))
+    except StrictJSONError as exc:
+        raise InputError(f"{p} is not a valid certificate: {exc}", hint="the file was edited or damaged") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{p} is not a spectui certificate (not JSON: {exc})") from None
     except RecursionError:
@@ -86,9 +93,14 @@ def schema_error(doc: dict) -> str | None:
     """The shipped JSON schema (certificate.schema.json) applied to a document: its first error, one line."""
     import jsonschema  # lazy: jsonschema (~266 ms cold)
 
+    # "integer" is a whole number as JSON writes one: 3e8 is a float here (JSON Schema would take it)
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, v: isinstance(v, int) and not isinstance(v, bool)
+    )
+    validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)
     try:
         schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
-        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+        error = jsonschema.exceptions.best_match(validator(schema).iter_errors(doc))
     except RecursionError:
         return "nested too deeply"
     if error is None:
@@ -188,6 +200,9 @@ def _check_session_files(refs: list[dict], base: Path) -> tuple[list[str], list[
             problems.append(
                 f"session {ref.get('path')}: {p.stat().st_size} bytes, the certificate says {ref.get('bytes')}"
             )
+        elif (twice := first_duplicate_key(p)) is not None:
+            # readers disagree on which of two equal keys counts: the record says two things at once
+            problems.append(f"session {ref.get('path')}: {twice}")
         else:
             checked.append(f"session {ref.get('path')}: sha256 ok")
         readable.append(ref)
@@ -269,6 +284,8 @@ def outside(path: str, base: Path) -> str | None:
     folder (no absolute path, no `..`, no symbolic link out of it); anything else would let a certificate
     have any file on the machine hashed."""
 
+    if any(ord(ch) < 32 or ch == "\x7f" for ch in path):
+        return "a session path with a control character (a NUL byte, a newline …) is refused"
     rel = Path(path)
     if rel.is_absolute() or ".." in rel.parts:
         return "a session must be a file inside the certificate's folder (an absolute path or '..' is refused)"
@@ -352,13 +369,8 @@ def merge(paths: list[str | Path], out: str | Path) -> dict:
         if not v.ok:
             raise InputError(f"{d['_path']} does not verify: {v.problems[0]}", hint="run spectui verify on it")
     for d in docs[1:]:
-        for side in SIDES:
-            a, b = (x["derived"]["servers"].get(side, {}) for x in (first, d))
-            if a != b:
-                keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-                raise InputError(
-                    f"{d['_path']}: the {side} server differs from {first['_path']}'s in {', '.join(keys)}"
-                )
+        if why := shards_differ(first, d):
+            raise InputError(f"{d['_path']} and {first['_path']}: {why}: not shards of one certificate")
     out_path = Path(out).expanduser()
     if out_path.is_dir():
         raise InputError(f"-o {out} is a folder", hint="give -o a file name, e.g. merged.json")
@@ -375,6 +387,38 @@ def merge(paths: list[str | Path], out: str | Path) -> dict:
             refs.append(session_ref(beside(src / ref["path"], base, d["inputs"]["shard"]), base, ref["phase"]))
     inputs = {**first["inputs"], "shard": None, "share": [p["id"] for p in first["inputs"]["prompt_set"]["prompts"]]}
     return build(inputs, _merged_measured_on(docs), refs, base, merged_terms(docs))
+
+
+# what each shard states of its servers that its sessions cannot show: shards that state different ones are
+# not one certificate's (used only to refuse, never to accept: the sessions' identities are compared too)
+STATED_SAME = ("launch_argv", "launch_flags", "prefix_cache_flag")
+FILE_IDENTITY = ("sha256", "bytes", "files", "file_sha256")
+
+
+def shards_differ(a: dict, b: dict) -> str | None:
+    """Why two shard certificates are not of one candidate, one baseline, one model: the servers as their
+    sessions recorded them (build, model, speculation, cache), then what each states (command line, model
+    and draft file contents)."""
+    for side in SIDES:
+        x, y = (d["derived"]["servers"].get(side, {}) for d in (a, b))
+        if x != y:
+            keys = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
+            return f"the {side} server differs in {', '.join(keys)} (as the sessions recorded it)"
+        sx, sy = (d["measured_on"]["servers"].get(side, {}) for d in (a, b))
+        for key in STATED_SAME:
+            if normalised(sx.get(key)) != normalised(sy.get(key)):
+                return f"the {side} server's stated {key} differs ({_short(sx.get(key))} vs {_short(sy.get(key))})"
+        for key in ("model_file", "draft_file"):
+            fx, fy = sx.get(key) or {}, sy.get(key) or {}
+            for k in FILE_IDENTITY:
+                if fx.get(k) != fy.get(k):
+                    return (
+                        f"the {side}'s stated {key}.{k} differs ({_short(fx.get(k))} vs {_short(fy.get(k))}): "
+                        "another file, whatever its name"
+                    )
+    if a["measured_on"].get("spectui") != b["measured_on"].get("spectui"):
+        return "made by different spectui versions"
+    return None
 
 
 def _check_one_split(docs: list[dict]) -> None:

@@ -1,11 +1,15 @@
 """The conditions a certificate states (`inputs`, `measured_on`), checked against what its sessions recorded:
 each greedy record's parameters, the sampled pass's seeds, temperature and length, the prompt texts (→ the
 prompt set's sha256 where the share is the whole set), the probes' GPUs and host, the session headers'
-spectui version and start times. `verify` fails naming the field on a mismatch. What the sessions cannot
-show (model files, launch command lines, URLs, the CPU's name) is STATED: renderings label it so.
+spectui version and start times, and the share against its shard's index. `verify` fails naming the field
+on a mismatch. What the sessions cannot show (model files, launch command lines, URLs, the CPU's name) is
+STATED: renderings label it so. The figures themselves are cross-checked in run.prove.crosscheck.
 
-regress and merge decide comparability from exactly these fields, so a certificate whose conditions were
-edited must not verify.
+regress and merge decide comparability from these checked fields and from what the sessions recorded (the
+servers' build, model and speculation from every servers record and request, the machine from the probes,
+the order from the start times), so a certificate whose conditions were edited does not verify. A STATED
+field is used only to refuse (merge: shards whose command lines or model files differ; regress: different
+stated hardware or model file sha256 leaves the speed-up unjudged, exit 2), never to let a pair through.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 
 from spectui.core.types import Prompt
 from spectui.run.prove.provenance import prompt_set_hash
+from spectui.run.prove.shard import Shard
 from spectui.store.session import Session
 
 # what the sessions cannot show: said "stated, not derivable" in every rendering
@@ -63,6 +68,7 @@ def check(doc: dict, sessions: dict[str, list[Session]]) -> tuple[list[str], lis
         _one(f"inputs.params.{key}", p.get(key), _values(greedy, lambda sp, k=key: getattr(sp.params, k)), problems)
     _one("greedy temperature", 0.0, _values(greedy, lambda sp: sp.params.temperature), problems)
     _one("inputs.params.order", p.get("order"), _values(greedy + sampled, lambda sp: sp.order), problems)
+    problems += _share(inp)
     problems += _sampled(inp, sampled)
     problems += _prompts(inp, mo, greedy + sampled)
     problems += _machine(mo, greedy + sampled)
@@ -76,6 +82,23 @@ def check(doc: dict, sessions: dict[str, list[Session]]) -> tuple[list[str], lis
         ]
     )
     return problems, checked
+
+
+def _share(inp: dict) -> list[str]:
+    """The share is the shard's, derived from its index (round robin over the set, run.prove.shard): a
+    certificate cannot say it is shard 2/2 and hold shard 1's prompts, nor be unsharded and hold fewer."""
+    ids = [q.get("id") for q in inp["prompt_set"].get("prompts") or []]
+    sh = inp.get("shard")
+    if sh is None:
+        want, what = ids, "the whole set (no shard)"
+    elif not (isinstance(sh.get("index"), int) and isinstance(sh.get("of"), int) and 1 <= sh["index"] <= sh["of"]):
+        return [f"inputs.shard: {_short(sh)} is not shard I of N with 1 ≤ I ≤ N"]
+    else:
+        s = Shard(sh["index"], sh["of"])
+        want, what = [i for k, i in enumerate(ids) if s.takes(k)], f"shard {s.text()}'s prompts"
+    if inp.get("share") != want:
+        return [f"inputs.share: the certificate says {_short(inp.get('share'))}; {what} are {_short(want)}"]
+    return []
 
 
 def _sampled(inp: dict, sessions: list[Session]) -> list[str]:

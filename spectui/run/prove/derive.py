@@ -15,6 +15,7 @@ from spectui.core.runner import PromptResult, same_tokenizer
 from spectui.core.types import SIDES
 from spectui.core.verdict import judge
 from spectui.run.phased import ORDER
+from spectui.run.prove import crosscheck
 from spectui.run.prove.provenance import machine_name, machines, where_measured
 from spectui.run.prove.sampled import sampled_json
 from spectui.run.prove.setstats import accepted_at, interval_text, set_ratio, set_speedup, speed_word
@@ -268,6 +269,7 @@ def derive(sessions: dict[str, list[Session]], inputs: dict, measured_on: dict) 
     order = {p["id"]: (i, p.get("category", "")) for i, p in enumerate(inputs["prompt_set"]["prompts"])}
     greedy = sessions.get("greedy", [])
     servers, problems = servers_of(greedy + sessions.get("sampled", []))
+    problems += crosscheck.problems_of(sessions)
     groups, more = greedy_groups(greedy, order)
     problems += more
     not_run, more = schedule(groups, inputs, order)

@@ -4,15 +4,25 @@ completes), a sampled prompt that passed and now is different, undecided or fail
 before and not now, per-position acceptance lower beyond the intervals on the positions both drafted, the
 speed-up lower beyond its intervals (judged only on the same hardware and mode). Mean accepted length
 (1 + Σᵢ P(positions 1…i accepted)) falls by itself when fewer positions are drafted: it is judged only when
-both drafted the same n-max. Exit 0, 4, or 2, with the reason on one line."""
+both drafted the same n-max. Exit 0, 4, or 2, with the reason on one line.
+
+Comparability rests on what the sessions show (verify re-derives them): the servers' models as recorded,
+the machine as the probes sampled it, the order the pairs ran in. A stated field (the model file's
+sha256, the CPU's name) may only refuse a comparison, never allow one. A figure that cannot be judged (the
+speed-up on different machines or modes, or without any interval) never gives exit 0: with nothing else
+worse the pair is INCOMPARABLE (2). At temperature 0 the acceptance counts are exact (every run drafts and
+accepts the same), so without an interval a lower count is judged as it is; a speed-up measured once per
+prompt is judged on its interval over the prompts."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spectui.core.errors import InputError
 from spectui.core.types import SIDES
 from spectui.run.prove.certificate import load, machine_names, verify
+from spectui.run.prove.derive import load_sessions
 from spectui.run.prove.setstats import interval_text
 
 EXIT_NO_REGRESSION, EXIT_REGRESSION, EXIT_INCOMPARABLE = 0, 4, 2
@@ -54,10 +64,43 @@ class Regression:
         }
 
 
-def _model_identity(doc: dict, side: str) -> str | None:
-    s = doc["measured_on"].get("servers", {}).get(side, {})
-    f = s.get("model_file") or {}
-    return f.get("sha256") or s.get("model")
+def _stated_sha256(doc: dict, side: str) -> str | None:
+    f = doc["measured_on"].get("servers", {}).get(side, {}).get("model_file") or {}
+    return f.get("sha256")
+
+
+def _recorded_model(doc: dict, side: str) -> str | None:
+    """The model the side's server reported, as its sessions recorded it (derived.servers)."""
+    return (doc["derived"].get("servers", {}).get(side) or {}).get("model")
+
+
+def machine_recorded(doc: dict) -> str | None:
+    """The machine as the sessions' probes sampled it (logical cores, memory, system, GPUs); None where no
+    probe was recorded (or the sessions cannot be read)."""
+    base = Path(doc["_path"]).parent
+    try:
+        sessions = load_sessions(doc["sessions"], base)
+    except (InputError, OSError, KeyError, TypeError, ValueError):  # compared --no-verify: the machine is unknown
+        return None
+    seen = set()
+    for phase in sessions.values():
+        for s in phase:
+            for sp in s.prompts:
+                for _, gpus, host in sp.probes:
+                    h = (host.cpu_count, host.memory_total, host.machine, host.system) if host is not None else None
+                    seen.add((h, tuple(sorted(g.name for g in gpus))))
+    return repr(sorted(seen, key=repr)) if seen else None
+
+
+def not_same_machine(old: dict, new: dict) -> str | None:
+    """Why the speed-ups were not measured on one machine: the probes' records differ, or (where they do
+    not tell) the stated hardware differs. None: the same as far as the sessions and statements show."""
+    a, b = machine_recorded(old), machine_recorded(new)
+    if a is not None and b is not None and a != b:
+        return "measured on different machines (the sessions' probes: cores, memory, system or GPUs differ)"
+    if machine_names(old["measured_on"].get("hardware")) != machine_names(new["measured_on"].get("hardware")):
+        return "measured on different hardware (stated: measured_on.hardware)"
+    return None
 
 
 def incomparable(old: dict, new: dict) -> str | None:
@@ -73,9 +116,12 @@ def incomparable(old: dict, new: dict) -> str | None:
         if a["params"].get(key) != b["params"].get(key):
             return f"different {key} ({a['params'].get(key)} vs {b['params'].get(key)})"
     for side in SIDES:
-        x, y = _model_identity(old, side), _model_identity(new, side)
+        x, y = _recorded_model(old, side), _recorded_model(new, side)
         if x and y and x != y:
-            return f"different {side} models ({_short_id(x)} vs {_short_id(y)})"
+            return f"different {side} models as the servers reported them ({x} vs {y})"
+        x, y = _stated_sha256(old, side), _stated_sha256(new, side)
+        if x and y and x != y:
+            return f"different {side} model files (stated sha256 {_short_id(x)} vs {_short_id(y)})"
     return None
 
 
@@ -162,7 +208,7 @@ def acceptance_rows(old: dict, new: dict) -> list[RegressRow]:
     if oa.get("drafted") and not na.get("drafted"):
         rows.append(RegressRow("acceptance", "measured", "not measured", "measured before and not now", True))
     elif oa.get("drafted") or na.get("drafted"):
-        low, how = _lower(oa.get("mean_accepted_length"), na.get("mean_accepted_length"))
+        low, how = _lower(oa.get("mean_accepted_length"), na.get("mean_accepted_length"), exact=True)
         same, drafts = _same_draft(old, new)
         if not same:  # 1 + Σᵢ P(positions 1…i accepted): it falls by itself when fewer positions are drafted
             low, how = False, f"{drafts}: not judged"
@@ -185,7 +231,7 @@ def acceptance_rows(old: dict, new: dict) -> list[RegressRow]:
         )
         opos, npos = oa.get("per_position") or [], na.get("per_position") or []
         for i in range(min(len(opos), len(npos))):
-            low, how = _lower(opos[i], npos[i])
+            low, how = _lower(opos[i], npos[i], exact=True)
             rows.append(
                 RegressRow(
                     f"acceptance at position {i + 1}",
@@ -224,13 +270,18 @@ def _short_id(v: str) -> str:
     return v[:12] + "…" if len(v) == 64 else v
 
 
-def _lower(old: dict | None, new: dict | None) -> tuple[bool, str]:
+def _lower(old: dict | None, new: dict | None, exact: bool = False) -> tuple[bool, str]:
     """Lower beyond the intervals: the new figure's 95 % interval entirely below the old one's (each this
-    set's, from its interleaved runs). Without an interval on both sides a change is shown, not judged."""
+    set's, from its interleaved runs). Without an interval on both sides a change is shown, not judged —
+    except an `exact` count (acceptance at temperature 0: every run drafts and accepts alike), judged as
+    it is."""
     if not old or not new or old.get("value") is None or new.get("value") is None:
         return False, "not measured on both"
     change = f"{new['value'] - old['value']:+.3f}"
     if old.get("low") is None or new.get("high") is None:
+        if exact:
+            low = new["value"] < old["value"] - 1e-9
+            return low, f"{change}, {'lower' if low else 'not lower'} (exact counts at temperature 0; no interval)"
         return False, f"{change} (no interval: 1 run; not judged)"
     apart = new["high"] < old["low"]
     if apart:
@@ -266,31 +317,47 @@ def regress(old_path: str | Path, new_path: str | Path, check: bool = True) -> R
     rows = identity_rows(old, new)
     rows += acceptance_rows(old, new)
     osp, nsp = old["derived"]["speedup"]["overall"], new["derived"]["speedup"]["overall"]
-    same_hw = machine_names(old["measured_on"].get("hardware")) == machine_names(new["measured_on"].get("hardware"))
+    unjudged: list[str] = []
     if osp and not nsp:
         rows.append(RegressRow("speed-up", interval_text(osp, unit="×"), "—", "measured before and not now", True))
     if osp and nsp:
-        low, how = _lower(osp, nsp)
-        how = f"{nsp['value'] / osp['value'] - 1:+.1%}, {how.split(', ', 1)[-1] if ', ' in how else how}"
-        apart_old, apart_new = bool(old["derived"].get("one_at_a_time")), bool(new["derived"].get("one_at_a_time"))
-        same_mode = apart_old == apart_new
-        if not same_hw:
-            how += "; measured on different hardware: not judged"
-        elif not same_mode:
-            modes = {True: "one server at a time", False: "both servers up"}
-            how += f"; measured {modes[apart_old]} vs {modes[apart_new]}: not judged"
-        rows.append(
-            RegressRow(
-                "speed-up",
-                interval_text(osp, unit="×"),
-                interval_text(nsp, unit="×"),
-                how,
-                low and same_hw and same_mode,
-            )
-        )
+        row, why = speed_row(old, new, osp, nsp)
+        rows.append(row)
+        if why:
+            unjudged.append(f"speed-up {why}")
     bad = [r for r in rows if r.regression]
     unchecked = "" if check else " (certificates not verified: --no-verify)"
     if bad:
         what = f"{', '.join(r.what for r in bad)} worse than in {old['_path']}"
         return Regression(EXIT_REGRESSION, f"{what} ({'; '.join(r.change for r in bad)}){unchecked}", rows)
+    if unjudged:
+        return Regression(
+            EXIT_INCOMPARABLE, f"nothing worse found, but {'; '.join(unjudged)}: not judged{unchecked}", rows
+        )
     return Regression(EXIT_NO_REGRESSION, f"nothing worse beyond its interval{unchecked}", rows)
+
+
+def speed_row(old: dict, new: dict, osp: dict, nsp: dict) -> tuple[RegressRow, str | None]:
+    """The speed-up's row, and why it could not be judged (None: judged). Judged on the interval from the
+    runs where both have one, else on the interval over the prompts (a speed-up measured once per prompt
+    still has the prompts' spread); only on one machine, in one mode."""
+    low, how = _lower(osp, nsp)
+    if "not judged" in how:
+        o, n = osp.get("over_prompts") or {}, nsp.get("over_prompts") or {}
+        if o.get("low") is not None and n.get("high") is not None:
+            low = n["high"] < o["low"]
+            how = "lower beyond the intervals over the prompts" if low else "intervals over the prompts overlap"
+    how = f"{nsp['value'] / osp['value'] - 1:+.1%}, {how.split(', ', 1)[-1] if ', ' in how else how}"
+    why = None
+    if "not judged" in how:
+        why = "has no interval on one side (1 run and too few prompts)"
+    apart_old, apart_new = bool(old["derived"].get("one_at_a_time")), bool(new["derived"].get("one_at_a_time"))
+    if (machine := not_same_machine(old, new)) is not None:
+        why = machine
+    elif apart_old != apart_new:
+        modes = {True: "one server at a time", False: "both servers up"}
+        why = f"measured {modes[apart_old]} vs {modes[apart_new]}"
+    if why is not None and "not judged" not in how:
+        how += f"; {why}: not judged"
+    row = RegressRow("speed-up", interval_text(osp, unit="×"), interval_text(nsp, unit="×"), how, low and why is None)
+    return row, why

@@ -4,6 +4,8 @@ whole-sequence distribution test of labs.sampling.exact with its power beside it
 
 from __future__ import annotations
 
+import dataclasses
+
 from spectui.core.runner import PromptResult, same_tokenizer
 from spectui.core.types import ServerInfo
 from spectui.core.verdict import judge
@@ -16,7 +18,7 @@ def sampled_json(sessions: list[Session], order: dict, inputs: dict, argv: list[
     cfg = inputs.get("sampled")
     if not cfg or not cfg.get("ids"):
         return None
-    from spectui.labs.sampling.exact import SamplingResult, distribution_pass, guarantee_for  # lazy: numpy (~0.3 s)
+    from spectui.labs.sampling.exact import SamplingResult, distribution_pass  # lazy: numpy (~0.3 s)
 
     by_id, info = _sampled_runs(sessions)
     if not by_id:
@@ -26,7 +28,7 @@ def sampled_json(sessions: list[Session], order: dict, inputs: dict, argv: list[
     for pid in sorted(by_id, key=lambda i: order.get(i, (1 << 30, ""))[0]):
         runs = sorted(by_id[pid], key=lambda r: r.seed or 0)
         res = SamplingResult(runs[0].prompt, runs)
-        res.guarantee = guarantee_for(kind, info, argv)
+        res.guarantee = promised(kind, info, argv)
         failed = [r.seed for r in runs if r.failed or r.incomplete]
         if not failed and res.seeded_identical < len(runs):
             distribution_pass(res, int(cfg["max_tokens"]))
@@ -59,6 +61,34 @@ def sampled_json(sessions: list[Session], order: dict, inputs: dict, argv: list[
         # the weakest guarantee among the consistent ones: what every one of them could detect
         "detectable_tvd": (max(detect) if None not in detect else None) if detect else None,
     }
+
+
+def promised(kind: str, info: ServerInfo | None, argv: list[str] | None):
+    """The promise the sampled verdict rests on: the one the sessions show (the server's reported
+    speculation), or the stated command line's where that promises MORE (seeded bytes): a stated field may
+    make the test stricter, never let a seeded mismatch pass as "distribution only"."""
+    from spectui.labs.sampling.exact import Guarantee, guarantee_for  # lazy: see sampled_json
+
+    derived = guarantee_for(kind, info, None)
+    if kind == "llama.cpp" and derived.promise == "unknown":
+        # the server reports which drafter ran, never how it samples drafts; its default is greedy, which
+        # promises the seeded bytes. A certificate holds the candidate to that: a probabilistic launch is
+        # only stated, and a stated field never lets a seeded mismatch through
+        derived = Guarantee(
+            "greedy",
+            "seeded bytes",
+            "llama-server drafts greedily unless launched with --spec-draft-sampling probabilistic, which it does "
+            "not report: the certificate holds it to its default",
+        )
+    if argv is None:
+        return derived
+    stated = guarantee_for(kind, info, argv)
+    if stated.promise == "seeded bytes" and derived.promise != "seeded bytes":
+        return dataclasses.replace(stated, why=f"{stated.why} (stated: the recorded command line)")
+    if stated.promise != derived.promise:
+        why = f"{derived.why}; the recorded command line (stated, not derivable) says {stated.promise}: not relied on"
+        return dataclasses.replace(derived, why=why)
+    return derived
 
 
 def _sampled_runs(sessions: list[Session]) -> tuple[dict[str, list[PromptResult]], ServerInfo | None]:

@@ -32,6 +32,7 @@ def cmd_setup(args=None) -> int:
         print(f"model         {assets.model}")
         print(f"draft model   {assets.draft_model}")
         print(f"F32 copy      {assets.model_f32}")
+        print(f"demo format   {assets.model_demo} (the cpu-demo profile's comparisons; `spectui formats` says why)")
         if args is not None and getattr(args, "vllm", False):
             python, hf = ensure_vllm(progress, advance=bar)
             bar.close()

@@ -24,7 +24,7 @@ from spectui.core.errors import InputError, describe
 from spectui.core.report import text_report
 from spectui.core.types import SIDES
 from spectui.run import events as ev
-from spectui.run import three_way
+from spectui.run import formats, nway, three_way
 from spectui.run.pair import GivenPair, LaunchedPair
 from spectui.run.prove.certificate import canonical, merge, verify, write
 from spectui.run.prove.prove import ProveOptions, Prover, SessionNotWritten, default_dir, prepare_dir
@@ -157,6 +157,12 @@ def _add_measured_beside(p) -> None:
         action="store_false",
         help="do not measure the formula's terms (c, V(k), R(k)) on the servers after the run",
     )
+    p.add_argument(
+        "--formats-table",
+        metavar="JSON",
+        help="the table `spectui formats` kept: after the proof, plain decoding in each of its formats is run against "
+        "the baseline and printed under the certificate beside the speculative configuration (the n-way table)",
+    )
 
 
 def exit_for(doc: dict) -> int:
@@ -178,6 +184,7 @@ def pair_from(args):
 
 async def cmd_prove(args) -> int:
     _check_pair_source(args)
+    table = _formats_table(args)  # a bad --formats-table is said before any server starts
     params = params_from(args)
     options = _prove_options(args)
     prompt_list, set_name = _prompt_set(args)
@@ -196,9 +203,12 @@ async def cmd_prove(args) -> int:
             return EXIT_NOT_WRITTEN
         doc = await _with_terms(doc, prover, client, args, measurable=pair.alone is None)
         three = await _three_way(doc, prover, prompt_list, params, args, out, pair.alone is None)
+        n_way = await _nway(doc, prover, prompt_list, params, args, out, table, pair.alone is None)
     print(canonical(doc) if args.json else render_text(doc), end="")  # the text's first line is the verdict
     if three is not None and not args.json:
         print(three_way.table_text(three), end="")
+    if n_way is not None and not args.json:
+        print(n_way.text(), end="")
     cert = Path(doc["_path"])
     _say(f"wrote {cert} (+ {cert.with_suffix('.md').name}, {cert.with_suffix('.html').name}) beside its sessions")
     if prover.profile_path is not None:
@@ -325,6 +335,28 @@ async def _three_way(doc: dict, prover, prompt_list, params, args, out, both_up:
         )
     except Exception as exc:  # a measurement beside a certificate already written: it never hides the verdict
         _say(f"the three-way table was not measured: {describe(exc)} (the certificate stands)")
+        return None
+
+
+def _formats_table(args):
+    """--formats-table's kept table (run.formats.read: one line where it is not one), None without it."""
+    if not args.formats_table:
+        return None
+    return formats.read(Path(args.formats_table))
+
+
+async def _nway(doc: dict, prover, prompt_list, params, args, out, table, both_up: bool):
+    """With --formats-table: plain decoding in each format the formats lesson measured, beside the certificate
+    (run.nway); None without it. A format that fails is said; the certificate stands."""
+    if table is None:
+        return None
+    if not both_up or prover.baseline is None:
+        _say("the n-way table needs the baseline up beside each plain format: not measured one server at a time")
+        return None
+    try:
+        return await nway.beside(doc, prover.baseline, prompt_list, params, args.runs, table, out, _say)
+    except Exception as exc:  # a measurement beside a certificate already written: it never hides the verdict
+        _say(f"the n-way table was not measured: {describe(exc)} (the certificate stands)")
         return None
 
 

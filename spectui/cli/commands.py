@@ -27,6 +27,9 @@ COMMANDS: dict[str, Command] = {
     ),
     "regress": Command("prove", "two certificates of one prompt set: what got worse", "prove"),
     "merge": Command("prove", "shard certificates (--shard I/N) into the one a single run would give", "prove"),
+    "formats": Command(
+        "formats", "which weight format to serve: each measured plain and speculative on this machine", "labs"
+    ),
     "theory": Command("theory", "speed-up as a function of acceptance rate, draft length and draft cost", "labs"),
     "sweep": Command("sweep", "throughput and speed-up against concurrency: where the payoff collapses", "labs"),
     "sampling": Command("sampling", "exact under sampling: seeded bytes and the two output distributions", "labs"),

@@ -25,13 +25,13 @@ from spectui.cli.common import (  # noqa: F401
     prompts_from,
 )
 from spectui.cli.outputs import check_gguf, check_notebook, check_output, session_failed
+from spectui.cli.progress import run_events
 from spectui.core.errors import InputError
 from spectui.core.findings import NEAR_TIE_NATS
 from spectui.core.report import json_report, text_report
 from spectui.core.types import SIDES
 from spectui.machine.probes import GPUProbe, host_sample
-from spectui.run import events as ev
-from spectui.run.pair import GivenPair, LaunchedPair, infos_of, order_of
+from spectui.run.pair import GivenPair, LaunchedPair, infos_of
 from spectui.run.session import RunOptions
 from spectui.store import notebook
 from spectui.store.session_writer import SessionWriter
@@ -51,25 +51,6 @@ def ngram_sizes(text: str | None) -> tuple[int, int] | None:
     if n < 1 or m < 1:
         raise InputError(f"--ngram-size N,M must be positive, not {text!r}")
     return n, m
-
-
-def progress(quiet: bool):
-    """The run session's events as progress lines on stderr (none with --json)."""
-
-    def emit(e) -> None:
-        if isinstance(e, ev.StepStopped):  # said even with --json: the report lacks what it would have held
-            _say(f"{e.result.prompt.id}: {e.step} stopped: {e.message}")
-            return
-        if quiet:
-            return
-        if isinstance(e, ev.PromptStarted):
-            _say(f"{e.prompt.id} …")
-        elif isinstance(e, ev.TriageStarted):
-            _say(f"{e.result.prompt.id} differs: triage (reruns, cache, log-probabilities) …")
-        elif isinstance(e, ev.ProbeStarted):
-            _say(f"{e.result.prompt.id}: {e.what}")
-
-    return emit
 
 
 def machine_sampler():
@@ -159,12 +140,12 @@ async def _run(pair, args, params, options, prompt_list, writer):
             connect=lambda b, c: connect_pair(client, _with_urls(args, b, c)),
             say=None if args.json else _say,
             writer=writer,
-            emit=progress(args.json),
+            emit=run_events(args.json),
             machine=machine_sampler() if writer is not None else None,
         )
         async with session as run:
             results = await run.run(prompt_list)
-        return results, infos_of(run, dict(zip(SIDES, pair.urls()))), order_of(run, options)
+        return results, infos_of(run, dict(zip(SIDES, pair.urls()))), run.order
 
 
 def _print_report(results, infos, params, order, as_json: bool) -> None:

@@ -35,6 +35,7 @@ def cmd_setup(args=None) -> int:
         print(f"model         {assets.model}")
         print(f"draft model   {assets.draft_model}")
         print(f"F32 copy      {assets.model_f32}")
+        print(f"demo format   {assets.model_demo} (the cpu-demo profile's comparisons; `spectui formats` says why)")
         second = find_second_family()
         if second is not None:
             print(f"second family {second[0]} (draft {second[1].name})")

@@ -92,6 +92,8 @@ def _looks_like(kind: str, data: bytes) -> bool:
     doc = _json_doc(data)
     if kind == "certificate":
         return doc.get("format") == "spectui-certificate"
+    if kind == "formats table":  # `spectui formats` -o (labs.formats.table)
+        return doc.get("kind") == "spectui-formats"
     return kind == "sweep result" and {"baseline", "candidate", "params", "levels"} <= set(doc)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -89,3 +90,22 @@ class Advance:
                 print(f"{self.label}: {msg}", file=sys.stderr)
 
         return say
+
+
+def run_events(quiet: bool, kinds: tuple[type, ...] | None = None) -> Callable[[Any], None]:
+    """A run's events (run.events) as progress lines on stderr, each its one line (run.events.line): the
+    events of `kinds` (None: all); with --json (`quiet`) only those said even then. compare and prove both
+    print through it."""
+    from spectui.run import events  # lazy: asyncio (~81 ms cold), not for --help
+
+    def emit(ev) -> None:
+        if kinds is not None and not isinstance(ev, kinds):
+            return
+        if quiet and not events.said_when_quiet(ev):
+            return
+        if isinstance(ev, events.Progressed) and not ev.milestone():
+            return
+        if (text := events.line(ev)) is not None:
+            print(f"spectui: {text}", file=sys.stderr, flush=True)
+
+    return emit

@@ -19,15 +19,15 @@ from spectui.cli.common import EXIT_DIFFERS, EXIT_OK, EXIT_SERVER, PairOptions, 
 from spectui.cli.compare import machine_sampler
 from spectui.cli.options import add_run_options
 from spectui.cli.outputs import check_output
+from spectui.cli.progress import run_events
 from spectui.core.errors import InputError, describe
 from spectui.core.report import text_report
 from spectui.core.types import SIDES
 from spectui.run import events as ev
-from spectui.run import three_way
+from spectui.run import formats, nway, three_way
 from spectui.run.pair import GivenPair, LaunchedPair
-from spectui.run.prove import prove
 from spectui.run.prove.certificate import canonical, merge, verify, write
-from spectui.run.prove.prove import OneAtATime, ProveOptions, Prover, SessionNotWritten, default_dir, prepare_dir
+from spectui.run.prove.prove import ProveOptions, Prover, SessionNotWritten, default_dir, prepare_dir
 from spectui.run.prove.regress import regress
 from spectui.run.prove.render import render_text
 from spectui.run.prove.shard import parse_shard
@@ -157,6 +157,12 @@ def _add_measured_beside(p) -> None:
         action="store_false",
         help="do not measure the formula's terms (c, V(k), R(k)) on the servers after the run",
     )
+    p.add_argument(
+        "--formats-table",
+        metavar="JSON",
+        help="the table `spectui formats` kept: after the proof, plain decoding in each of its formats is run against "
+        "the baseline and printed under the certificate beside the speculative configuration (the n-way table)",
+    )
 
 
 def exit_for(doc: dict) -> int:
@@ -166,28 +172,6 @@ def exit_for(doc: dict) -> int:
 
 def _say(line: str) -> None:
     print(f"spectui: {line}", file=sys.stderr, flush=True)
-
-
-def progress(quiet: bool):
-    def emit(e) -> None:
-        if quiet:
-            return
-        if isinstance(e, prove.PhaseStarted):
-            what = {
-                "greedy": f"greedy pass: {e.total} prompt runs at temperature 0",
-                "triage": f"triage of {e.total} differing prompt(s): reruns, cache, log-probabilities",
-                "sampled": f"sampled pass: {e.total} seeded prompt runs",
-                "certificate": "deriving the certificate from the recorded sessions",
-            }[e.phase]
-            _say(what + " …")
-        elif isinstance(e, prove.Progressed):
-            step = max(1, e.total // 10)
-            if e.phase != "sampled" or e.done == e.total or e.done % step == 0:
-                _say(f"{e.phase} {e.done}/{e.total} {e.prompt_id}")
-        elif isinstance(e, ev.StepStopped):
-            _say(f"{e.result.prompt.id}: {e.step} stopped: {e.message}")
-
-    return emit
 
 
 def pair_from(args):
@@ -200,6 +184,7 @@ def pair_from(args):
 
 async def cmd_prove(args) -> int:
     _check_pair_source(args)
+    table = _formats_table(args)  # a bad --formats-table is said before any server starts
     params = params_from(args)
     options = _prove_options(args)
     prompt_list, set_name = _prompt_set(args)
@@ -218,9 +203,12 @@ async def cmd_prove(args) -> int:
             return EXIT_NOT_WRITTEN
         doc = await _with_terms(doc, prover, client, args, measurable=pair.alone is None)
         three = await _three_way(doc, prover, prompt_list, params, args, out, pair.alone is None)
+        n_way = await _nway(doc, prover, prompt_list, params, args, out, table, pair.alone is None)
     print(canonical(doc) if args.json else render_text(doc), end="")  # the text's first line is the verdict
     if three is not None and not args.json:
         print(three_way.table_text(three), end="")
+    if n_way is not None and not args.json:
+        print(n_way.text(), end="")
     cert = Path(doc["_path"])
     _say(f"wrote {cert} (+ {cert.with_suffix('.md').name}, {cert.with_suffix('.html').name}) beside its sessions")
     if prover.profile_path is not None:
@@ -299,8 +287,9 @@ async def _prover(pair, reach, client, args, params, options, prompt_list, set_n
     one = None
     if reach is None:
         key = api_key_from(args.api_key_env)
-        one = OneAtATime(
-            lambda side: pair.side(side, client, key, args.ready_timeout), pair.alone, None if args.json else _say
+        assert pair.alone is not None  # no reach: the pair runs one at a time
+        one = pair.alone.opening(
+            lambda side: pair.side(side, client, key, args.ready_timeout), None if args.json else _say
         )
     else:
         backends, _ = await connect_pair(client, reach)
@@ -312,7 +301,7 @@ async def _prover(pair, reach, client, args, params, options, prompt_list, set_n
         set_name,
         out,
         options,
-        emit=progress(args.json),
+        emit=_progress(args.json),
         machine=machine_sampler(),
         client=client,
         launched={s: LaunchSpec.from_argv(srv.argv) for s, srv in pair.servers.items()},
@@ -346,6 +335,28 @@ async def _three_way(doc: dict, prover, prompt_list, params, args, out, both_up:
         )
     except Exception as exc:  # a measurement beside a certificate already written: it never hides the verdict
         _say(f"the three-way table was not measured: {describe(exc)} (the certificate stands)")
+        return None
+
+
+def _formats_table(args):
+    """--formats-table's kept table (run.formats.read: one line where it is not one), None without it."""
+    if not args.formats_table:
+        return None
+    return formats.read(Path(args.formats_table))
+
+
+async def _nway(doc: dict, prover, prompt_list, params, args, out, table, both_up: bool):
+    """With --formats-table: plain decoding in each format the formats lesson measured, beside the certificate
+    (run.nway); None without it. A format that fails is said; the certificate stands."""
+    if table is None:
+        return None
+    if not both_up or prover.baseline is None:
+        _say("the n-way table needs the baseline up beside each plain format: not measured one server at a time")
+        return None
+    try:
+        return await nway.beside(doc, prover.baseline, prompt_list, params, args.runs, table, out, _say)
+    except Exception as exc:  # a measurement beside a certificate already written: it never hides the verdict
+        _say(f"the n-way table was not measured: {describe(exc)} (the certificate stands)")
         return None
 
 
@@ -398,3 +409,8 @@ def cmd_merge(args) -> int:
     print(canonical(doc) if args.json else render_text(doc), end="")
     _say(f"wrote {out} (+ {out.with_suffix('.md').name}, {out.with_suffix('.html').name})")
     return exit_for(doc)
+
+
+def _progress(quiet: bool):
+    """prove's lines: its phases and pairs, and a step that stopped (not each prompt's start: the pairs say it)."""
+    return run_events(quiet, (ev.PhaseStarted, ev.Progressed, ev.StepStopped))

@@ -11,9 +11,10 @@ from spectui.cli import options
 from spectui.cli.commands import COMMANDS
 from spectui.cli.common import params_from
 from spectui.core.errors import InputError
+from spectui.core.runner import SIDES
 from spectui.store.config import load as load_settings
 from spectui.store.replay import ReplayControl, SessionBackend
-from spectui.tui.app import SIDES, AppConfig, make_app
+from spectui.tui.app import AppConfig, make_app
 
 
 def run_replay(session, speed: str) -> int:

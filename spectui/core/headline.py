@@ -1,12 +1,12 @@
 """The one headline of a comparison: both halves of the question, each answered on its own.
 
-    same bytes: yes (text+ids) · faster: no — 0.19× at 41% accepted (1 run)
+    same bytes: yes, 4/4 (text+ids) · faster: no — 0.19× [0.17–0.21] at 41% accepted (4 runs over 2 prompts)
 
 The TUI's banner, the certificate's boxes (text, Markdown, HTML) and the reports all print this one line;
 each half carries its own answer (`same`, `faster`: True, False or None for "not known") so a view colours
 each half by its own answer, never the whole line by one of them. Nothing here judges a prompt: the bytes
-half counts the verdicts core.verdict carried, the speed half reads the speed-up with the rule of
-core.runner.Repeated (an interval holding 1×, or within ±2 % of it, is no measurable difference).
+half counts the verdicts core.verdict carried, the speed half takes core.stats.speed_call's word on the
+speed-up's interval: "yes" only where it lies above 1×; one run, with no interval, is a point and not judged.
 """
 
 from __future__ import annotations
@@ -15,19 +15,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from spectui.core.runner import grouped
-from spectui.core.stats import over_units
+from spectui.core.stats import FASTER, MIN_DF, NO_DIFFERENCE, SLOWER, over_units, speed_call
 
 if TYPE_CHECKING:
     from spectui.core.runner import PromptResult
-
-TOLERANCE = 0.02  # core.runner.Repeated.tolerance: two identical llama-servers ran 1.3 % apart here
 
 
 @dataclass(frozen=True)
 class Headline:
     same: bool | None  # every compared output identical (True), one differs (False), not known (None)
     same_text: str
-    faster: bool | None  # measurably faster (True), slower or no measurable difference (False), not known
+    faster: bool | None  # faster by its interval (True), slower or no measurable difference (False), not judged
     faster_text: str
 
     @property
@@ -58,26 +56,25 @@ def faster_half(
     high: float | None = None,
     acceptance: float | None = None,
     runs: str = "1 run",
+    df: int | None = None,
+    min_df: int = 0,
     drafted_nothing: bool = False,
 ):
-    """`faster: no — 0.19× at 41% accepted (1 run)`; with an interval, its ends beside the value. A
+    """`faster: yes — 1.80× [1.70–1.90] …` only where the interval lies above 1 (core.stats.speed_call);
+    a value without an interval (one run) is a point, not a verdict on speed: `faster: not judged — …`. A
     speculating candidate that drafted nothing is said so beside its figure: no speed-up of speculation."""
     if speedup is None:
         return None, "faster: not measured (no run where both sides finished)"
     at = f" at {acceptance:.0%} accepted" if acceptance is not None else ""
     if drafted_nothing:
         at = " — the candidate drafted nothing: not a speed-up of speculation"
-    if low is not None and high is not None:
-        figure = f"{speedup:.2f}× [{low:.2f}–{high:.2f}]"
-        within = low <= 1.0 <= high or (1 - TOLERANCE <= low and high <= 1 + TOLERANCE)
-        faster = None if within else low > 1.0
-    else:  # one run: its value, said as one run
-        figure = f"{speedup:.2f}×"
-        within = 1 - TOLERANCE <= speedup <= 1 + TOLERANCE
-        faster = None if within else speedup > 1.0
-    if faster is None:
-        return False, f"faster: no measurable difference — {figure}{at} ({runs})"
-    return faster, f"faster: {'yes' if faster else 'no'} — {figure}{at} ({runs})"
+    call = speed_call(low, high, df, min_df)
+    if low is None or high is None:
+        return None, f"faster: not judged — {speedup:.2f}×{at} ({runs})"  # a point, no interval
+    figure = f"{speedup:.2f}× [{low:.2f}–{high:.2f}]"
+    word = {FASTER: "yes", SLOWER: "no"}.get(call, call)
+    answer = {FASTER: True, SLOWER: False, NO_DIFFERENCE: False}.get(call)
+    return answer, f"faster: {word} — {figure}{at} ({runs})"
 
 
 def headline(
@@ -92,10 +89,12 @@ def headline(
     high: float | None = None,
     acceptance: float | None = None,
     runs: str = "1 run",
+    df: int | None = None,
+    min_df: int = 0,
     drafted_nothing: bool = False,
 ) -> Headline:
     same, same_text = same_half(identical, compared, differ, what, first_byte)
-    faster, faster_text = faster_half(speedup, low, high, acceptance, runs, drafted_nothing)
+    faster, faster_text = faster_half(speedup, low, high, acceptance, runs, df, min_df, drafted_nothing)
     return Headline(same, same_text, faster, faster_text)
 
 
@@ -164,7 +163,9 @@ def from_certificate(derived: dict) -> Headline:
     runs = g.get("runs") or g["prompts"]
     speed: dict = dict(speedup=None)
     if sp is not None and sp.get("value", sp.get("median")) is not None:
-        speed = dict(speedup=sp.get("value", sp.get("median")), low=sp.get("low"), high=sp.get("high"))
+        df = sp.get("df") if isinstance(sp.get("df"), int) else None
+        speed = dict(speedup=sp.get("value", sp.get("median")), low=sp.get("low"), high=sp.get("high"), df=df)
+        speed["min_df"] = MIN_DF
     return headline(
         g["identical"], n, g["differs"], "greedy", acceptance=acceptance, runs=runs_words(runs, g["prompts"]), **speed
     )

@@ -17,7 +17,7 @@ from spectui.core.errors import describe
 from spectui.core.events import StreamEvent, StreamFailed, TokenEvent
 from spectui.core.figures import SideRecorder, rate_basis_note
 from spectui.core.findings import ProbeResult, Triage
-from spectui.core.stats import interval, ratio_interval
+from spectui.core.stats import TOLERANCE, interval, ratio_interval, speed_call
 from spectui.core.types import SIDES, GenerationParams, Prompt, ServerCounters, ServerInfo
 from spectui.core.verdict import Verdict, judge
 
@@ -349,9 +349,7 @@ class Repeated:
 
     prompt: Prompt
     runs: list[PromptResult]
-    # a difference this small is below what one machine resolves: two identical llama-servers here ran
-    # 1.3 % apart in all 5 interleaved runs (server-timed), an effect of the processes, not of speculation
-    tolerance: float = 0.02
+    tolerance: float = TOLERANCE  # below what one machine resolves (core.stats.TOLERANCE)
 
     def _spread(self, values):
         vals = [v for v in values if v is not None]
@@ -412,9 +410,7 @@ class Repeated:
             return "not measured"
         if not s.measured:
             return "1 run: no spread measured"
-        if s.contains(1.0) or (1 - self.tolerance <= s.low and s.high <= 1 + self.tolerance):
-            return "no measurable difference"
-        return "faster" if s.low > 1.0 else "slower"
+        return speed_call(s.low, s.high, tolerance=self.tolerance)
 
     def to_json(self) -> dict:
         sp = self.speedup

@@ -23,6 +23,14 @@ from dataclasses import dataclass
 
 LEVEL = 0.95
 METHOD = "t-interval on log values"
+# an interval within ±2 % of 1.00 is no measurable difference: two identical llama-servers ran 1.3 % apart
+# here in all 5 interleaved runs (server-timed), an effect of the processes, not of speculation
+TOLERANCE = 0.02
+
+# the words a speed-up's interval earns (speed_call); "faster" only where the whole interval lies above 1
+FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no measurable difference"
+NO_INTERVAL, TOO_FEW_RUNS = "no interval", "too few runs to judge"
+MIN_DF = 2  # degrees of freedom a certificate's speed-up needs for a word: 3 runs of a prompt, or 2 runs of 2
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,23 @@ class Spread:
         if self.low is None:
             return f"{self.median:{fmt}}{unit} ({self.reason or 'no interval'})"
         return f"{self.median:{fmt}}{unit} [{self.low:{fmt}}–{self.high:{fmt}}]"
+
+
+def speed_call(
+    low: float | None, high: float | None, df: int | None = None, min_df: int = 0, tolerance: float = TOLERANCE
+) -> str:
+    """THE word on a speed-up, from its 95 % interval alone: `faster` where the interval lies above 1×,
+    `slower` where it lies below, `no measurable difference` where it holds 1× or stays within ±tolerance of
+    it. A value without an interval (one run, one prompt) is a point, never a verdict on speed: `no
+    interval`; an interval on fewer than `min_df` degrees of freedom earns none either. Every view (the
+    headline, compare's per-prompt line, the certificate's verdict line) takes its word from here."""
+    if low is None or high is None:
+        return NO_INTERVAL
+    if df is not None and df < min_df:
+        return TOO_FEW_RUNS
+    if low <= 1.0 <= high or (1 - tolerance <= low and high <= 1 + tolerance):
+        return NO_DIFFERENCE
+    return FASTER if low > 1.0 else SLOWER
 
 
 def quantile(sorted_values: list[float], q: float) -> float:

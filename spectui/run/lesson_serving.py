@@ -48,6 +48,9 @@ class LessonOptions:
     probe_n_max: int = 5
     runs: int = 2
     threads: int = 1
+    formats_table: Path | None = (
+        None  # `spectui formats`' kept table: prove prints the n-way table under its certificate
+    )
 
 
 @dataclass
@@ -200,6 +203,7 @@ def prove_argv(urls: list[str], heldout: Path, opts: LessonOptions, out: Path) -
         str(opts.max_tokens),
         "-o",
         str(out),
+        *(["--formats-table", str(opts.formats_table)] if opts.formats_table else []),
     ]
 
 

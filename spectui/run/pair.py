@@ -9,11 +9,12 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from spectui.core.errors import InputError
-from spectui.core.runner import connect
-from spectui.core.types import SIDES, ServerInfo
+from spectui.core.runner import PromptResult, connect
+from spectui.core.types import SIDES, Prompt, ServerInfo
+from spectui.run.alone import ASKED, OneAtATime
 from spectui.run.session import RunSession
 
 # a server's way up, as machine.launcher's wait_healthy reports it: (server name, state, seconds left); called
@@ -28,7 +29,7 @@ class LaunchedPair:
     name: str  # "profile/comparison [title]", for the lines a driver prints
     title: str
     servers: dict[str, Any]  # side → machine.launcher.ManagedServer
-    alone: str | None
+    alone: OneAtATime | None
     plan: Any  # labs.memory.plan.PairPlan
 
     @classmethod
@@ -67,9 +68,9 @@ class LaunchedPair:
             say(f"{where}: no memory plan ({plan.reason})")
         alone = None
         if one_at_a_time:
-            alone = "asked for (--one-at-a-time)"
+            alone = ASKED
         elif plan.one_at_a_time:
-            alone = f"the memory plan: {plan.reason}"
+            alone = OneAtATime(None, f"the memory plan: {plan.reason}")
         base, cand = servers_for(profile, comparison, shares=plan.shares or None)
         servers = {"baseline": base, "candidate": cand}
         return cls(f"{where} [{comparison.title}]", comparison.title, servers, alone, plan)
@@ -128,7 +129,7 @@ class LaunchedPair:
         connect: Callable[[str, str], Awaitable[tuple[dict, dict]]] | None = None,
         say: Callable[[str], None] | None = None,
         **run_kw,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncIterator[Run]:
         """The run for this pair, for the block: a PhasedRun starting each side alone, or a RunSession on
         both servers up together (connected by `connect(baseline_url, candidate_url)` → (backends, infos)
         where the driver shows its own waiting, else quietly). `run_kw`: writer, emit, machine …, each
@@ -175,16 +176,21 @@ class GivenPair:
     session = LaunchedPair.session
 
 
-def order_of(run, options) -> str:
-    """The order a run's report states: one-at-a-time for a PhasedRun, else the options' own."""
-    from spectui.run.phased import ORDER, PhasedRun  # lazy: run.phased (~7 ms), not before the TUI's first frame
+class Run(Protocol):
+    """What `session(…)` yields, both up together (run.session.RunSession) or one at a time
+    (run.phased.PhasedRun): a driver runs it and reports it the one way."""
 
-    return ORDER if isinstance(run, PhasedRun) else options.order
+    @property
+    def order(self) -> str: ...  # the order its report states
+
+    async def run(self, prompts: list[Prompt]) -> list[PromptResult]: ...
+
+    def infos(self) -> dict[str, ServerInfo]: ...
 
 
-def infos_of(run, urls: dict[str, str]) -> dict[str, ServerInfo]:
+def infos_of(run: Run, urls: dict[str, str]) -> dict[str, ServerInfo]:
     """Both sides' identities after a run (a side never reached: its URL only)."""
-    known = run.infos() if callable(run.infos) else run.infos
+    known = run.infos()
     return {s: known.get(s) or ServerInfo(urls[s]) for s in SIDES}
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +24,10 @@ from spectui.core.findings import ProbeResult, Triage
 from spectui.core.runner import SIDES, PromptResult, Source, compare_prompt, render_prompt, run_side
 from spectui.core.types import GenerationParams, Prompt, ServerCounters, ServerInfo
 from spectui.core.verdict import Verdict
+from spectui.run.alone import OpenSide
 from spectui.run.events import PromptFinished, PromptStarted, RunEvent
 
 ORDER = "one-at-a-time"
-# a side that is up: the backend to stream from; leaving the context stops the server
-OpenSide = Callable[[str], AbstractAsyncContextManager[Source]]
 # what a side measured that the stream does not carry: the /metrics cross-check
 CROSS_CHECK = ("metrics_drafted", "metrics_accepted", "metrics_steps", "metrics_check", "accepted_per_position")
 
@@ -141,8 +139,14 @@ class PhasedRun:
         self.on_stream = on_stream
         self.recorders = recorders
         self.say = say or (lambda line: None)
-        self.infos: dict[str, ServerInfo] = {}
+        self.seen: dict[str, ServerInfo] = {}  # each side's server as it answered when it was up
         self.launches: list[str] = []  # the sides in the order they were started
+
+    order = ORDER  # the order its report states (run.pair.Run)
+
+    def infos(self) -> dict[str, ServerInfo]:
+        """Both sides' identities as each answered when it was up (run.pair.Run)."""
+        return dict(self.seen)
 
     async def run(self, prompts: list[Prompt]) -> list[PromptResult]:
         passes = [
@@ -166,7 +170,7 @@ class PhasedRun:
             try:
                 async with self.open_side(side) as backend:
                     if backend.info is not None:
-                        self.infos[side] = backend.info
+                        self.seen[side] = backend.info
                     for k in phase.runs:
                         ps = passes[k - 1]
                         for i, (prompt, params) in enumerate(ps.items):
@@ -185,7 +189,7 @@ class PhasedRun:
                     for i, (prompt, params) in enumerate(ps.items):
                         if (i, k) in paired or (i, k, side) in alone:
                             continue
-                        failed = Recorded(SideRecorder(side), self.infos.get(side))
+                        failed = Recorded(SideRecorder(side), self.seen.get(side))
                         failed.rec.feed(StreamFailed(0, why))
                         failed.events.append(StreamFailed(0, why))
                         first = alone.get((i, k, other))
@@ -225,7 +229,7 @@ class PhasedRun:
         w, emit = ps.writer, ps.emit or self.emit
         emit(PromptStarted(prompt, params, ORDER))
         if w is not None:
-            w.servers({s: self.infos.get(s) or ServerInfo("?") for s in SIDES})
+            w.servers({s: self.seen.get(s) or ServerInfo("?") for s in SIDES})
             w.prompt_started(prompt, params, ORDER)
         played_start = played.rec.started_ns
 
@@ -248,7 +252,7 @@ class PhasedRun:
             setattr(getattr(r, played_side).figures, key, getattr(played.rec.figures, key))
         r.run, r.runs = ps.run, ps.runs
         if w is not None:  # identities learnt during the streams (the speculation type used), as run.session does
-            w.servers({s: self.infos.get(s) or ServerInfo("?") for s in SIDES})
+            w.servers({s: self.seen.get(s) or ServerInfo("?") for s in SIDES})
             w.prompt_finished(r)
         emit(PromptFinished(r))
         return r

@@ -135,7 +135,13 @@ class RunSession:
         if self._emit is not None:
             self._emit(ev)
 
+    @property
+    def order(self) -> str:
+        """The order its report states (run.pair.Run): the options' own."""
+        return self.options.order
+
     def infos(self) -> dict[str, ServerInfo]:
+        """Both sides' identities (run.pair.Run): the driver's where it shows them, else the backends'."""
         if self._infos is not None:
             infos = self._infos()
         else:

@@ -17,7 +17,7 @@ from pathlib import Path
 from spectui.backends.launchspec import flag_value
 from spectui.core.runner import run_prompts
 from spectui.labs.drafts.lesson import ThreeWay
-from spectui.machine.assets import f32_path, find_llama_server
+from spectui.machine.assets import MODEL_NAME, f32_path, find_llama_server
 from spectui.run.drafts_lesson_measure import certificate_figures
 from spectui.run.lesson_serving import Serving, Tools, backends_for, median_or_none
 from spectui.store.locations import atomic_write
@@ -33,6 +33,8 @@ def quantised_sibling(model_path: str | None) -> Path | None:
     except OSError:
         return None
     plain = [p for p in found if "draft" not in p.name.lower()]  # not spectui's Q2_K draft beside it
+    # the bundled Q4_1 before the other formats `spectui setup` and `spectui formats` make beside it
+    plain.sort(key=lambda p: p.name != MODEL_NAME)
     return plain[0] if plain else None
 
 

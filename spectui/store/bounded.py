@@ -143,24 +143,44 @@ def check_depth(text: str | bytes, source: str, toml: bool = False, limit: int =
 
 def parse_json_text(text: str | bytes, source: str, limit: int = MAX_DEPTH) -> Any:
     """JSON parsed after its depth is checked; InputError naming `source` for anything that is not JSON.
-    NaN and Infinity (which Python's json accepts and no JSON writer should emit) are refused too."""
+    NaN and Infinity (which Python's json accepts and no JSON writer should emit) are refused too, naming
+    the key that holds one."""
     check_depth(text, source, limit=limit)
+    found: list[_Constant] = []
+
+    def constant(name: str) -> _Constant:
+        found.append(_Constant(name))
+        return found[-1]
+
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        doc = json.loads(text, parse_constant=constant)
     except RecursionError:
         raise InputError(f"{source} nests too deeply to read") from None
-    except _Constant as exc:
-        raise InputError(f"{source} holds {exc.args[0]}, which is not a JSON number") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{source} is not JSON ({str(exc).splitlines()[0][:120]})") from None
+    if found:  # only then is the parsed document walked, to name where the first one stands
+        where = _key_of(doc, found[0]) or "a value"
+        raise InputError(f"{source}: {where} is {found[0].name}, which is not a JSON number")
+    return doc
 
 
-class _Constant(ValueError):
-    pass
+class _Constant:
+    """A NaN or Infinity literal met while parsing (kept as a marker so the key that holds it can be named)."""
+
+    def __init__(self, name: str):
+        self.name = name
 
 
-def _no_constant(name: str):
-    raise _Constant(name)
+def _key_of(doc: Any, marker: _Constant, prefix: str = "") -> str | None:
+    """The dotted key (with [i] for list items) under which `marker` stands in `doc`, None if nowhere."""
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for k, v in items:
+        key = f"{prefix}[{k}]" if isinstance(k, int) else (f"{prefix}.{k}" if prefix else str(k))
+        if v is marker:
+            return key
+        if isinstance(v, (dict, list)) and (inner := _key_of(v, marker, key)) is not None:
+            return inner
+    return None
 
 
 def parse_toml_text(text: str, source: str, limit: int = MAX_DEPTH) -> dict:

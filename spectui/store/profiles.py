@@ -34,7 +34,8 @@ argv is a list (never a shell string). `{host}` and `{port}` are filled by the l
 and a free port unless the server table sets `host`/`port`); where argv names neither, spectui adds
 `--host H --port P`. Built-in variables: {llama_server}, {model}, {draft_model} (the cached build and
 SmolLM2 unless SPECTUI_LLAMA_SERVER / SPECTUI_MODEL / SPECTUI_DRAFT_MODEL say otherwise), {model_f32}
-(the model's F32 copy, `spectui setup` makes it).
+(the model's F32 copy, `spectui setup` makes it), {model_demo} (the model in the format `spectui formats`
+recommends here, machine.assets.DEMO_FORMAT; `spectui setup` makes it).
 """
 
 from __future__ import annotations
@@ -440,6 +441,7 @@ def builtin_values() -> dict[str, str | None]:
         "model": str(found.model) if found.model else None,
         "draft_model": str(found.draft_model) if found.draft_model else None,
         "model_f32": str(found.model_f32) if found.model_f32 else None,
+        "model_demo": str(found.model_demo) if found.model_demo else None,
     }
 
 
@@ -478,7 +480,7 @@ def resolve_argv(profile: Profile, spec: ServerSpec, host: str, port: int, value
                     if var
                     else (
                         "run `spectui setup`"
-                        if key in ("llama_server", "model", "draft_model", "model_f32")
+                        if key in ("llama_server", "model", "draft_model", "model_f32", "model_demo")
                         else "define it in [variables]"
                     )
                 )

@@ -1,5 +1,7 @@
 """Everything from outside the TUI, injected in one place: the CLI, the tests, replay and the benchmarks
-build the app from one AppConfig (posting's make_posting)."""
+build the app from one AppConfig (posting's make_posting). It is frozen: what changes while the app runs (the
+generation parameters, the order, a launched pair, the backends) is the comparison screen's state
+(tui.screens.compare), which starts from these values."""
 
 from __future__ import annotations
 
@@ -10,13 +12,14 @@ from typing import TYPE_CHECKING
 from spectui.core.types import GenerationParams
 from spectui.machine.probes import GPUProbe, host_sample
 
-if TYPE_CHECKING:  # for the annotations only: the app's first frame does not wait for httpx (issue 32)
+if TYPE_CHECKING:  # for the annotations only: the app's first frame does not wait for httpx
     import httpx
 
     from spectui.backends.base import Backend
+    from spectui.store.replay import ReplayControl
 
 
-@dataclass
+@dataclass(frozen=True)
 class AppConfig:
     """Everything from outside the app, injected in one place (CLI, tests, replay and bench alike)."""
 
@@ -39,7 +42,7 @@ class AppConfig:
     autorun_lab: str | None = None
     title: str | None = None
     backends: dict | None = None  # ready-made backends by side (replay), instead of backend_factory
-    replay_control: object | None = None  # a ReplayControl when replaying
+    replay_control: ReplayControl | None = None  # when replaying
     autosave: bool = True  # record every run into session_dir
     session_dir: object | None = None  # default: the user data dir's sessions/
     notebook: str | None = None  # notebook path (None: $SPECTUI_NOTEBOOK or the default)

@@ -1,24 +1,21 @@
-"""What a lab screen gets of the app: one typed `LabContext`, read once when the screen opens (never the app).
+"""What a lab screen gets of the comparison: one typed `LabContext`, read once when the lab opens.
 
-`SpectuiApp.lab_context()` builds it; every lab screen opens one way, `Screen.open(context)`, which returns
-the screen or the one line that says why it cannot open now (said in a notice). A screen keeps what it
-needs from the context and nothing of the app, so tui/app, the screens and the supervisor import no cycle.
+`CompareScreen.lab_context()` (tui.screens.compare) builds it; every lab screen opens one way,
+`Screen.open(context)`, which returns the screen or the one line that says why it cannot open now (said in a
+notice). A lab keeps what it needs from the context and nothing of the comparison screen or the app.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spectui.core.types import GenerationParams, Prompt
+from spectui.run.alone import OpenSide
 
 if TYPE_CHECKING:
     from spectui.backends.base import Backend
     from spectui.core.runner import PromptResult
-
-OpenAlone = Callable[[str], AbstractAsyncContextManager[Any]]
 
 
 @dataclass(frozen=True)
@@ -32,7 +29,7 @@ class LabContext:
     prompt: Prompt | None = None  # the prompt on screen: the last one run, else the one typed, else None
     results: list[PromptResult] = field(default_factory=list)  # the runs on screen
     refusal: str | None = None  # why a lab that needs both servers up at once cannot run now (None: it can)
-    open_alone: OpenAlone | None = None  # one server at a time: the supervisor's, starts one side for a block
+    open_alone: OpenSide | None = None  # one server at a time: the supervisor's, starts one side for a block
     alone_why: str = ""  # why the app runs one server at a time
     client: Any = None  # the app's HTTP client (compare's stamped one)
     launched: dict[str, Any] = field(default_factory=dict)  # side -> ServerProcess, for servers spectui started

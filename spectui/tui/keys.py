@@ -10,20 +10,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual.actions import parse
-from textual.binding import Binding
-
 if TYPE_CHECKING:
-    from textual.app import App
+    from textual.dom import DOMNode
 
-# the footer's first keys, in this order; the rest follow as bound (the marks' key early: code in the candidate's
-# pane reads as code only with the marks off or colour-only, issue 39)
-FOOTER_FIRST = ("run", "lab('prove')", "lab('sampling')", "lab('theory')", "show_keys", "switch('marks')")
-
-# the app's keys that work on every screen (F1/? lists the keys, Ctrl+Q quits, F12 saves a picture of it); its
-# other keys are the main screen's, hidden on a sub-screen (a lab, the sessions, the picker), whose footer and
-# `?` list its own keys and these (issue 39: "per-screen bindings only")
-ANYWHERE = {("show_keys", ()), ("quit", ()), ("keep", ("screenshot",))}
+# the main screen's first keys, in this order; the rest follow as bound (the marks' key early: code in the
+# candidate's pane reads as code only with the marks off or colour-only; Quit within the first ten)
+FOOTER_FIRST = (
+    "run",
+    "lab('prove')",
+    "lab('sampling')",
+    "lab('theory')",
+    "show_keys",
+    "switch('marks')",
+    "keep('export')",
+    "diff",
+    "triage",
+    "quit",
+)
 
 # one sentence per action: the `?` screen, the command palette and the footer's tooltips
 SENTENCES = {
@@ -72,21 +75,11 @@ def in_footer_order(actions: list[str], main_screen: bool) -> list[str]:
     return sorted(actions, key=lambda a: last.get(a, 0))
 
 
-def main_screen_only(app: App, action: str, parameters: tuple) -> bool:
-    """An app key of the main screen's asked about while a sub-screen is the one shown (a modal on top of it,
-    the `?` screen, counts as that screen): hidden there, as it acts on the main screen's panes and runs.
-    A sub-screen's own keys in the app's namespace (`app.pop_screen`, its Back) are not the app's keys."""
-    shown = next((s for s in reversed(app.screen_stack) if not s.is_modal), None)
-    if shown is None or shown is app.screen_stack[0] or (action, tuple(parameters)) in ANYWHERE:
-        return False
-    return any(parse(b.action)[1] == action for b in type(app).BINDINGS if isinstance(b, Binding))
-
-
-def greyed_reason(app: App, action: str) -> str:
-    """Why a greyed-out action does nothing now, and what makes it work."""
-    runs = getattr(app, "runs", None)
+def greyed_reason(node: DOMNode, action: str) -> str:
+    """Why a greyed-out action of `node` (the screen whose key it is) does nothing now, and what makes it work."""
+    runs = getattr(node, "runs", None)
     results = runs.results if runs is not None else []
-    if getattr(app, "replaying", False) and action == "triage":
+    if getattr(node, "replaying", False) and action == "triage":
         return "triage needs the live servers: a replay has only what was recorded"
     if not results:
         return "run a prompt first (Enter): there is no result yet"

@@ -1,122 +1,85 @@
-"""The TUI's Textual messages (posting's and harlequin's messages.py): what the run session and the probes
-tell the app, past-tense, as data.
+"""The TUI's Textual messages (posting's and harlequin's messages.py): what the run, the servers and the probes
+tell the comparison screen, past-tense, as data.
 
-The run session's typed events (spectui.run.events) are wrapped one for one; the stream's token events
-arrive batched, one `TokensArrived` per side and frame (~30 ms, never a token dropped), cut before any run
-event so every message reaches the app in the order the session saw it. Each run message carries the
-generation of the run it belongs to: a cancelled run's late messages are never drawn over the next run.
+A run's events are the run session's own (spectui.run.events), carried as they are in one `RunPosted`; the
+screen handles each by name (`match`). Three more happen only in the TUI and are defined here beside it: a
+frame's stream events (`TokensArrived`, ~30 ms, never a token dropped, cut before any run event so every
+event reaches the screen in the order the session saw it), the run cancelled, and the run's worker ended.
+Each `RunPosted` carries the generation of the run it belongs to: a cancelled run's late events are never
+drawn over the next run.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from textual.message import Message
 
-from spectui.run import events
-
-if TYPE_CHECKING:
-    from spectui.core.events import StreamEvent
-    from spectui.core.figures import SideRecorder
-    from spectui.core.findings import ProbeResult, Triage
-    from spectui.core.runner import PromptResult
-    from spectui.core.types import Prompt
+from spectui.core.events import StreamEvent
+from spectui.core.figures import SideRecorder
+from spectui.core.runner import PromptResult
+from spectui.core.types import ServerInfo
+from spectui.run.events import RunEvent
 
 
-class RunMessage(Message):
-    """A message of one run (`generation`: which run; the presenter draws only the current one's)."""
+@dataclass(frozen=True, slots=True)
+class TokensArrived:
+    """One frame's stream events of each side (tokens, start, finish, failure), in arrival order."""
 
-    def __init__(self, generation: int) -> None:
-        super().__init__()
-        self.generation = generation
-
-
-class TokensArrived(RunMessage):
-    """One frame's stream events of each side (tokens, start, finish, failure), in arrival order, with
-    the recorders they were recorded into."""
-
-    def __init__(
-        self, generation: int, events: dict[str, list[StreamEvent]], recorders: dict[str, SideRecorder]
-    ) -> None:
-        super().__init__(generation)
-        self.events, self.recorders = events, recorders
+    events: dict[str, list[StreamEvent]]
 
 
-class PromptStarted(RunMessage):
-    def __init__(self, generation: int, event: events.PromptStarted, recorders: dict[str, SideRecorder]) -> None:
-        super().__init__(generation)
-        self.prompt: Prompt = event.prompt
-        self.recorders = recorders  # the new prompt's, fed by the session from now on
-
-
-class PromptFinished(RunMessage):
-    """The prompt's result, carrying its verdict (core.verdict)."""
-
-    def __init__(self, generation: int, event: events.PromptFinished) -> None:
-        super().__init__(generation)
-        self.result: PromptResult = event.result
-
-
-class TriageStarted(RunMessage):
-    pass
-
-
-class TriageFound(RunMessage):
-    def __init__(self, generation: int, event: events.TriageFound) -> None:
-        super().__init__(generation)
-        self.result: PromptResult = event.result
-        self.triage: Triage = event.triage
-
-
-class ProbeStarted(RunMessage):
-    def __init__(self, generation: int, event: events.ProbeStarted) -> None:
-        super().__init__(generation)
-        self.what = event.what
-
-
-class ProbeFinished(RunMessage):
-    """The draft probe found what the draft proposed where the target said no."""
-
-    def __init__(self, generation: int, event: events.ProbeFound) -> None:
-        super().__init__(generation)
-        self.result: PromptResult = event.result
-        self.drafts: ProbeResult = event.drafts
-
-
-class StepStopped(RunMessage):
-    def __init__(self, generation: int, event: events.StepStopped) -> None:
-        super().__init__(generation)
-        self.step, self.text = event.step, event.message
-
-
-class RunCancelled(RunMessage):
+@dataclass(frozen=True, slots=True)
+class RunCancelled:
     """The run was cancelled (Esc) before it ended."""
 
 
-class RunEnded(RunMessage):
+@dataclass(frozen=True, slots=True)
+class RunEnded:
     """The run's worker ended (done, cancelled or failed): whatever it posted before is drawn first.
     `results`: the whole set's, where it ran to its end (its figure goes under the verdict)."""
 
-    def __init__(self, generation: int, results: list[PromptResult] | None) -> None:
-        super().__init__(generation)
-        self.results = results
+    results: list[PromptResult] | None
 
 
-def wrap(generation: int, ev: events.RunEvent) -> RunMessage:
-    """The Textual message of one run event (PromptStarted is made by the presenter, with its recorders)."""
-    if isinstance(ev, events.PromptFinished):
-        return PromptFinished(generation, ev)
-    if isinstance(ev, events.TriageStarted):
-        return TriageStarted(generation)
-    if isinstance(ev, events.TriageFound):
-        return TriageFound(generation, ev)
-    if isinstance(ev, events.ProbeStarted):
-        return ProbeStarted(generation, ev)
-    if isinstance(ev, events.ProbeFound):
-        return ProbeFinished(generation, ev)
-    if isinstance(ev, events.StepStopped):
-        return StepStopped(generation, ev)
-    raise TypeError(f"no message for {type(ev).__name__}")
+ScreenEvent = RunEvent | TokensArrived | RunCancelled | RunEnded
+
+
+class RunPosted(Message):
+    """One event of run `generation`, with the recorders the session fed when it was posted."""
+
+    def __init__(self, generation: int, event: ScreenEvent, recorders: dict[str, SideRecorder]) -> None:
+        super().__init__()
+        self.generation, self.event, self.recorders = generation, event, recorders
+
+
+class SideChanged(Message):
+    """A side's server changed state (connecting, starting, failed …): its pane says so."""
+
+    def __init__(self, side: str, state: str, note: str = "") -> None:
+        super().__init__()
+        self.side, self.state, self.note = side, state, note
+
+
+class SideConnected(Message):
+    """A side's server answered who it is. `ready`: the pane says ready (else it keeps its state: a side up
+    alone for a run streams at once)."""
+
+    def __init__(self, side: str, info: ServerInfo, ready: bool = True) -> None:
+        super().__init__()
+        self.side, self.info, self.ready = side, info, ready
+
+
+class PairStarted(Message):
+    """Both launched servers are up (their backends made): the screen connects them."""
+
+
+class PairFailed(Message):
+    """The launched pair did not come up: `failed` the sides whose server exited or is named in `why`."""
+
+    def __init__(self, why: str, failed: set[str]) -> None:
+        super().__init__()
+        self.why, self.failed = why, failed
 
 
 class ProbeSampled(Message):

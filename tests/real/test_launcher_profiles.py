@@ -271,12 +271,12 @@ async def test_the_app_launches_a_pair_reaches_identical_and_leaves_no_server_wh
         )
     )
     async with app.run_test(size=(160, 50)) as pilot:
-        app.servers.launch(profile, profile.comparison("draft"))
+        app.compare.launch(profile, profile.comparison("draft"))
         await until(pilot, lambda: app.results and app.run_done.is_set(), timeout=300, what="the launched pair's run")
         assert app.results[0].identical is True
         assert "IDENTICAL" in str(app.q("#banner").render())
         assert app.results[0].candidate.figures.drafted > 0
-        procs = [psutil.Process(s.pid) for s in app.config.launched.values()]
+        procs = [psutil.Process(s.pid) for s in app.servers.launched.values()]
         assert len(procs) == 2 and all(p.is_running() for p in procs)
         await pilot.press("ctrl+q")
     try:

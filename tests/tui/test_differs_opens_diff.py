@@ -16,7 +16,7 @@ async def test_a_differing_cache_lab_turn_opens_its_diff_and_cause():
     app = make("diverge")
     async with app.run_test(size=(160, 48)) as pilot:
         await steady(pilot)
-        await app.run_action("lab('prefix_lab')")
+        await app.run_action("screen.lab('prefix_lab')")
         await until(pilot, lambda: isinstance(app.screen, PrefixScreen) and app.screen.query("#status"), 10, "lab")
         lab = app.screen
         await pilot.press("enter")
@@ -53,7 +53,7 @@ async def test_a_differing_sweep_level_opens_the_request_and_triage(monkeypatch)
     app = make("diverge")
     async with app.run_test(size=(160, 48)) as pilot:
         await steady(pilot)
-        await app.run_action("lab('sweep')")
+        await app.run_action("screen.lab('sweep')")
         await until(pilot, lambda: isinstance(app.screen, SweepScreen) and app.screen.query("#status"), 10, "sweep")
         sweep = app.screen
         await pilot.press("enter")

@@ -105,7 +105,7 @@ async def test_a_launch_shows_progress_and_an_early_exit_opens_the_logs(tmp_path
         AppConfig("not started", "not started", autosave=False, gpu_probe=GPUProbe(FakeNVML(fail_init=True)))
     )
     async with app.run_test(size=(160, 48)) as pilot:
-        app.servers.launch(profile, profile.comparison("c"))
+        app.compare.launch(profile, profile.comparison("c"))
         pane = app.pane("baseline")
         await until(pilot, lambda: "waiting for /health" in (pane.cause or ""), 60, "progress to /health")
         assert pane.state == "starting" and pane.url.startswith("http://127.0.0.1:")
@@ -117,5 +117,5 @@ async def test_a_launch_shows_progress_and_an_early_exit_opens_the_logs(tmp_path
             pilot, lambda: logs.display and "--no-such-flag" in str(logs.render()), 30, "the logs, by themselves"
         )
         assert "baseline — exited with status 3" in str(logs.render())
-        procs = [s.proc for s in app.config.launched.values()]
+        procs = [s.proc for s in app.servers.launched.values()]
     assert all(p.poll() is not None for p in procs)  # the slow one was stopped with the failed launch

@@ -32,7 +32,7 @@ async def one_run(pilot, before: int = 0):
 
 
 def in_session_dir(app, tmp_path):
-    app.config.session_dir = str(tmp_path)
+    app.recording.folder = tmp_path
     return tmp_path
 
 

@@ -63,5 +63,5 @@ async def test_a_side_started_alone_comes_up_through_the_pair_with_its_progress(
         flag.write_text("")  # the server dies before it is ready
         with pytest.raises(ServerError, match="exited with status 3"):
             await task
-        assert pane.state == "done" and app.servers.alone_open is None and "baseline" not in app.config.pids
+        assert pane.state == "done" and app.servers.alone_open is None and "baseline" not in app.servers.pids
         assert base.proc is not None and base.proc.poll() is not None and cand.proc is None

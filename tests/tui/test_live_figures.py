@@ -33,7 +33,7 @@ async def test_rate_tokens_and_acceptance_are_live_then_final():
     release = asyncio.Event()
     async with app.run_test(size=(160, 48)) as pilot:
         await steady(pilot)
-        app.order = "concurrent"
+        app.compare.order = "concurrent"
         for side in ("baseline", "candidate"):
             _hold_after(app.backends[side], 30, release)
         app.action_run()
@@ -89,7 +89,7 @@ async def test_no_draft_yet_is_a_dash_while_streaming_not_no_drafts():
     release = asyncio.Event()
     async with app.run_test(size=(160, 48)) as pilot:
         await steady(pilot)
-        app.order = "concurrent"
+        app.compare.order = "concurrent"
         _hold_after(app.backends["candidate"], 0, release)
         app.action_run()
         await until(

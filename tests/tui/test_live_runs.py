@@ -60,7 +60,7 @@ async def test_live_repeated_runs_over_two_prompts_show_the_reports_figures(tmp_
                 ("two", 1, 2),
                 ("two", 2, 2),
             ]
-            report = text_report(app.runs.infos(), app.results, app.params, app.order)
+            report = text_report(app.compare.infos(), app.results, app.params, app.order)
             whole = "whole set " + report_line(report, "whole set")
             await until(pilot, lambda: whole in str(app.q(Banner).render()), 30, "the whole set's figure")
             figures = app.pane("candidate").figures_text()

@@ -71,10 +71,10 @@ async def test_the_drafts_guesses_with_the_marks_off_say_which_key_shows_them():
         await run_and_wait(pilot)
         real = app.notify
         app.notify = lambda message, *a, **kw: (said.append(str(message)), real(message, *a, **kw))[1]
-        app.runs.show_drafts(ProbeResult("draft model test"))
+        app.compare.show_drafts(ProbeResult("draft model test"))
         assert not said  # all marks: the guesses are drawn, nothing to say
         await pilot.press("alt+k")
-        app.runs.show_drafts(ProbeResult("draft model test"))
+        app.compare.show_drafts(ProbeResult("draft model test"))
         assert any("alt+k" in s for s in said), said
 
 

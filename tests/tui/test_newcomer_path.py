@@ -47,7 +47,7 @@ async def test_picker_run_headline_keys_theory_sampling_and_the_cache_lab():
         await until(pilot, lambda: not isinstance(app.screen, ProfilePicker), 10, "the picker to close")
         ready = lambda: all(app.pane(s).state == "ready" for s in ("baseline", "candidate"))  # noqa: E731
         await until(pilot, ready, 240, "the launched pair")
-        pids = [p.pid for p in app.config.launched.values() if p.pid]
+        pids = [p.pid for p in app.servers.launched.values() if p.pid]
         assert len(pids) == 2
         # 2. a prompt, run; 3. the headline answers both halves
         if not app.results:  # a comparison may autorun the demo prompt; else the newcomer types one

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from spectui.machine.launcher import ServerProcess
+from spectui.run.alone import OneAtATime
 from tests.pilot import until
 
 
@@ -49,7 +50,7 @@ async def test_f4_and_the_sweep_say_one_server_at_a_time_and_start_nothing():
     app = _app()
     async with app.run_test(size=(180, 50)) as pilot:
         await _waiting(pilot, app)
-        app.servers.alone_why = "the memory plan: together 37.0 GiB > 23.5 GiB usable"
+        app.servers.alone = OneAtATime(None, "the memory plan: together 37.0 GiB > 23.5 GiB usable")
         await pilot.press("f4")
         await until(
             pilot,

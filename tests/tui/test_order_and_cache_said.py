@@ -45,10 +45,12 @@ async def test_the_sweep_asks_for_the_cache_as_the_main_screen_and_says_it(monke
 
     monkeypatch.setattr(levels, "sweep", sweep)
     app = make()
-    app.params = GenerationParams(max_tokens=64, cache_prompt=False)  # `spectui tui`'s default (--cache-prompt off)
+    app.compare.params = GenerationParams(
+        max_tokens=64, cache_prompt=False
+    )  # `spectui tui`'s default (--cache-prompt off)
     async with app.run_test(size=(160, 48)) as pilot:
         await steady(pilot)
-        await app.run_action("lab('sweep')")
+        await app.run_action("screen.lab('sweep')")
         await until(pilot, lambda: isinstance(app.screen, SweepScreen) and app.screen.query("#status"), 10, "the sweep")
         status = str(app.screen.query_one("#status").render())
         assert "prompt cache off" in status
@@ -64,7 +66,9 @@ async def test_the_main_screen_says_the_prompt_cache_within_80_columns():
     from spectui.tui.widgets.fit import FitLabel
 
     app = make()
-    app.params = GenerationParams(max_tokens=64, cache_prompt=False)  # `spectui tui`'s default (--cache-prompt off)
+    app.compare.params = GenerationParams(
+        max_tokens=64, cache_prompt=False
+    )  # `spectui tui`'s default (--cache-prompt off)
     async with app.run_test(size=(80, 24)) as pilot:
         await steady(pilot)
         label = app.query_one("#order", FitLabel)

@@ -12,7 +12,11 @@ async def test_every_palette_entry_of_spectui_has_its_sentence():
     async with app.run_test(size=(120, 40)) as pilot:
         await steady(pilot)
         commands = list(app.get_system_commands(app.screen))
-        ours = [c for c in commands if any(c.title.startswith(f"{b.description} (") for b in app.BINDINGS)]
+        ours = [
+            c
+            for c in commands
+            if any(c.title.startswith(f"{b.description} (") for b in (*app.BINDINGS, *type(app.screen).BINDINGS))
+        ]
         assert len(ours) >= 10
         for c in ours:
             assert not c.help.startswith("spectui:"), c

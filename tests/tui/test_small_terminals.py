@@ -25,7 +25,7 @@ async def test_each_output_keeps_six_rows_and_the_headline_shows(size, kind):
         assert min(rows.values()) >= SidePane.MIN_TEXT_ROWS, rows
         head = app.q(Banner).headline_text()
         assert head.startswith("same bytes: yes" if kind == "draft" else "same bytes: no, they part at byte")
-        assert " · faster: no — " in head and "accepted (1 run)" in head
+        assert " · faster: not judged — " in head and "accepted (1 run)" in head
         banner = app.q(Banner)
         assert banner.region.bottom <= app.q(LivePanel).region.y  # nothing drawn over the verdict
         live = app.q(LivePanel)

@@ -336,7 +336,9 @@ def test_speed_words_say_the_word_the_interval_the_acceptance_and_where():
         " · SLOWER 0.80× [0.70–0.90] at α 0.50 (mean accepted length 1.75) on NVIDIA H200"
     )
     nothing = " (the candidate drafted nothing)"
-    assert speed_words(speed("faster", sp, None), {}) == f" · 0.80× [0.70–0.90]{nothing} on this CPU"
+    up = {"value": 1.2, "low": 1.1, "high": 1.3}  # a word as SLOWER has: FASTER where the interval lies above 1
+    assert speed_words(speed("faster", up, None), {}) == f" · FASTER 1.20× [1.10–1.30]{nothing} on this CPU"
+    assert speed_words(speed("no interval", up, None), {}) == f" · 1.20× [1.10–1.30]{nothing} on this CPU"
     assert speed_words(speed("no measurable difference", sp, {"drafted": 0}), {}) == (
         f" · NO MEASURABLE DIFFERENCE 0.80× [0.70–0.90]{nothing} on this CPU"
     )

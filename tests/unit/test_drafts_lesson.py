@@ -187,7 +187,8 @@ def test_the_three_way_table_finds_the_quantised_model_behind_spectuis_f32_copy(
     q4 = tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
     f32 = tmp_path / "SmolLM2-135M-Instruct.F32.gguf"
     draft = tmp_path / "SmolLM2-135M-Instruct.Q2_K-draft.gguf"  # named like a copy, but not the target's
-    for p in (q4, f32, draft):
+    q40 = tmp_path / "SmolLM2-135M-Instruct.Q4_0.gguf"  # the demo's format beside it: not the bundled model
+    for p in (q4, f32, draft, q40):
         p.write_bytes(b"GGUF")
     assert quantised_sibling(str(f32)) == q4
     assert quantised_sibling(str(q4)) is None and quantised_sibling(None) is None

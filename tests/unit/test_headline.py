@@ -15,10 +15,25 @@ from spectui.store import prompts as prompt_sets
 from tests.recordings import BASELINE, DRAFT, INFO, changed, payloads
 
 
-def test_one_slower_run_says_both_halves_with_the_acceptance_beside_the_speed_up():
+def test_one_run_is_a_point_with_the_acceptance_beside_it_and_no_verdict_on_speed():
     h = headline(1, 1, 0, "text+ids", speedup=0.19, acceptance=0.41)
-    assert h.line == "same bytes: yes (text+ids) · faster: no — 0.19× at 41% accepted (1 run)"
-    assert (h.same, h.faster) == (True, False)
+    assert h.line == "same bytes: yes (text+ids) · faster: not judged — 0.19× at 41% accepted (1 run)"
+    assert (h.same, h.faster) == (True, None)
+
+
+@pytest.mark.parametrize("speedup", [1.18, 3.0, 0.5])
+def test_one_run_of_a_server_against_itself_never_says_faster(speedup):
+    # the TUI once said "faster: yes — 1.18× (1 run)" of a server compared with itself through a proxy
+    h = headline(1, 1, 0, speedup=speedup)
+    assert h.faster is None and "yes" not in h.faster_text and "no —" not in h.faster_text
+
+
+def test_faster_only_where_the_whole_interval_lies_above_one():
+    assert headline(1, 1, 0, speedup=1.2, low=1.01, high=1.4).faster is True
+    assert headline(1, 1, 0, speedup=1.2, low=0.99, high=1.4).faster is False
+    assert headline(1, 1, 0, speedup=1.01, low=1.005, high=1.015).faster is False  # within ±2 % of 1×
+    few = headline(1, 1, 0, speedup=1.5, low=1.2, high=1.9, df=1, min_df=2)  # a certificate's too few runs
+    assert few.faster is None and "too few runs to judge" in few.faster_text
 
 
 def test_each_half_is_answered_on_its_own():
@@ -31,7 +46,7 @@ def test_each_half_is_answered_on_its_own():
 @pytest.mark.parametrize(
     ("kw", "faster", "word"),
     [
-        (dict(speedup=1.01), None, "no measurable difference"),  # one run within ±2 %
+        (dict(speedup=1.01), None, "not judged"),  # one run: a point
         (dict(speedup=1.3, low=0.9, high=1.6), None, "no measurable difference"),  # the interval holds 1×
         (dict(speedup=0.5, low=0.4, high=0.6), False, "faster: no"),
         (dict(speedup=None), None, "not measured"),
@@ -40,7 +55,7 @@ def test_each_half_is_answered_on_its_own():
 def test_the_speed_half_follows_the_repeated_runs_rule(kw, faster, word):
     h = headline(1, 1, 0, **kw)
     assert word in h.faster_text
-    assert h.faster is (False if faster is None and kw["speedup"] is not None else faster)
+    assert h.faster is (False if "measurable" in word else faster)
 
 
 def test_a_failed_side_is_not_compared_rather_than_a_broken_promise():
@@ -65,6 +80,7 @@ def test_a_recorded_run_gets_its_headline_from_the_carried_verdict_and_figures()
     f = r.candidate.figures
     assert h.same is True and h.same_text == f"same bytes: yes ({r.verdict.compared})"
     assert f"{r.speedup:.2f}× at {f.accepted / f.drafted:.0%} accepted (1 run)" in h.faster_text
+    assert h.faster is None
     stream = payloads(BASELINE)
     k = next(i for i, p in enumerate(stream) if p.get("content"))
     d = headline_for(run(changed(stream, k, "§")))

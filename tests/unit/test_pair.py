@@ -9,7 +9,7 @@ import pytest
 
 from spectui.core.errors import InputError
 from spectui.core.types import GenerationParams
-from spectui.run.pair import GivenPair, LaunchedPair, infos_of, order_of
+from spectui.run.pair import GivenPair, LaunchedPair, infos_of
 from spectui.run.phased import PhasedRun
 from spectui.run.session import RunOptions, RunSession
 
@@ -22,7 +22,7 @@ def test_a_profiles_pair_is_two_local_servers_on_two_ports_and_says_why_it_runs_
     assert base.url.startswith("http://127.0.0.1:") and cand.url.startswith("http://127.0.0.1:")
     assert base.url != cand.url
     assert together.alone is None  # the CPU demo's two small servers fit together
-    assert alone.alone == "asked for (--one-at-a-time)"
+    assert alone.alone is not None and alone.alone.why == "asked for (--one-at-a-time)"
     assert together.name.startswith("cpu-demo/") and together.title in together.name
 
 
@@ -42,7 +42,7 @@ def test_one_at_a_time_gives_a_phased_run_and_starts_nothing_until_it_runs():
 
     run = asyncio.run(go())
     assert isinstance(run, PhasedRun) and run.repeat == 2 and run.launches == []
-    assert order_of(run, options) == "one-at-a-time"
+    assert run.order == "one-at-a-time"
     infos = infos_of(run, dict(zip(("baseline", "candidate"), pair.urls())))
     assert infos["baseline"].url == pair.servers["baseline"].url  # never reached: its URL only
 
@@ -68,4 +68,4 @@ def test_two_given_servers_give_a_run_session_on_what_connect_returned():
     run = asyncio.run(go())
     assert seen == [("http://127.0.0.1:1", "http://127.0.0.1:2")]
     assert isinstance(run, RunSession) and run.baseline.url == "http://127.0.0.1:1"
-    assert order_of(run, options) == "concurrent"
+    assert run.order == "concurrent"

@@ -185,7 +185,7 @@ def test_prove_runs_one_at_a_time_where_the_memory_plan_says_so_and_refuses_a_pa
 
     def launch(profile, comparison, one=False):
         pair = pair_from(argparse.Namespace(profile=profile, launch=None, comparison=comparison, one_at_a_time=one))
-        return pair.name, pair.servers["baseline"], pair.servers["candidate"], pair.alone
+        return pair.name, pair.servers["baseline"], pair.servers["candidate"], pair.alone and pair.alone.why
 
     what, base, cand, alone = launch("s-nvidia", "llama-draft")
     assert what.startswith("s-nvidia/llama-draft") and alone.startswith("the memory plan: ")

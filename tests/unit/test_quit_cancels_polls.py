@@ -12,11 +12,13 @@ cancel, which covers the turn where wait_for lost it.
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
 
 import pytest
 
+from spectui.machine.probes import GPUProbe
+from spectui.tui.config import AppConfig
 from spectui.tui.supervisor import ServerSupervisor
+from tests.fakes import FakeNVML
 
 
 class AnsweringBackend:
@@ -39,14 +41,10 @@ def _no_poll_timeout_in_the_window(monkeypatch):
 @pytest.mark.parametrize("turns", range(8))
 async def test_a_poll_answered_as_the_quit_cancels_it_is_cancelled(turns):
     answer = asyncio.get_running_loop().create_future()
-    host = SimpleNamespace(
-        config=SimpleNamespace(one_at_a_time=False),
-        backends={"baseline": AnsweringBackend(answer)},
-        pane=lambda side: SimpleNamespace(info="connected"),
-        gpu_probe=None,  # SupervisorHost names it (the live panel's GPU memory per process); none here
-    )
-    supervisor = ServerSupervisor(host)  # type: ignore[arg-type]
-    polling = asyncio.ensure_future(supervisor.poll_kv())
+    config = AppConfig("http://127.0.0.1:1", "http://127.0.0.1:2", gpu_probe=GPUProbe(FakeNVML(fail_init=True)))
+    supervisor = ServerSupervisor(config, lambda message: None)
+    supervisor.backends = {"baseline": AnsweringBackend(answer)}  # type: ignore[dict-item]
+    polling = asyncio.ensure_future(supervisor.poll_kv({"baseline"}))  # the sides connected
     for _ in range(3):
         await asyncio.sleep(0)
     assert not polling.done(), "the poll waits for its answer"

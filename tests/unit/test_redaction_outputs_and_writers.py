@@ -183,7 +183,7 @@ def test_deeply_nested_json_is_one_line(tmp_path):
     f = tmp_path / "deep.json"
     f.write_text("[" * 100_000 + "]" * 100_000)
     r = _cli("import", "aiperf", str(f), "--notebook", str(tmp_path / "nb.toml"))
-    assert r.returncode == 2 and "nested too deeply" in one_line_error(r)
+    assert r.returncode == 2 and "levels deep, over the limit" in one_line_error(r)
 
 
 NOTEBOOK_KEYS = [

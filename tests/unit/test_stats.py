@@ -99,3 +99,36 @@ def test_a_speedup_across_two_clocks_says_so():
     assert "mixes two clocks" in Repeated(Prompt("p"), [r]).to_json()["rate_note"]
     r.candidate.figures.decode_source = "server timings"
     assert "clocks" not in speedup_text(r) and Repeated(Prompt("p"), [r]).rate_note is None
+
+
+# -- speed_call: the one word on a speed-up, from its interval ------------------------------------------
+@pytest.mark.parametrize(
+    ("low", "high", "df", "word"),
+    [
+        (1.05, 1.30, None, "faster"),  # the whole interval above 1×
+        (0.70, 0.95, None, "slower"),
+        (0.90, 1.20, None, "no measurable difference"),  # holds 1×
+        (1.005, 1.019, None, "no measurable difference"),  # above 1×, but within ±2 % of it
+        (None, None, None, "no interval"),  # one run: a point, never a word on speed
+        (1.05, 1.30, 1, "too few runs to judge"),  # under the certificate's 2 degrees of freedom
+    ],
+)
+def test_speed_call_says_faster_only_where_the_interval_lies_above_one(low, high, df, word):
+    from spectui.core.stats import MIN_DF, speed_call
+
+    assert speed_call(low, high, df, MIN_DF) == word
+
+
+def test_faster_is_a_promise_the_interval_keeps_when_nothing_is_faster():
+    """Simulated: two equal servers (true ratio 1×, log-normal noise as measured here), 3 runs: the word
+    "faster" is said in at most 2.5 % + a margin of the cases (one tail of a 95 % interval)."""
+    import random
+
+    from spectui.core.stats import ratio_interval, speed_call
+
+    rng = random.Random(7)
+    trials, said = 2000, 0
+    for _ in range(trials):
+        s = ratio_interval([math.exp(rng.gauss(0.0, 0.08)) for _ in range(3)])
+        said += speed_call(s.low, s.high) == "faster"
+    assert said / trials < 0.035

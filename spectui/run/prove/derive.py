@@ -511,7 +511,8 @@ def speed_words(derived: dict, measured_on: dict) -> str:
     sp = derived["speedup"]["overall"]
     if sp is None:
         return " · no speed-up measured (no run where both sides finished)"
-    word = {
+    word = {  # the word core.stats.speed_call gave the set's interval; FASTER only where it lies above 1×
+        "faster": "FASTER ",
         "slower": "SLOWER ",
         "no measurable difference": "NO MEASURABLE DIFFERENCE ",
         "too few runs to judge": "TOO FEW RUNS TO JUDGE ",

@@ -31,7 +31,16 @@ from spectui.core.errors import InputError, SpectuiError
 from spectui.core.findings import NEAR_TIE_NATS
 from spectui.core.runner import PromptResult, Source
 from spectui.core.types import SIDES, GenerationParams, Prompt, ServerInfo
-from spectui.run.events import PromptFinished, PromptStarted, RunEvent
+from spectui.run.alone import OneAtATime
+from spectui.run.events import (
+    CertificateWritten,
+    PhaseStarted,
+    Progressed,
+    PromptFinished,
+    PromptStarted,
+    ProveEvent,
+    RunEvent,
+)
 from spectui.run.phased import ORDER, Pass, PhasedRun
 from spectui.run.prove import certificate
 from spectui.run.prove.provenance import measured_on, prompt_set_hash
@@ -57,18 +66,6 @@ class SessionNotWritten(SpectuiError):
     def __init__(self, message: str, results: list[PromptResult]) -> None:
         super().__init__(message)
         self.results = results
-
-
-@dataclass
-class OneAtATime:
-    """Run each side alone: `open_side(side)` starts it and stops it when its block ends (run.phased)."""
-
-    open_side: Callable  # run.phased.OpenSide
-    why: str  # "asked for (--one-at-a-time)", or the memory plan's reason
-    say: Callable[[str], None] | None = None
-
-    def to_json(self) -> dict:
-        return {"why": self.why, "triage": TRIAGE_SKIPPED}
 
 
 @dataclass
@@ -99,30 +96,6 @@ class ProveOptions:
             raise InputError(f"--temperature for the sampled pass must be above 0, not {self.temperature}")
         if self.sample_max_tokens < 1:
             raise InputError(f"--sample-max-tokens must be at least 1, not {self.sample_max_tokens}")
-
-
-# -- what a prove run tells its driver, besides the run session's own events -----------------------------
-@dataclass(frozen=True, slots=True)
-class PhaseStarted:
-    phase: str  # "greedy" | "triage" | "sampled" | "certificate"
-    total: int  # requests pairs (prompt runs) in the phase
-
-
-@dataclass(frozen=True, slots=True)
-class Progressed:
-    phase: str
-    done: int
-    total: int
-    prompt_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class CertificateWritten:
-    path: Path
-    document: dict
-
-
-ProveEvent = PhaseStarted | Progressed | CertificateWritten
 
 
 def default_dir(shard: Shard | None = None) -> Path:
@@ -263,7 +236,7 @@ class Prover:
             }
             if self.sampled_all
             else None,
-            **({"one_at_a_time": self.alone.to_json()} if self.alone is not None else {}),
+            **({"one_at_a_time": {"why": self.alone.why, "triage": TRIAGE_SKIPPED}} if self.alone is not None else {}),
         }
 
     def _session(self, params: GenerationParams, writer, repeat: int, emit=None) -> RunSession:
@@ -418,11 +391,12 @@ class Prover:
                 writers["sampled"] = SessionWriter(out / SAMPLED)
                 items = [(p, self.sampled_params(i)) for p in self.sampled for i in range(o.samples)]
                 passes.append(Pass(items, 1, 1, writers["sampled"], counted("sampled", sampled_total), "sampled pass"))
+            assert self.alone.open_side is not None, "prove opens each side through its driver's open_side"
             run = PhasedRun(self.alone.open_side, self.params, o.runs, say=self.alone.say)
             try:
                 await run.run_passes(passes)
             finally:
-                self.infos = dict(run.infos)
+                self.infos = run.infos()
         finally:
             for w in writers.values():
                 self._closed(w)

@@ -8,13 +8,11 @@ from __future__ import annotations
 import math
 import statistics
 
-from spectui.core.stats import LEVEL, over_units
+from spectui.core.stats import LEVEL, MIN_DF, TOO_FEW_RUNS, over_units, speed_call
 
-TOLERANCE = 0.02  # an interval within ±2 % of 1.00 is no measurable difference (core.runner.Repeated)
 # below these, an interval is shown but no verdict word is drawn from it: "too few runs to judge"
-MIN_DF = 2  # degrees of freedom of a speed-up interval: 3 runs of a prompt, or 2 runs each of 2 prompts
 MIN_PROMPTS = 3  # prompts for an interval over prompts
-TOO_FEW = "too few runs to judge"
+TOO_FEW = TOO_FEW_RUNS
 
 
 def ratio_interval(nums: list[float], dens: list[float], cap: float | None = None, level: float = LEVEL) -> dict:
@@ -168,16 +166,11 @@ def shared_runs(g: float, shared: list[dict[int, float]], level: float = LEVEL) 
 
 
 def speed_word(s: dict | None) -> str:
-    """faster / slower / no measurable difference, by the rule docs/compare.md states (core.runner.Repeated)."""
+    """faster / slower / no measurable difference: core.stats.speed_call's word on the set's interval."""
     if s is None:
         return "not measured"
-    if s["low"] is None:
-        return "no interval"
-    if isinstance(s.get("df"), int) and s["df"] < MIN_DF:
-        return TOO_FEW
-    if s["low"] <= 1.0 <= s["high"] or (1 - TOLERANCE <= s["low"] and s["high"] <= 1 + TOLERANCE):
-        return "no measurable difference"
-    return "faster" if s["low"] > 1.0 else "slower"
+    df = s.get("df") if isinstance(s.get("df"), int) else None
+    return speed_call(s["low"], s["high"], df, MIN_DF)
 
 
 def interval_text(d: dict | None, spec: str = ".2f", unit: str = "") -> str:

@@ -93,7 +93,7 @@ class DraftsScreen(Screen):
         with VerticalScroll():
             yield Static(id="lesson-report", markup=False)
             yield Static(id="report", markup=False)
-        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
+        yield KeysFooter()  # its own keys and the app's few that work here (SpectuiApp.BINDINGS)
 
     def on_mount(self) -> None:
         self.refresh_report()

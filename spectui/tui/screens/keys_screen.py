@@ -16,7 +16,7 @@ from spectui.tui.keys import greyed_reason, in_footer_order, sentence
 
 def key_rows(screen: Screen) -> list[tuple[str, str, str, str]]:
     """(key, name, sentence, why greyed: "" where enabled) for each action the screen and the app bind (on a
-    sub-screen the app's few that work there: tui.keys.ANYWHERE), in the footer's order; one row per action (its keys joined), hidden keys included. The text box's
+    sub-screen the app's few that work there: SpectuiApp.BINDINGS), in the footer's order; one row per action (its keys joined), hidden keys included. The text box's
     own editing keys are not listed, and an app key a text box shadows (Enter) is."""
     app = screen.app
     by_action: dict[str, list] = {}
@@ -29,7 +29,7 @@ def key_rows(screen: Screen) -> list[tuple[str, str, str, str]]:
             if state is False:  # hidden now (the replay keys outside a replay)
                 continue
             keys = [app.get_key_display(Binding(k.strip(), b.action)) for k in b.key.split(",")]
-            row = by_action.setdefault(b.action, [[], b.description, "" if state else greyed_reason(app, name)])
+            row = by_action.setdefault(b.action, [[], b.description, "" if state else greyed_reason(node, name)])
             row[0].extend(k for k in keys if k not in row[0])
     actions = in_footer_order(list(by_action), screen is app.screen_stack[0])
     return [

@@ -71,7 +71,7 @@ class PrefixScreen(Screen):
         )
         yield FitTable(id="turns")
         yield Static("", id="kv")
-        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
+        yield KeysFooter()  # its own keys and the app's few that work here (SpectuiApp.BINDINGS)
 
     def on_mount(self) -> None:
         t = self.query_one(DataTable)
@@ -256,7 +256,7 @@ class SweepScreen(Screen):
         )
         yield FitTable(id="levels")
         yield PlotextPlot(id="sweep-plot")
-        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
+        yield KeysFooter()  # its own keys and the app's few that work here (SpectuiApp.BINDINGS)
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns(

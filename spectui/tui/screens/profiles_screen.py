@@ -48,7 +48,7 @@ class ProfilePicker(Screen[tuple[Profile, str] | None]):
             yield OptionList(id="comparison-list")
         with Vertical():
             yield Static("", id="detail")
-        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
+        yield KeysFooter()  # its own keys and the app's few that work here (SpectuiApp.BINDINGS)
 
     def on_mount(self) -> None:
         for problem in self.problems:

@@ -23,8 +23,9 @@ from spectui.backends.launchspec import LaunchSpec
 from spectui.core import terms_table
 from spectui.core.errors import describe
 from spectui.core.types import GenerationParams, Prompt
-from spectui.run.prove import prove
-from spectui.run.prove.prove import TRIAGE_SKIPPED, OneAtATime, ProveOptions, Prover, default_dir
+from spectui.run import events
+from spectui.run.alone import OneAtATime
+from spectui.run.prove.prove import TRIAGE_SKIPPED, ProveOptions, Prover, default_dir
 from spectui.run.prove.terms import add_terms
 from spectui.store import notebook
 from spectui.tui.context import LabContext
@@ -119,7 +120,7 @@ class ProveScreen(Screen):
         yield Static("", id="prove-saved")
         with VerticalScroll(id="prove-terms-box"):
             yield Static("", id="prove-terms-table")
-        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
+        yield KeysFooter()  # its own keys and the app's few that work here (SpectuiApp.BINDINGS)
 
     def alone_line(self) -> str:
         if self.open_alone is None:
@@ -207,14 +208,14 @@ class ProveScreen(Screen):
         """Where a one-at-a-time prove is: which side is up, which pass it runs."""
         self.query_one("#prove-alone", Static).update(f"one server at a time · {line}")
 
-    def on_prove_event(self, ev) -> None:
-        if isinstance(ev, prove.Progressed):
-            if ev.phase in ("greedy", "sampled"):
+    def on_prove_event(self, ev: events.Event) -> None:
+        """Where the prove is: each event's one line (run.events.line, as the CLI prints it), and the bar."""
+        match ev:
+            case events.Progressed(phase="greedy" | "sampled"):
                 self._done += 1
                 self.query_one(ProgressBar).update(progress=self._done)
-            self.query_one("#prove-phase", Static).update(f"{ev.phase} {ev.done}/{ev.total}: {ev.prompt_id}")
-        elif isinstance(ev, prove.PhaseStarted):
-            self.query_one("#prove-phase", Static).update(f"{ev.phase} …")
+        if (text := events.line(ev)) is not None:
+            self.query_one("#prove-phase", Static).update(text)
 
     def show(self, doc: dict) -> None:
         """The certificate's verdict line (never judged here) and where it is."""

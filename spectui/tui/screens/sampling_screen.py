@@ -95,7 +95,7 @@ class SamplingScreen(Screen):
         yield Static("", id="sampling-eta")
         yield Static("", id="sampling-result")
         yield PlotextPlot(id="sampling-plot")
-        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
+        yield KeysFooter()  # its own keys and the app's few that work here (SpectuiApp.BINDINGS)
 
     def action_run(self) -> None:
         try:

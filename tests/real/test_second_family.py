@@ -8,6 +8,7 @@ cost and data, the lookup draft, train-eagle3 (refused in one line: no gemma3 he
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from spectui.cli.demo import demo_servers, own_model_values
 from spectui.cli.main import main
 from spectui.core.types import GenerationParams
 from spectui.labs.drafts.train_lookup import run_pipeline
@@ -221,4 +223,20 @@ def test_demo_runs_a_users_own_gguf(gemma, capsys):
     code = main(["demo", "--model", str(model), "--headless", "--candidate", "ngram", "--no-triage"])
     said = capsys.readouterr()
     assert code in (0, 3), said.err
-    assert model.name in said.err and "IDENTICAL" in said.out.upper() or "DIFFERS" in said.out.upper()
+    assert model.name in said.err and ("IDENTICAL" in said.out.upper() or "DIFFERS" in said.out.upper())
+
+
+@pytest.mark.parametrize("kind", ["draft", "ngram", "kvq4", "prefix"])
+def test_demo_model_serves_the_users_gguf_on_both_sides_of_every_comparison(gemma, kind):
+    """--model replaces the model of every cpu-demo comparison (the speculative ones serve {model_demo}, the
+    bundled model's recommended format, unless the user names their own), and a draft candidate drafts with
+    the user's model's own draft, never SmolLM2's."""
+    _, model, draft = gemma
+    args = argparse.Namespace(model=str(model), draft=str(draft) if kind == "draft" else None, candidate=kind)
+    _, base, cand = demo_servers(kind, own_model_values(args))
+    for server in (base, cand):
+        argv = list(server.argv)
+        assert argv[argv.index("-m") + 1] == str(model), argv
+    cargv = list(cand.argv)
+    if "-md" in cargv:
+        assert cargv[cargv.index("-md") + 1] == str(draft), cargv

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import json
 import math
 import os
 import platform
@@ -37,12 +36,15 @@ from spectui.labs.theory.curve import NGRAM
 from spectui.machine import assets
 from spectui.run.lesson_serving import Serving, Tools, backends_for, http_client
 from spectui.run.session import RunOptions, RunSession
+from spectui.store.bounded import load_json_file
 from spectui.store.locations import atomic_write, data_dir
 
 Say = Callable[[str], None]
 # the candidate: lossless n-gram drafting (llama.cpp accepts only the target's own greedy tokens), 3/8 as the
 # cpu-demo profile's `ngram` comparison
 NGRAM_ARGS = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3", "--spec-ngram-simple-size-m", "8"]
+
+FORMATS_MAX = 16 << 20  # a kept table is a few KiB; a formats table far larger is not one
 
 
 @dataclass
@@ -233,12 +235,14 @@ def write(les: FormatsLesson, path: Path) -> Path:
 
 
 def read(path: Path) -> FormatsLesson:
-    """A kept table; InputError in one line where the file is missing, not JSON or not a formats table."""
+    """A kept table; InputError in one line where the file is missing, not JSON or not a formats table (read
+    through the one bounded loader: a FIFO, a huge or deeply nested file is refused before parsing)."""
+    if not Path(path).exists():
+        raise InputError(f"formats table {path} does not exist", hint="run `spectui formats` first")
+    doc = load_json_file(path, "formats table", FORMATS_MAX)
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: not a spectui formats table (a JSON {type(doc).__name__})")
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}", hint="run `spectui formats` first") from None
-    try:
-        return FormatsLesson.from_json(json.loads(text))
-    except ValueError as exc:
+        return FormatsLesson.from_json(doc)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise InputError(f"{path}: {exc}", hint="give the JSON `spectui formats` wrote") from None

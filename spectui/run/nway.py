@@ -11,7 +11,7 @@ from pathlib import Path
 from spectui.backends.launchspec import flag_value
 from spectui.core.runner import grouped, run_prompts
 from spectui.core.stats import over_units, ratio_interval
-from spectui.labs.formats.nway import NWay, NWayRow
+from spectui.labs.formats.nway import FILE_NAME, NWay, NWayRow
 from spectui.labs.formats.table import FormatsLesson
 from spectui.machine.assets import find_llama_server
 from spectui.run.lesson_serving import Serving, Tools, backends_for
@@ -87,5 +87,5 @@ async def beside(doc: dict, baseline, prompts, params, runs: int, table: Formats
     if not any(r.label.endswith("(the baseline)") for r in plain):
         plain.insert(0, NWayRow(f"plain {base_name} (the baseline)", base_tps, 1.0, None, None, spec.runs))
     nway = NWay(base_name, plain, spec, notes)
-    atomic_write(out / "n-way.json", json.dumps(nway.to_json(), indent=2) + "\n")
+    atomic_write(out / FILE_NAME, json.dumps(nway.to_json(), indent=2) + "\n")
     return nway

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spectui.core.errors import InputError
+from spectui.store.bounded import load_json_object
 from spectui.store.locations import atomic_write
 
 SCHEMA_VERSION = "1.0"
@@ -157,16 +158,9 @@ class Profile:
 def read(path: str | Path) -> Profile:
     """A speculation_profile.json, checked at the boundary: one-line errors naming the file and the key."""
     p = Path(path).expanduser()
-    try:
-        if p.stat().st_size > _MAX_BYTES:
-            raise InputError(f"{p}: {p.stat().st_size} bytes is too large for a speculation profile")
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file", hint="give the speculation_profile.json prove or drafts wrote") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read it ({exc})") from None
-    except ValueError as exc:
-        raise InputError(f"{p}: not JSON ({exc})") from None
+    if not p.exists():
+        raise InputError(f"{p}: no such file", hint="give the speculation_profile.json prove or drafts wrote")
+    doc = load_json_object(p, "speculation profile", _MAX_BYTES)  # a FIFO, size, depth, NaN: one line
     if not isinstance(doc, dict) or "marginal_accept_rates" not in doc:
         raise InputError(f"{p}: not a speculation profile (no marginal_accept_rates)")
     version = str(doc.get("schema_version", ""))

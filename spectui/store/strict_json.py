@@ -1,6 +1,6 @@
 """JSON read strictly, for documents whose every field decides something (certificates): a key given
-twice, a NaN or Infinity, or a whole number too long to be a count is refused, and the file's size is
-checked before it is read. Python's json module keeps the LAST of two equal keys while other readers keep
+twice, a NaN or Infinity, or a whole number too long to be a count is refused (the file itself is read
+through store.bounded: a regular file, its size and nesting checked first). Python's json module keeps the LAST of two equal keys while other readers keep
 the first, so a document with a key twice says two things at once; it is refused, not read either way."""
 
 from __future__ import annotations
@@ -45,15 +45,6 @@ def loads_strict(text: str):
     """The JSON value of `text`; StrictJSONError (one line) for a duplicate key, NaN/Infinity, a number
     out of range or a whole number longer than MAX_DIGITS; json.JSONDecodeError for text that is not JSON."""
     return json.loads(text, object_pairs_hook=_pairs, parse_int=_int, parse_constant=_constant, parse_float=_float)
-
-
-def read_bounded(path: Path, max_bytes: int) -> str:
-    """The file's text, its size checked before it is read (OSError and UnicodeDecodeError pass through;
-    StrictJSONError where it is larger than `max_bytes`)."""
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise StrictJSONError(f"{size:,} bytes, larger than the {max_bytes:,} bytes such a file can be")
-    return path.read_text(encoding="utf-8")
 
 
 def first_duplicate_key(path: Path) -> str | None:

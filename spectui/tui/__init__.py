@@ -1,1 +1,2 @@
-"""The Textual UI: app (composition and bindings), controller (the run), supervisor (servers), recording."""
+"""The Textual UI: app (composition and global keys), screens/compare (the comparison screen owns its run),
+supervisor (servers), recording."""

@@ -20,6 +20,7 @@ import pytest
 
 from spectui.cli.main import main
 from spectui.core.errors import InputError
+from spectui.run.prove.prove import prepare_dir
 from tests.recordings import DATA
 
 SESSION = DATA / "session-draft-quick2-repeat2.jsonl"
@@ -673,3 +674,37 @@ def test_cause09_a_deep_or_huge_tool_result_file_is_one_line(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(InputError, match="FIFO"):
         imports.read("aiperf", fifo)  # opened without blocking: a FIFO with no writer never hangs the import
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["formats", "--show", "{f}"],
+        ["theory", "--profile", "{f}", "--cost", "0.1"],
+        ["prove", "--baseline", "http://127.0.0.1:9", "--candidate", "http://127.0.0.1:9", "--formats-table", "{f}"],
+        ["verify", "{f}"],
+    ],
+    ids=["formats-table", "speculation-profile", "prove-formats-table", "certificate"],
+)
+@pytest.mark.parametrize("kind", ["fifo", "deep"])
+def test_tables_profiles_and_certificates_go_through_the_bounded_loader(tmp_path, capsys, argv, kind):
+    """The formats table, a speculation profile and a certificate are files users keep and pass around: a
+    FIFO is refused without blocking, a deeply nested file in one line (no RecursionError traceback)."""
+    f = tmp_path / "x.json"
+    if kind == "fifo":
+        os.mkfifo(f)
+    else:
+        f.write_text("[" * 100_000 + "]" * 100_000)
+    code = main([a.replace("{f}", str(f)) for a in argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "Traceback" not in err[0], err
+
+
+@pytest.mark.parametrize("name", ["greedy.jsonl", "certificate.json", "speculation_profile.json", "n-way.json"])
+def test_prove_never_replaces_a_file_it_would_write_in_its_folder(tmp_path, name):
+    """prove -o DIR refuses before any server starts where DIR already holds a file of a name it writes,
+    the n-way table's (prove --formats-table) included."""
+    (tmp_path / name).write_text("the user's own file\n")
+    with pytest.raises(InputError, match="exists"):
+        prepare_dir(tmp_path)
+    assert (tmp_path / name).read_text() == "the user's own file\n"

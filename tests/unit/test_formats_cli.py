@@ -31,7 +31,7 @@ def test_an_unknown_format_is_one_line_naming_the_known_ones(capsys):
 
 def test_a_missing_or_foreign_table_is_one_line(tmp_path, capsys):
     assert main(["formats", "--show", str(tmp_path / "none.json")]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    assert "does not exist — run `spectui formats` first" in capsys.readouterr().err
     (tmp_path / "cert.json").write_text(json.dumps({"kind": "spectui-certificate"}))
     assert main(["formats", "--show", str(tmp_path / "cert.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -28,8 +28,9 @@ from spectui.run.prove import conditions
 from spectui.run.prove.derive import derive, load_sessions, normalised
 from spectui.run.prove.provenance import sha256_file
 from spectui.run.prove.render import render_html, render_markdown
+from spectui.store.bounded import check_depth, read_text_bounded
 from spectui.store.locations import atomic_write
-from spectui.store.strict_json import StrictJSONError, first_duplicate_key, loads_strict, read_bounded
+from spectui.store.strict_json import StrictJSONError, first_duplicate_key, loads_strict
 
 FORMAT = "spectui-certificate"
 VERSION = 1
@@ -67,7 +68,9 @@ def load(path: str | Path) -> dict:
     if not p.is_file():
         raise InputError(f"certificate {p} does not exist")
     try:
-        doc = loads_strict(read_bounded(p, MAX_BYTES))
+        text = read_text_bounded(p, "certificate", MAX_BYTES)  # a regular file, its size checked before reading
+        check_depth(text, f"certificate {p}")  # the one bounded loader's checks; then read strictly
+        doc = loads_strict(text)
     except StrictJSONError as exc:
         raise InputError(f"{p} is not a valid certificate: {exc}", hint="the file was edited or damaged") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -31,6 +31,7 @@ from spectui.core.errors import InputError, SpectuiError
 from spectui.core.findings import NEAR_TIE_NATS
 from spectui.core.runner import PromptResult, Source
 from spectui.core.types import SIDES, GenerationParams, Prompt, ServerInfo
+from spectui.labs.formats import nway
 from spectui.run.alone import OneAtATime
 from spectui.run.events import (
     CertificateWritten,
@@ -120,7 +121,7 @@ def prepare_dir(out: Path) -> Path:
             f"-o {out}: cannot write in {folder} (permission denied)",
             hint="give -o a folder you may write in; checked before any server is started",
         )
-    for name in (GREEDY, SAMPLED, certificate.CERT_NAME, spec_profile.FILE_NAME):
+    for name in (GREEDY, SAMPLED, certificate.CERT_NAME, spec_profile.FILE_NAME, nway.FILE_NAME):
         if (out / name).exists():
             raise InputError(
                 f"{out / name} exists: not overwriting a certificate's raw data", hint="give -o a new folder"

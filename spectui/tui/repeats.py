@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from spectui.core.findings import finding_lines
 from spectui.core.report import repeat_text, whole_set
 from spectui.core.runner import PromptResult, grouped
 from spectui.core.types import ServerInfo
@@ -60,10 +61,16 @@ def runs_line(results: list[PromptResult]) -> str | None:
 
 
 def whole_set_line(results: list[PromptResult], candidate: ServerInfo | None = None) -> str | None:
-    """The whole set's one figure with its acceptance (core.report.whole_set), over two or more prompts; and
-    where the candidate's drafter keeps state, its passes judged apart (warm_line)."""
+    """The whole set's one figure with its acceptance (core.report.whole_set), over two or more prompts;
+    where the candidate's drafter keeps state, its passes judged apart (warm_line); and where a drafting
+    candidate changed the greedy output, the finding core.findings states (how often, and the causes)."""
     ws = whole_set(results)
-    lines = [f"whole set {ws.text()}" if ws is not None else None, warm_line(candidate, results)]
+    finding = finding_lines(results)
+    lines = [
+        f"whole set {ws.text()}" if ws is not None else None,
+        warm_line(candidate, results),
+        finding[0] if finding else None,
+    ]
     return "\n".join(x for x in lines if x) or None
 
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from spectui.backends.launchspec import LaunchSpec
+from spectui.core.errors import InputError
 from spectui.labs.sweep.predict import predict_level
 from spectui.labs.theory.curve import CostCurve, Samples
 from spectui.labs.theory.outputs import probe_settings
@@ -51,6 +54,20 @@ def test_round_trip_and_older_records_without_outputs_still_load():
     old = curve(False).to_json()
     del old["output_extra"]  # terms recorded before outputs were timed
     assert CostCurve.from_json(old).output_extra is None
+
+
+def test_a_negative_output_extra_is_a_measured_difference_and_loads():
+    """output_extra is every position's outputs less the last's, two measured times: noise on a busy machine
+    makes it negative (seen: -0.86 and -10.3 ms at k 2 and 5), and a record that says so must load and verify;
+    a negative time itself (a step, a batch) is still refused."""
+    c = curve(True)
+    c.output_extra = {1: s(0.0), 3: s(-0.86), 5: s(-10.3)}
+    again = CostCurve.from_json(c.to_json())
+    assert again.output_extra is not None and again.output_extra[5].median == -10.3
+    bad = curve(True).to_json()
+    bad["target_batch"]["3"]["ms"] = [-1.0]
+    with pytest.raises(InputError, match="target_batch"):
+        CostCurve.from_json(bad)
 
 
 def test_parse_reads_the_probes_lines_and_the_extra_per_repeat():

@@ -143,7 +143,7 @@ class CostCurve:
         def samples(x, key: str) -> Samples | None:
             return _samples(x, key) if x else None
 
-        def batch(x, key: str) -> dict[int, Samples] | None:
+        def batch(x, key: str, signed: bool = False) -> dict[int, Samples] | None:
             if not x:
                 return None
             if not isinstance(x, dict) or len(x) > K_MAX:
@@ -153,7 +153,7 @@ class CostCurve:
                 kk = int(k) if isinstance(k, str) and k.isdigit() and len(k) < 7 else None
                 if kk is None or not 1 <= kk <= K_MAX:
                     raise InputError(f"the terms' {key} has a batch of {str(k)[:20]!r} tokens, not 1 … {K_MAX}")
-                out[kk] = _samples(s, f"{key}[{kk}]")
+                out[kk] = _samples(s, f"{key}[{kk}]", signed)
             return out
 
         if not isinstance(d, dict):
@@ -176,7 +176,11 @@ class CostCurve:
             sources=dict(d.get("sources") or {}),
             notes=list(d.get("notes") or []),
             left_out=int(d.get("left_out") or 0),
-            output_extra=batch(d.get("output_extra"), "output_extra"),  # absent in terms recorded before it was
+            # a difference of two measured times (every position's outputs less the last's): noise can make it
+            # negative, so it is bounded in size, not in sign
+            output_extra=batch(
+                d.get("output_extra"), "output_extra", signed=True
+            ),  # absent in terms recorded before it was
             draft_decode=samples(d.get("draft_decode"), "draft_decode"),
         )
 
@@ -186,14 +190,23 @@ SAMPLES_MAX = 1000  # repeats of one time
 TIME_MAX_MS = 3.6e6  # an hour for one batch: beyond it a stored time is not a measurement
 
 
-def _samples(x, key: str) -> Samples:
-    """Recorded times (ms): a list of 1 … SAMPLES_MAX finite numbers, none negative, below an hour."""
+def _samples(x, key: str, signed: bool = False) -> Samples:
+    """Recorded times (ms): a list of 1 … SAMPLES_MAX finite numbers below an hour, none negative (a
+    `signed` difference of two times lies within an hour either way)."""
     ms = x.get("ms") if isinstance(x, dict) else None
     if not isinstance(ms, list) or not 1 <= len(ms) <= SAMPLES_MAX:
         raise InputError(f"the terms' {key} holds no list of 1 … {SAMPLES_MAX} times (ms)")
+    low = -TIME_MAX_MS if signed else 0
     for v in ms:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= TIME_MAX_MS:
-            raise InputError(f"the terms' {key} holds the time {str(v)[:20]!r} ms, not a number 0 … {TIME_MAX_MS:g}")
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float))
+            or not math.isfinite(v)
+            or not low <= v <= TIME_MAX_MS
+        ):
+            raise InputError(
+                f"the terms' {key} holds the time {str(v)[:20]!r} ms, not a number {low:g} … {TIME_MAX_MS:g}"
+            )
     return Samples(tuple(float(v) for v in ms))
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from spectui.backends import spectypes
 from spectui.backends.llamacpp import LlamaCppBackend
 from spectui.core.errors import InputError, SetupError
 from spectui.core.runner import connect
@@ -68,6 +69,14 @@ def resolve_tools(opts: LessonOptions, say: Say = print) -> Tools:
     """Every program and file the lesson needs, checked before anything runs; one line where one is missing."""
     if opts.draft not in DRAFTS:
         raise InputError(f"unknown draft {opts.draft!r}", hint=f"one of {', '.join(DRAFTS)}")
+    candidate_flags = server_extra(None) if opts.draft == "lookup" else eagle3_extra(Path("head.gguf"), 1)
+    note = spectypes.state_note(spectypes.chain_from_argv(candidate_flags))
+    if note is not None and opts.runs < 2:  # prove refuses it: said here, before any data or training
+        raise InputError(
+            f"--runs {opts.runs}: the {opts.draft} draft's drafter keeps state between requests ({note}), so its "
+            "proof needs a warm run of each prompt",
+            hint="give --runs 2 or more",
+        )
     if opts.out.exists() and not opts.out.is_dir():
         raise InputError(f"{opts.out} is a file", hint="give -o a folder for the lesson")
     found = assets.find_all()

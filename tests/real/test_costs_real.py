@@ -58,11 +58,10 @@ def run_and_check(capsys, tmp_path, baseline, candidate, *prompt, save=False):
     assert code == 0, captured.err
     doc = json.loads(captured.out)
     after = session.read_bytes()
-    if save:  # kept with the run: one "terms" record appended to the session, every byte before it untouched
-        assert "saved the measured terms" in captured.err and after.startswith(kept) and after != kept
-        assert json.loads(after[len(kept) :].decode())["type"] == "terms"
-    else:
-        assert after == kept
+    # measured terms are kept with the run whether or not --save is given (so the lesson still shows them once
+    # the servers are gone): one "terms" record appended to the session, every byte before it untouched
+    assert "saved the measured terms" in captured.err and after.startswith(kept) and after != kept
+    assert json.loads(after[len(kept) :].decode())["type"] == "terms"
     # measured after the run on separate one-token requests: the candidate drafted nothing more, and the
     # run's figures (its /metrics deltas among them) read back from the session exactly as before
     assert spec_counters(candidate) == before

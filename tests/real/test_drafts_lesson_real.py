@@ -24,7 +24,7 @@ def test_lookup_lesson_on_the_f32_copy_measures_chooses_proves_and_resumes(tmp_p
         pytest.fail("llama-server, llama-quantize or SmolLM2 missing: run `spectui setup`")
     out = tmp_path / "lesson"
     opts = LessonOptions(
-        out, "default", draft="lookup", f32=True, max_tokens=32, holdout=0.3, limit=6, probe_n_max=3, runs=1
+        out, "default", draft="lookup", f32=True, max_tokens=32, holdout=0.3, limit=6, probe_n_max=3, runs=2
     )
     said: list[str] = []
     les = asyncio.run(run_lesson(opts, say=said.append))

@@ -99,11 +99,14 @@ def test_triage_never_touches_the_notebook_or_the_figures(llama_servers, assets_
     rows = tomllib.loads(nb.read_text())["measurement"]
     assert len(rows) == 1 and rows[0]["cause"] == doc["prompts"][0]["triage"]["cause"]  # one entry, not one per rerun
     tokens = doc["prompts"][0]["candidate"]["tokens"]
-    # the server made the run's tokens, the identical rerun's, one for the log-probability request, and two
-    # for each batch shape asked (a priming request and the asking one, n_predict 1 each); the figures report
-    # only the run's
-    shapes = len((doc["prompts"][0]["triage"]["logprobs"].get("batch_shapes") or {}).get("candidate") or {})
-    assert generated == 2 * tokens + 1 + 2 * shapes, (generated, tokens, shapes)
+    # the server made the run's tokens, the identical rerun's, one for the log-probability request, two for
+    # each batch shape asked (a priming request and the asking one, n_predict 1 each), and its own decode
+    # again with n_probs up to and including the divergent token (position + 1); the figures report only
+    # the run's
+    evidence = doc["prompts"][0]["triage"]["logprobs"]
+    shapes = len((evidence.get("batch_shapes") or {}).get("candidate") or {})
+    own = evidence["position"] + 1
+    assert generated == 2 * tokens + 1 + 2 * shapes + own, (generated, tokens, shapes, own)
 
 
 def test_a_prompt_cache_hit_that_changes_the_output_is_cause_cache(capsys, tmp_path):

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from spectui.cli.main import main
+from spectui.core.errors import InputError
 from spectui.labs.drafts.lesson import Lesson, Phase, ThreeWay, read_lesson, write_lesson
 from spectui.labs.theory.draft_length import RunCost, choose_n_max, draft_cost
 from spectui.labs.theory.terms import StepCosts
+from spectui.run.lesson_serving import LessonOptions, resolve_tools
 
 SHARES = [0.5, 0.25, 0.05]  # position i accepted in this share of verification steps
 
@@ -95,8 +97,6 @@ def test_the_lesson_record_round_trips_and_says_the_three_way_table(tmp_path):
 
 def test_a_damaged_lesson_record_is_one_line(tmp_path):
     (tmp_path / "lesson.json").write_text("{not json")
-    from spectui.core.errors import InputError
-
     with pytest.raises(InputError, match="not a lesson record"):
         read_lesson(tmp_path)
     assert read_lesson(tmp_path / "nothing") is None
@@ -110,7 +110,6 @@ def test_a_damaged_lesson_record_is_one_line(tmp_path):
     ],
 )
 def test_a_lesson_record_of_the_wrong_shape_is_one_line(tmp_path, doc):
-    from spectui.core.errors import InputError
     from spectui.labs.drafts.lesson import measured_text
 
     (tmp_path / "lesson.json").write_text(doc)
@@ -241,3 +240,12 @@ def test_where_no_length_pays_the_cheapest_is_named_even_if_a_longer_one_is_less
     assert ch.speedups == pytest.approx((1.4 / 1.6, 1.7 / 1.8))
     assert ch.n_max == 1 and ch.why.startswith("S(1) = 1.400")
     assert "no length beats plain decoding: 1, the cheapest, named" in ch.why
+
+
+def test_a_lookup_lesson_with_one_run_is_refused_before_anything_runs(tmp_path):
+    """The lookup draft is served as ngram-cache, whose drafter keeps its context cache from one request to the
+    next: its proof needs a warm run of each prompt, so --runs 1 is refused up front, not after training."""
+    opts = LessonOptions(out=tmp_path / "l", prompts="default", draft="lookup", runs=1)
+    with pytest.raises(InputError, match="keeps state between requests"):
+        resolve_tools(opts)
+    assert not (tmp_path / "l").exists()

@@ -173,4 +173,5 @@ class SessionKeeper:
             while index is not None and b._cursor < index:
                 b._cursor += 1
         c.restart(target)
+        c.steps = 0  # a step pressed before the seek (one nothing was waiting for) does not carry past it
         c.prompt = -2  # keep the clock at the target when the prompt restarts
